@@ -1,0 +1,58 @@
+"""The ``kubetrio`` command line: one binary, one subcommand per job.
+
+Subcommands import their implementation lazily so ``kubetrio --help`` stays fast and a broken
+optional piece cannot stop the others from starting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+# subcommand -> (module implementing it, one-line help). Each module has
+# ``configure(parser)`` and ``run(args) -> int``.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "emulator": (
+        "kubetrio.cmd.emulator",
+        "serve the embedded Kubernetes API emulator on 127.0.0.1",
+    ),
+}
+
+
+def package_version() -> str:
+    try:
+        return version("kubetrio")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubetrio",
+        description="Kubernetes controllers on trio: machine lifecycle (MCM), node drain, "
+        "storage-node cleanup.",
+    )
+    parser.add_argument("--version", action="version", version=f"kubetrio {package_version()}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(_module=module_name)
+        importlib.import_module(module_name).configure(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    result: int = importlib.import_module(args._module).run(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""kubetrio's built-in controllers: machine (MCM port), nodedelete and storagegc."""

@@ -1,0 +1,1 @@
+"""kubetrio's framework: work queue, rate limiters, client, informers, controllers, manager."""
