@@ -1,13 +1,64 @@
-"""``kubetrio emulator``: placeholder until the emulator lands (issue 3)."""
+"""``kubetrio emulator``: serve the Kubernetes API emulator on 127.0.0.1 until SIGINT/SIGTERM."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import signal
+import sys
+from pathlib import Path
+
+import trio
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: pick one)")
+    parser.add_argument(
+        "--kubeconfig-out",
+        type=Path,
+        default=None,
+        help="write a kubeconfig for kubectl/pykube here (default: a temporary file)",
+    )
+    parser.add_argument(
+        "--state", type=Path, default=None, help="persist the store to FILE and restore it on start"
+    )
+    parser.add_argument("--token", default=None, help="require this bearer token on API requests")
+    parser.add_argument(
+        "--watch-window",
+        type=int,
+        default=10_000,
+        help="watch history kept per resource; older resourceVersions get 410 Gone",
+    )
+    parser.add_argument(
+        "--bookmark-interval", type=float, default=60.0, help="seconds between watch bookmarks"
+    )
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
+
+    options = EmulatorOptions(
+        port=args.port,
+        token=args.token,
+        state_path=args.state,
+        kubeconfig_path=args.kubeconfig_out,
+        window=args.watch_window,
+        bookmark_interval=args.bookmark_interval,
+    )
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with serve_emulator(options=options) as emu:
+            print(f"kubetrio emulator serving url={emu.url}", flush=True)
+            print(f"kubeconfig={emu.kubeconfig_path}", flush=True)
+            async for signum in signals:
+                logging.getLogger(__name__).info("stopping signal=%s", signum)
+                break
 
 
 def run(args: argparse.Namespace) -> int:
-    raise SystemExit("kubetrio emulator: not built yet")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    trio.run(_serve, args)
+    return 0

@@ -1,0 +1,472 @@
+"""The Kubernetes REST API over the store: URL parsing, verbs, content negotiation, auth,
+fault injection and request counting."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import trio
+
+from kubetrio.runtime.emulator import discovery, errors, openapi
+from kubetrio.runtime.emulator.errors import ApiError
+from kubetrio.runtime.emulator.eventlog import Entry
+from kubetrio.runtime.emulator.eviction import evict
+from kubetrio.runtime.emulator.faults import Counters, Faults, reason_for
+from kubetrio.runtime.emulator.http import JSON, Request, Response, StreamResponse, json_response
+from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.runtime.emulator.meta import check_type_meta
+from kubetrio.runtime.emulator.patch import json_patch, merge_patch, strategic_merge
+from kubetrio.runtime.emulator.selectors import FieldSelector, LabelSelector, combine
+from kubetrio.runtime.emulator.store import Store
+from kubetrio.runtime.emulator.tables import table
+from kubetrio.runtime.emulator.watch import Watch, WatchSpec
+
+log = logging.getLogger(__name__)
+
+_NOT_FOUND = ApiError(404, "NotFound", "the server could not find the requested resource", {})
+_PROPAGATION = ("Orphan", "Background", "Foreground")
+
+
+@dataclass(slots=True)
+class Target:
+    rt: ResourceType
+    version: str
+    namespace: str | None  # None: all namespaces (or cluster-scoped)
+    name: str
+    sub: str
+    watch_path: bool
+
+
+@dataclass(slots=True)
+class ApiSettings:
+    token: str | None = None
+    bookmark_interval: float = 60.0
+    server_address: str = "127.0.0.1:0"
+
+
+def _decode(body: bytes) -> Any:
+    if not body:
+        raise errors.bad_request("the request body is empty")
+    try:
+        return msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+def _wants_table(req: Request) -> bool:
+    return "as=Table" in req.header("accept")
+
+
+def _bool_param(v: str | None) -> bool:
+    return v in ("1", "true", "True")
+
+
+def _int_param(req: Request, name: str) -> int | None:
+    v = req.query.get(name)
+    if v in (None, ""):
+        return None
+    try:
+        return int(v)
+    except ValueError:
+        raise errors.bad_request(f'{name}: Invalid value: "{v}": must be an integer') from None
+
+
+class KubeApi:
+    def __init__(
+        self, store: Store, faults: Faults, counters: Counters, settings: ApiSettings
+    ) -> None:
+        self.store = store
+        self.types = store.types
+        self.faults = faults
+        self.counters = counters
+        self.settings = settings
+
+    async def __call__(self, req: Request) -> Response | StreamResponse:
+        try:
+            return await self._handle(req)
+        except ApiError as exc:
+            return json_response(exc.status(), exc.code, exc.headers)
+
+    async def _handle(self, req: Request) -> Response | StreamResponse:
+        token = self.settings.token
+        if token and req.header("authorization") != f"Bearer {token}":
+            raise errors.unauthorized()
+        parts = [p for p in req.path.split("/") if p]
+        if not parts:
+            return json_response({"paths": ["/api", "/api/v1", "/apis", "/version"]})
+        head = parts[0]
+        if head == "version" and len(parts) == 1:
+            return json_response(discovery.VERSION_INFO)
+        if head in ("healthz", "readyz", "livez"):
+            return Response(200, b"ok", "text/plain; charset=utf-8")
+        if head == "openapi":
+            return openapi.serve(req, self.types, parts[1:])
+        if head == "api":
+            if len(parts) == 1:
+                return json_response(discovery.api_versions(self.settings.server_address))
+            group, version, rest = "", parts[1], parts[2:]
+        elif head == "apis":
+            if len(parts) == 1:
+                return json_response(discovery.api_group_list(self.types))
+            if len(parts) == 2:
+                doc = discovery.api_group(self.types, parts[1])
+                if doc is None:
+                    raise _NOT_FOUND
+                return json_response(doc)
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise _NOT_FOUND
+        if not rest:
+            doc = discovery.api_resource_list(self.types, group, version)
+            if doc is None:
+                raise _NOT_FOUND
+            return json_response(doc)
+        target = self._target(group, version, rest)
+        return await self._resource(req, target)
+
+    def _target(self, group: str, version: str, rest: list[str]) -> Target:
+        watch_path = False
+        if rest[0] == "watch":
+            watch_path, rest = True, rest[1:]
+            if not rest:
+                raise _NOT_FOUND
+        ns: str | None = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            rt = self.types.lookup(group, version, rest[2])
+            if rt is not None and rt.namespaced:
+                ns, rest = rest[1], rest[2:]
+        rt = self.types.lookup(group, version, rest[0])
+        if rt is None or len(rest) > 3:
+            raise _NOT_FOUND
+        if rt.namespaced is False and ns is not None:
+            raise _NOT_FOUND
+        name = rest[1] if len(rest) > 1 else ""
+        sub = rest[2] if len(rest) > 2 else ""
+        if sub and sub not in rt.subresources:
+            raise _NOT_FOUND
+        return Target(rt, version, ns, name, sub, watch_path)
+
+    @staticmethod
+    def _verb(req: Request, t: Target) -> str:
+        m = req.method
+        if m == "GET":
+            if t.watch_path or _bool_param(req.query.get("watch")):
+                return "watch"
+            return "get" if t.name else "list"
+        if m == "POST":
+            return "create"
+        if m == "PUT":
+            return "update"
+        if m == "PATCH":
+            return "patch"
+        if m == "DELETE":
+            return "delete" if t.name else "deletecollection"
+        return m.lower()
+
+    async def _resource(self, req: Request, t: Target) -> Response | StreamResponse:
+        verb = self._verb(req, t)
+        self.counters.inc(verb, t.rt.plural, t.sub)
+        decision = self.faults.decide(verb, t.rt.plural, t.sub, t.namespace or "", t.name)
+        if decision.latency > 0:
+            await trio.sleep(decision.latency)
+        rule = decision.rule
+        if rule is not None and rule.status is not None:
+            headers = (
+                [("Retry-After", str(rule.retry_after))] if rule.retry_after is not None else []
+            )
+            details: dict[str, Any] = {}
+            if rule.retry_after is not None:
+                details["retryAfterSeconds"] = rule.retry_after
+            raise ApiError(
+                rule.status,
+                rule.reason or reason_for(rule.status),
+                rule.message or f"injected fault: {verb} {t.rt.plural}",
+                details,
+                headers,
+            )
+        dry_run = req.query.get("dryRun") == "All"
+        if req.query.get("dryRun") not in (None, "", "All"):
+            raise errors.bad_request(
+                f'dryRun: Unsupported value: "{req.query["dryRun"]}": supported values: "All"'
+            )
+        ns = t.namespace or ""
+        if verb == "watch":
+            return self._watch(req, t, decision.cut_watch_after)
+        if verb == "list":
+            return self._list(req, t)
+        if verb == "get":
+            if t.sub not in ("", "status"):
+                raise errors.method_not_allowed()
+            entry = self.store.get(t.rt, ns, t.name)
+            return self._object(req, t, entry, 200)
+        if verb == "create":
+            if t.sub == "eviction":
+                pods = t.rt
+                pdbs = self.types.lookup("policy", "v1", "poddisruptionbudgets")
+                assert pdbs is not None
+                return json_response(
+                    evict(self.store, pods, pdbs, ns, t.name, _decode(req.body), dry_run), 201
+                )
+            if t.sub == "binding":
+                return self._bind(req, t, dry_run)
+            if t.name:
+                raise errors.method_not_allowed()
+            obj = self._body_object(req, t)
+            entry = self.store.create(t.rt, ns, obj, dry_run=dry_run)
+            return self._object(req, t, entry, 201)
+        if verb == "update":
+            self._check_writable_sub(t)
+            obj = self._body_object(req, t)
+            entry = self.store.update(t.rt, ns, t.name, obj, t.sub, dry_run=dry_run)
+            return self._object(req, t, entry, 200)
+        if verb == "patch":
+            self._check_writable_sub(t)
+            return self._patch(req, t, dry_run)
+        if verb == "delete":
+            if t.sub:
+                raise errors.method_not_allowed()
+            return self._delete(req, t, dry_run)
+        if verb == "deletecollection":
+            return self._delete_collection(req, t, dry_run)
+        raise errors.method_not_allowed()
+
+    @staticmethod
+    def _check_writable_sub(t: Target) -> None:
+        if not t.name or t.sub not in ("", "status"):
+            raise errors.method_not_allowed()
+
+    def _body_object(self, req: Request, t: Target) -> dict[str, Any]:
+        api_versions = tuple(t.rt.api_version(v) for v in t.rt.versions)
+        return check_type_meta(
+            _decode(req.body), (t.rt.api_version(t.version), *api_versions), t.rt.kind
+        )
+
+    def _raw_for(self, t: Target, entry: Entry) -> bytes:
+        """The object as the requested version names it (stored once, converted on the way
+        out only when a CRD serves several versions)."""
+        want = t.rt.api_version(t.version)
+        if entry.obj.get("apiVersion") in (want, None):
+            return entry.raw
+        obj = dict(entry.obj)
+        obj["apiVersion"] = want
+        return msgspec.json.encode(obj)
+
+    def _object(self, req: Request, t: Target, entry: Entry, code: int) -> Response:
+        if _wants_table(req):
+            rv = entry.rv or None
+            return json_response(
+                table(t.rt, [entry.obj], rv, req.query.get("includeObject", "Metadata")), code
+            )
+        return Response(code, self._raw_for(t, entry))
+
+    def _selectors(self, req: Request, t: Target) -> Any:
+        label = LabelSelector(req.query.get("labelSelector", ""))
+        fields = FieldSelector(req.query.get("fieldSelector", ""), t.rt.field_labels)
+        return combine(label, fields)
+
+    def _list(self, req: Request, t: Target) -> Response:
+        pred = self._selectors(req, t)
+        limit = _int_param(req, "limit") or 0
+        result = self.store.list_entries(t.rt, t.namespace, pred, limit, req.query.get("continue", ""))
+        if _wants_table(req):
+            return json_response(
+                table(
+                    t.rt,
+                    [e.obj for e in result.entries],
+                    result.rv,
+                    req.query.get("includeObject", "Metadata"),
+                    continue_token=result.continue_token,
+                )
+            )
+        meta: dict[str, Any] = {"resourceVersion": str(result.rv)}
+        if result.continue_token:
+            meta["continue"] = result.continue_token
+        if result.remaining is not None:
+            meta["remainingItemCount"] = result.remaining
+        head = (
+            b'{"kind":"'
+            + t.rt.kind.encode()
+            + b'List","apiVersion":"'
+            + t.rt.api_version(t.version).encode()
+            + b'","metadata":'
+            + msgspec.json.encode(meta)
+            + b',"items":['
+        )
+        items = [self._raw_for(t, e) for e in result.entries]
+        return Response(200, [head, b",".join(items), b"]}"])
+
+    def _watch(self, req: Request, t: Target, cut_after: float | None) -> StreamResponse:
+        pred = self._selectors(req, t)
+        rv = req.query.get("resourceVersion", "")
+        if rv not in ("", "0"):
+            try:
+                if int(rv) < 0:
+                    raise ValueError
+            except ValueError:
+                raise errors.bad_request(
+                    f'resourceVersion: Invalid value: "{rv}": must be a non-negative integer'
+                ) from None
+        timeout = _int_param(req, "timeoutSeconds")
+        encode = None
+        if _wants_table(req):
+            first = [True]
+            rt = t.rt
+
+            def encode(type_: str, entry: Entry) -> bytes:
+                if type_ == "BOOKMARK":
+                    obj: Any = entry.obj
+                else:
+                    obj = table(rt, [entry.obj], entry.rv, headers=first[0])
+                    first[0] = False
+                return msgspec.json.encode({"type": type_, "object": obj}) + b"\n"
+
+        spec = WatchSpec(
+            rt=t.rt,
+            namespace=t.namespace,
+            pred=pred,
+            resource_version=rv,
+            bookmarks=_bool_param(req.query.get("allowWatchBookmarks")),
+            bookmark_interval=self.settings.bookmark_interval,
+            timeout=float(timeout) if timeout else None,
+            cut_after=cut_after,
+            encode=encode,
+        )
+        if t.name:
+            name = t.name
+            inner = spec.pred
+
+            def by_name(o: dict[str, Any]) -> bool:
+                return bool(o["metadata"].get("name") == name and (inner is None or inner(o)))
+
+            spec.pred = by_name
+        watch = Watch(self.store, self.faults, spec)
+        return StreamResponse(watch.run)
+
+    def _patch(self, req: Request, t: Target, dry_run: bool) -> Response:
+        ctype = req.header("content-type").split(";")[0].strip()
+        ns = t.namespace or ""
+        current = self.store.get(t.rt, ns, t.name)
+        patch_body = _decode(req.body)
+        base = current.clone()
+        if ctype == "application/merge-patch+json":
+            if not isinstance(patch_body, dict):
+                raise errors.bad_request("a JSON merge patch must be a JSON object")
+            new = merge_patch(base, patch_body)
+        elif ctype == "application/json-patch+json":
+            new = json_patch(base, patch_body)
+        elif ctype == "application/strategic-merge-patch+json":
+            if not t.rt.builtin:
+                raise errors.unsupported_media_type(ctype)
+            if not isinstance(patch_body, dict):
+                raise errors.bad_request("a strategic merge patch must be a JSON object")
+            new = strategic_merge(base, patch_body)
+        else:
+            raise errors.unsupported_media_type(ctype)
+        if not isinstance(new, dict):
+            raise errors.bad_request("the patched object is not a JSON object")
+        api_versions = tuple(t.rt.api_version(v) for v in t.rt.versions)
+        check_type_meta(new, api_versions, t.rt.kind)
+        md = new.get("metadata")
+        if not isinstance(md, dict):
+            raise errors.bad_request("metadata: the patch removed the object's metadata")
+        if md.get("name") != t.name:
+            raise errors.bad_request(
+                f"the name of the object ({md.get('name')}) does not match the name on the URL "
+                f"({t.name})"
+            )
+        entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
+        return self._object(req, t, entry, 200)
+
+    def _delete_options(self, req: Request) -> dict[str, Any]:
+        opts: dict[str, Any] = {}
+        if req.body:
+            body = _decode(req.body)
+            if not isinstance(body, dict):
+                raise errors.bad_request("DeleteOptions must be a JSON object")
+            opts = body
+        grace = _int_param(req, "gracePeriodSeconds")
+        if grace is not None:
+            opts["gracePeriodSeconds"] = grace
+        if "propagationPolicy" in req.query:
+            opts["propagationPolicy"] = req.query["propagationPolicy"]
+        policy = opts.get("propagationPolicy")
+        if policy is not None and policy not in _PROPAGATION:
+            raise errors.bad_request(
+                f'propagationPolicy: Unsupported value: "{policy}": supported values: '
+                '"Foreground", "Background", "Orphan"'
+            )
+        g = opts.get("gracePeriodSeconds")
+        if g is not None and not isinstance(g, int):
+            raise errors.bad_request("gracePeriodSeconds: must be an integer")
+        return opts
+
+    def _delete(self, req: Request, t: Target, dry_run: bool) -> Response:
+        opts = self._delete_options(req)
+        dry_run = dry_run or "All" in (opts.get("dryRun") or [])
+        pre = opts.get("preconditions")
+        entry, _removed = self.store.delete(
+            t.rt,
+            t.namespace or "",
+            t.name,
+            grace=opts.get("gracePeriodSeconds"),
+            preconditions=pre if isinstance(pre, dict) else None,
+            dry_run=dry_run,
+        )
+        return self._object(req, t, entry, 200)
+
+    def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:
+        opts = self._delete_options(req)
+        pred = self._selectors(req, t)
+        result = self.store.list_entries(t.rt, t.namespace, pred)
+        items = []
+        for e in result.entries:
+            md = e.obj["metadata"]
+            try:
+                entry, _ = self.store.delete(
+                    t.rt,
+                    md.get("namespace", ""),
+                    md["name"],
+                    grace=opts.get("gracePeriodSeconds"),
+                    dry_run=dry_run,
+                )
+            except ApiError as exc:
+                if exc.code == 404:
+                    continue
+                raise
+            items.append(self._raw_for(t, entry))
+        head = (
+            b'{"kind":"'
+            + t.rt.kind.encode()
+            + b'List","apiVersion":"'
+            + t.rt.api_version(t.version).encode()
+            + b'","metadata":{"resourceVersion":"'
+            + str(self.store.rv).encode()
+            + b'"},"items":['
+        )
+        return Response(200, [head, b",".join(items), b"]}"], JSON)
+
+    def _bind(self, req: Request, t: Target, dry_run: bool) -> Response:
+        body = _decode(req.body)
+        if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
+            raise errors.bad_request("the request body must be a Binding")
+        node = (body.get("target") or {}).get("name")
+        if not node:
+            raise errors.invalid(
+                "", "Binding", t.name, [("FieldValueRequired", "target.name", "Required value")]
+            )
+        ns = t.namespace or ""
+        pod = self.store.get(t.rt, ns, t.name)
+        if (pod.obj.get("spec") or {}).get("nodeName"):
+            raise errors.conflict(
+                "",
+                "pods",
+                t.name,
+                f'pod {t.name} is already assigned to node "{pod.obj["spec"]["nodeName"]}"',
+            )
+        new = pod.clone()
+        new.setdefault("spec", {})["nodeName"] = node
+        self.store.update(t.rt, ns, t.name, new, dry_run=dry_run)
+        return json_response(errors.success(201), 201)

@@ -1,0 +1,135 @@
+"""``POST pods/{name}/eviction``: the PodDisruptionBudget check of
+pkg/registry/core/pod/storage/eviction.go, with its messages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrio.runtime.emulator import errors
+from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.runtime.emulator.selectors import Requirement
+from kubetrio.runtime.emulator.store import Store
+
+EVICTION_API_VERSIONS = ("policy/v1", "policy/v1beta1")
+
+
+def selector_matches(selector: Any, labels: dict[str, str]) -> bool:
+    """metav1.LabelSelector semantics for policy/v1: ``{}`` selects everything, null nothing."""
+    if selector is None:
+        return False
+    if not isinstance(selector, dict):
+        return False
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    ops = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+    for expr in selector.get("matchExpressions") or []:
+        op = ops.get(expr.get("operator", ""))
+        if op is None:
+            return False
+        req = Requirement(str(expr.get("key", "")), op, tuple(expr.get("values") or ()))
+        if not req.matches(labels):
+            return False
+    return True
+
+
+def _can_ignore_pdb(pod: dict[str, Any]) -> bool:
+    phase = (pod.get("status") or {}).get("phase")
+    return phase in ("Succeeded", "Failed", "Pending") or bool(
+        (pod.get("metadata") or {}).get("deletionTimestamp")
+    )
+
+
+def _too_many(cause: str) -> errors.ApiError:
+    err = errors.too_many_requests(
+        "Cannot evict pod as it would violate the pod's disruption budget."
+    )
+    err.details = {"causes": [{"reason": "DisruptionBudget", "message": cause}]}
+    return err
+
+
+def evict(
+    store: Store,
+    pods: ResourceType,
+    pdbs: ResourceType,
+    ns: str,
+    name: str,
+    body: Any,
+    dry_run: bool,
+) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise errors.bad_request("the request body must be a JSON object")
+    if (
+        body.get("kind", "Eviction") != "Eviction"
+        or body.get("apiVersion", "policy/v1") not in EVICTION_API_VERSIONS
+    ):
+        raise errors.bad_request(
+            f"the kind in the data ({body.get('apiVersion')}, Kind={body.get('kind')}) is not "
+            "an Eviction (policy/v1 or policy/v1beta1)"
+        )
+    body_name = (body.get("metadata") or {}).get("name")
+    if body_name and body_name != name:
+        raise errors.bad_request("name in URL does not match name in Eviction object")
+    options = body.get("deleteOptions") or {}
+    if not isinstance(options, dict):
+        raise errors.bad_request("deleteOptions: must be an object")
+    dry_run = dry_run or "All" in (options.get("dryRun") or [])
+    grace = options.get("gracePeriodSeconds")
+    preconditions = options.get("preconditions")
+    pod = store.get(pods, ns, name)
+    if not _can_ignore_pdb(pod.obj):
+        labels = (pod.obj.get("metadata") or {}).get("labels") or {}
+        matching = [
+            e
+            for e in store.iter(pdbs, ns)
+            if selector_matches((e.obj.get("spec") or {}).get("selector"), labels)
+        ]
+        if len(matching) > 1:
+            raise errors.internal(
+                "This pod has more than one PodDisruptionBudget, which the eviction subresource "
+                "does not support."
+            )
+        if matching:
+            pdb = matching[0]
+            pmd = pdb.obj["metadata"]
+            st = pdb.obj.get("status") or {}
+            pdb_name = pmd["name"]
+            if int(st.get("observedGeneration", 0)) < int(pmd.get("generation", 1)):
+                raise _too_many(
+                    f"The disruption budget {pdb_name} is still being processed by the server."
+                )
+            allowed = int(st.get("disruptionsAllowed", 0))
+            if allowed < 0:
+                raise errors.forbidden(
+                    "policy", "poddisruptionbudget", pdb_name, "pdb disruptions allowed is negative"
+                )
+            if len(st.get("disruptedPods") or {}) > 2000:
+                raise errors.forbidden(
+                    "policy",
+                    "poddisruptionbudget",
+                    pdb_name,
+                    "DisruptedPods map too big - too many evictions not confirmed by PDB "
+                    "controller",
+                )
+            if allowed == 0:
+                raise _too_many(
+                    f"The disruption budget {pdb_name} needs {st.get('desiredHealthy', 0)} healthy "
+                    f"pods and has {st.get('currentHealthy', 0)} currently"
+                )
+            if not dry_run:
+                new = pdb.clone()
+                nst = new.setdefault("status", {})
+                nst["disruptionsAllowed"] = allowed - 1
+                disrupted = dict(nst.get("disruptedPods") or {})
+                disrupted[name] = store.clock.now_rfc3339()
+                nst["disruptedPods"] = disrupted
+                store.update(pdbs, ns, pdb_name, new, subresource="status")
+    store.delete(
+        pods,
+        ns,
+        name,
+        grace=int(grace) if isinstance(grace, int) else None,
+        preconditions=preconditions if isinstance(preconditions, dict) else None,
+        dry_run=dry_run,
+    )
+    return errors.success(201)

@@ -1,0 +1,209 @@
+"""Running the emulator: in-process (``serve_emulator``, inside the caller's trio run and clock)
+or standalone (``kubetrio emulator``)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import trio
+import yaml
+
+from kubetrio.runtime.emulator.admin import PREFIX as ADMIN_PREFIX
+from kubetrio.runtime.emulator.admin import Admin
+from kubetrio.runtime.emulator.api import ApiSettings, KubeApi
+from kubetrio.runtime.emulator.clock import EmuClock
+from kubetrio.runtime.emulator.errors import ApiError
+from kubetrio.runtime.emulator.eventlog import Entry
+from kubetrio.runtime.emulator.faults import Counters, Faults
+from kubetrio.runtime.emulator.http import Handler, HttpServer, Router
+from kubetrio.runtime.emulator.kinds import ResourceType, ResourceTypes
+from kubetrio.runtime.emulator.persistence import Persister, load_state
+from kubetrio.runtime.emulator.store import Store
+
+CONTEXT = "kubetrio-emulator"
+
+
+def kubeconfig(url: str, token: str | None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": CONTEXT, "cluster": {"server": url}}],
+        "users": [{"name": CONTEXT, "user": {"token": token} if token else {}}],
+        "contexts": [
+            {
+                "name": CONTEXT,
+                "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": "default"},
+            }
+        ],
+        "current-context": CONTEXT,
+        "preferences": {},
+    }
+
+
+@dataclass(slots=True)
+class EmulatorOptions:
+    port: int = 0
+    host: str = "127.0.0.1"
+    token: str | None = None
+    state_path: Path | None = None
+    kubeconfig_path: Path | None = None
+    window: int = 10_000
+    bookmark_interval: float = 60.0
+    persist_debounce: float = 0.5
+    fault_seed: int = 0
+
+
+class Emulator:
+    """A served emulator: ``url``, ``store`` (Python access), ``faults``, ``counters``,
+    ``kubeconfig_path``; ``mount(prefix, handler)`` adds further APIs on the same port."""
+
+    def __init__(self, options: EmulatorOptions) -> None:
+        self.options = options
+        self.clock = EmuClock()
+        self.types = ResourceTypes()
+        self.store = Store(self.types, self.clock, window=options.window)
+        self.faults = Faults(seed=options.fault_seed)
+        self.faults.expire_history = self.store.expire_history
+        self.counters = Counters()
+        self.persister: Persister | None = None
+        if options.state_path is not None:
+            load_state(self.store, options.state_path)
+            self.persister = Persister(self.store, options.state_path, options.persist_debounce)
+        self.store.ensure_default_namespaces()
+        if self.persister is not None:
+            self.store.on_change = self.persister.mark_dirty
+        self.settings = ApiSettings(
+            token=options.token, bookmark_interval=options.bookmark_interval
+        )
+        self.api = KubeApi(self.store, self.faults, self.counters, self.settings)
+        self.router = Router(self.api)
+        self.router.mount(ADMIN_PREFIX, Admin(self.store, self.faults, self.counters))
+        self.http = HttpServer(self._dispatch)
+        self.port = 0
+        self.url = ""
+        self.kubeconfig_path = Path()
+
+    async def _dispatch(self, req: Any) -> Any:
+        return await self.router.resolve(req.path)(req)
+
+    def mount(self, prefix: str, handler: Handler) -> None:
+        self.router.mount(prefix, handler)
+
+    # -- Python conveniences for tests and in-process cluster behaviours
+
+    def resource(self, plural: str, group: str = "") -> ResourceType:
+        for rt in self.types.all():
+            if rt.plural == plural and rt.group == group:
+                return rt
+        raise KeyError(f"no served resource {plural!r} in group {group!r}")
+
+    def _rt_of(self, obj: dict[str, Any]) -> ResourceType:
+        rt = self.types.by_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        if rt is None:
+            raise KeyError(f"no served kind {obj.get('kind')!r} in {obj.get('apiVersion')!r}")
+        return rt
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        rt = self._rt_of(obj)
+        ns = (obj.get("metadata") or {}).get("namespace", "default") if rt.namespaced else ""
+        return self.store.create(rt, ns, obj).clone()
+
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str = ""
+    ) -> dict[str, Any] | None:
+        rt = self.types.by_kind(api_version, kind)
+        if rt is None:
+            raise KeyError(f"no served kind {kind!r} in {api_version!r}")
+        entry: Entry | None = self.store.find(
+            rt, namespace or "default" if rt.namespaced else "", name
+        )
+        return entry.clone() if entry else None
+
+    def update(self, obj: dict[str, Any], subresource: str = "") -> dict[str, Any]:
+        rt = self._rt_of(obj)
+        md = obj["metadata"]
+        ns = md.get("namespace", "default") if rt.namespaced else ""
+        return self.store.update(rt, ns, md["name"], obj, subresource).clone()
+
+    def set_status(
+        self, api_version: str, kind: str, name: str, status: dict[str, Any], namespace: str = ""
+    ) -> dict[str, Any]:
+        current = self.get(api_version, kind, name, namespace)
+        if current is None:
+            raise KeyError(f"{kind} {namespace}/{name} not found")
+        current["status"] = status
+        return self.update(current, subresource="status")
+
+    def delete(
+        self, api_version: str, kind: str, name: str, namespace: str = "", grace: int | None = None
+    ) -> None:
+        rt = self.types.by_kind(api_version, kind)
+        if rt is None:
+            raise KeyError(f"no served kind {kind!r} in {api_version!r}")
+        try:
+            self.store.delete(
+                rt, namespace or "default" if rt.namespaced else "", name, grace=grace
+            )
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+
+
+@asynccontextmanager
+async def serve_emulator(
+    *,
+    port: int = 0,
+    token: str | None = None,
+    state: str | Path | None = None,
+    kubeconfig_path: str | Path | None = None,
+    window: int = 10_000,
+    bookmark_interval: float = 60.0,
+    persist_debounce: float = 0.5,
+    options: EmulatorOptions | None = None,
+) -> AsyncIterator[Emulator]:
+    """Serve an emulator on 127.0.0.1 for the duration of the block, in the caller's trio run
+    (so it shares the caller's clock)."""
+    opts = options or EmulatorOptions(
+        port=port,
+        token=token,
+        state_path=Path(state) if state is not None else None,
+        kubeconfig_path=Path(kubeconfig_path) if kubeconfig_path is not None else None,
+        window=window,
+        bookmark_interval=bookmark_interval,
+        persist_debounce=persist_debounce,
+    )
+    emu = Emulator(opts)
+    tmpdir: str | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(
+                partial(trio.serve_tcp, emu.http.serve_connection, opts.port, host=opts.host)
+            )
+            emu.port = listeners[0].socket.getsockname()[1]
+            emu.url = f"http://{opts.host}:{emu.port}"
+            emu.settings.server_address = f"{opts.host}:{emu.port}"
+            if opts.kubeconfig_path is None:
+                tmpdir = tempfile.mkdtemp(prefix="kubetrio-emulator-")
+                emu.kubeconfig_path = Path(tmpdir) / "kubeconfig"
+            else:
+                emu.kubeconfig_path = opts.kubeconfig_path
+            emu.kubeconfig_path.parent.mkdir(parents=True, exist_ok=True)
+            emu.kubeconfig_path.write_text(yaml.safe_dump(kubeconfig(emu.url, opts.token)))
+            if emu.persister is not None:
+                nursery.start_soon(emu.persister.run)
+            try:
+                yield emu
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        if emu.persister is not None:
+            emu.persister.flush()
+        if tmpdir is not None:
+            shutil.rmtree(tmpdir, ignore_errors=True)

@@ -1,0 +1,624 @@
+"""The object store: every write goes through here, so the API rules live in one place.
+
+All operations are synchronous; in a single trio thread that makes each of them atomic, which
+is what a real apiserver's per-object compare-and-swap gives. Each committed change gets the next
+global resourceVersion, is appended to its resource's event log (for HTTP watches) and is passed
+to subscribers: the hook where in-process cluster behaviours (kubelet, PDB controller, …) react.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import copy
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from kubetrio.runtime.emulator import errors
+from kubetrio.runtime.emulator.clock import EmuClock
+from kubetrio.runtime.emulator.errors import ApiError
+from kubetrio.runtime.emulator.eventlog import Entry, EventLog, WatchEvent
+from kubetrio.runtime.emulator.kinds import ResourceType, ResourceTypes, from_crd
+from kubetrio.runtime.emulator.meta import (
+    check_finalizers,
+    check_name,
+    check_string_map,
+    generate_name,
+    metadata_of,
+    new_uid,
+)
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
+Hook = Callable[[ResourceType, WatchEvent], None]
+
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+CRD_KEY = "customresourcedefinitions.apiextensions.k8s.io"
+_SERVER_MANAGED = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "resourceVersion",
+)
+
+
+@dataclass(slots=True)
+class ListResult:
+    entries: list[Entry]
+    rv: int
+    continue_token: str
+    remaining: int | None
+
+
+def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
+    """What ``generation`` tracks: everything but metadata, status and type meta."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+
+
+def _continue_token(rv: int, last: Key) -> str:
+    raw = msgspec.json.encode({"rv": rv, "start": f"{last[0]}/{last[1]}"})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _parse_continue(token: str) -> tuple[int, Key]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = msgspec.json.decode(raw)
+        ns, _, name = str(data["start"]).partition("/")
+        return int(data["rv"]), (ns, name)
+    except Exception:
+        raise errors.bad_request(f"invalid continue token: {token!r}") from None
+
+
+class Store:
+    def __init__(
+        self, types: ResourceTypes, clock: EmuClock, window: int = 10_000, rv: int = 0
+    ) -> None:
+        self.types = types
+        self.clock = clock
+        self.window = window
+        self.rv = rv
+        self._objects: dict[str, dict[Key, Entry]] = {}
+        self._sorted: dict[str, list[Key]] = {}
+        self._logs: dict[str, EventLog] = {}
+        self._hooks: list[Hook] = []
+        self.on_change: Callable[[], None] = lambda: None
+
+    # ----------------------------------------------------------------- plumbing
+
+    def bucket(self, rt: ResourceType) -> dict[Key, Entry]:
+        return self._objects.setdefault(rt.key, {})
+
+    def log_for(self, rt: ResourceType) -> EventLog:
+        lg = self._logs.get(rt.key)
+        if lg is None:
+            lg = self._logs[rt.key] = EventLog(self.window, self.rv)
+        return lg
+
+    def subscribe(self, hook: Hook) -> Callable[[], None]:
+        """Call ``hook(resource_type, event)`` after every committed change; returns an
+        unsubscribe function. Hooks run synchronously inside the write and may write in turn."""
+        self._hooks.append(hook)
+        return lambda: self._hooks.remove(hook) if hook in self._hooks else None
+
+    def _commit(self, rt: ResourceType, type_: str, entry: Entry, prev: Entry | None) -> None:
+        key = _key_of(entry.obj)
+        bucket = self.bucket(rt)
+        if type_ == "DELETED":
+            bucket.pop(key, None)
+            self._sorted.pop(rt.key, None)
+        else:
+            if key not in bucket:
+                self._sorted.pop(rt.key, None)
+            bucket[key] = entry
+        ev = WatchEvent(type_, entry, prev)
+        self.log_for(rt).append(ev)
+        self.on_change()
+        for hook in list(self._hooks):
+            try:
+                hook(rt, ev)
+            except Exception:
+                log.exception("store hook failed event=%r", ev)
+
+    def _next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def sorted_keys(self, rt: ResourceType) -> list[Key]:
+        keys = self._sorted.get(rt.key)
+        if keys is None:
+            keys = self._sorted[rt.key] = sorted(self.bucket(rt))
+        return keys
+
+    def expire_history(self) -> None:
+        for lg in self._logs.values():
+            lg.expire(self.rv)
+
+    def history(self, rt: ResourceType) -> list[WatchEvent]:
+        """The retained events of one resource, oldest first (what watches replay)."""
+        return self.log_for(rt).history()
+
+    # ----------------------------------------------------------------- reads
+
+    def get(self, rt: ResourceType, ns: str, name: str) -> Entry:
+        entry = self.bucket(rt).get((ns if rt.namespaced else "", name))
+        if entry is None:
+            raise errors.not_found(rt.group, rt.plural, name)
+        return entry
+
+    def find(self, rt: ResourceType, ns: str, name: str) -> Entry | None:
+        return self.bucket(rt).get((ns if rt.namespaced else "", name))
+
+    def iter(self, rt: ResourceType, ns: str | None = None) -> Iterator[Entry]:
+        bucket = self.bucket(rt)
+        for key in self.sorted_keys(rt):
+            if ns is None or key[0] == ns:
+                yield bucket[key]
+
+    def list_entries(
+        self,
+        rt: ResourceType,
+        ns: str | None,
+        pred: Callable[[dict[str, Any]], bool] | None,
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> ListResult:
+        keys = self.sorted_keys(rt)
+        bucket = self.bucket(rt)
+        snapshot = self.rv
+        start = 0
+        if continue_token:
+            snapshot, last = _parse_continue(continue_token)
+            if snapshot < self.log_for(rt).compacted_rv:
+                raise errors.gone(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter, or use "
+                    "the continue token in this response to retrieve the remainder of the "
+                    "results. Continuing with the provided token results in an inconsistent "
+                    "list - objects that were created, modified, or deleted between the time "
+                    "the first chunk was returned and now may show up in the list."
+                )
+            start = bisect.bisect_right(keys, last)
+        out: list[Entry] = []
+        token = ""
+        remaining: int | None = None
+        for i in range(start, len(keys)):
+            key = keys[i]
+            if ns is not None and key[0] != ns:
+                continue
+            entry = bucket[key]
+            if pred is not None and not pred(entry.obj):
+                continue
+            if limit and len(out) == limit:
+                token = _continue_token(snapshot, _key_of(out[-1].obj))
+                if pred is None and ns is None:
+                    remaining = len(keys) - i
+                break
+            out.append(entry)
+        return ListResult(out, snapshot, token, remaining)
+
+    # ----------------------------------------------------------------- writes
+
+    def create(
+        self, rt: ResourceType, ns: str, obj: dict[str, Any], dry_run: bool = False
+    ) -> Entry:
+        md = metadata_of(obj)
+        name = md.get("name")
+        if not name:
+            prefix = md.get("generateName")
+            if not prefix:
+                raise errors.invalid(
+                    rt.group,
+                    rt.kind,
+                    "",
+                    [
+                        (
+                            "FieldValueRequired",
+                            "metadata.name",
+                            "Required value: name or generateName is required",
+                        )
+                    ],
+                )
+            if not isinstance(prefix, str):
+                raise errors.bad_request("metadata.generateName: must be a string")
+            for _ in range(16):
+                name = generate_name(prefix)
+                if self.find(rt, ns, name) is None:
+                    break
+            md["name"] = name
+        if not isinstance(name, str):
+            raise errors.bad_request("metadata.name: must be a string")
+        check_name(rt.group, rt.kind, name)
+        self._check_namespace(rt, ns, md, name)
+        check_string_map(rt.group, rt.kind, name, md, "labels")
+        check_string_map(rt.group, rt.kind, name, md, "annotations")
+        check_finalizers(rt.group, rt.kind, name, md)
+        if self.find(rt, ns, name) is not None:
+            raise errors.already_exists(rt.group, rt.plural, name)
+        for f in _SERVER_MANAGED:
+            md.pop(f, None)
+        md["uid"] = new_uid()
+        md["creationTimestamp"] = self.clock.wall_rfc3339()
+        md["generation"] = 1
+        self._prepare_create(rt, obj)
+        if dry_run:
+            return Entry(obj, 0)
+        md["resourceVersion"] = str(self._next_rv())
+        entry = Entry(_ordered(obj), self.rv)
+        self._commit(rt, "ADDED", entry, None)
+        if rt.key == CRD_KEY:
+            self._register_crd(entry.obj)
+        return entry
+
+    def _check_namespace(self, rt: ResourceType, ns: str, md: dict[str, Any], name: str) -> None:
+        if not rt.namespaced:
+            md.pop("namespace", None)
+            return
+        body_ns = md.get("namespace")
+        if body_ns and body_ns != ns:
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on "
+                "the request"
+            )
+        md["namespace"] = ns
+        ns_rt = self.types.lookup("", "v1", "namespaces")
+        assert ns_rt is not None
+        if self.find(ns_rt, "", ns) is None:
+            raise errors.not_found("", "namespaces", ns)
+
+    def _prepare_create(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """Kind-specific defaults the apiserver applies on create (PrepareForCreate)."""
+        if rt.key == "pods":
+            obj["status"] = {"phase": "Pending"}
+        elif rt.key == "namespaces":
+            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+            obj["status"] = {"phase": "Active"}
+        elif rt.key == CRD_KEY:
+            self._validate_crd(obj)
+            obj["status"] = self._crd_status(obj)
+        elif not rt.builtin and rt.has_status:
+            obj.pop("status", None)
+
+    def update(
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        obj: dict[str, Any],
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> Entry:
+        old = self.get(rt, ns, name)
+        md = metadata_of(obj)
+        body_name = md.get("name")
+        if body_name is None:
+            md["name"] = name
+        elif body_name != name:
+            raise errors.bad_request(
+                f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )
+        if rt.namespaced:
+            body_ns = md.get("namespace")
+            if body_ns and body_ns != ns:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request"
+                )
+        want_rv = md.get("resourceVersion")
+        if want_rv not in (None, "") and str(want_rv) != str(old.rv):
+            raise errors.conflict(rt.group, rt.plural, name)
+        old_md = old.obj["metadata"]
+        if subresource == "status":
+            new = old.clone()
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+        else:
+            check_string_map(rt.group, rt.kind, name, md, "labels")
+            check_string_map(rt.group, rt.kind, name, md, "annotations")
+            check_finalizers(rt.group, rt.kind, name, md)
+            new = obj
+            if rt.has_status:
+                if "status" in old.obj:
+                    new["status"] = copy.deepcopy(old.obj["status"])
+                else:
+                    new.pop("status", None)
+            for f in _SERVER_MANAGED:
+                if f in old_md:
+                    md[f] = old_md[f]
+                else:
+                    md.pop(f, None)
+            if rt.namespaced:
+                md["namespace"] = ns
+            else:
+                md.pop("namespace", None)
+            if old_md.get("deletionTimestamp"):
+                added = [
+                    f
+                    for f in md.get("finalizers") or []
+                    if f not in (old_md.get("finalizers") or [])
+                ]
+                if added:
+                    raise errors.invalid(
+                        rt.group,
+                        rt.kind,
+                        name,
+                        [
+                            (
+                                "FieldValueForbidden",
+                                "metadata.finalizers",
+                                "Forbidden: no new finalizers can be added if the object is "
+                                "being deleted, found new finalizers "
+                                + "[]string{"
+                                + ", ".join(f'"{f}"' for f in added)
+                                + "}",
+                            )
+                        ],
+                    )
+            if rt.key == CRD_KEY:
+                self._validate_crd(new)
+                new["status"] = self._crd_status(new)
+        new_md = new["metadata"]
+        new_md["resourceVersion"] = old_md.get("resourceVersion")
+        if _spec_part(new) != _spec_part(old.obj):
+            new_md["generation"] = int(old_md.get("generation", 1)) + 1
+        new = _ordered(new)
+        if new == old.obj:
+            return old  # a no-op write does not bump the resourceVersion, as in etcd3 storage
+        if dry_run:
+            return Entry(new, old.rv)
+        new_md["resourceVersion"] = str(self._next_rv())
+        entry = Entry(new, self.rv)
+        if (
+            new_md.get("deletionTimestamp")
+            and not new_md.get("finalizers")
+            and old_md.get("finalizers")
+            and not new_md.get("deletionGracePeriodSeconds")
+        ):
+            self._remove(rt, entry, old)
+            return entry
+        self._commit(rt, "MODIFIED", entry, old)
+        if rt.key == CRD_KEY:
+            self._register_crd(entry.obj)
+        return entry
+
+    def delete(
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        grace: int | None = None,
+        preconditions: dict[str, Any] | None = None,
+        dry_run: bool = False,
+    ) -> tuple[Entry, bool]:
+        """Delete or mark deleting; returns (object, removed now)."""
+        old = self.get(rt, ns, name)
+        md = old.obj["metadata"]
+        if preconditions:
+            uid = preconditions.get("uid")
+            if uid and uid != md.get("uid"):
+                raise errors.conflict(
+                    rt.group,
+                    rt.plural,
+                    name,
+                    f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                    f"{md.get('uid')}",
+                )
+            prv = preconditions.get("resourceVersion")
+            if prv and str(prv) != md.get("resourceVersion"):
+                raise errors.conflict(
+                    rt.group,
+                    rt.plural,
+                    name,
+                    f"Precondition failed: ResourceVersion in precondition: {prv}, "
+                    f"ResourceVersion in object meta: {md.get('resourceVersion')}",
+                )
+        period = self._grace_period(rt, old.obj, grace)
+        finalizers = md.get("finalizers") or []
+        if dry_run:
+            return old, not finalizers and not period
+        if md.get("deletionTimestamp"):
+            current = md.get("deletionGracePeriodSeconds") or 0
+            if period < current:
+                return self._mark_deleting(rt, old, period, finalizers)
+            return old, False
+        if finalizers or period > 0:
+            return self._mark_deleting(rt, old, period, finalizers)
+        new = old.clone()
+        new["metadata"]["resourceVersion"] = str(self._next_rv())
+        entry = Entry(new, self.rv)
+        self._remove(rt, entry, old)
+        return entry, True
+
+    def _mark_deleting(
+        self, rt: ResourceType, old: Entry, period: int, finalizers: list[str]
+    ) -> tuple[Entry, bool]:
+        new = old.clone()
+        nmd = new["metadata"]
+        nmd["deletionTimestamp"] = self.clock.now_rfc3339(period)
+        nmd["deletionGracePeriodSeconds"] = period
+        nmd["resourceVersion"] = str(self._next_rv())
+        entry = Entry(new, self.rv)
+        if period == 0 and not finalizers:
+            self._remove(rt, entry, old)
+            return entry, True
+        self._commit(rt, "MODIFIED", entry, old)
+        return entry, False
+
+    def _grace_period(self, rt: ResourceType, obj: dict[str, Any], grace: int | None) -> int:
+        """Seconds of graceful termination: only pods bound to a node get any."""
+        if rt.key != "pods":
+            return 0
+        spec = obj.get("spec") or {}
+        if not spec.get("nodeName"):
+            return 0
+        if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if grace is None:
+            g = spec.get("terminationGracePeriodSeconds")
+            grace = int(g) if isinstance(g, int) else 30
+        return max(0, grace)
+
+    def _remove(self, rt: ResourceType, entry: Entry, prev: Entry) -> None:
+        self._commit(rt, "DELETED", entry, prev)
+        if rt.key == CRD_KEY:
+            self._unregister_crd(entry.obj)
+        elif rt.key == "namespaces":
+            self._purge_namespace(entry.obj["metadata"]["name"])
+
+    def _purge_namespace(self, ns: str) -> None:
+        """What the namespace controller does, done at once: its contents go with it."""
+        for rt in self.types.all():
+            if not rt.namespaced:
+                continue
+            for entry in list(self.iter(rt, ns)):
+                new = entry.clone()
+                new["metadata"]["resourceVersion"] = str(self._next_rv())
+                self._commit(rt, "DELETED", Entry(new, self.rv), entry)
+
+    # ----------------------------------------------------------------- CRDs
+
+    def _validate_crd(self, obj: dict[str, Any]) -> None:
+        name = obj["metadata"].get("name", "")
+        try:
+            rt = from_crd(obj)
+        except ValueError as exc:
+            fld, _, msg = str(exc).partition(": ")
+            raise errors.invalid(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                name,
+                [("FieldValueInvalid", fld, msg)],
+            ) from None
+        want = f"{rt.plural}.{rt.group}"
+        if name != want:
+            raise errors.invalid(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                name,
+                [
+                    (
+                        "FieldValueInvalid",
+                        "metadata.name",
+                        f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
+                    )
+                ],
+            )
+        existing = self.types.by_key(rt.key)
+        if existing is not None and existing.builtin:
+            raise errors.invalid(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                name,
+                [("FieldValueInvalid", "spec.group", f'Invalid value: "{rt.group}": is reserved')],
+            )
+
+    def _crd_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+        spec = obj.get("spec") or {}
+        now = self.clock.wall_rfc3339()
+        storage = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
+        names = dict(spec.get("names") or {})
+        names.setdefault("singular", str(names.get("kind", "")).lower())
+        names.setdefault("listKind", f"{names.get('kind', '')}List")
+        return {
+            "acceptedNames": names,
+            "conditions": [
+                {
+                    "type": "NamesAccepted",
+                    "status": "True",
+                    "lastTransitionTime": now,
+                    "reason": "NoConflicts",
+                    "message": "no conflicts found",
+                },
+                {
+                    "type": "Established",
+                    "status": "True",
+                    "lastTransitionTime": now,
+                    "reason": "InitialNamesAccepted",
+                    "message": "the initial names have been accepted",
+                },
+            ],
+            "storedVersions": storage,
+        }
+
+    def _register_crd(self, obj: dict[str, Any]) -> None:
+        rt = from_crd(obj)
+        if rt.key != CRD_KEY:
+            self.types.add(rt)
+
+    def _unregister_crd(self, obj: dict[str, Any]) -> None:
+        """The CRD is gone, so are its objects (the apiextensions cleanup finalizer's job)."""
+        try:
+            rt = from_crd(obj)
+        except ValueError:
+            return
+        served = self.types.by_key(rt.key)
+        if served is None or served.builtin:
+            return
+        for entry in list(self.iter(served)):
+            new = entry.clone()
+            new["metadata"]["resourceVersion"] = str(self._next_rv())
+            self._commit(served, "DELETED", Entry(new, self.rv), entry)
+        self.types.remove(rt.key)
+
+    # ----------------------------------------------------------------- bootstrapping
+
+    def ensure_default_namespaces(self) -> None:
+        ns_rt = self.types.lookup("", "v1", "namespaces")
+        assert ns_rt is not None
+        for ns in DEFAULT_NAMESPACES:
+            if self.find(ns_rt, "", ns) is None:
+                self.create(
+                    ns_rt,
+                    "",
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+                )
+
+    def load(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """Put a persisted object back without an event (restoring, not writing)."""
+        rv = int(obj["metadata"].get("resourceVersion") or 0)
+        self.bucket(rt)[_key_of(obj)] = Entry(obj, rv)
+        self._sorted.pop(rt.key, None)
+        if rt.key == CRD_KEY:
+            self._register_crd(obj)
+
+    def snapshot(self) -> Iterator[tuple[str, Entry]]:
+        """(resource key, entry) for every stored object, CRDs first."""
+        crds = self._objects.get(CRD_KEY, {})
+        for entry in crds.values():
+            yield CRD_KEY, entry
+        for key, bucket in self._objects.items():
+            if key == CRD_KEY:
+                continue
+            for entry in bucket.values():
+                yield key, entry
+
+
+def _key_of(obj: dict[str, Any]) -> Key:
+    md = obj["metadata"]
+    return (md.get("namespace") or "", md["name"])
+
+
+def _ordered(obj: dict[str, Any]) -> dict[str, Any]:
+    """apiVersion, kind, metadata, spec…, status: the field order kubectl users expect."""
+    out: dict[str, Any] = {}
+    for k in ("apiVersion", "kind", "metadata"):
+        if k in obj:
+            out[k] = obj[k]
+    for k, v in obj.items():
+        if k not in out and k != "status":
+            out[k] = v
+    if "status" in obj:
+        out["status"] = obj["status"]
+    return out
+
+
+__all__ = ["CRD_KEY", "ApiError", "Entry", "ListResult", "Store", "WatchEvent"]

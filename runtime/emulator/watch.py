@@ -1,0 +1,164 @@
+"""One HTTP watch: replay from the event log, then follow it, one JSON object per line.
+
+The writer side costs O(1) per event (see eventlog); this reader side walks its own cursor,
+re-checks selectors so objects moving in or out of a selection arrive as ADDED / DELETED, and
+sends everything that is ready in one chunk.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import trio
+
+from kubetrio.runtime.emulator.eventlog import Entry, TooOld, WatchEvent
+from kubetrio.runtime.emulator.faults import Faults
+from kubetrio.runtime.emulator.http import Cut, StreamWriter
+from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.runtime.emulator.store import Store
+
+Encoder = Callable[[str, Entry], bytes]  # (event type, object) -> one line
+
+
+@dataclass(slots=True)
+class WatchSpec:
+    rt: ResourceType
+    namespace: str | None
+    pred: Callable[[dict[str, Any]], bool] | None
+    resource_version: str  # "" or "0": initial state first
+    bookmarks: bool
+    bookmark_interval: float
+    timeout: float | None
+    cut_after: float | None
+    encode: Encoder | None = None  # None: the shared cached line
+
+
+def plain_line(type_: str, entry: Entry) -> bytes:
+    return b'{"type":"' + type_.encode() + b'","object":' + entry.raw + b"}\n"
+
+
+def expired_line(exc: TooOld) -> bytes:
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": str(exc)
+        if exc.requested >= 0
+        else "too old resource version: watch fell behind the event window",
+        "reason": "Expired",
+        "code": 410,
+    }
+    return msgspec.json.encode({"type": "ERROR", "object": status}) + b"\n"
+
+
+class Watch:
+    def __init__(self, store: Store, faults: Faults, spec: WatchSpec) -> None:
+        self.store = store
+        self.faults = faults
+        self.spec = spec
+        self.log = store.log_for(spec.rt)
+        self.initial: list[Entry] = []
+        self.error: TooOld | None = None
+        # Position chosen now, synchronously, so nothing written after the request is missed.
+        rv = spec.resource_version
+        if rv in ("", "0"):
+            self.initial = [
+                e
+                for e in store.iter(spec.rt, spec.namespace)
+                if spec.pred is None or spec.pred(e.obj)
+            ]
+            self.seq = self.log.end
+        else:
+            try:
+                self.seq = self.log.seq_after(int(rv), store.rv)
+            except TooOld as exc:
+                self.error = exc
+                self.seq = self.log.end
+
+    def _line(self, type_: str, ev: WatchEvent) -> bytes:
+        enc = self.spec.encode
+        if enc is not None:
+            return enc(type_, ev.entry)
+        return ev.line() if type_ == ev.type else plain_line(type_, ev.entry)
+
+    def _render(self, ev: WatchEvent) -> bytes | None:
+        spec = self.spec
+        if spec.namespace is not None and ev.namespace != spec.namespace:
+            return None
+        pred = spec.pred
+        if pred is None:
+            return self._line(ev.type, ev)
+        if ev.type == "MODIFIED":
+            now = pred(ev.entry.obj)
+            before = ev.prev is not None and pred(ev.prev.obj)
+            if now and before:
+                return self._line("MODIFIED", ev)
+            if now:
+                return self._line("ADDED", ev)
+            if before:
+                return self._line("DELETED", ev)
+            return None
+        return self._line(ev.type, ev) if pred(ev.entry.obj) else None
+
+    def _bookmark(self) -> bytes:
+        rt = self.spec.rt
+        obj = {
+            "kind": rt.kind,
+            "apiVersion": rt.api_version(),
+            "metadata": {"resourceVersion": str(self.store.rv)},
+        }
+        if self.spec.encode is not None:
+            return self.spec.encode("BOOKMARK", Entry(obj, self.store.rv))
+        return msgspec.json.encode({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+    async def run(self, out: StreamWriter) -> None:
+        scope = trio.CancelScope()
+        wid = self.faults.register_watch(scope.cancel)
+        try:
+            with scope:
+                if self.spec.cut_after is not None:
+                    scope.deadline = trio.current_time() + self.spec.cut_after
+                with trio.move_on_after(self.spec.timeout if self.spec.timeout else math.inf):
+                    await self._follow(out)
+        finally:
+            self.faults.unregister_watch(wid)
+        if scope.cancelled_caught:  # only a cut cancels this scope; timeouts end cleanly
+            raise Cut
+
+    async def _follow(self, out: StreamWriter) -> None:
+        if self.initial:
+            await out.send(b"".join(self._line_initial(e) for e in self.initial))
+            self.initial = []
+        if self.error is not None:
+            await out.send(expired_line(self.error))
+            return
+        spec = self.spec
+        next_bookmark = trio.current_time() + spec.bookmark_interval
+        while True:
+            try:
+                events = self.log.read(self.seq)
+            except TooOld as exc:
+                await out.send(expired_line(exc))
+                return
+            if events:
+                self.seq += len(events)
+                chunk = [line for line in map(self._render, events) if line is not None]
+                if chunk:
+                    await out.send(b"".join(chunk))
+                continue
+            if spec.bookmarks and trio.current_time() >= next_bookmark:
+                await out.send(self._bookmark())
+                next_bookmark = trio.current_time() + spec.bookmark_interval
+                continue
+            deadline = next_bookmark if spec.bookmarks else math.inf
+            with trio.move_on_at(deadline):
+                await self.log.wait_beyond(self.seq)
+
+    def _line_initial(self, entry: Entry) -> bytes:
+        enc = self.spec.encode
+        return enc("ADDED", entry) if enc is not None else plain_line("ADDED", entry)
