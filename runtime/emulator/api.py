@@ -270,7 +270,9 @@ class KubeApi:
     def _list(self, req: Request, t: Target) -> Response:
         pred = self._selectors(req, t)
         limit = _int_param(req, "limit") or 0
-        result = self.store.list_entries(t.rt, t.namespace, pred, limit, req.query.get("continue", ""))
+        result = self.store.list_entries(
+            t.rt, t.namespace, pred, limit, req.query.get("continue", "")
+        )
         if _wants_table(req):
             return json_response(
                 table(

@@ -1,0 +1,115 @@
+"""Fixtures for end-to-end tests against the emulator over HTTP.
+
+``emu`` serves the emulator inside the test's own trio run (same clock); ``client`` is an async
+HTTP client on that run; ``kubectl`` runs the real kubectl 1.33 binary against it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+import yaml
+
+from kubetrio.runtime.emulator import Emulator, serve_emulator
+from kubetrio.runtime.emulator.testclient import EmuClient
+
+
+def find_kubectl() -> str | None:
+    """$KUBECTL, else the fixed 1.33 binary beside the real kubectl (the one on PATH is a
+    gcloud dispatcher)."""
+    env = os.environ.get("KUBECTL")
+    if env:
+        return env if Path(env).exists() else None
+    which = shutil.which("kubectl")
+    if which is None:
+        return None
+    candidate = Path(os.path.realpath(which)).parent / "kubectl.1.33"
+    return str(candidate) if candidate.exists() else None
+
+
+@pytest.fixture
+def mock_clock() -> trio.testing.MockClock:
+    """Autojump with a small threshold: real HTTP is in flight, so jump only when idle."""
+    return trio.testing.MockClock(autojump_threshold=0.02)
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[Emulator]:
+    async with serve_emulator() as e:
+        yield e
+
+
+@pytest.fixture
+def client(emu: Emulator) -> EmuClient:
+    return EmuClient(emu.url)
+
+
+@dataclass
+class Kubectl:
+    binary: str
+    env: dict[str, str]
+    timeout: float = 60.0
+    calls: list[list[str]] = field(default_factory=list)
+
+    async def run(
+        self, *args: str, check: bool = True, stdin: bytes | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        cmd = [self.binary, *args]
+        self.calls.append(cmd)
+        with trio.fail_after(self.timeout):
+            proc = await trio.run_process(
+                cmd,
+                stdin=stdin,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+                env=self.env,
+            )
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} exited {proc.returncode}\n"
+                f"stdout: {proc.stdout.decode()}\nstderr: {proc.stderr.decode()}"
+            )
+        return proc
+
+    async def out(self, *args: str) -> str:
+        return (await self.run(*args)).stdout.decode()
+
+    async def json(self, *args: str) -> Any:
+        return msgspec.json.decode((await self.run(*args, "-o", "json")).stdout)
+
+    async def apply(self, docs: Sequence[dict[str, Any]]) -> str:
+        text = yaml.safe_dump_all(docs).encode()
+        return (await self.run("apply", "-f", "-", stdin=text)).stdout.decode()
+
+
+@pytest.fixture(scope="session")
+def kubectl_binary() -> str:
+    binary = find_kubectl()
+    if binary is None:
+        pytest.skip(
+            "kubectl 1.33 not found: set $KUBECTL or install kubectl.1.33 beside the kubectl on "
+            "PATH"
+        )
+    return binary
+
+
+@pytest.fixture
+def kubectl(kubectl_binary: str, emu: Emulator, tmp_path: Path) -> Kubectl:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "KUBECONFIG": str(emu.kubeconfig_path),
+        "KUBECACHEDIR": str(tmp_path / "kube-cache"),
+    }
+    return Kubectl(kubectl_binary, env)
