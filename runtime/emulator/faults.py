@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import trio
+
 _ids = itertools.count(1)
 
 
@@ -87,6 +89,7 @@ class Faults:
         self._random = random.Random(seed)
         self._watches: dict[int, Callable[[], None]] = {}
         self._watch_ids = itertools.count()
+        self._watches_changed = trio.Event()
         self.expire_history: Callable[[], None] = lambda: None
 
     def add(self, rule: FaultRule | None = None, **kwargs: Any) -> FaultRule:
@@ -127,10 +130,21 @@ class Faults:
     def register_watch(self, cut: Callable[[], None]) -> int:
         wid = next(self._watch_ids)
         self._watches[wid] = cut
+        self._notify_watches()
         return wid
 
     def unregister_watch(self, wid: int) -> None:
         self._watches.pop(wid, None)
+        self._notify_watches()
+
+    def _notify_watches(self) -> None:
+        changed, self._watches_changed = self._watches_changed, trio.Event()
+        changed.set()
+
+    async def wait_open_watches(self, predicate: Callable[[int], bool]) -> None:
+        """Until ``predicate(number of open watch streams)`` holds."""
+        while not predicate(len(self._watches)):
+            await self._watches_changed.wait()
 
     @property
     def open_watches(self) -> int:

@@ -56,7 +56,7 @@ def load_state(store: Store, path: Path) -> bool:
     data: Any = msgspec.json.decode(path.read_bytes())
     if not isinstance(data, dict) or data.get("version") != FORMAT_VERSION:
         raise ValueError(f"{path}: not a kubetrio emulator state file (version {FORMAT_VERSION})")
-    store.rv = int(data["resourceVersion"])
+    store.rv = store.origin_rv = int(data["resourceVersion"])
     skipped = 0
     for item in data["objects"]:
         rt = store.types.by_key(item["resource"])
@@ -75,6 +75,7 @@ class Persister:
         self.path = path
         self.debounce = debounce
         self._dirty = trio.Event()
+        self._written = trio.Event()
         self.writes = 0
 
     def mark_dirty(self) -> None:
@@ -87,9 +88,19 @@ class Persister:
             self._dirty = trio.Event()
             data = encode_state(self.store)
             await trio.to_thread.run_sync(write_atomically, self.path, data)
-            self.writes += 1
+            self._note_write()
+
+    def _note_write(self) -> None:
+        self.writes += 1
+        done, self._written = self._written, trio.Event()
+        done.set()
+
+    async def wait_written(self, count: int = 1) -> None:
+        """Until at least ``count`` writes have completed."""
+        while self.writes < count:
+            await self._written.wait()
 
     def flush(self) -> None:
         """Write synchronously now (shutdown)."""
         write_atomically(self.path, encode_state(self.store))
-        self.writes += 1
+        self._note_write()

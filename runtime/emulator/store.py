@@ -85,6 +85,9 @@ class Store:
         self.clock = clock
         self.window = window
         self.rv = rv
+        # History is complete from here on: a log created later (first write of a kind, a new
+        # CRD) still holds every event since, so only positions before this are too old.
+        self.origin_rv = rv
         self._objects: dict[str, dict[Key, Entry]] = {}
         self._sorted: dict[str, list[Key]] = {}
         self._logs: dict[str, EventLog] = {}
@@ -99,7 +102,7 @@ class Store:
     def log_for(self, rt: ResourceType) -> EventLog:
         lg = self._logs.get(rt.key)
         if lg is None:
-            lg = self._logs[rt.key] = EventLog(self.window, self.rv)
+            lg = self._logs[rt.key] = EventLog(self.window, self.origin_rv)
         return lg
 
     def subscribe(self, hook: Hook) -> Callable[[], None]:
@@ -138,6 +141,7 @@ class Store:
         return keys
 
     def expire_history(self) -> None:
+        self.origin_rv = self.rv
         for lg in self._logs.values():
             lg.expire(self.rv)
 

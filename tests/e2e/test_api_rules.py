@@ -1,0 +1,291 @@
+"""API rules over HTTP: CRDs, dryRun, pagination, status subresource, generation, graceful
+deletion, selectors, errors (all on the test's MockClock)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+import trio.testing
+
+from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.emulator.testclient import EmuClient
+
+PODS = "/api/v1/namespaces/default/pods"
+CMS = "/api/v1/namespaces/default/configmaps"
+
+
+def cm(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels or {}},
+        "data": data,
+    }
+
+
+def pod(name: str, node: str = "", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}], **spec}
+    if node:
+        body["nodeName"] = node
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": body}
+
+
+MACHINE_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "machines.machine.sapcloud.io"},
+    "spec": {
+        "group": "machine.sapcloud.io",
+        "scope": "Namespaced",
+        "names": {
+            "plural": "machines",
+            "singular": "machine",
+            "kind": "Machine",
+            "shortNames": ["mach"],
+        },
+        "versions": [
+            {"name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}}}
+        ],
+    },
+}
+
+
+async def test_crd_serves_its_resource_and_discovery(
+    client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    assert (await client.get("/apis/machine.sapcloud.io/v1alpha1")).status == 404
+    r = await client.request(
+        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", MACHINE_CRD
+    )
+    assert r.status == 201, r.body
+    conditions = {c["type"]: c["status"] for c in r.json()["status"]["conditions"]}
+    assert conditions["Established"] == "True"
+    groups = (await client.get("/apis")).json()["groups"]
+    assert "machine.sapcloud.io" in [g["name"] for g in groups]
+    resources = (await client.get("/apis/machine.sapcloud.io/v1alpha1")).json()["resources"]
+    by_name = {r["name"]: r for r in resources}
+    assert by_name["machines"]["shortNames"] == ["mach"]
+    assert by_name["machines"]["namespaced"] is True
+    assert "machines/status" in by_name
+    base = "/apis/machine.sapcloud.io/v1alpha1/namespaces/default/machines"
+    m = {
+        "apiVersion": "machine.sapcloud.io/v1alpha1",
+        "kind": "Machine",
+        "metadata": {"name": "m1"},
+        "spec": {"class": "small"},
+        "status": {"phase": "ignored"},
+    }
+    r = await client.request("POST", base, m)
+    assert r.status == 201
+    assert "status" not in r.json()  # status subresource: create ignores status
+    r = await client.request(
+        "POST", "/apis/machine.sapcloud.io/v1alpha1/namespaces/nope/machines", m
+    )
+    assert r.status == 404
+    assert r.json()["message"] == 'namespaces "nope" not found'
+    r = await client.request(
+        "DELETE",
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/machines.machine.sapcloud.io",
+    )
+    assert r.status == 200
+    assert (await client.get(base)).status == 404
+
+
+async def test_dry_run_stores_nothing(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    rv = emu.store.rv
+    r = await client.request("POST", f"{CMS}?dryRun=All", cm("dry", a="1"))
+    assert r.status == 201
+    assert r.json()["metadata"]["name"] == "dry"
+    assert (await client.get(f"{CMS}/dry")).status == 404
+    assert emu.store.rv == rv
+    await client.request("POST", CMS, cm("real", a="1"))
+    r = await client.request("DELETE", f"{CMS}/real?dryRun=All")
+    assert r.status == 200
+    assert (await client.get(f"{CMS}/real")).status == 200
+
+
+async def test_pagination_with_continue_and_expired_token(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    for i in range(7):
+        assert (await client.request("POST", CMS, cm(f"c{i}"))).status == 201
+    names: list[str] = []
+    token = ""
+    pages = 0
+    while True:
+        r = (await client.get(f"{CMS}?limit=3" + (f"&continue={token}" if token else ""))).json()
+        names += [i["metadata"]["name"] for i in r["items"]]
+        pages += 1
+        token = r["metadata"].get("continue", "")
+        if not token:
+            break
+    assert names == [f"c{i}" for i in range(7)]
+    assert pages == 3
+    first = (await client.get(f"{CMS}?limit=2")).json()["metadata"]["continue"]
+    await client.request("POST", CMS, cm("later"))
+    emu.faults.expire_watch_history()
+    r = await client.get(f"{CMS}?limit=2&continue={first}")
+    assert r.status == 410
+    assert r.json()["reason"] == "Expired"
+
+
+async def test_status_subresource_separation_and_generation(
+    client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "spec": {}}
+    r = (await client.request("POST", "/api/v1/nodes", node)).json()
+    assert r["metadata"]["generation"] == 1
+    # A main-resource write ignores status and bumps generation for the spec change.
+    r["spec"]["unschedulable"] = True
+    r["status"] = {"phase": "Hacked"}
+    r = (await client.request("PUT", "/api/v1/nodes/n1", r)).json()
+    assert r["metadata"]["generation"] == 2
+    assert "phase" not in r.get("status", {})
+    # A status write ignores everything else and leaves generation alone.
+    r["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    r["spec"]["unschedulable"] = False
+    r["metadata"]["labels"] = {"sneaky": "yes"}
+    r = (await client.request("PUT", "/api/v1/nodes/n1/status", r)).json()
+    assert r["status"]["conditions"][0]["type"] == "Ready"
+    assert r["spec"]["unschedulable"] is True
+    assert "labels" not in r["metadata"]
+    assert r["metadata"]["generation"] == 2
+    # Metadata-only changes do not bump generation either.
+    r = (
+        await client.request(
+            "PATCH",
+            "/api/v1/nodes/n1",
+            {"metadata": {"labels": {"a": "b"}}},
+            content_type="application/merge-patch+json",
+        )
+    ).json()
+    assert r["metadata"]["generation"] == 2
+    rv = r["metadata"]["resourceVersion"]
+    # A no-op write keeps the resourceVersion, as etcd3 storage does.
+    r = (await client.request("PUT", "/api/v1/nodes/n1", r)).json()
+    assert r["metadata"]["resourceVersion"] == rv
+
+
+async def test_pod_graceful_deletion(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    await client.request("POST", PODS, pod("unbound"))
+    r = await client.request("DELETE", f"{PODS}/unbound")
+    assert r.status == 200
+    assert (await client.get(f"{PODS}/unbound")).status == 404  # not on a node: immediate
+    await client.request("POST", PODS, pod("bound", node="n1", terminationGracePeriodSeconds=45))
+    r = (await client.request("DELETE", f"{PODS}/bound")).json()
+    assert r["metadata"]["deletionGracePeriodSeconds"] == 45
+    assert r["metadata"]["deletionTimestamp"]
+    assert (await client.get(f"{PODS}/bound")).status == 200  # terminating, waits for a kubelet
+    # A shorter grace period wins; 0 removes it (what a kubelet does when containers stopped).
+    r = (await client.request("DELETE", f"{PODS}/bound", {"gracePeriodSeconds": 10})).json()
+    assert r["metadata"]["deletionGracePeriodSeconds"] == 10
+    r = await client.request("DELETE", f"{PODS}/bound?gracePeriodSeconds=0")
+    assert r.status == 200
+    assert (await client.get(f"{PODS}/bound")).status == 404
+    await client.request("POST", PODS, pod("default-grace", node="n1"))
+    r = (
+        await client.request("DELETE", f"{PODS}/default-grace?propagationPolicy=Foreground")
+    ).json()
+    assert r["metadata"]["deletionGracePeriodSeconds"] == 30
+
+
+async def test_selectors_and_errors(client: EmuClient, mock_clock: trio.testing.MockClock) -> None:
+    await client.request("POST", CMS, cm("a", {"env": "prod", "tier": "web"}))
+    await client.request("POST", CMS, cm("b", {"env": "dev"}))
+    await client.request("POST", CMS, cm("c"))
+
+    async def names(query: str) -> list[str]:
+        r = await client.get(f"{CMS}?{query}")
+        assert r.status == 200, r.body
+        return [i["metadata"]["name"] for i in r.json()["items"]]
+
+    assert await names("labelSelector=env%3Dprod") == ["a"]
+    assert await names("labelSelector=env%21%3Dprod") == ["b", "c"]
+    assert await names("labelSelector=env+in+(prod,dev)") == ["a", "b"]
+    assert await names("labelSelector=env+notin+(prod)") == ["b", "c"]
+    assert await names("labelSelector=tier") == ["a"]
+    assert await names("labelSelector=%21tier") == ["b", "c"]
+    assert await names("labelSelector=env%3D%3Ddev") == ["b"]
+    assert await names("fieldSelector=metadata.name%21%3Da") == ["b", "c"]
+    r = await client.get(f"{CMS}?labelSelector=env+in+prod")
+    assert r.status == 400 and r.json()["reason"] == "BadRequest"
+    r = await client.get(f"{PODS}?fieldSelector=spec.bogus%3Dx")
+    assert r.status == 400
+    assert r.json()["message"] == "field label not supported: spec.bogus"
+    r = await client.request("POST", CMS, b"{not json")
+    assert r.status == 400 and r.headers["content-type"] == "application/json"
+    r = await client.request(
+        "POST", CMS, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}
+    )
+    assert r.status == 400
+    r = await client.request("POST", CMS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}})
+    assert r.status == 422
+    assert r.json()["details"]["causes"][0]["field"] == "metadata.name"
+    r = await client.request("PUT", f"{CMS}/a", cm("other"))
+    assert r.status == 400
+    assert "does not match the name on the URL" in r.json()["message"]
+    r = await client.get(f"{CMS}/missing")
+    assert r.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": 'configmaps "missing" not found',
+        "reason": "NotFound",
+        "details": {"name": "missing", "kind": "configmaps"},
+        "code": 404,
+    }
+    r = await client.request("POST", CMS, cm("a"))
+    assert r.status == 409 and r.json()["reason"] == "AlreadyExists"
+    stale = (await client.get(f"{CMS}/a")).json()
+    await client.request(
+        "PATCH", f"{CMS}/a", {"data": {"x": "1"}}, content_type="application/merge-patch+json"
+    )
+    r = await client.request("PUT", f"{CMS}/a", stale)
+    assert r.status == 409
+    assert r.json()["message"] == (
+        'Operation cannot be fulfilled on configmaps "a": the object has been modified; '
+        "please apply your changes to the latest version and try again"
+    )
+    r = await client.request("DELETE", f"{CMS}/a", {"preconditions": {"uid": "not-the-uid"}})
+    assert r.status == 409
+    r = await client.request(
+        "PATCH",
+        f"{CMS}/a",
+        [{"op": "test", "path": "/data/x", "value": "2"}],
+        content_type="application/json-patch+json",
+    )
+    assert r.status == 422
+    assert (
+        r.json()["details"]["causes"][0]["message"] == "testing value /data/x failed: test failed"
+    )
+    r = await client.request("POST", f"{CMS}/a", cm("a"))
+    assert r.status == 405
+    r = await client.request(
+        "POST", CMS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}
+    )
+    assert r.status == 201
+    assert r.json()["metadata"]["name"].startswith("gen-")
+
+
+async def test_table_output(client: EmuClient, mock_clock: trio.testing.MockClock) -> None:
+    await client.request("POST", PODS, pod("t1", node="n1"))
+    r = await client.get(
+        PODS, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"}
+    )
+    t = r.json()
+    assert t["kind"] == "Table"
+    assert [c["name"] for c in t["columnDefinitions"]][:5] == [
+        "Name",
+        "Ready",
+        "Status",
+        "Restarts",
+        "Age",
+    ]
+    assert t["rows"][0]["cells"][:3] == ["t1", "0/1", "Pending"]
+    assert t["rows"][0]["object"]["metadata"]["name"] == "t1"
