@@ -83,6 +83,8 @@ class KubeApi:
         self.faults = faults
         self.counters = counters
         self.settings = settings
+        # Unfiltered LIST bodies of unchanged resources, reused as the watch cache would be.
+        self._list_cache: dict[tuple[str, str | None, str], tuple[int, bytes]] = {}
 
     async def __call__(self, req: Request) -> Response | StreamResponse:
         try:
@@ -270,24 +272,43 @@ class KubeApi:
     def _list(self, req: Request, t: Target) -> Response:
         pred = self._selectors(req, t)
         limit = _int_param(req, "limit") or 0
-        result = self.store.list_entries(
-            t.rt, t.namespace, pred, limit, req.query.get("continue", "")
-        )
-        if _wants_table(req):
-            return json_response(
-                table(
-                    t.rt,
-                    [e.obj for e in result.entries],
-                    result.rv,
-                    req.query.get("includeObject", "Metadata"),
-                    continue_token=result.continue_token,
+        cont = req.query.get("continue", "")
+        table_wanted = _wants_table(req)
+        joined: bytes | None = None
+        cache_key = (t.rt.key, t.namespace, t.version)
+        plain = pred is None and not limit and not cont and not table_wanted
+        stamp = self.store.log_for(t.rt).end  # moves with every write to this resource
+        if plain:
+            hit = self._list_cache.get(cache_key)
+            if hit is not None and hit[0] == stamp:
+                joined = hit[1]
+        rv = self.store.rv
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if joined is None:
+            result = self.store.list_entries(t.rt, t.namespace, pred, limit, cont)
+            if table_wanted:
+                return json_response(
+                    table(
+                        t.rt,
+                        [e.obj for e in result.entries],
+                        result.rv,
+                        req.query.get("includeObject", "Metadata"),
+                        continue_token=result.continue_token,
+                    )
                 )
-            )
-        meta: dict[str, Any] = {"resourceVersion": str(result.rv)}
-        if result.continue_token:
-            meta["continue"] = result.continue_token
-        if result.remaining is not None:
-            meta["remainingItemCount"] = result.remaining
+            meta["resourceVersion"] = str(result.rv)
+            if result.continue_token:
+                meta["continue"] = result.continue_token
+            if result.remaining is not None:
+                meta["remainingItemCount"] = result.remaining
+            if len(t.rt.versions) == 1:
+                joined = b",".join([e.raw for e in result.entries])
+            else:
+                joined = b",".join([self._raw_for(t, e) for e in result.entries])
+            if plain:
+                if len(self._list_cache) >= 64:
+                    self._list_cache.clear()
+                self._list_cache[cache_key] = (stamp, joined)
         head = (
             b'{"kind":"'
             + t.rt.kind.encode()
@@ -297,8 +318,7 @@ class KubeApi:
             + msgspec.json.encode(meta)
             + b',"items":['
         )
-        items = [self._raw_for(t, e) for e in result.entries]
-        return Response(200, [head, b",".join(items), b"]}"])
+        return Response(200, [head, joined, b"]}"])
 
     def _watch(self, req: Request, t: Target, cut_after: float | None) -> StreamResponse:
         pred = self._selectors(req, t)
