@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,6 @@ log = logging.getLogger(__name__)
 
 JSON = "application/json"
 _MAX_BODY = 64 * 1024 * 1024
-_SEND_BUFFER = 8 * 1024 * 1024
 _COALESCE = 64 * 1024
 
 
@@ -116,9 +114,6 @@ class HttpServer:
         self._handler = handler
 
     async def serve_connection(self, stream: trio.SocketStream) -> None:
-        # Large LIST bodies go out in fewer non-blocking send rounds with a bigger buffer.
-        with contextlib.suppress(OSError):
-            stream.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, _SEND_BUFFER)
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=1024 * 1024)
         try:
             while True:
@@ -139,10 +134,12 @@ class HttpServer:
                     conn.start_next_cycle()
                 except h11.LocalProtocolError:
                     return
-        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
-            return
         except h11.RemoteProtocolError as exc:
             await self._send_protocol_error(conn, stream, exc)
+        except Exception as exc:
+            # Never let one connection take the listener down; a vanished client is routine.
+            if not _is_disconnect(exc):
+                log.exception("connection failed")
         finally:
             await trio.aclose_forcefully(stream)
 
@@ -274,3 +271,13 @@ class HttpServer:
                 + conn.send(h11.Data(data=body))
                 + conn.send(h11.EndOfMessage())
             )
+
+
+_DISCONNECTS = (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError)
+
+
+def _is_disconnect(exc: BaseException) -> bool:
+    """True when ``exc`` (or every leaf of an exception group) means the peer went away."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_is_disconnect(e) for e in exc.exceptions)
+    return isinstance(exc, _DISCONNECTS)

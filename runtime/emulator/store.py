@@ -180,7 +180,7 @@ class Store:
         start = 0
         if continue_token:
             snapshot, last = _parse_continue(continue_token)
-            if snapshot < self.log_for(rt).compacted_rv:
+            if snapshot < self.log_for(rt).compacted_rv or snapshot > self.rv:
                 raise errors.gone(
                     "The provided continue parameter is too old to display a consistent list "
                     "result. You can start a new list without the continue parameter, or use "
@@ -189,6 +189,9 @@ class Store:
                     "list - objects that were created, modified, or deleted between the time "
                     "the first chunk was returned and now may show up in the list."
                 )
+            past = self._state_at(rt, snapshot)
+            if past is not None:
+                keys, bucket = past
             start = bisect.bisect_right(keys, last)
         out: list[Entry] = []
         token = ""
@@ -207,6 +210,26 @@ class Store:
                 break
             out.append(entry)
         return ListResult(out, snapshot, token, remaining)
+
+    def _state_at(self, rt: ResourceType, rv: int) -> tuple[list[Key], dict[Key, Entry]] | None:
+        """The resource's objects as of ``rv``, rebuilt by undoing the logged events after it
+        (None when nothing changed since), so every page of a paginated LIST shows the same
+        snapshot, as the apiserver's continue tokens do."""
+        lg = self.log_for(rt)
+        seq = lg.seq_after(rv, self.rv)
+        events = lg.read(seq, lg.end - seq)
+        if not events:
+            return None
+        overlay: dict[Key, Entry | None] = {}
+        for ev in reversed(events):
+            overlay[_key_of(ev.entry.obj)] = None if ev.type == "ADDED" else ev.prev
+        bucket = dict(self.bucket(rt))
+        for key, entry in overlay.items():
+            if entry is None:
+                bucket.pop(key, None)
+            else:
+                bucket[key] = entry
+        return sorted(bucket), bucket
 
     # ----------------------------------------------------------------- writes
 

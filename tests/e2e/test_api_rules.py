@@ -8,8 +8,12 @@ from typing import Any
 import trio
 import trio.testing
 
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.emulator import Emulator, serve_emulator
+from kubetrio.runtime.emulator.eventlog import WatchEvent
+from kubetrio.runtime.emulator.http import Request, Response, json_response
+from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.runtime.emulator.watch import Watch
 
 PODS = "/api/v1/namespaces/default/pods"
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -124,6 +128,27 @@ async def test_pagination_with_continue_and_expired_token(
             break
     assert names == [f"c{i}" for i in range(7)]
     assert pages == 3
+    # Later pages show the snapshot of the first page, whatever changed in between.
+    page1 = (await client.get(f"{CMS}?limit=3")).json()
+    await client.request("DELETE", f"{CMS}/c4")
+    await client.request("POST", CMS, cm("c35"))
+    await client.request(
+        "PATCH", f"{CMS}/c5", {"data": {"new": "1"}}, content_type="application/merge-patch+json"
+    )
+    rest = (await client.get(f"{CMS}?limit=10&continue={page1['metadata']['continue']}")).json()
+    assert [i["metadata"]["name"] for i in rest["items"]] == ["c3", "c4", "c5", "c6"]
+    assert rest["items"][2]["data"] == {}
+    assert rest["metadata"]["resourceVersion"] == page1["metadata"]["resourceVersion"]
+    now = (await client.get(CMS)).json()
+    assert [i["metadata"]["name"] for i in now["items"]] == [
+        "c0",
+        "c1",
+        "c2",
+        "c3",
+        "c35",
+        "c5",
+        "c6",
+    ]
     first = (await client.get(f"{CMS}?limit=2")).json()["metadata"]["continue"]
     await client.request("POST", CMS, cm("later"))
     emu.faults.expire_watch_history()
@@ -289,3 +314,184 @@ async def test_table_output(client: EmuClient, mock_clock: trio.testing.MockCloc
     ]
     assert t["rows"][0]["cells"][:3] == ["t1", "0/1", "Pending"]
     assert t["rows"][0]["object"]["metadata"]["name"] == "t1"
+
+
+def _running_pod(emu: Emulator, name: str, labels: dict[str, str], node: str = "") -> None:
+    body = pod(name, node=node)
+    body["metadata"].update(namespace="default", labels=labels)
+    emu.create(body)
+    emu.set_status("v1", "Pod", name, {"phase": "Running"}, "default")
+
+
+def _pdb(emu: Emulator, name: str, labels: dict[str, str], allowed: int, observed: int = 1) -> None:
+    emu.create(
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": labels}},
+        }
+    )
+    status = {
+        "observedGeneration": observed,
+        "disruptionsAllowed": allowed,
+        "currentHealthy": 2,
+        "desiredHealthy": 1,
+    }
+    emu.set_status("policy/v1", "PodDisruptionBudget", name, status, "default")
+
+
+async def test_eviction_rules(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    def eviction(name: str, version: str = "policy/v1", **options: Any) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "apiVersion": version,
+            "kind": "Eviction",
+            "metadata": {"name": name},
+        }
+        if options:
+            body["deleteOptions"] = options
+        return body
+
+    _running_pod(emu, "a", {"app": "a"})
+    _pdb(emu, "a1", {"app": "a"}, allowed=1)
+    _pdb(emu, "a2", {"app": "a"}, allowed=1)
+    r = await client.request("POST", f"{PODS}/a/eviction", eviction("a"))
+    assert r.status == 500
+    assert r.json()["message"] == (
+        "Internal error occurred: This pod has more than one PodDisruptionBudget, which the "
+        "eviction subresource does not support."
+    )
+    _running_pod(emu, "b", {"app": "b"})
+    _pdb(emu, "b", {"app": "b"}, allowed=1, observed=0)
+    r = await client.request("POST", f"{PODS}/b/eviction", eviction("b"))
+    assert r.status == 429
+    assert r.json()["details"]["causes"] == [
+        {
+            "reason": "DisruptionBudget",
+            "message": "The disruption budget b is still being processed by the server.",
+        }
+    ]
+    _running_pod(emu, "c", {"app": "c"}, node="n1")
+    _pdb(emu, "c", {"app": "c"}, allowed=1)
+    r = await client.request("POST", f"{PODS}/c/eviction", eviction("c", dryRun=["All"]))
+    assert r.status == 201
+    assert (
+        emu.get("policy/v1", "PodDisruptionBudget", "c", "default")["status"]["disruptionsAllowed"]
+        == 1
+    )  # type: ignore[index]
+    r = await client.request(
+        "POST", f"{PODS}/c/eviction", eviction("c", "policy/v1beta1", gracePeriodSeconds=5)
+    )
+    assert r.status == 201 and r.json()["status"] == "Success"
+    evicted = emu.get("v1", "Pod", "c", "default")
+    assert evicted is not None and evicted["metadata"]["deletionGracePeriodSeconds"] == 5
+    pdb = emu.get("policy/v1", "PodDisruptionBudget", "c", "default")
+    assert pdb is not None
+    assert pdb["status"]["disruptionsAllowed"] == 0
+    assert list(pdb["status"]["disruptedPods"]) == ["c"]
+    # Finished pods ignore budgets.
+    _running_pod(emu, "d", {"app": "c"})
+    emu.set_status("v1", "Pod", "d", {"phase": "Succeeded"}, "default")
+    r = await client.request("POST", f"{PODS}/d/eviction", eviction("d"))
+    assert r.status == 201
+    r = await client.request("POST", f"{PODS}/d/eviction", eviction("d"))
+    assert r.status == 404
+    r = await client.request("POST", f"{PODS}/x/eviction", eviction("y"))
+    assert r.status == 400
+
+
+async def test_watch_older_than_window_is_gone(mock_clock: trio.testing.MockClock) -> None:
+    async with serve_emulator(window=3) as emu:
+        client = EmuClient(emu.url)
+        rvs = []
+        for i in range(6):
+            r = await client.request("POST", CMS, cm(f"w{i}"))
+            rvs.append(int(r.json()["metadata"]["resourceVersion"]))
+        async with client.watch(f"{CMS}?watch=1&resourceVersion={rvs[1]}") as w:
+            ev = await w.next()
+            assert ev is not None and ev["type"] == "ERROR"
+            assert ev["object"]["message"] == f"too old resource version: {rvs[1]} ({rvs[3]})"
+        async with client.watch(f"{CMS}?watch=1&resourceVersion={rvs[2]}") as w:
+            got = [await w.next(), await w.next(), await w.next()]
+            assert [e["object"]["metadata"]["name"] for e in got if e] == ["w3", "w4", "w5"]
+
+
+async def test_mounted_routes_and_handler_errors(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    async def cloud(req: Request) -> Response:
+        if req.path.endswith("/boom"):
+            raise RuntimeError("bug in a mounted handler")
+        return json_response({"path": req.path, "method": req.method})
+
+    emu.mount("/cloud", cloud)
+    r = await client.get("/cloud/v1/vms")
+    assert r.json() == {"path": "/cloud/v1/vms", "method": "GET"}
+    r = await client.get("/cloud/boom")
+    assert r.status == 500
+    assert r.headers["content-type"] == "application/json"
+    assert r.json()["kind"] == "Status" and r.json()["reason"] == "InternalError"
+    assert (await client.get("/api/v1/namespaces")).status == 200  # still serving
+
+
+async def test_watch_producer_failure_keeps_server_up(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock, monkeypatch: Any
+) -> None:
+    def broken(self: Any, ev: Any) -> bytes:
+        raise RuntimeError("bug while rendering an event")
+
+    monkeypatch.setattr(Watch, "_render", broken)
+    async with client.watch(f"{CMS}?watch=1") as w:
+        await emu.faults.wait_open_watches(lambda n: n == 1)
+        await client.request("POST", CMS, cm("trigger"))
+        assert await w.next() is None and w.broken
+    assert (await client.get(f"{CMS}/trigger")).status == 200
+
+
+async def test_store_subscribers_are_the_place_for_cluster_behaviours(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """A kubelet stand-in: finish pods as soon as they start terminating."""
+    pods = emu.resource("pods")
+
+    def kubelet(rt: ResourceType, ev: WatchEvent) -> None:
+        md = ev.entry.obj["metadata"]
+        if rt is pods and ev.type == "MODIFIED" and md.get("deletionTimestamp"):
+            emu.store.delete(rt, md["namespace"], md["name"], grace=0)
+
+    unsubscribe = emu.store.subscribe(kubelet)
+    await client.request("POST", PODS, pod("managed", node="n1"))
+    async with client.watch(f"{PODS}?watch=1&resourceVersion={emu.store.rv}") as w:
+        await client.request("DELETE", f"{PODS}/managed")
+        types = [(await w.next() or {}).get("type"), (await w.next() or {}).get("type")]
+    assert types == ["MODIFIED", "DELETED"]
+    assert (await client.get(f"{PODS}/managed")).status == 404
+    unsubscribe()
+
+
+async def test_hundreds_of_watchers_each_get_every_event(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    start = emu.store.rv
+    counts: list[int] = []
+
+    async def watcher() -> None:
+        async with client.watch(f"{CMS}?watch=1&resourceVersion={start}") as w:
+            n = 0
+            async for ev in w:
+                n += 1
+                if ev["object"]["metadata"]["name"] == "last":
+                    break
+            counts.append(n)
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            for _ in range(200):
+                nursery.start_soon(watcher)
+            await emu.faults.wait_open_watches(lambda n: n == 200)
+            for i in range(20):
+                await client.request("POST", CMS, cm(f"e{i}"))
+            await client.request("POST", CMS, cm("last"))
+    assert counts == [21] * 200

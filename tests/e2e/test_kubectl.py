@@ -317,3 +317,38 @@ async def test_drain_blocked_by_pdb_until_budget_allows(kubectl: Kubectl, emu: E
     assert "db-0" in pdb["status"]["disruptedPods"]
     node = emu.get("v1", "Node", "n1")
     assert node is not None and node["spec"]["unschedulable"] is True
+
+
+async def test_reapply_builtin_uses_strategic_merge(kubectl: Kubectl, emu: Emulator) -> None:
+    deploy: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "containers": [
+                        {"name": "main", "image": "nginx:1", "env": [{"name": "A", "value": "1"}]},
+                        {"name": "sidecar", "image": "envoy:1"},
+                    ]
+                },
+            },
+        },
+    }
+    assert "deployment.apps/web created" in await kubectl.apply([deploy])
+    containers = deploy["spec"]["template"]["spec"]["containers"]
+    containers[0]["image"] = "nginx:2"
+    del containers[1]  # dropped from the manifest: kubectl sends $patch: delete for it
+    deploy["spec"]["replicas"] = 3
+    assert "deployment.apps/web configured" in await kubectl.apply([deploy])
+    live = await kubectl.json("get", "deployment", "web")
+    assert live["spec"]["replicas"] == 3
+    assert [(c["name"], c["image"]) for c in live["spec"]["template"]["spec"]["containers"]] == [
+        ("main", "nginx:2")
+    ]
+    assert live["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
+    assert live["metadata"]["generation"] == 2
+    assert "deployment.apps/web unchanged" in await kubectl.apply([deploy])

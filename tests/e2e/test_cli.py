@@ -1,0 +1,73 @@
+"""``kubetrio emulator`` as a standalone process: kubeconfig out, state across restarts, clean
+exit on SIGTERM / SIGINT."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+
+import trio
+import yaml
+
+from kubetrio.runtime.emulator.testclient import EmuClient
+
+
+async def _start(tmp_path: Path, *extra: str) -> tuple[trio.Process, str]:
+    proc = await trio.lowlevel.open_process(
+        [
+            sys.executable,
+            "-m",
+            "kubetrio.cmd.main",
+            "emulator",
+            "--port",
+            "0",
+            "--kubeconfig-out",
+            str(tmp_path / "kubeconfig"),
+            *extra,
+        ],
+        stdout=-1,
+    )
+    assert proc.stdout is not None
+    buf = b""
+    with trio.fail_after(20):
+        while b"kubeconfig=" not in buf:
+            data = await proc.stdout.receive_some(4096)
+            assert data, buf
+            buf += data
+    url = buf.decode().split("url=")[1].split()[0]
+    return proc, url
+
+
+async def test_standalone_state_and_signals(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    proc, url = await _start(tmp_path, "--state", str(state), "--token", "t0k")
+    config = yaml.safe_load((tmp_path / "kubeconfig").read_text())
+    assert config["clusters"][0]["cluster"]["server"] == url
+    assert config["users"][0]["user"] == {"token": "t0k"}
+    client = EmuClient(url, token="t0k")
+    assert (await EmuClient(url).get("/api/v1/namespaces")).status == 401
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kept"},
+        "data": {"k": "v"},
+    }
+    created = (await client.request("POST", "/api/v1/namespaces/default/configmaps", body)).json()
+    proc.send_signal(signal.SIGTERM)
+    with trio.fail_after(20):
+        assert await proc.wait() == 0
+    proc, url = await _start(tmp_path, "--state", str(state), "--token", "t0k")
+    try:
+        client = EmuClient(url, token="t0k")
+        r = await client.get("/api/v1/namespaces/default/configmaps/kept")
+        assert r.json()["data"] == {"k": "v"}
+        body["metadata"] = {"name": "next"}
+        r = await client.request("POST", "/api/v1/namespaces/default/configmaps", body)
+        assert int(r.json()["metadata"]["resourceVersion"]) > int(
+            created["metadata"]["resourceVersion"]
+        )
+    finally:
+        proc.send_signal(signal.SIGINT)
+        with trio.fail_after(20):
+            assert await proc.wait() == 0
