@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 import trio
+import yaml
 
 from kubetrio.runtime.emulator import discovery, errors, openapi
 from kubetrio.runtime.emulator.errors import ApiError
@@ -370,6 +371,8 @@ class KubeApi:
     def _patch(self, req: Request, t: Target, dry_run: bool) -> Response:
         ctype = req.header("content-type").split(";")[0].strip()
         ns = t.namespace or ""
+        if ctype == "application/apply-patch+yaml":
+            return self._apply(req, t, dry_run)
         current = self.store.get(t.rt, ns, t.name)
         patch_body = _decode(req.body)
         base = current.clone()
@@ -399,6 +402,38 @@ class KubeApi:
                 f"the name of the object ({md.get('name')}) does not match the name on the URL "
                 f"({t.name})"
             )
+        entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
+        return self._object(req, t, entry, 200)
+
+    def _apply(self, req: Request, t: Target, dry_run: bool) -> Response:
+        """Server-side apply, approximated: create when missing, otherwise merge the applied
+        configuration in (strategic for built-ins). Field ownership is not tracked, so fields
+        dropped from a later apply are kept rather than removed."""
+        if not req.query.get("fieldManager"):
+            raise errors.bad_request(
+                "PATCH, fieldManager is required for apply requests (application/apply-patch+yaml)"
+            )
+        try:
+            applied = yaml.safe_load(req.body)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error decoding YAML: {exc}") from None
+        api_versions = tuple(t.rt.api_version(v) for v in t.rt.versions)
+        applied = check_type_meta(applied, api_versions, t.rt.kind)
+        md = applied.get("metadata")
+        if not isinstance(md, dict) or md.get("name") != t.name:
+            raise errors.bad_request(
+                f"the name of the object ({(md or {}).get('name')}) does not match the name on "
+                f"the URL ({t.name})"
+            )
+        ns = t.namespace or ""
+        current = self.store.find(t.rt, ns, t.name)
+        if current is None:
+            if t.sub:
+                raise errors.not_found(t.rt.group, t.rt.plural, t.name)
+            entry = self.store.create(t.rt, ns, applied, dry_run=dry_run)
+            return self._object(req, t, entry, 201)
+        merge = strategic_merge if t.rt.builtin else merge_patch
+        new = merge(current.clone(), applied)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
         return self._object(req, t, entry, 200)
 

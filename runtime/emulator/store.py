@@ -342,6 +342,15 @@ class Store:
         if want_rv not in (None, "") and str(want_rv) != str(old.rv):
             raise errors.conflict(rt.group, rt.plural, name)
         old_md = old.obj["metadata"]
+        uid = md.get("uid")
+        if uid and uid != old_md.get("uid"):
+            raise errors.conflict(
+                rt.group,
+                rt.plural,
+                name,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+                f"{old_md.get('uid')}",
+            )
         if subresource == "status":
             new = old.clone()
             if "status" in obj:

@@ -495,3 +495,121 @@ async def test_hundreds_of_watchers_each_get_every_event(
                 await client.request("POST", CMS, cm(f"e{i}"))
             await client.request("POST", CMS, cm("last"))
     assert counts == [21] * 200
+
+
+async def test_strategic_merge_patch_directives(
+    client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "smp", "finalizers": ["a/one"]},
+        "spec": {
+            "taints": [
+                {"key": "k1", "value": "v1", "effect": "NoSchedule"},
+                {"key": "k2", "value": "v2", "effect": "NoExecute"},
+            ]
+        },
+    }
+    await client.request("POST", "/api/v1/nodes", node)
+
+    async def smp(patch: dict[str, Any]) -> dict[str, Any]:
+        r = await client.request(
+            "PATCH",
+            "/api/v1/nodes/smp",
+            patch,
+            content_type="application/strategic-merge-patch+json",
+        )
+        assert r.status == 200, r.body
+        out: dict[str, Any] = r.json()
+        return out
+
+    # Taints merge by key: k1 updated in place, k3 appended, k2 untouched.
+    n = await smp(
+        {
+            "spec": {
+                "taints": [
+                    {"key": "k1", "value": "new", "effect": "NoSchedule"},
+                    {"key": "k3", "effect": "NoSchedule"},
+                ]
+            }
+        }
+    )
+    assert [(t["key"], t.get("value")) for t in n["spec"]["taints"]] == [
+        ("k1", "new"),
+        ("k2", "v2"),
+        ("k3", None),
+    ]
+    n = await smp({"spec": {"taints": [{"key": "k2", "$patch": "delete"}]}})
+    assert [t["key"] for t in n["spec"]["taints"]] == ["k1", "k3"]
+    n = await smp({"spec": {"$setElementOrder/taints": [{"key": "k3"}, {"key": "k1"}]}})
+    assert [t["key"] for t in n["spec"]["taints"]] == ["k3", "k1"]
+    n = await smp({"metadata": {"finalizers": ["a/two"]}})
+    assert n["metadata"]["finalizers"] == ["a/one", "a/two"]  # merged as a set
+    n = await smp({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a/one"]}})
+    assert n["metadata"]["finalizers"] == ["a/two"]
+    n = await smp({"spec": {"podCIDR": "10.0.0.0/24", "providerID": "sim://1"}})
+    n = await smp({"spec": {"$retainKeys": ["taints", "podCIDR"], "podCIDR": "10.0.1.0/24"}})
+    assert set(n["spec"]) == {"taints", "podCIDR"}
+    n = await smp(
+        {"spec": {"taints": [{"$patch": "replace"}, {"key": "only", "effect": "NoSchedule"}]}}
+    )
+    assert [t["key"] for t in n["spec"]["taints"]] == ["only"]
+    n = await smp({"spec": {"podCIDR": None}})
+    assert "podCIDR" not in n["spec"]
+
+
+async def test_custom_resource_status_and_generation(
+    client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    await client.request(
+        "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", MACHINE_CRD
+    )
+    base = "/apis/machine.sapcloud.io/v1alpha1/namespaces/default/machines"
+    m = {
+        "apiVersion": "machine.sapcloud.io/v1alpha1",
+        "kind": "Machine",
+        "metadata": {"name": "m"},
+        "spec": {"a": 1},
+    }
+    await client.request("POST", base, m)
+    r = (
+        await client.request(
+            "PATCH",
+            f"{base}/m/status",
+            {"status": {"phase": "Running"}, "spec": {"a": 2}},
+            content_type="application/merge-patch+json",
+        )
+    ).json()
+    assert r["status"] == {"phase": "Running"} and r["spec"] == {"a": 1}
+    assert r["metadata"]["generation"] == 1
+    r = (
+        await client.request(
+            "PATCH",
+            f"{base}/m",
+            {"status": {"phase": "Lost"}, "spec": {"a": 3}},
+            content_type="application/merge-patch+json",
+        )
+    ).json()
+    assert r["status"] == {"phase": "Running"} and r["spec"] == {"a": 3}
+    assert r["metadata"]["generation"] == 2
+    r = await client.request(
+        "PATCH",
+        f"{base}/m",
+        {"spec": {"a": 4}},
+        content_type="application/strategic-merge-patch+json",
+    )
+    assert r.status == 415
+    r = await client.get(f"{base}/m/status")
+    assert r.status == 200 and r.json()["status"] == {"phase": "Running"}
+    r = await client.get(f"{base}?fieldSelector=spec.a%3D3")
+    assert r.status == 400
+
+
+async def test_fault_probability_is_seeded(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    emu.faults.add(verb="list", resource="secrets", status=500, probability=0.5)
+    codes = [(await client.get("/api/v1/namespaces/default/secrets")).status for _ in range(40)]
+    assert 5 < codes.count(500) < 35
+    assert set(codes) == {200, 500}

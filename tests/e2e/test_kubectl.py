@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import trio
+import yaml
 
 from kubetrio.runtime.emulator import Emulator
 
@@ -352,3 +353,19 @@ async def test_reapply_builtin_uses_strategic_merge(kubectl: Kubectl, emu: Emula
     assert live["spec"]["template"]["spec"]["containers"][0]["env"] == [{"name": "A", "value": "1"}]
     assert live["metadata"]["generation"] == 2
     assert "deployment.apps/web unchanged" in await kubectl.apply([deploy])
+
+
+async def test_server_side_apply(kubectl: Kubectl, emu: Emulator) -> None:
+    cm: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "ssa", "namespace": "default"},
+        "data": {"a": "1"},
+    }
+    text = yaml.safe_dump(cm).encode()
+    out = await kubectl.run("apply", "--server-side", "-f", "-", stdin=text)
+    assert b"configmap/ssa serverside-applied" in out.stdout
+    cm["data"]["b"] = "2"
+    await kubectl.run("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump(cm).encode())
+    live = await kubectl.json("get", "configmap", "ssa")
+    assert live["data"] == {"a": "1", "b": "2"}
