@@ -27,7 +27,6 @@ from kubetrio.runtime.emulator.watch import Watch, WatchSpec
 
 log = logging.getLogger(__name__)
 
-_NOT_FOUND = ApiError(404, "NotFound", "the server could not find the requested resource", {})
 _PROPAGATION = ("Orphan", "Background", "Foreground")
 
 
@@ -117,15 +116,15 @@ class KubeApi:
             if len(parts) == 2:
                 doc = discovery.api_group(self.types, parts[1])
                 if doc is None:
-                    raise _NOT_FOUND
+                    raise errors.no_such_resource()
                 return json_response(doc)
             group, version, rest = parts[1], parts[2], parts[3:]
         else:
-            raise _NOT_FOUND
+            raise errors.no_such_resource()
         if not rest:
             doc = discovery.api_resource_list(self.types, group, version)
             if doc is None:
-                raise _NOT_FOUND
+                raise errors.no_such_resource()
             return json_response(doc)
         target = self._target(group, version, rest)
         return await self._resource(req, target)
@@ -135,7 +134,7 @@ class KubeApi:
         if rest[0] == "watch":
             watch_path, rest = True, rest[1:]
             if not rest:
-                raise _NOT_FOUND
+                raise errors.no_such_resource()
         ns: str | None = None
         if rest[0] == "namespaces" and len(rest) >= 3:
             rt = self.types.lookup(group, version, rest[2])
@@ -143,13 +142,13 @@ class KubeApi:
                 ns, rest = rest[1], rest[2:]
         rt = self.types.lookup(group, version, rest[0])
         if rt is None or len(rest) > 3:
-            raise _NOT_FOUND
+            raise errors.no_such_resource()
         if rt.namespaced is False and ns is not None:
-            raise _NOT_FOUND
+            raise errors.no_such_resource()
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
         if sub and sub not in rt.subresources:
-            raise _NOT_FOUND
+            raise errors.no_such_resource()
         return Target(rt, version, ns, name, sub, watch_path)
 
     @staticmethod

@@ -100,6 +100,11 @@ def invalid(group: str, kind: str, name: str, causes: list[tuple[str, str, str]]
     return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {text}', details)
 
 
+def no_such_resource() -> ApiError:
+    """404 for a URL that names no served resource (not an object that is missing)."""
+    return ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
 def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 

@@ -181,7 +181,6 @@ class ResourceTypes:
         self._by_gvp: dict[tuple[str, str, str], ResourceType] = {}
         for info in BUILTIN_KINDS:
             self.add(from_kind_info(info))
-        # policy/v1beta1 evictions are still accepted by the eviction subresource.
 
     def add(self, rt: ResourceType) -> None:
         old = self._by_key.get(rt.key)

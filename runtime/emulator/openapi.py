@@ -16,11 +16,10 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.runtime.emulator.errors import ApiError
+from kubetrio.runtime.emulator import errors
 from kubetrio.runtime.emulator.http import Request, Response
 from kubetrio.runtime.emulator.kinds import ResourceType, ResourceTypes
 
-_NOT_FOUND = ApiError(404, "NotFound", "the server could not find the requested resource", {})
 _PARAMS = [
     {"name": n, "in": "query", "schema": {"type": "string"}, "uniqueItems": True}
     for n in ("dryRun", "fieldManager", "fieldValidation", "force")
@@ -60,7 +59,7 @@ def gv_document(types: ResourceTypes, group: str, version: str) -> dict[str, Any
 
 def serve(req: Request, types: ResourceTypes, rest: list[str]) -> Response:
     if not rest or rest[0] != "v3":
-        raise _NOT_FOUND
+        raise errors.no_such_resource()
     if len(rest) == 1:
         index: dict[str, Any] = {}
         for group, versions in sorted(types.group_versions().items()):
@@ -78,5 +77,5 @@ def serve(req: Request, types: ResourceTypes, rest: list[str]) -> Response:
     else:
         doc = None
     if doc is None:
-        raise _NOT_FOUND
+        raise errors.no_such_resource()
     return Response(200, msgspec.json.encode(doc))

@@ -192,12 +192,6 @@ class FieldSelector:
     def matches(self, obj: dict[str, Any]) -> bool:
         return all((field_value(obj, fld) == value) == eq for fld, eq, value in self.terms)
 
-    def exact_name(self) -> str | None:
-        for fld, eq, value in self.terms:
-            if fld == "metadata.name" and eq:
-                return value
-        return None
-
 
 def combine(label: LabelSelector, fields: FieldSelector) -> Callable[[dict[str, Any]], bool] | None:
     """One predicate for both selectors, or None when nothing filters."""

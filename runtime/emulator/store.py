@@ -38,6 +38,7 @@ Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped obje
 Hook = Callable[[ResourceType, WatchEvent], None]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 CRD_KEY = "customresourcedefinitions.apiextensions.k8s.io"
 _SERVER_MANAGED = (
     "uid",
@@ -437,6 +438,8 @@ class Store:
     ) -> tuple[Entry, bool]:
         """Delete or mark deleting; returns (object, removed now)."""
         old = self.get(rt, ns, name)
+        if rt.key == "namespaces" and name in PROTECTED_NAMESPACES:
+            raise errors.forbidden("", "namespaces", name, "this namespace may not be deleted")
         md = old.obj["metadata"]
         if preconditions:
             uid = preconditions.get("uid")

@@ -47,9 +47,7 @@ def expired_line(exc: TooOld) -> bytes:
         "apiVersion": "v1",
         "metadata": {},
         "status": "Failure",
-        "message": str(exc)
-        if exc.requested >= 0
-        else "too old resource version: watch fell behind the event window",
+        "message": str(exc),
         "reason": "Expired",
         "code": 410,
     }
@@ -64,6 +62,7 @@ class Watch:
         self.log = store.log_for(spec.rt)
         self.initial: list[Entry] = []
         self.error: TooOld | None = None
+        self.last_rv = store.rv
         # Position chosen now, synchronously, so nothing written after the request is missed.
         rv = spec.resource_version
         if rv in ("", "0"):
@@ -74,6 +73,7 @@ class Watch:
             ]
             self.seq = self.log.end
         else:
+            self.last_rv = int(rv)
             try:
                 self.seq = self.log.seq_after(int(rv), store.rv)
             except TooOld as exc:
@@ -142,11 +142,16 @@ class Watch:
         while True:
             try:
                 events = self.log.read(self.seq)
-            except TooOld as exc:
-                await out.send(expired_line(exc))
+            except TooOld:
+                # Fell behind the window: the position it needs is gone (410, like a re-watch
+                # from its last resourceVersion would get).
+                await out.send(
+                    expired_line(TooOld(self.last_rv, self.log.oldest_rv(self.store.rv)))
+                )
                 return
             if events:
                 self.seq += len(events)
+                self.last_rv = events[-1].rv
                 chunk = [line for line in map(self._render, events) if line is not None]
                 if chunk:
                     await out.send(b"".join(chunk))

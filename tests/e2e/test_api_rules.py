@@ -291,6 +291,12 @@ async def test_selectors_and_errors(client: EmuClient, mock_clock: trio.testing.
     )
     r = await client.request("POST", f"{CMS}/a", cm("a"))
     assert r.status == 405
+    r = await client.request("DELETE", "/api/v1/namespaces/default")
+    assert r.status == 403
+    assert (
+        r.json()["message"]
+        == 'namespaces "default" is forbidden: this namespace may not be deleted'
+    )
     r = await client.request(
         "POST", CMS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "gen-"}}
     )

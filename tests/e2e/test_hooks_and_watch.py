@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import trio
 import trio.testing
 
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.runtime.emulator.watch import Watch, WatchSpec
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
@@ -202,3 +204,43 @@ async def test_persistence_restores_objects_and_resource_versions(
         async with client.watch(f"{CMS}?watch=1&resourceVersion=1") as w:
             ev = await w.next()
             assert ev is not None and ev["object"]["code"] == 410
+
+
+async def test_slow_watcher_that_falls_behind_the_window_gets_410(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """Writers never wait for readers: a reader stuck while the window moves on gets 410."""
+    async with serve_emulator(window=5) as emu:
+        rt = emu.resource("configmaps")
+        gate = trio.Event()
+        sent: list[bytes] = []
+
+        class StuckClient:
+            async def send(self, data: bytes) -> None:
+                await gate.wait()
+                sent.append(data)
+
+        start = emu.store.rv
+        spec = WatchSpec(
+            rt=rt,
+            namespace=None,
+            pred=None,
+            resource_version=str(start),
+            bookmarks=False,
+            bookmark_interval=60.0,
+            timeout=None,
+            cut_after=None,
+        )
+        watch = Watch(emu.store, emu.faults, spec)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch.run, StuckClient())
+            emu.create(cm("first"))
+            await trio.testing.wait_all_tasks_blocked()  # the watch is now stuck sending
+            for i in range(10):
+                emu.create(cm(f"more-{i}"))  # returns at once although the reader is stuck
+            gate.set()
+        assert b'"name":"first"' in sent[0]
+        error = msgspec.json.decode(sent[1])
+        assert error["type"] == "ERROR" and error["object"]["code"] == 410
+        first_rv = start + 1
+        assert error["object"]["message"].startswith(f"too old resource version: {first_rv} (")
