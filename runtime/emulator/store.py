@@ -298,8 +298,16 @@ class Store:
         md["namespace"] = ns
         ns_rt = self.types.lookup("", "v1", "namespaces")
         assert ns_rt is not None
-        if self.find(ns_rt, "", ns) is None:
+        namespace = self.find(ns_rt, "", ns)
+        if namespace is None:
             raise errors.not_found("", "namespaces", ns)
+        if namespace.obj["metadata"].get("deletionTimestamp"):
+            raise errors.forbidden(
+                rt.group,
+                rt.plural,
+                name,
+                f"unable to create new content in namespace {ns} because it is being terminated",
+            )
 
     def _prepare_create(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Kind-specific defaults the apiserver applies on create (PrepareForCreate)."""
@@ -440,6 +448,8 @@ class Store:
         old = self.get(rt, ns, name)
         if rt.key == "namespaces" and name in PROTECTED_NAMESPACES:
             raise errors.forbidden("", "namespaces", name, "this namespace may not be deleted")
+        if rt.key == "namespaces" and not dry_run:
+            return self._delete_namespace(rt, old)
         md = old.obj["metadata"]
         if preconditions:
             uid = preconditions.get("uid")
@@ -510,18 +520,48 @@ class Store:
         self._commit(rt, "DELETED", entry, prev)
         if rt.key == CRD_KEY:
             self._unregister_crd(entry.obj)
-        elif rt.key == "namespaces":
-            self._purge_namespace(entry.obj["metadata"]["name"])
+        elif rt.namespaced:
+            self._finish_namespace_if_empty(entry.obj["metadata"].get("namespace", ""))
 
-    def _purge_namespace(self, ns: str) -> None:
-        """What the namespace controller does, done at once: its contents go with it."""
-        for rt in self.types.all():
-            if not rt.namespaced:
+    # ----------------------------------------------------------------- namespaces
+
+    def _delete_namespace(self, rt: ResourceType, old: Entry) -> tuple[Entry, bool]:
+        """The namespace goes Terminating, its contents are deleted by the usual rules (so
+        finalizers and graceful pod termination hold it), and it disappears once empty: the
+        namespace controller's job, done synchronously."""
+        name = old.obj["metadata"]["name"]
+        if old.obj["metadata"].get("deletionTimestamp"):
+            return old, False
+        new = old.clone()
+        new["metadata"]["deletionTimestamp"] = self.clock.now_rfc3339()
+        new["metadata"]["deletionGracePeriodSeconds"] = 0
+        new.setdefault("status", {})["phase"] = "Terminating"
+        new["metadata"]["resourceVersion"] = str(self._next_rv())
+        marked = Entry(new, self.rv)
+        self._commit(rt, "MODIFIED", marked, old)
+        for content_rt in self.types.all():
+            if not content_rt.namespaced:
                 continue
-            for entry in list(self.iter(rt, ns)):
-                new = entry.clone()
-                new["metadata"]["resourceVersion"] = str(self._next_rv())
-                self._commit(rt, "DELETED", Entry(new, self.rv), entry)
+            for entry in list(self.iter(content_rt, name)):
+                if not entry.obj["metadata"].get("deletionTimestamp"):
+                    self.delete(content_rt, name, entry.obj["metadata"]["name"])
+        self._finish_namespace_if_empty(name)
+        current = self.find(rt, "", name)
+        return (current or marked), current is None
+
+    def _finish_namespace_if_empty(self, ns: str) -> None:
+        ns_rt = self.types.lookup("", "v1", "namespaces")
+        assert ns_rt is not None
+        namespace = self.find(ns_rt, "", ns)
+        if namespace is None or not namespace.obj["metadata"].get("deletionTimestamp"):
+            return
+        for rt in self.types.all():
+            if rt.namespaced and any(key[0] == ns for key in self.bucket(rt)):
+                return
+        new = namespace.clone()
+        new["metadata"]["resourceVersion"] = str(self._next_rv())
+        new.get("spec", {}).pop("finalizers", None)
+        self._commit(ns_rt, "DELETED", Entry(new, self.rv), namespace)
 
     # ----------------------------------------------------------------- CRDs
 

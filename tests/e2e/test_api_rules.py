@@ -619,3 +619,45 @@ async def test_fault_probability_is_seeded(
     codes = [(await client.get("/api/v1/namespaces/default/secrets")).status for _ in range(40)]
     assert 5 < codes.count(500) < 35
     assert set(codes) == {200, 500}
+
+
+async def test_namespace_termination(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    await client.request(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tmp"}},
+    )
+    base = "/api/v1/namespaces/tmp"
+    held = cm("held")
+    held["metadata"]["finalizers"] = ["example.com/keep"]
+    await client.request("POST", f"{base}/configmaps", held)
+    await client.request("POST", f"{base}/configmaps", cm("plain"))
+    await client.request("POST", f"{base}/pods", pod("running", node="n1"))
+    r = (await client.request("DELETE", base)).json()
+    assert r["status"]["phase"] == "Terminating"
+    assert (await client.get(f"{base}/configmaps/plain")).status == 404
+    assert (await client.get(f"{base}/configmaps/held")).json()["metadata"]["deletionTimestamp"]
+    assert (await client.get(f"{base}/pods/running")).json()["metadata"][
+        "deletionGracePeriodSeconds"
+    ] == 30
+    r = await client.request("POST", f"{base}/configmaps", cm("new"))
+    assert r.status == 403
+    assert "because it is being terminated" in r.json()["message"]
+    await client.request(
+        "PATCH",
+        f"{base}/configmaps/held",
+        {"metadata": {"finalizers": None}},
+        content_type="application/merge-patch+json",
+    )
+    assert (await client.get(base)).status == 200  # the terminating pod still holds it
+    await client.request("DELETE", f"{base}/pods/running?gracePeriodSeconds=0")
+    assert (await client.get(base)).status == 404
+    await client.request(
+        "POST",
+        "/api/v1/namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "empty"}},
+    )
+    assert (await client.request("DELETE", "/api/v1/namespaces/empty")).status == 200
+    assert (await client.get("/api/v1/namespaces/empty")).status == 404
