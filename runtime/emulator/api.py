@@ -274,9 +274,10 @@ class KubeApi:
         limit = _int_param(req, "limit") or 0
         cont = req.query.get("continue", "")
         table_wanted = _wants_table(req)
+        exact = self._exact_rv(req)
         joined: bytes | None = None
         cache_key = (t.rt.key, t.namespace, t.version)
-        plain = pred is None and not limit and not cont and not table_wanted
+        plain = pred is None and not limit and not cont and not table_wanted and exact is None
         stamp = self.store.log_for(t.rt).end  # moves with every write to this resource
         if plain:
             hit = self._list_cache.get(cache_key)
@@ -285,7 +286,7 @@ class KubeApi:
         rv = self.store.rv
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if joined is None:
-            result = self.store.list_entries(t.rt, t.namespace, pred, limit, cont)
+            result = self.store.list_entries(t.rt, t.namespace, pred, limit, cont, exact)
             if table_wanted:
                 return json_response(
                     table(
@@ -320,6 +321,30 @@ class KubeApi:
         )
         return Response(200, [head, joined, b"]}"])
 
+    @staticmethod
+    def _exact_rv(req: Request) -> int | None:
+        match = req.query.get("resourceVersionMatch", "")
+        rv = req.query.get("resourceVersion", "")
+        if not match:
+            return None
+        if match not in ("Exact", "NotOlderThan"):
+            raise errors.bad_request(
+                f'resourceVersionMatch: Unsupported value: "{match}": supported values: '
+                '"Exact", "NotOlderThan"'
+            )
+        if not rv:
+            raise errors.bad_request(
+                "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
+                "resourceVersion is provided"
+            )
+        try:
+            value = int(rv)
+        except ValueError:
+            raise errors.bad_request(
+                f'resourceVersion: Invalid value: "{rv}": must be a non-negative integer'
+            ) from None
+        return value if match == "Exact" else None
+
     def _watch(self, req: Request, t: Target, cut_after: float | None) -> StreamResponse:
         pred = self._selectors(req, t)
         rv = req.query.get("resourceVersion", "")
@@ -345,6 +370,15 @@ class KubeApi:
                     first[0] = False
                 return msgspec.json.encode({"type": type_, "object": obj}) + b"\n"
 
+        initial_events = _bool_param(req.query.get("sendInitialEvents"))
+        if initial_events and (
+            req.query.get("resourceVersionMatch") != "NotOlderThan"
+            or not _bool_param(req.query.get("allowWatchBookmarks"))
+        ):
+            raise errors.bad_request(
+                "sendInitialEvents: Forbidden: sendInitialEvents requires "
+                "resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true"
+            )
         spec = WatchSpec(
             rt=t.rt,
             namespace=t.namespace,
@@ -355,6 +389,7 @@ class KubeApi:
             timeout=float(timeout) if timeout else None,
             cut_after=cut_after,
             encode=encode,
+            initial_events=initial_events,
         )
         if t.name:
             name = t.name

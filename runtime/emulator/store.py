@@ -174,11 +174,36 @@ class Store:
         pred: Callable[[dict[str, Any]], bool] | None,
         limit: int = 0,
         continue_token: str = "",
+        exact_rv: int | None = None,
     ) -> ListResult:
+        """Objects in key order; ``exact_rv`` lists the state as of that resourceVersion
+        (``resourceVersionMatch=Exact``), as long as the event window still reaches it."""
         keys = self.sorted_keys(rt)
         bucket = self.bucket(rt)
         snapshot = self.rv
         start = 0
+        if exact_rv is not None and not continue_token:
+            lg = self.log_for(rt)
+            if exact_rv < lg.compacted_rv:
+                raise errors.gone(f"too old resource version: {exact_rv} ({lg.oldest_rv(self.rv)})")
+            if exact_rv > self.rv:
+                raise errors.ApiError(
+                    504,
+                    "Timeout",
+                    f"Too large resource version: {exact_rv}, current: {self.rv}",
+                    {
+                        "causes": [
+                            {
+                                "reason": "ResourceVersionTooLarge",
+                                "message": "Too large resource version",
+                            }
+                        ]
+                    },
+                )
+            snapshot = exact_rv
+            past = self._state_at(rt, snapshot)
+            if past is not None:
+                keys, bucket = past
         if continue_token:
             snapshot, last = _parse_continue(continue_token)
             if snapshot < self.log_for(rt).compacted_rv or snapshot > self.rv:

@@ -35,6 +35,7 @@ class WatchSpec:
     timeout: float | None
     cut_after: float | None
     encode: Encoder | None = None  # None: the shared cached line
+    initial_events: bool = False  # sendInitialEvents: state, then an initial-events-end bookmark
 
 
 def plain_line(type_: str, entry: Entry) -> bytes:
@@ -63,9 +64,10 @@ class Watch:
         self.initial: list[Entry] = []
         self.error: TooOld | None = None
         self.last_rv = store.rv
+        self.snapshot_rv = store.rv
         # Position chosen now, synchronously, so nothing written after the request is missed.
         rv = spec.resource_version
-        if rv in ("", "0"):
+        if rv in ("", "0") or spec.initial_events:
             self.initial = [
                 e
                 for e in store.iter(spec.rt, spec.namespace)
@@ -105,13 +107,13 @@ class Watch:
             return None
         return self._line(ev.type, ev) if pred(ev.entry.obj) else None
 
-    def _bookmark(self) -> bytes:
+    def _bookmark(self, initial_events_end: bool = False) -> bytes:
         rt = self.spec.rt
-        obj = {
-            "kind": rt.kind,
-            "apiVersion": rt.api_version(),
-            "metadata": {"resourceVersion": str(self.store.rv)},
-        }
+        rv = self.snapshot_rv if initial_events_end else self.store.rv
+        metadata: dict[str, Any] = {"resourceVersion": str(rv)}
+        if initial_events_end:
+            metadata["annotations"] = {"k8s.io/initial-events-end": "true"}
+        obj = {"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": metadata}
         if self.spec.encode is not None:
             return self.spec.encode("BOOKMARK", Entry(obj, self.store.rv))
         return msgspec.json.encode({"type": "BOOKMARK", "object": obj}) + b"\n"
@@ -134,6 +136,9 @@ class Watch:
         if self.initial:
             await out.send(b"".join(self._line_initial(e) for e in self.initial))
             self.initial = []
+        if self.spec.initial_events:
+            # The state sent so far is as of the snapshot taken at open; later events follow.
+            await out.send(self._bookmark(initial_events_end=True))
         if self.error is not None:
             await out.send(expired_line(self.error))
             return

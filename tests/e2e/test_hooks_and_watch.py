@@ -244,3 +244,34 @@ async def test_slow_watcher_that_falls_behind_the_window_gets_410(
         assert error["type"] == "ERROR" and error["object"]["code"] == 410
         first_rv = start + 1
         assert error["object"]["message"].startswith(f"too old resource version: {first_rv} (")
+
+
+async def test_exact_list_and_streaming_initial_events(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    first = (await client.request("POST", CMS, cm("one"))).json()["metadata"]["resourceVersion"]
+    await client.request("POST", CMS, cm("two"))
+    r = (await client.get(f"{CMS}?resourceVersion={first}&resourceVersionMatch=Exact")).json()
+    assert [i["metadata"]["name"] for i in r["items"]] == ["one"]
+    assert r["metadata"]["resourceVersion"] == first
+    r = await client.get(f"{CMS}?resourceVersion={emu.store.rv + 5}&resourceVersionMatch=Exact")
+    assert r.status == 504
+    r = await client.get(f"{CMS}?resourceVersionMatch=Exact")
+    assert r.status == 400
+    query = (
+        "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    )
+    async with client.watch(f"{CMS}?{query}") as w:
+        got = [await w.next() for _ in range(3)]
+        assert [(e or {}).get("type") for e in got] == ["ADDED", "ADDED", "BOOKMARK"]
+        end = got[2]["object"]["metadata"]  # type: ignore[index]
+        assert end["annotations"] == {"k8s.io/initial-events-end": "true"}
+        assert end["resourceVersion"] == str(emu.store.rv)
+        await client.request("POST", CMS, cm("three"))
+        ev = await w.next()
+        assert ev is not None and (ev["type"], ev["object"]["metadata"]["name"]) == (
+            "ADDED",
+            "three",
+        )
+    r = await client.get(f"{CMS}?watch=1&sendInitialEvents=true")
+    assert r.status == 400
