@@ -20,6 +20,7 @@ import msgspec
 
 from kubetrio.runtime.emulator import errors
 from kubetrio.runtime.emulator.clock import EmuClock
+from kubetrio.runtime.emulator.crd import crd_status, validate_crd
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry, EventLog, WatchEvent
 from kubetrio.runtime.emulator.kinds import ResourceType, ResourceTypes, from_crd
@@ -342,8 +343,8 @@ class Store:
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
         elif rt.key == CRD_KEY:
-            self._validate_crd(obj)
-            obj["status"] = self._crd_status(obj)
+            validate_crd(self.types, obj)
+            obj["status"] = crd_status(obj, self.clock.wall_rfc3339())
         elif not rt.builtin and rt.has_status:
             obj.pop("status", None)
 
@@ -434,8 +435,8 @@ class Store:
                         ],
                     )
             if rt.key == CRD_KEY:
-                self._validate_crd(new)
-                new["status"] = self._crd_status(new)
+                validate_crd(self.types, new)
+                new["status"] = crd_status(new, self.clock.wall_rfc3339())
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
         if _spec_part(new) != _spec_part(old.obj):
@@ -589,69 +590,6 @@ class Store:
         self._commit(ns_rt, "DELETED", Entry(new, self.rv), namespace)
 
     # ----------------------------------------------------------------- CRDs
-
-    def _validate_crd(self, obj: dict[str, Any]) -> None:
-        name = obj["metadata"].get("name", "")
-        try:
-            rt = from_crd(obj)
-        except ValueError as exc:
-            fld, _, msg = str(exc).partition(": ")
-            raise errors.invalid(
-                "apiextensions.k8s.io",
-                "CustomResourceDefinition",
-                name,
-                [("FieldValueInvalid", fld, msg)],
-            ) from None
-        want = f"{rt.plural}.{rt.group}"
-        if name != want:
-            raise errors.invalid(
-                "apiextensions.k8s.io",
-                "CustomResourceDefinition",
-                name,
-                [
-                    (
-                        "FieldValueInvalid",
-                        "metadata.name",
-                        f'Invalid value: "{name}": must be spec.names.plural+"."+spec.group',
-                    )
-                ],
-            )
-        existing = self.types.by_key(rt.key)
-        if existing is not None and existing.builtin:
-            raise errors.invalid(
-                "apiextensions.k8s.io",
-                "CustomResourceDefinition",
-                name,
-                [("FieldValueInvalid", "spec.group", f'Invalid value: "{rt.group}": is reserved')],
-            )
-
-    def _crd_status(self, obj: dict[str, Any]) -> dict[str, Any]:
-        spec = obj.get("spec") or {}
-        now = self.clock.wall_rfc3339()
-        storage = [v["name"] for v in spec.get("versions") or [] if v.get("storage")]
-        names = dict(spec.get("names") or {})
-        names.setdefault("singular", str(names.get("kind", "")).lower())
-        names.setdefault("listKind", f"{names.get('kind', '')}List")
-        return {
-            "acceptedNames": names,
-            "conditions": [
-                {
-                    "type": "NamesAccepted",
-                    "status": "True",
-                    "lastTransitionTime": now,
-                    "reason": "NoConflicts",
-                    "message": "no conflicts found",
-                },
-                {
-                    "type": "Established",
-                    "status": "True",
-                    "lastTransitionTime": now,
-                    "reason": "InitialNamesAccepted",
-                    "message": "the initial names have been accepted",
-                },
-            ],
-            "storedVersions": storage,
-        }
 
     def _register_crd(self, obj: dict[str, Any]) -> None:
         rt = from_crd(obj)

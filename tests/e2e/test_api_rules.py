@@ -94,6 +94,14 @@ async def test_crd_serves_its_resource_and_discovery(
     )
     assert r.status == 200
     assert (await client.get(base)).status == 404
+    bad = {**MACHINE_CRD, "metadata": {"name": "wrong.name"}}
+    r = await client.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", bad)
+    assert r.status == 422
+    assert r.json()["details"]["causes"][0]["field"] == "metadata.name"
+    bad = {**MACHINE_CRD, "spec": {**MACHINE_CRD["spec"], "scope": "Galaxy"}}
+    r = await client.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", bad)
+    assert r.status == 422
+    assert r.json()["details"]["causes"][0]["field"] == "spec.scope"
 
 
 async def test_dry_run_stores_nothing(
