@@ -52,7 +52,9 @@ BUILTIN_KINDS: tuple[KindInfo, ...] = (
     KindInfo("v1", "Secret", "secrets", True),
     KindInfo("v1", "ConfigMap", "configmaps", True, ("cm",)),
     KindInfo("v1", "Event", "events", True, ("ev",)),
-    KindInfo("policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)),
+    KindInfo(
+        "policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
+    ),
     KindInfo("storage.k8s.io/v1", "VolumeAttachment", "volumeattachments", False, (), ("status",)),
     KindInfo("coordination.k8s.io/v1", "Lease", "leases", True),
     KindInfo("apps/v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",), ("all",)),
