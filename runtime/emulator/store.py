@@ -116,12 +116,15 @@ class Store:
     def _commit(self, rt: ResourceType, type_: str, entry: Entry, prev: Entry | None) -> None:
         key = _key_of(entry.obj)
         bucket = self.bucket(rt)
+        keys = self._sorted.get(rt.key)  # kept sorted in place: no re-sort per LIST
         if type_ == "DELETED":
-            bucket.pop(key, None)
-            self._sorted.pop(rt.key, None)
+            if bucket.pop(key, None) is not None and keys is not None:
+                i = bisect.bisect_left(keys, key)
+                if i < len(keys) and keys[i] == key:
+                    del keys[i]
         else:
-            if key not in bucket:
-                self._sorted.pop(rt.key, None)
+            if key not in bucket and keys is not None:
+                bisect.insort(keys, key)
             bucket[key] = entry
         ev = WatchEvent(type_, entry, prev)
         self.log_for(rt).append(ev)
