@@ -1,0 +1,259 @@
+"""The informer: one LIST+WATCH of a kind kept in a store, with event handlers.
+
+The reflector loop (client-go semantics):
+
+* LIST, then WATCH from the list's resourceVersion with bookmarks and a randomised
+  ``timeoutSeconds``; a watch that ends cleanly is resumed from the last resourceVersion seen;
+* 410 Gone (the server no longer has that history) → relist at the last resourceVersion; if the
+  server cannot serve that either, relist from scratch;
+* any other failure → jittered exponential backoff, then resume;
+* a relist replaces the store and hands the handlers only the difference: adds, updates for
+  changed resourceVersions, and deletes (as ``DeletedFinalStateUnknown`` tombstones) for
+  objects that vanished while the watch was down — so handlers never miss a final delete and
+  never see an update after a delete.
+
+Handlers run synchronously in the reflector task in event order; they should only enqueue.
+A handler that raises is logged and skipped, never allowed to stop the informer.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import trio
+
+from kubetrio.api.meta import KubeObject, ObjectList
+from kubetrio.runtime.backoff import Backoff
+from kubetrio.runtime.client import Client, WatchEvent
+from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.store import (
+    DeletedFinalStateUnknown,
+    IndexFunc,
+    Lister,
+    Store,
+    key_of,
+)
+
+T = TypeVar("T", bound=KubeObject)
+
+log = logging.getLogger("kubetrio.informer")
+
+MIN_WATCH_TIMEOUT = 300  # client-go: a random watch timeout in [5, 10) minutes
+
+
+@dataclass(frozen=True, slots=True)
+class EventHandler(Generic[T]):
+    """Callbacks for one consumer; any may be None. ``is_initial`` marks list-time adds."""
+
+    on_add: Callable[[T, bool], None] | None = None
+    on_update: Callable[[T, T], None] | None = None
+    on_delete: Callable[[T | DeletedFinalStateUnknown[T]], None] | None = None
+
+
+class Informer(Generic[T]):
+    """Keeps ``store`` equal to the server's view of one kind (optionally narrowed)."""
+
+    def __init__(
+        self,
+        client: Client,
+        kind: type[T],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resync_period: float | None = None,
+        transform: Callable[[T], T] | None = None,
+    ) -> None:
+        self.client = client
+        self.kind = kind
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.resync_period = resync_period
+        self.transform = transform
+        self.store: Store[T] = Store()
+        self.lister: Lister[T] = Lister(self.store)
+        self.last_resource_version = ""
+        self._handlers: list[EventHandler[T]] = []
+        self._synced = trio.Event()
+        self._backoff = Backoff()
+        self.relists = 0  # observable by tests: how often the store was rebuilt
+
+    @property
+    def name(self) -> str:
+        return self.kind.KIND.group_resource
+
+    # -- consumers ------------------------------------------------------------------------
+
+    def add_handler(self, handler: EventHandler[T]) -> None:
+        """Subscribe; a late subscriber first gets an add for every object already stored."""
+        self._handlers.append(handler)
+        if self._synced.is_set() and handler.on_add is not None:
+            for obj in self.store.values():
+                self._call(handler.on_add, obj, True)
+
+    def add_index(self, name: str, func: IndexFunc[T]) -> None:
+        self.store.add_index(name, func)
+
+    @property
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    async def wait_for_sync(self) -> None:
+        await self._synced.wait()
+
+    # -- the reflector --------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """List and watch until cancelled."""
+        async with trio.open_nursery() as nursery:
+            if self.resync_period:
+                nursery.start_soon(self._resync_loop, self.resync_period)
+            await self._list_and_watch()
+
+    async def _list_and_watch(self) -> None:
+        need_list = True
+        while True:
+            if need_list:
+                try:
+                    await self._relist()
+                except ApiError as error:
+                    log.warning("list failed kind=%s error=%s", self.name, error)
+                    await self._backoff.wait()
+                    continue
+                need_list = False
+            outcome = await self._watch_once()
+            if outcome is None:
+                continue  # clean end of the watch window: resume from the last RV
+            if outcome.status == 410:
+                log.info("watch history expired kind=%s rv=%s", self.name, outcome.message)
+                need_list = True
+                continue
+            log.warning("watch failed kind=%s error=%s", self.name, outcome)
+            await self._backoff.wait()
+
+    async def _relist(self) -> None:
+        """LIST at the last RV (or from scratch) and reconcile the store with the result."""
+        resource_version = self.last_resource_version or "0"
+        try:
+            result = await self._list(resource_version)
+        except ApiError as error:
+            if error.status not in (410, 504) or resource_version == "":
+                raise
+            # The server cannot serve that resourceVersion any more: a consistent read.
+            result = await self._list("")
+        items = [self.transform(obj) for obj in result.items] if self.transform else result.items
+        self._replace(items)
+        self.last_resource_version = result.metadata.resource_version
+        self.relists += 1
+        if not self._synced.is_set():
+            self._synced.set()
+
+    async def _list(self, resource_version: str) -> ObjectList[T]:
+        return await self.client.list(
+            self.kind,
+            namespace=self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            resource_version=resource_version,
+        )
+
+    def _replace(self, items: list[T]) -> None:
+        initial = not self._synced.is_set()
+        seen = set()
+        for obj in items:
+            key = key_of(obj)
+            seen.add(key)
+            old = self.store.put(key, obj)
+            if old is None:
+                self._emit_add(obj, initial)
+            elif old.metadata.resource_version != obj.metadata.resource_version:
+                self._emit_update(old, obj)
+        for key in set(self.store.keys()) - seen:
+            gone = self.store.remove(key)
+            if gone is not None:
+                self._emit_delete(DeletedFinalStateUnknown(key, gone))
+
+    async def _watch_once(self) -> ApiError | None:
+        """One watch request; None when it ended cleanly, else the error that ended it."""
+        send, receive = trio.open_memory_channel[list[WatchEvent[T]]](16)
+        timeout = int(MIN_WATCH_TIMEOUT * (1 + random.random()))
+        failure: ApiError | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                functools.partial(
+                    self.client.watch,
+                    self.kind,
+                    send,
+                    namespace=self.namespace,
+                    resource_version=self.last_resource_version,
+                    label_selector=self.label_selector,
+                    field_selector=self.field_selector,
+                    timeout_seconds=timeout,
+                )
+            )
+            async with receive:
+                async for batch in receive:
+                    for event in batch:
+                        if event.type == "ERROR":
+                            failure = event.error
+                            nursery.cancel_scope.cancel()
+                            break
+                        self._apply(event)
+        return failure
+
+    def _apply(self, event: WatchEvent[T]) -> None:
+        if event.resource_version:
+            self.last_resource_version = event.resource_version
+        obj = event.obj
+        if obj is None:
+            return  # a bookmark: only the resourceVersion moves
+        if self.transform is not None:
+            obj = self.transform(obj)
+        key = key_of(obj)
+        if event.type == "DELETED":
+            # Unknown to the store means its delete was already delivered (as a tombstone).
+            if self.store.remove(key) is not None:
+                self._emit_delete(obj)
+            return
+        old = self.store.put(key, obj)
+        if old is None:
+            self._emit_add(obj, False)
+        else:
+            self._emit_update(old, obj)
+
+    async def _resync_loop(self, period: float) -> None:
+        """Periodically hand every stored object to ``on_update`` (old is new)."""
+        while True:
+            await trio.sleep(period)
+            if self._synced.is_set():
+                for obj in self.store.values():
+                    self._emit_update(obj, obj)
+
+    # -- delivery -------------------------------------------------------------------------
+
+    def _emit_add(self, obj: T, initial: bool) -> None:
+        for handler in self._handlers:
+            if handler.on_add is not None:
+                self._call(handler.on_add, obj, initial)
+
+    def _emit_update(self, old: T, new: T) -> None:
+        for handler in self._handlers:
+            if handler.on_update is not None:
+                self._call(handler.on_update, old, new)
+
+    def _emit_delete(self, obj: T | DeletedFinalStateUnknown[T]) -> None:
+        for handler in self._handlers:
+            if handler.on_delete is not None:
+                self._call(handler.on_delete, obj)
+
+    def _call(self, callback: Callable[..., None], *args: object) -> None:
+        try:
+            callback(*args)
+        except Exception:
+            log.exception("event handler failed kind=%s", self.name)
