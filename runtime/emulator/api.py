@@ -18,7 +18,8 @@ from kubetrio.runtime.emulator.eviction import evict
 from kubetrio.runtime.emulator.faults import Counters, Faults, reason_for
 from kubetrio.runtime.emulator.http import JSON, Request, Response, StreamResponse, json_response
 from kubetrio.runtime.emulator.kinds import ResourceType
-from kubetrio.runtime.emulator.meta import check_type_meta
+from kubetrio.runtime.emulator.meta import check_type_meta, sub_object
+from kubetrio.runtime.emulator.options import DeleteOptions, parse_delete_options
 from kubetrio.runtime.emulator.patch import json_patch, merge_patch, strategic_merge
 from kubetrio.runtime.emulator.selectors import FieldSelector, LabelSelector, combine
 from kubetrio.runtime.emulator.store import Store
@@ -26,8 +27,6 @@ from kubetrio.runtime.emulator.tables import table
 from kubetrio.runtime.emulator.watch import Watch, WatchSpec
 
 log = logging.getLogger(__name__)
-
-_PROPAGATION = ("Orphan", "Background", "Foreground")
 
 
 @dataclass(slots=True)
@@ -471,40 +470,25 @@ class KubeApi:
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
         return self._object(req, t, entry, 200)
 
-    def _delete_options(self, req: Request) -> dict[str, Any]:
-        opts: dict[str, Any] = {}
-        if req.body:
-            body = _decode(req.body)
-            if not isinstance(body, dict):
-                raise errors.bad_request("DeleteOptions must be a JSON object")
-            opts = body
-        grace = _int_param(req, "gracePeriodSeconds")
-        if grace is not None:
-            opts["gracePeriodSeconds"] = grace
-        if "propagationPolicy" in req.query:
-            opts["propagationPolicy"] = req.query["propagationPolicy"]
-        policy = opts.get("propagationPolicy")
-        if policy is not None and policy not in _PROPAGATION:
-            raise errors.bad_request(
-                f'propagationPolicy: Unsupported value: "{policy}": supported values: '
-                '"Foreground", "Background", "Orphan"'
-            )
-        g = opts.get("gracePeriodSeconds")
-        if g is not None and not isinstance(g, int):
-            raise errors.bad_request("gracePeriodSeconds: must be an integer")
-        return opts
+    def _delete_options(self, req: Request) -> DeleteOptions:
+        body: Any = _decode(req.body) if req.body else {}
+        if isinstance(body, dict):
+            grace = _int_param(req, "gracePeriodSeconds")
+            if grace is not None:
+                body["gracePeriodSeconds"] = grace
+            if "propagationPolicy" in req.query:
+                body["propagationPolicy"] = req.query["propagationPolicy"]
+        return parse_delete_options(body)
 
     def _delete(self, req: Request, t: Target, dry_run: bool) -> Response:
         opts = self._delete_options(req)
-        dry_run = dry_run or "All" in (opts.get("dryRun") or [])
-        pre = opts.get("preconditions")
         entry, _removed = self.store.delete(
             t.rt,
             t.namespace or "",
             t.name,
-            grace=opts.get("gracePeriodSeconds"),
-            preconditions=pre if isinstance(pre, dict) else None,
-            dry_run=dry_run,
+            grace=opts.grace_period,
+            preconditions=opts.preconditions,
+            dry_run=dry_run or opts.dry_run,
         )
         return self._object(req, t, entry, 200)
 
@@ -520,8 +504,8 @@ class KubeApi:
                     t.rt,
                     md.get("namespace", ""),
                     md["name"],
-                    grace=opts.get("gracePeriodSeconds"),
-                    dry_run=dry_run,
+                    grace=opts.grace_period,
+                    dry_run=dry_run or opts.dry_run,
                 )
             except ApiError as exc:
                 if exc.code == 404:
@@ -543,8 +527,8 @@ class KubeApi:
         body = _decode(req.body)
         if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
             raise errors.bad_request("the request body must be a Binding")
-        node = (body.get("target") or {}).get("name")
-        if not node:
+        node = sub_object(body, "target", "target").get("name")
+        if not node or not isinstance(node, str):
             raise errors.invalid(
                 "", "Binding", t.name, [("FieldValueRequired", "target.name", "Required value")]
             )

@@ -7,6 +7,7 @@ from typing import Any
 
 from kubetrio.runtime.emulator import errors
 from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.runtime.emulator.options import parse_delete_options
 from kubetrio.runtime.emulator.selectors import Requirement
 from kubetrio.runtime.emulator.store import Store
 
@@ -15,15 +16,19 @@ EVICTION_API_VERSIONS = ("policy/v1", "policy/v1beta1")
 
 def selector_matches(selector: Any, labels: dict[str, str]) -> bool:
     """metav1.LabelSelector semantics for policy/v1: ``{}`` selects everything, null nothing."""
-    if selector is None:
-        return False
     if not isinstance(selector, dict):
         return False
-    for k, v in (selector.get("matchLabels") or {}).items():
+    match_labels = selector.get("matchLabels") or {}
+    expressions = selector.get("matchExpressions") or []
+    if not isinstance(match_labels, dict) or not isinstance(expressions, list):
+        return False
+    for k, v in match_labels.items():
         if labels.get(k) != v:
             return False
     ops = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
-    for expr in selector.get("matchExpressions") or []:
+    for expr in expressions:
+        if not isinstance(expr, dict) or not isinstance(expr.get("values") or [], list):
+            return False
         op = ops.get(expr.get("operator", ""))
         if op is None:
             return False
@@ -67,15 +72,14 @@ def evict(
             f"the kind in the data ({body.get('apiVersion')}, Kind={body.get('kind')}) is not "
             "an Eviction (policy/v1 or policy/v1beta1)"
         )
-    body_name = (body.get("metadata") or {}).get("name")
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise errors.bad_request("metadata: Invalid value: must be an object")
+    body_name = metadata.get("name")
     if body_name and body_name != name:
         raise errors.bad_request("name in URL does not match name in Eviction object")
-    options = body.get("deleteOptions") or {}
-    if not isinstance(options, dict):
-        raise errors.bad_request("deleteOptions: must be an object")
-    dry_run = dry_run or "All" in (options.get("dryRun") or [])
-    grace = options.get("gracePeriodSeconds")
-    preconditions = options.get("preconditions")
+    options = parse_delete_options(body.get("deleteOptions"), "deleteOptions.")
+    dry_run = dry_run or options.dry_run
     pod = store.get(pods, ns, name)
     if not _can_ignore_pdb(pod.obj):
         labels = (pod.obj.get("metadata") or {}).get("labels") or {}
@@ -128,8 +132,8 @@ def evict(
         pods,
         ns,
         name,
-        grace=int(grace) if isinstance(grace, int) else None,
-        preconditions=preconditions if isinstance(preconditions, dict) else None,
+        grace=options.grace_period,
+        preconditions=options.preconditions,
         dry_run=dry_run,
     )
     return errors.success(201)

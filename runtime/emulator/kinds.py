@@ -111,7 +111,9 @@ def from_crd(crd: dict[str, Any]) -> ResourceType:
     spec = crd.get("spec")
     if not isinstance(spec, dict):
         raise ValueError("spec: Required value")
-    names = spec.get("names") or {}
+    names = spec.get("names")
+    if not isinstance(names, dict):
+        raise ValueError("spec.names: Required value")
     group = spec.get("group")
     if not isinstance(group, str) or not group:
         raise ValueError("spec.group: Required value")
@@ -145,7 +147,7 @@ def from_crd(crd: dict[str, Any]) -> ResourceType:
                     name=str(c.get("name", "")),
                     type=str(c.get("type", "string")),
                     json_path=str(c.get("jsonPath", "")),
-                    priority=int(c.get("priority", 0) or 0),
+                    priority=_int(c.get("priority")),
                     description=str(c.get("description", "")),
                 )
                 for c in v.get("additionalPrinterColumns") or []
@@ -165,12 +167,24 @@ def from_crd(crd: dict[str, Any]) -> ResourceType:
         plural=plural,
         singular=str(names.get("singular") or kind.lower()),
         namespaced=scope == "Namespaced",
-        short_names=tuple(names.get("shortNames") or ()),
-        categories=tuple(names.get("categories") or ()),
+        short_names=_strings(names.get("shortNames"), "spec.names.shortNames"),
+        categories=_strings(names.get("categories"), "spec.names.categories"),
         subresources=subresources,
         builtin=False,
         printer_columns=columns,
     )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _strings(value: Any, field: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{field}: Invalid value: must be a list of strings")
+    return tuple(value)
 
 
 class ResourceTypes:

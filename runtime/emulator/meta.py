@@ -109,3 +109,24 @@ def check_type_meta(obj: Any, api_versions: tuple[str, ...], kind: str) -> dict[
 
 def api_error_field(group: str, kind: str, name: str, field: str, message: str) -> ApiError:
     return invalid(group, kind, name, [("FieldValueInvalid", field, message)])
+
+
+def check_object_fields(kind: str, obj: dict[str, Any]) -> None:
+    """Built-in kinds decode into Go structs: ``spec`` and ``status`` must be objects."""
+    for field in ("spec", "status"):
+        value = obj.get(field)
+        if value is not None and not isinstance(value, dict):
+            raise bad_request(
+                f"json: cannot unmarshal {type(value).__name__} into Go struct field "
+                f"{kind}.{field} of type object"
+            )
+
+
+def sub_object(parent: dict[str, Any], key: str, path: str) -> dict[str, Any]:
+    """``parent[key]`` as a dict ({} when absent); 400 naming ``path`` when it is not one."""
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise bad_request(f"{path}: Invalid value: must be an object")
+    return value

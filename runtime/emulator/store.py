@@ -27,6 +27,7 @@ from kubetrio.runtime.emulator.kinds import ResourceType, ResourceTypes, from_cr
 from kubetrio.runtime.emulator.meta import (
     check_finalizers,
     check_name,
+    check_object_fields,
     check_string_map,
     generate_name,
     metadata_of,
@@ -267,6 +268,8 @@ class Store:
         self, rt: ResourceType, ns: str, obj: dict[str, Any], dry_run: bool = False
     ) -> Entry:
         md = metadata_of(obj)
+        if rt.builtin:
+            check_object_fields(rt.kind, obj)
         name = md.get("name")
         if not name:
             prefix = md.get("generateName")
@@ -362,6 +365,8 @@ class Store:
     ) -> Entry:
         old = self.get(rt, ns, name)
         md = metadata_of(obj)
+        if rt.builtin:
+            check_object_fields(rt.kind, obj)
         body_name = md.get("name")
         if body_name is None:
             md["name"] = name

@@ -377,7 +377,12 @@ def table(
     now = dt.datetime.now(dt.UTC)
     rows = []
     for o in objects:
-        r: dict[str, Any] = {"cells": row(o, now)}
+        try:
+            cells = row(o, now)
+        except (AttributeError, TypeError, ValueError):
+            # A malformed (but stored) object must not break `kubectl get` for its neighbours.
+            cells = [_md(o).get("name")] + ["<invalid>"] * (len(columns) - 1)
+        r: dict[str, Any] = {"cells": cells}
         if include_object == "Object":
             r["object"] = o
         elif include_object != "None":

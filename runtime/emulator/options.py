@@ -1,0 +1,53 @@
+"""``DeleteOptions`` as DELETE bodies, query parameters and eviction bodies carry them,
+validated once so the store only sees well-typed values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kubetrio.runtime.emulator.errors import bad_request
+
+PROPAGATION_POLICIES = ("Orphan", "Background", "Foreground")
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteOptions:
+    grace_period: int | None = None
+    preconditions: dict[str, Any] | None = None
+    dry_run: bool = False
+    propagation: str | None = None  # accepted; there is no garbage collector to act on it
+
+
+def parse_delete_options(body: Any, prefix: str = "") -> DeleteOptions:
+    """``body`` is the decoded DeleteOptions (None when absent); errors name ``prefix+field``."""
+    if body is None:
+        return DeleteOptions()
+    if not isinstance(body, dict):
+        raise bad_request(f"{prefix or 'DeleteOptions'}: Invalid value: must be an object")
+    grace = body.get("gracePeriodSeconds")
+    if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool) or grace < 0):
+        raise bad_request(
+            f"{prefix}gracePeriodSeconds: Invalid value: {grace!r}: must be >= 0 integer"
+        )
+    pre = body.get("preconditions")
+    if pre is not None and (
+        not isinstance(pre, dict)
+        or not all(isinstance(pre.get(k), str | None) for k in ("uid", "resourceVersion"))
+    ):
+        raise bad_request(f"{prefix}preconditions: Invalid value: must be an object of strings")
+    dry = body.get("dryRun")
+    if dry is not None and (not isinstance(dry, list) or any(d != "All" for d in dry)):
+        raise bad_request(f'{prefix}dryRun: Unsupported value: {dry!r}: supported values: "All"')
+    policy = body.get("propagationPolicy")
+    if policy is not None and policy not in PROPAGATION_POLICIES:
+        raise bad_request(
+            f'{prefix}propagationPolicy: Unsupported value: "{policy}": supported values: '
+            '"Foreground", "Background", "Orphan"'
+        )
+    return DeleteOptions(
+        grace_period=grace,
+        preconditions=pre or None,
+        dry_run=bool(dry),
+        propagation=policy,
+    )
