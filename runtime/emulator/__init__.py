@@ -1,7 +1,15 @@
-"""An in-process Kubernetes API server emulator for tests and the embedded default.
+"""An in-process Kubernetes API server emulator for tests and the embedded default (DESIGN §5).
 
-``async with serve_emulator() as emu:`` serves it on 127.0.0.1 inside the caller's trio run;
-``kubetrio emulator`` runs it standalone. See DESIGN §5.
+``async with serve_emulator() as emu:`` serves it on 127.0.0.1 inside the caller's trio run, so
+the caller's clock (a MockClock in tests) drives watch timeouts, bookmarks, grace periods and
+injected latency; ``kubetrio emulator`` runs it standalone. The pieces:
+
+- ``emu.store``: every write goes through it; ``store.subscribe(hook)`` is where in-process
+  cluster behaviours (kubelet, PDB controller, scheduler, …) react to committed changes.
+- ``emu.faults`` / ``emu.counters``: injected errors, latency, cut watches, expired history;
+  requests per (verb, resource, subresource). Also over HTTP under ``/_emulator/`` (which, like
+  routes added with ``emu.mount(prefix, handler)``, needs no token).
+- ``emu.kubeconfig_path``: a kubeconfig kubectl and pykube-ng use as is.
 """
 
 from kubetrio.runtime.emulator.faults import Counters, FaultRule, Faults
