@@ -1,0 +1,877 @@
+"""The manager's configuration: one typed value from defaults, a file, the environment and flags.
+
+Precedence is flags > environment > file > defaults, per setting. Every setting has one flag; its
+environment variable is ``KUBETRIO_`` plus the flag's name in upper snake case (``--leader-elect``
+is ``KUBETRIO_LEADER_ELECT``), and ``KUBECONFIG`` is honoured below ``KUBETRIO_KUBECONFIG``.
+
+Everything is validated before the manager starts, and a problem is reported as one line that
+says where the bad value came from (file and field path, environment variable or flag), because
+that is what the operator has to go and fix. The file is checked on its own first, so a file
+error always names the file; values from the environment and flags are parsed by kind (integer,
+duration, list, …) as they are read, and then the whole merged value is checked once more.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import itertools
+import re
+import tomllib
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+from urllib.parse import urlsplit
+
+import msgspec
+import yaml
+
+from kubetrio.runtime.httpserver import BindAddressError, parse_bind_address
+from kubetrio.runtime.log import parse_level
+
+__all__ = [
+    "DEFAULT_CONTROLLERS",
+    "DEFAULT_WORKERS",
+    "SETTINGS",
+    "ClientConfig",
+    "ConfigError",
+    "Duration",
+    "LeaderElectionConfig",
+    "LoggingConfig",
+    "MachineConfig",
+    "ManagerConfig",
+    "Setting",
+    "StorageConfig",
+    "add_config_flags",
+    "config_to_dict",
+    "env_var",
+    "load_config",
+]
+
+
+class ConfigError(Exception):
+    """A configuration problem; ``str(error)`` is the single line to show the operator."""
+
+
+# --- durations ------------------------------------------------------------------------------
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_UNIT_SECONDS: Final[Mapping[str, float]] = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+_NUMBER = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)$")
+
+
+class Duration(float):
+    """A non-negative length of time in seconds (so trio takes it as is), written Go's way.
+
+    Accepts Go duration strings (``"15s"``, ``"1h30m"``, ``"100ms"``) and plain numbers of
+    seconds; prints back as a Go-style string, so a dumped config reads like the one written.
+    """
+
+    @classmethod
+    def parse(cls, value: object) -> Duration:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise ValueError(f'expected a duration like "15s", got {_show(value)}')
+        if isinstance(value, int | float):
+            if value < 0 or value != value or value == float("inf"):
+                raise ValueError(f"expected a non-negative duration, got {value!r}")
+            return cls(value)
+        text = value.strip()
+        if _NUMBER.match(text):
+            return cls(float(text))
+        position, total = 0, 0.0
+        for match in _DURATION_PART.finditer(text):
+            if match.start() != position:
+                break
+            total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+            position = match.end()
+        if not text or position != len(text):
+            raise ValueError(f'expected a duration like "15s", got {_show(value)}')
+        return cls(total)
+
+    def __str__(self) -> str:
+        seconds = float(self)
+        if seconds == 0:
+            return "0s"
+        if seconds < 1:
+            for unit, size in (("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+                if seconds >= size:
+                    return f"{_compact(seconds / size)}{unit}"
+            return f"{_compact(seconds / 1e-9)}ns"
+        hours, rest = divmod(seconds, 3600)
+        minutes, secs = divmod(rest, 60)
+        parts = [f"{int(hours)}h"] if hours else []
+        if minutes:
+            parts.append(f"{int(minutes)}m")
+        if secs or not parts:
+            parts.append(f"{_compact(secs)}s")
+        return "".join(parts)
+
+    def __repr__(self) -> str:
+        return f"Duration({str(self)!r})"
+
+
+def _compact(number: float) -> str:
+    return format(round(number, 9), ".12g")
+
+
+def _show(value: object) -> str:
+    """A value for an error message: strings in double quotes as the operator typed them."""
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    return repr(value)
+
+
+def _dec_hook(kind: type, value: Any) -> Any:
+    if kind is Duration:
+        return Duration.parse(value)
+    raise NotImplementedError(kind)  # msgspec turns this into "unsupported type"
+
+
+def _enc_hook(value: Any) -> Any:
+    if isinstance(value, Duration):
+        return str(value)
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+# --- the typed configuration ----------------------------------------------------------------
+
+DEFAULT_CONTROLLERS: Final[tuple[str, ...]] = ("machine", "nodedelete", "storagegc")
+# StorageOS runs --node-delete-workers=5; the storage GC is one periodic loop.
+DEFAULT_WORKERS: Final[Mapping[str, int]] = {"machine": 5, "nodedelete": 5, "storagegc": 1}
+DEFAULT_NODE_CONDITIONS: Final[tuple[str, ...]] = (
+    "KernelDeadlock",
+    "ReadonlyFilesystem",
+    "DiskPressure",
+    "NetworkUnavailable",
+)
+
+PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
+PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
+NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
+Name = Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class _Section(
+    msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel", frozen=True
+):
+    """Common options. msgspec does not inherit ``kw_only`` and mypy does not see an inherited
+    ``frozen``, so every subclass repeats both."""
+
+
+class LeaderElectionConfig(_Section, kw_only=True, frozen=True):
+    """client-go's defaults (15 s / 10 s / 2 s), as controller-runtime uses them."""
+
+    enabled: bool = False
+    namespace: Name = "kube-system"
+    name: Name = "kubetrio-leader"
+    lease_duration: Duration = Duration(15)
+    renew_deadline: Duration = Duration(10)
+    retry_period: Duration = Duration(2)
+    release_on_cancel: bool = True
+
+
+class LoggingConfig(_Section, kw_only=True, frozen=True):
+    format: Literal["text", "json"] = "text"
+    level: str = "info"
+
+
+class ClientConfig(_Section, kw_only=True, frozen=True):
+    """Client-side rate limit and request timeout towards the API server (client-go's QPS/burst)."""
+
+    qps: PositiveFloat = 20.0
+    burst: PositiveInt = 30
+    timeout: Duration = Duration(30)
+
+
+class MachineConfig(_Section, kw_only=True, frozen=True):
+    """MCM's safety options, with MCM's defaults and flag names."""
+
+    namespace: Name = "default"
+    creation_timeout: Duration = Duration(20 * 60)
+    health_timeout: Duration = Duration(10 * 60)
+    drain_timeout: Duration = Duration(2 * 3600)
+    max_evict_retries: NonNegativeInt = 360
+    pv_detach_timeout: Duration = Duration(2 * 60)
+    pv_reattach_timeout: Duration = Duration(90)
+    node_conditions: tuple[Name, ...] = DEFAULT_NODE_CONDITIONS
+    safety_orphan_vms_period: Duration = msgspec.field(
+        default=Duration(15 * 60), name="safetyOrphanVMsPeriod"
+    )
+
+
+class StorageConfig(_Section, kw_only=True, frozen=True):
+    """The storage-node controllers' options (StorageOS api-manager's names where it has them)."""
+
+    csi_driver: Name = "csi.storageos.com"
+    backend_url: str | None = msgspec.field(default=None, name="backendURL")
+    delete_timeout: Duration = Duration(20)
+    gc_delay: Duration = Duration(30)
+    gc_interval: Duration = Duration(3600)  # 0 disables the periodic GC
+
+
+class ManagerConfig(_Section, kw_only=True, frozen=True):
+    kubeconfig: str | None = None
+    context: str | None = None
+    master: str | None = None
+    controllers: tuple[Name, ...] = DEFAULT_CONTROLLERS
+    metrics_bind_address: str = "127.0.0.1:8080"
+    health_probe_bind_address: str = "127.0.0.1:8081"
+    leader_election: LeaderElectionConfig = msgspec.field(default_factory=LeaderElectionConfig)
+    graceful_shutdown_timeout: Duration = Duration(30)
+    logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
+    client: ClientConfig = msgspec.field(default_factory=ClientConfig)
+    workers: dict[str, int] = msgspec.field(default_factory=lambda: dict(DEFAULT_WORKERS))
+    machine: MachineConfig = msgspec.field(default_factory=MachineConfig)
+    storage: StorageConfig = msgspec.field(default_factory=StorageConfig)
+
+    def workers_for(self, controller: str) -> int:
+        """Worker count for ``controller``; 1 for a controller the config does not mention."""
+        return self.workers.get(controller, 1)
+
+
+def config_to_dict(config: ManagerConfig) -> dict[str, Any]:
+    """The config as a file would hold it: file names, Go durations, unset values left out."""
+    data = msgspec.to_builtins(config, enc_hook=_enc_hook)
+    assert isinstance(data, dict)
+    return _drop_none(data)
+
+
+def _drop_none(data: dict[str, Any]) -> dict[str, Any]:
+    return {key: _plain(value) for key, value in data.items() if value is not None}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return _drop_none(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+# --- settings: flag, environment variable and field path ------------------------------------
+
+Kind = Literal["str", "bool", "int", "float", "duration", "list", "workers"]
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One configurable value: its flag, the file path it lands on, and how to parse text."""
+
+    flag: str
+    path: tuple[str, ...]  # file field names, e.g. ("leaderElection", "leaseDuration")
+    kind: Kind
+    help: str
+
+    @property
+    def env(self) -> str:
+        return env_var(self.flag)
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+def env_var(flag: str) -> str:
+    """``--leader-elect`` → ``KUBETRIO_LEADER_ELECT``."""
+    return "KUBETRIO_" + flag.lstrip("-").replace("-", "_").upper()
+
+
+def _s(flag: str, path: str, kind: Kind, help: str) -> Setting:
+    return Setting(flag, tuple(path.split(".")), kind, help)
+
+
+SETTINGS: Final[tuple[Setting, ...]] = (
+    _s("--kubeconfig", "kubeconfig", "str", "kubeconfig file (default: in-cluster config)"),
+    _s("--context", "context", "str", "kubeconfig context to use"),
+    _s("--master", "master", "str", "API server URL, overriding the kubeconfig's"),
+    _s("--controllers", "controllers", "list", "controllers to run, comma-separated"),
+    _s("--metrics-bind-address", "metricsBindAddress", "str", 'host:port for /metrics; "0" off'),
+    _s(
+        "--health-probe-bind-address",
+        "healthProbeBindAddress",
+        "str",
+        'host:port for /healthz and /readyz; "0" off',
+    ),
+    _s("--leader-elect", "leaderElection.enabled", "bool", "elect a leader before running"),
+    _s("--leader-election-namespace", "leaderElection.namespace", "str", "namespace of the Lease"),
+    _s("--leader-election-id", "leaderElection.name", "str", "name of the Lease"),
+    _s("--leader-elect-lease-duration", "leaderElection.leaseDuration", "duration", "lease term"),
+    _s(
+        "--leader-elect-renew-deadline",
+        "leaderElection.renewDeadline",
+        "duration",
+        "how long the leader keeps retrying to renew before giving up",
+    ),
+    _s(
+        "--leader-elect-retry-period",
+        "leaderElection.retryPeriod",
+        "duration",
+        "wait between attempts to acquire or renew",
+    ),
+    _s(
+        "--leader-elect-release-on-cancel",
+        "leaderElection.releaseOnCancel",
+        "bool",
+        "release the Lease on shutdown",
+    ),
+    _s(
+        "--graceful-shutdown-timeout",
+        "gracefulShutdownTimeout",
+        "duration",
+        "how long in-flight work may take to finish on shutdown",
+    ),
+    _s("--log-format", "logging.format", "str", "text or json"),
+    _s("--log-level", "logging.level", "str", "debug, info, warning or error"),
+    _s("--kube-api-qps", "client.qps", "float", "client-side QPS limit towards the API server"),
+    _s("--kube-api-burst", "client.burst", "int", "client-side burst towards the API server"),
+    _s("--kube-api-timeout", "client.timeout", "duration", "timeout of one API request"),
+    _s("--workers", "workers", "workers", "worker count per controller, NAME=N (repeatable)"),
+    _s("--machine-workers", "workers.machine", "int", "workers of the machine controller"),
+    _s(
+        "--node-delete-workers", "workers.nodedelete", "int", "workers of the nodedelete controller"
+    ),
+    _s("--storage-gc-workers", "workers.storagegc", "int", "workers of the storagegc controller"),
+    _s("--machine-namespace", "machine.namespace", "str", "namespace the Machines live in"),
+    _s(
+        "--machine-creation-timeout",
+        "machine.creationTimeout",
+        "duration",
+        "how long a Machine may take to join",
+    ),
+    _s(
+        "--machine-health-timeout",
+        "machine.healthTimeout",
+        "duration",
+        "how long a Machine may be unhealthy before it is replaced",
+    ),
+    _s("--machine-drain-timeout", "machine.drainTimeout", "duration", "drain time limit"),
+    _s(
+        "--machine-max-evict-retries",
+        "machine.maxEvictRetries",
+        "int",
+        "eviction attempts per pod during a drain",
+    ),
+    _s(
+        "--machine-pv-detach-timeout",
+        "machine.pvDetachTimeout",
+        "duration",
+        "wait for volumes to detach during a drain",
+    ),
+    _s(
+        "--machine-pv-reattach-timeout",
+        "machine.pvReattachTimeout",
+        "duration",
+        "wait for volumes to reattach elsewhere during a drain",
+    ),
+    _s(
+        "--node-conditions",
+        "machine.nodeConditions",
+        "list",
+        "node conditions that make a Machine unhealthy, comma-separated",
+    ),
+    _s(
+        "--machine-safety-orphan-vms-period",
+        "machine.safetyOrphanVMsPeriod",
+        "duration",
+        "period of the orphan-VM sweep",
+    ),
+    _s("--csi-driver", "storage.csiDriver", "str", "CSI driver name of the storage backend"),
+    _s("--storage-backend-url", "storage.backendURL", "str", "URL of the storage backend API"),
+    _s(
+        "--storage-delete-timeout",
+        "storage.deleteTimeout",
+        "duration",
+        "time limit of one storage-node delete call",
+    ),
+    _s(
+        "--node-delete-gc-delay",
+        "storage.gcDelay",
+        "duration",
+        "wait after start before the first storage GC",
+    ),
+    _s(
+        "--node-delete-gc-interval",
+        "storage.gcInterval",
+        "duration",
+        "period of the storage GC; 0 disables it",
+    ),
+)
+
+CONFIG_FLAG: Final = "--config"
+_OPTIONAL_STRINGS: Final = frozenset(
+    {("kubeconfig",), ("context",), ("master",), ("storage", "backendURL")}
+)
+
+
+def add_config_flags(parser: argparse.ArgumentParser) -> None:
+    """Add ``--config`` and one flag per setting. Values are parsed by ``load_config``, so a bad
+    one is reported like any other configuration error, naming the flag."""
+    group = parser.add_argument_group(
+        "configuration", "Flags override KUBETRIO_* environment variables, which override the file."
+    )
+    group.add_argument(
+        CONFIG_FLAG,
+        metavar="FILE",
+        default=None,
+        help=f"YAML or TOML config file (env {env_var(CONFIG_FLAG)})",
+    )
+    for setting in SETTINGS:
+        help_text = f"{setting.help} (env {setting.env})"
+        if setting.kind == "bool":
+            group.add_argument(
+                setting.flag,
+                dest=setting.dest,
+                nargs="?",
+                const="true",
+                default=None,
+                metavar="BOOL",
+                help=help_text,
+            )
+        elif setting.kind == "workers":
+            group.add_argument(
+                setting.flag,
+                dest=setting.dest,
+                action="append",
+                default=None,
+                metavar="NAME=N",
+                help=help_text,
+            )
+        else:
+            group.add_argument(
+                setting.flag,
+                dest=setting.dest,
+                default=None,
+                metavar=setting.kind.upper(),
+                help=help_text,
+            )
+
+
+# --- loading ----------------------------------------------------------------------------------
+
+FieldPath = tuple[str, ...]
+
+
+class _Sources:
+    """Which source set each field path, to name it in an error."""
+
+    def __init__(self, file_label: str | None, file_data: Mapping[str, Any]) -> None:
+        self.file_label = file_label
+        self.file_data = file_data
+        self.explicit: dict[FieldPath, str] = {}  # path -> "environment variable X" / "flag --x"
+
+    def set(self, path: FieldPath, label: str) -> None:
+        self.explicit[path] = label
+
+    def label(self, path: Sequence[str]) -> str | None:
+        """The source of ``path`` (or of its nearest ancestor set as a whole); None = default."""
+        for end in range(len(path), 0, -1):
+            found = self.explicit.get(tuple(path[:end]))
+            if found is not None:
+                return found
+        return self.file_label if self.file_label and _lookup(self.file_data, path)[0] else None
+
+    def is_default(self, path: Sequence[str]) -> bool:
+        return self.label(path) is None
+
+    def error(self, path: Sequence[str], message: str) -> ConfigError:
+        source = self.label(path)
+        dotted = _dotted(path)
+        if source is None:
+            return ConfigError(f"{dotted}: {message}" if dotted else message)
+        if source == self.file_label:
+            return ConfigError(
+                f"{source}: {dotted}: {message}" if dotted else f"{source}: {message}"
+            )
+        return ConfigError(f"{source} ({dotted}): {message}" if dotted else f"{source}: {message}")
+
+
+def _dotted(path: Sequence[str]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if part.isdigit() else (f".{part}" if out else part)
+    return out
+
+
+def load_config(
+    args: argparse.Namespace, environ: Mapping[str, str], known_controllers: Collection[str]
+) -> ManagerConfig:
+    """The validated configuration from defaults, file, environment and ``args``.
+
+    ``args`` comes from a parser that had ``add_config_flags``; ``known_controllers`` are the
+    names a controller registry can set up. Raises ConfigError with a one-line message.
+    """
+    file_flag = getattr(args, "config", None)
+    file_name = file_flag if file_flag is not None else environ.get(env_var(CONFIG_FLAG)) or None
+    file_data = _read_file(Path(file_name)) if file_name else {}
+    file_label = f"config file {file_name}" if file_name else None
+    sources = _Sources(file_label, file_data)
+
+    # The file alone first, so that its errors always name the file.
+    base = _convert(
+        _with_default_workers(file_data, file_label), sources, everything_from=file_label
+    )
+    merged = msgspec.to_builtins(base, enc_hook=_as_seconds)
+    assert isinstance(merged, dict)
+
+    kubeconfig = environ.get("KUBECONFIG")
+    if kubeconfig:
+        _put(merged, ("kubeconfig",), kubeconfig, "environment variable KUBECONFIG", sources)
+    for setting in SETTINGS:
+        if setting.env in environ:
+            label = f"environment variable {setting.env}"
+            _apply(merged, setting, [environ[setting.env]], label, sources)
+    for setting in SETTINGS:
+        given = getattr(args, setting.dest, None)
+        if given is not None:
+            values = given if isinstance(given, list) else [given]
+            _apply(merged, setting, values, f"flag {setting.flag}", sources)
+
+    config = _convert(merged, sources, everything_from=None)
+    _validate(config, sources, known_controllers)
+    return config
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    label = f"config file {path}"
+    suffix = path.suffix.lower()
+    if suffix not in (".yaml", ".yml", ".toml"):
+        raise ConfigError(f"{label}: unsupported extension {suffix!r}; use .yaml, .yml or .toml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{label}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{label}: not UTF-8 text ({exc.reason})") from None
+    try:
+        data = tomllib.loads(text) if suffix == ".toml" else yaml.safe_load(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{label}: invalid TOML: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{label}: invalid YAML: {_yaml_problem(exc)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{label}: expected a mapping at the top, got {type(data).__name__}")
+    return data
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(exc).split())
+
+
+def _with_default_workers(data: dict[str, Any], label: str | None) -> dict[str, Any]:
+    """A file's ``workers`` adds to and overrides the defaults rather than replacing them all.
+
+    Counts are checked here because msgspec would not name the key of a bad one.
+    """
+    workers = data.get("workers")
+    if not isinstance(workers, dict):
+        return data
+    for name, count in workers.items():
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise ConfigError(f"{label}: workers.{name}: expected an integer, got {_show(count)}")
+    return {**data, "workers": {**DEFAULT_WORKERS, **workers}}
+
+
+_ERROR_PATH = re.compile(r" - at `\$((?:\.[^.\[`]+|\[[^\]]*\])*)`$")
+
+
+def _convert(
+    data: Mapping[str, Any], sources: _Sources, *, everything_from: str | None
+) -> ManagerConfig:
+    """msgspec's conversion, its error turned into one line that names where the value came from.
+
+    ``everything_from`` labels every error (the file, when it is checked on its own); otherwise
+    the source is looked up by the error's field path.
+    """
+    try:
+        return msgspec.convert(data, ManagerConfig, dec_hook=_dec_hook)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        match = _ERROR_PATH.search(text)
+        path: list[str] = []
+        if match:
+            text = text[: match.start()]
+            # "[...]" stands for a mapping key msgspec does not name; the mapping's path will do.
+            path = [p for p in re.split(r"\.|\[|\]", match.group(1)) if p and p != "..."]
+        message = _readable(text, path, data)
+        if everything_from is not None:
+            dotted = _dotted(path)
+            prefix = f"{everything_from}: {dotted}" if dotted else everything_from
+            raise ConfigError(f"{prefix}: {message}") from None
+        raise sources.error(path, message) from None
+
+
+def _as_seconds(value: Any) -> Any:
+    if isinstance(value, Duration):
+        return float(value)
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
+def _readable(message: str, path: Sequence[str], data: Mapping[str, Any]) -> str:
+    unknown = re.fullmatch(r"Object contains unknown field `(.*)`", message)
+    if unknown:
+        name = unknown.group(1)
+        hint = difflib.get_close_matches(name, _field_names(path), n=1)
+        suggestion = f' (did you mean "{hint[0]}"?)' if hint else ""
+        return f'unknown field "{name}"{suggestion}'
+    if message.startswith("Invalid enum value"):
+        allowed = _allowed_values(path)
+        if allowed:
+            message = f"Expected one of {', '.join(map(_show, allowed))}"
+    message = message.replace("`", "")
+    if message.startswith("Expected object"):
+        message = message.replace("Expected object", "Expected a mapping", 1)
+    if ", got " not in message and "got " not in message:
+        found, value = _lookup(data, path)
+        if found:
+            message += f", got {_show(value)}"
+    return message[:1].lower() + message[1:]
+
+
+def _lookup(data: Any, path: Sequence[str]) -> tuple[bool, Any]:
+    node = data
+    for part in path:
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list | tuple) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return False, None
+    return True, node
+
+
+def _type_at(path: Sequence[str]) -> msgspec.inspect.Type | None:
+    """The declared type of the field at ``path`` (file names), for friendlier messages."""
+    current: msgspec.inspect.Type = msgspec.inspect.type_info(ManagerConfig)
+    for part in path:
+        if not isinstance(current, msgspec.inspect.StructType):
+            return None
+        field = next((f for f in current.fields if f.encode_name == part), None)
+        if field is None:
+            return None
+        current = field.type
+    return current
+
+
+def _field_names(path: Sequence[str]) -> list[str]:
+    found = _type_at(path)
+    return (
+        [f.encode_name for f in found.fields]
+        if isinstance(found, msgspec.inspect.StructType)
+        else []
+    )
+
+
+def _allowed_values(path: Sequence[str]) -> list[Any]:
+    found = _type_at(path)
+    return list(found.values) if isinstance(found, msgspec.inspect.LiteralType) else []
+
+
+_TRUE: Final = frozenset({"1", "t", "true", "yes", "y", "on"})
+_FALSE: Final = frozenset({"0", "f", "false", "no", "n", "off"})
+
+
+def _apply(
+    merged: dict[str, Any], setting: Setting, values: list[str], label: str, sources: _Sources
+) -> None:
+    """Parse text from a flag or variable by the setting's kind and put it on its path."""
+    if setting.kind == "workers":
+        for item in (part.strip() for value in values for part in value.split(",")):
+            if not item:
+                continue
+            name, sep, count = item.partition("=")
+            if not sep or not name.strip():
+                raise ConfigError(f"{label}: expected NAME=N, got {_show(item)}")
+            number = _parse_text("int", count.strip(), label)
+            _put(merged, (*setting.path, name.strip()), number, label, sources)
+        return
+    _put(
+        merged, setting.path, _parse_text(setting.kind, values[-1], label, setting), label, sources
+    )
+
+
+def _parse_text(kind: Kind, text: str, label: str, setting: Setting | None = None) -> Any:
+    value = text.strip()
+    try:
+        if kind == "bool":
+            lowered = value.lower()
+            if lowered not in _TRUE | _FALSE:
+                raise ValueError(f"expected true or false, got {_show(text)}")
+            return lowered in _TRUE
+        if kind == "int":
+            if not re.fullmatch(r"[+-]?\d+", value):
+                raise ValueError(f"expected an integer, got {_show(text)}")
+            return int(value)
+        if kind == "float":
+            try:
+                return float(value)
+            except ValueError:
+                raise ValueError(f"expected a number, got {_show(text)}") from None
+        if kind == "duration":
+            return float(Duration.parse(value))
+        if kind == "list":
+            return [item.strip() for item in value.split(",") if item.strip()]
+    except ValueError as exc:
+        raise ConfigError(f"{label}: {exc}") from None
+    if setting is not None and setting.path in _OPTIONAL_STRINGS and not value:
+        return None  # an empty KUBETRIO_MASTER= means "not set", not an empty URL
+    return text
+
+
+def _put(
+    merged: dict[str, Any], path: FieldPath, value: Any, label: str, sources: _Sources
+) -> None:
+    node = merged
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    node[path[-1]] = value
+    sources.set(path, label)
+
+
+# --- checks that span fields or need more than a type -----------------------------------------
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(
+    r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+
+# Durations where zero makes no sense (a zero timeout would fail everything at once).
+_POSITIVE_DURATIONS: Final[tuple[tuple[str, str], ...]] = (
+    ("client", "timeout"),
+    ("machine", "creationTimeout"),
+    ("machine", "healthTimeout"),
+    ("machine", "drainTimeout"),
+    ("machine", "pvDetachTimeout"),
+    ("machine", "pvReattachTimeout"),
+    ("machine", "safetyOrphanVMsPeriod"),
+    ("storage", "deleteTimeout"),
+)
+
+
+def _validate(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
+    checks: list[Callable[[ManagerConfig, _Sources, Collection[str]], None]] = [
+        _check_controllers,
+        _check_workers,
+        _check_addresses,
+        _check_logging,
+        _check_leader_election,
+        _check_durations,
+        _check_names,
+    ]
+    for check in checks:
+        check(config, sources, known)
+
+
+def _check_controllers(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
+    unknown = [name for name in config.controllers if name not in known]
+    if unknown:
+        raise sources.error(
+            ["controllers"],
+            f"unknown controller{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(_show, unknown))}; known: {', '.join(sorted(known))}",
+        )
+    if len(set(config.controllers)) != len(config.controllers):
+        twice = sorted({n for n in config.controllers if config.controllers.count(n) > 1})
+        raise sources.error(["controllers"], f"listed more than once: {', '.join(twice)}")
+
+
+def _check_workers(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
+    for name, count in config.workers.items():
+        path = ["workers", name]
+        if sources.is_default(path):
+            continue  # built-in defaults name the built-in controllers, registered or not
+        if name not in known:
+            raise sources.error(
+                path, f"unknown controller {_show(name)}; known: {', '.join(sorted(known))}"
+            )
+        if count < 1:
+            raise sources.error(path, f"expected at least 1 worker, got {count}")
+
+
+def _check_addresses(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
+    for field in ("metricsBindAddress", "healthProbeBindAddress"):
+        value = getattr(config, _attr(field))
+        try:
+            parse_bind_address(value)
+        except BindAddressError as exc:
+            raise sources.error([field], str(exc)) from None
+    url = config.storage.backend_url
+    if url is not None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise sources.error(
+                ["storage", "backendURL"], f"expected an http(s) URL, got {_show(url)}"
+            )
+    if config.master is not None:
+        parts = urlsplit(config.master)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise sources.error(["master"], f"expected an http(s) URL, got {_show(config.master)}")
+
+
+def _check_logging(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
+    try:
+        parse_level(config.logging.level)
+    except ValueError as exc:
+        raise sources.error(["logging", "level"], str(exc).removeprefix("log level: ")) from None
+
+
+def _check_leader_election(
+    config: ManagerConfig, sources: _Sources, known: Collection[str]
+) -> None:
+    """client-go's rule: leaseDuration > renewDeadline > retryPeriod > 0."""
+    le = config.leader_election
+    ordered = [
+        ("leaseDuration", le.lease_duration),
+        ("renewDeadline", le.renew_deadline),
+        ("retryPeriod", le.retry_period),
+    ]
+    if le.retry_period <= 0:
+        raise sources.error(["leaderElection", "retryPeriod"], "must be greater than 0")
+    for (longer, long_value), (shorter, short_value) in itertools.pairwise(ordered):
+        if long_value > short_value:
+            continue
+        # Blame the one the operator set (the shorter one when both were).
+        if not sources.is_default(["leaderElection", shorter]):
+            message = f"must be less than leaderElection.{longer} ({long_value}), got {short_value}"
+            raise sources.error(["leaderElection", shorter], message)
+        message = f"must be greater than leaderElection.{shorter} ({short_value}), got {long_value}"
+        raise sources.error(["leaderElection", longer], message)
+
+
+def _check_durations(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
+    for section, field in _POSITIVE_DURATIONS:
+        value = getattr(getattr(config, _attr(section)), _attr(field))
+        if value <= 0:
+            raise sources.error([section, field], f"must be greater than 0, got {value}")
+
+
+def _check_names(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
+    for path, value, rule, pattern in (
+        (["leaderElection", "namespace"], config.leader_election.namespace, "label", _DNS_LABEL),
+        (["machine", "namespace"], config.machine.namespace, "label", _DNS_LABEL),
+        (["leaderElection", "name"], config.leader_election.name, "subdomain", _DNS_SUBDOMAIN),
+    ):
+        if not pattern.match(value):
+            raise sources.error(
+                path,
+                f'expected a lower-case DNS-1123 {rule} like "kube-system", got {_show(value)}',
+            )
+
+
+def _attr(name: str) -> str:
+    """File name → attribute name (``safetyOrphanVMsPeriod`` → ``safety_orphan_vms_period``)."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z]+)", lambda m: "_" + m.group(1).lower(), name).lower()
