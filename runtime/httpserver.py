@@ -16,6 +16,7 @@ are always listed, successes only with ``?verbose``; ``?exclude=name`` skips a c
 
 from __future__ import annotations
 
+import errno
 import functools
 import gzip
 import ipaddress
@@ -134,7 +135,7 @@ class Listening:
 
     @property
     def port(self) -> int:
-        """The port, which with ``:0`` on a dual-stack host may differ per listener; see above."""
+        """The port (the first listener's; a host name may resolve to several addresses)."""
         return self.addresses[0][1]
 
 
@@ -265,7 +266,7 @@ class ManagerHTTPServer:
             task_status.started(None)
             return
         try:
-            listeners = await trio.open_tcp_listeners(address.port, host=address.host)
+            listeners = await _listen(address)
         except OSError as exc:
             raise ListenError(
                 exc.errno,
@@ -308,7 +309,13 @@ class ManagerHTTPServer:
                     request = await _read_request(conn, stream)
                 if request is None:
                     return
-                await _send(conn, stream, request.method, await self._respond(request, served))
+                try:
+                    response = await self._respond(request, served)
+                except Exception:
+                    # A bug in one response must not take the listener (and the manager) down.
+                    log.exception("http handler failed", path=request.path)
+                    response = _text(500, "internal server error\n")
+                await _send(conn, stream, request.method, response)
                 if conn.our_state is h11.MUST_CLOSE:
                     return
                 conn.start_next_cycle()
@@ -427,6 +434,28 @@ async def _send(
         out += conn.send(h11.Data(data=response.body)) or b""
     out += conn.send(h11.EndOfMessage()) or b""
     await stream.send_all(bytes(out))
+
+
+async def _listen(address: BindAddress) -> list[trio.SocketListener]:
+    """Listeners for ``address``. ``:port`` is one dual-stack socket, as Go's ``net.Listen``
+    makes it, so IPv4 and IPv6 share one port even for ``:0``; IPv4 only where IPv6 is off."""
+    if address.host is not None:
+        return await trio.open_tcp_listeners(address.port, host=address.host)
+    try:
+        sock = trio.socket.socket(trio.socket.AF_INET6, trio.socket.SOCK_STREAM)
+    except OSError:  # a kernel or container without IPv6
+        return await trio.open_tcp_listeners(address.port, host="0.0.0.0")
+    try:
+        sock.setsockopt(trio.socket.IPPROTO_IPV6, trio.socket.IPV6_V6ONLY, 0)
+        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
+        await sock.bind(("::", address.port))
+        sock.listen(0xFFFF)  # the kernel caps this at its somaxconn, like trio's default
+    except OSError as exc:
+        sock.close()
+        if exc.errno in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
+            return await trio.open_tcp_listeners(address.port, host="0.0.0.0")
+        raise
+    return [trio.SocketListener(sock)]
 
 
 def _sockname(listener: trio.SocketListener) -> tuple[str, int]:

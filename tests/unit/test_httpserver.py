@@ -388,3 +388,73 @@ def test_check_registration_is_validated() -> None:
     not_callable: Callable[[], str | None] = "x"  # type: ignore[assignment]
     with pytest.raises(TypeError, match="expected a callable"):
         server.add_readyz_check("x", not_callable)
+
+
+def ipv6_loopback_works() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+async def test_all_interfaces_is_one_port_for_ipv4_and_ipv6(nursery: trio.Nursery) -> None:
+    server = ManagerHTTPServer(CollectorRegistry())
+    listening = await nursery.start(server.serve, ":0", {"healthz"})
+    assert isinstance(listening, Listening)
+    assert len(listening.addresses) == 1
+    hosts = ["127.0.0.1", "::1"] if ipv6_loopback_works() else ["127.0.0.1"]
+    for host in hosts:
+        stream = await trio.open_tcp_stream(host, listening.port)
+        assert (await Client(stream).get("/healthz"))[:3:2] == (200, b"ok")
+        await stream.aclose()
+
+
+async def test_all_interfaces_port_in_use_names_the_address() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ListenError, match=f"cannot listen on :{port} for healthz, readyz"):
+            await ManagerHTTPServer(CollectorRegistry()).serve(f":{port}", {"healthz", "readyz"})
+
+
+async def test_connection_close_and_http_1_0(nursery: trio.Nursery) -> None:
+    _, listening = await start(nursery, ManagerHTTPServer(CollectorRegistry()))
+    for request in (
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        b"GET /healthz HTTP/1.0\r\n\r\n",
+    ):
+        stream = await trio.open_tcp_stream("127.0.0.1", listening.port)
+        await stream.send_all(request)
+        received = bytearray()
+        while chunk := await stream.receive_some(4096):  # ends because the server closes
+            received += chunk
+        assert received.startswith(b"HTTP/1.1 200 ")
+        assert received.endswith(b"\r\n\r\nok")
+        await stream.aclose()
+
+
+async def test_large_registry(nursery: trio.Nursery) -> None:
+    registry = CollectorRegistry()
+    counter = Counter("kubetrio_test_total", "many series", ["object"], registry=registry)
+    for i in range(5000):
+        counter.labels(f"namespace-{i}/machine-{i}").inc(i)
+    client, _ = await start(nursery, ManagerHTTPServer(registry))
+    status, _, body = await client.get("/metrics")
+    assert status == 200
+    families = text_string_to_metric_families(body.decode())
+    totals = [s for f in families for s in f.samples if s.name == "kubetrio_test_total"]
+    assert len(totals) == 5000
+    assert sum(s.value for s in totals) == sum(range(5000))
+
+
+async def test_a_failing_handler_answers_500_and_keeps_serving(nursery: trio.Nursery) -> None:
+    class Broken(ManagerHTTPServer):
+        async def _metrics(self, request: object) -> object:  # type: ignore[override]
+            raise RuntimeError("bug")
+
+    client, _ = await start(nursery, Broken(CollectorRegistry()))
+    assert await _status_body(client, "/metrics") == (500, b"internal server error\n")
+    assert await _status_body(client, "/healthz") == (200, b"ok")
