@@ -45,12 +45,91 @@ def _can_ignore_pdb(pod: dict[str, Any]) -> bool:
     )
 
 
-def _too_many(cause: str) -> errors.ApiError:
+def _too_many(cause: str, retry_after: int = 0) -> errors.ApiError:
     err = errors.too_many_requests(
-        "Cannot evict pod as it would violate the pod's disruption budget."
+        "Cannot evict pod as it would violate the pod's disruption budget.", retry_after
     )
-    err.details = {"causes": [{"reason": "DisruptionBudget", "message": cause}]}
+    assert err.details is not None
+    err.details["causes"] = [{"reason": "DisruptionBudget", "message": cause}]
     return err
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _pod_ready(pod: dict[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(
+        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
+        for c in conditions
+    )
+
+
+def _check_budget(
+    store: Store, pdbs: ResourceType, pod: dict[str, Any], ns: str, name: str, dry_run: bool
+) -> None:
+    """Raise unless the pod's budget allows one more disruption, taking that disruption
+    (EvictionREST.Create + checkAndDecrement)."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    matching = [
+        e
+        for e in store.iter(pdbs, ns)
+        if selector_matches((e.obj.get("spec") or {}).get("selector"), labels)
+    ]
+    if len(matching) > 1:
+        # Returned by the registry as a failed Status object, not an error: no reason field.
+        raise errors.ApiError(
+            500,
+            "",
+            "This pod has more than one PodDisruptionBudget, which the eviction subresource "
+            "does not support.",
+        )
+    if not matching:
+        return
+    pdb = matching[0]
+    pmd = pdb.obj["metadata"]
+    spec = pdb.obj.get("spec") or {}
+    st = pdb.obj.get("status") or {}
+    pdb_name = pmd["name"]
+    if not _pod_ready(pod):
+        # An unready pod does not count as healthy: deleting it disrupts nothing more.
+        if spec.get("unhealthyPodEvictionPolicy") == "AlwaysAllow":
+            return
+        desired = _int(st.get("desiredHealthy"))
+        if _int(st.get("currentHealthy")) >= desired > 0:
+            return
+    if _int(st.get("observedGeneration")) < _int(pmd.get("generation")):
+        raise _too_many(
+            f"The disruption budget {pdb_name} is still being processed by the server.", 10
+        )
+    allowed = _int(st.get("disruptionsAllowed"))
+    if allowed < 0:
+        raise errors.forbidden(
+            "policy", "poddisruptionbudget", pdb_name, "pdb disruptions allowed is negative"
+        )
+    if len(st.get("disruptedPods") or {}) > 2000:
+        raise errors.forbidden(
+            "policy",
+            "poddisruptionbudget",
+            pdb_name,
+            "DisruptedPods map too big - too many evictions not confirmed by PDB controller",
+        )
+    if allowed == 0:
+        raise _too_many(
+            f"The disruption budget {pdb_name} needs {_int(st.get('desiredHealthy'))} healthy "
+            f"pods and has {_int(st.get('currentHealthy'))} currently"
+        )
+    if dry_run:
+        return
+    new = pdb.clone()
+    nst = new.setdefault("status", {})
+    nst["disruptionsAllowed"] = allowed - 1
+    disrupted = nst.get("disruptedPods")
+    disrupted = dict(disrupted) if isinstance(disrupted, dict) else {}
+    disrupted[name] = store.clock.now_rfc3339()
+    nst["disruptedPods"] = disrupted
+    store.update(pdbs, ns, pdb_name, new, subresource="status")
 
 
 def evict(
@@ -82,52 +161,7 @@ def evict(
     dry_run = dry_run or options.dry_run
     pod = store.get(pods, ns, name)
     if not _can_ignore_pdb(pod.obj):
-        labels = (pod.obj.get("metadata") or {}).get("labels") or {}
-        matching = [
-            e
-            for e in store.iter(pdbs, ns)
-            if selector_matches((e.obj.get("spec") or {}).get("selector"), labels)
-        ]
-        if len(matching) > 1:
-            raise errors.internal(
-                "This pod has more than one PodDisruptionBudget, which the eviction subresource "
-                "does not support."
-            )
-        if matching:
-            pdb = matching[0]
-            pmd = pdb.obj["metadata"]
-            st = pdb.obj.get("status") or {}
-            pdb_name = pmd["name"]
-            if int(st.get("observedGeneration", 0)) < int(pmd.get("generation", 1)):
-                raise _too_many(
-                    f"The disruption budget {pdb_name} is still being processed by the server."
-                )
-            allowed = int(st.get("disruptionsAllowed", 0))
-            if allowed < 0:
-                raise errors.forbidden(
-                    "policy", "poddisruptionbudget", pdb_name, "pdb disruptions allowed is negative"
-                )
-            if len(st.get("disruptedPods") or {}) > 2000:
-                raise errors.forbidden(
-                    "policy",
-                    "poddisruptionbudget",
-                    pdb_name,
-                    "DisruptedPods map too big - too many evictions not confirmed by PDB "
-                    "controller",
-                )
-            if allowed == 0:
-                raise _too_many(
-                    f"The disruption budget {pdb_name} needs {st.get('desiredHealthy', 0)} healthy "
-                    f"pods and has {st.get('currentHealthy', 0)} currently"
-                )
-            if not dry_run:
-                new = pdb.clone()
-                nst = new.setdefault("status", {})
-                nst["disruptionsAllowed"] = allowed - 1
-                disrupted = dict(nst.get("disruptedPods") or {})
-                disrupted[name] = store.clock.now_rfc3339()
-                nst["disruptedPods"] = disrupted
-                store.update(pdbs, ns, pdb_name, new, subresource="status")
+        _check_budget(store, pdbs, pod.obj, ns, name, dry_run)
     store.delete(
         pods,
         ns,

@@ -330,11 +330,16 @@ async def test_table_output(client: EmuClient, mock_clock: trio.testing.MockCloc
     assert t["rows"][0]["object"]["metadata"]["name"] == "t1"
 
 
-def _running_pod(emu: Emulator, name: str, labels: dict[str, str], node: str = "") -> None:
+def _running_pod(
+    emu: Emulator, name: str, labels: dict[str, str], node: str = "", ready: bool = True
+) -> None:
     body = pod(name, node=node)
     body["metadata"].update(namespace="default", labels=labels)
     emu.create(body)
-    emu.set_status("v1", "Pod", name, {"phase": "Running"}, "default")
+    status: dict[str, Any] = {"phase": "Running"}
+    if ready:
+        status["conditions"] = [{"type": "Ready", "status": "True"}]
+    emu.set_status("v1", "Pod", name, status, "default")
 
 
 def _pdb(emu: Emulator, name: str, labels: dict[str, str], allowed: int, observed: int = 1) -> None:
@@ -373,14 +378,21 @@ async def test_eviction_rules(
     _pdb(emu, "a2", {"app": "a"}, allowed=1)
     r = await client.request("POST", f"{PODS}/a/eviction", eviction("a"))
     assert r.status == 500
-    assert r.json()["message"] == (
-        "Internal error occurred: This pod has more than one PodDisruptionBudget, which the "
-        "eviction subresource does not support."
-    )
+    assert r.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "This pod has more than one PodDisruptionBudget, which the eviction "
+        "subresource does not support.",
+        "code": 500,
+    }
     _running_pod(emu, "b", {"app": "b"})
     _pdb(emu, "b", {"app": "b"}, allowed=1, observed=0)
     r = await client.request("POST", f"{PODS}/b/eviction", eviction("b"))
     assert r.status == 429
+    assert r.headers["retry-after"] == "10"
+    assert r.json()["details"]["retryAfterSeconds"] == 10
     assert r.json()["details"]["causes"] == [
         {
             "reason": "DisruptionBudget",
@@ -405,6 +417,23 @@ async def test_eviction_rules(
     assert pdb is not None
     assert pdb["status"]["disruptionsAllowed"] == 0
     assert list(pdb["status"]["disruptedPods"]) == ["c"]
+    # An unready pod is not counted as healthy: with the budget met it goes without a decrement.
+    _running_pod(emu, "u", {"app": "u"}, ready=False)
+    _pdb(emu, "u", {"app": "u"}, allowed=0)
+    r = await client.request("POST", f"{PODS}/u/eviction", eviction("u"))
+    assert r.status == 201
+    pdb_u = emu.get("policy/v1", "PodDisruptionBudget", "u", "default")
+    assert pdb_u is not None and "disruptedPods" not in pdb_u["status"]
+    # Pending pods ignore budgets.
+    emu.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "pend", "namespace": "default", "labels": {"app": "u"}},
+            "spec": {"containers": [{"name": "c"}]},
+        }
+    )
+    assert (await client.request("POST", f"{PODS}/pend/eviction", eviction("pend"))).status == 201
     # Finished pods ignore budgets.
     _running_pod(emu, "d", {"app": "c"})
     emu.set_status("v1", "Pod", "d", {"phase": "Succeeded"}, "default")

@@ -260,7 +260,13 @@ async def test_drain_blocked_by_pdb_until_budget_allows(kubectl: Kubectl, emu: E
         ]
     )
     # What the kubelet and the disruption controller would report.
-    emu.set_status("v1", "Pod", "db-0", {"phase": "Running"}, "default")
+    emu.set_status(
+        "v1",
+        "Pod",
+        "db-0",
+        {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        "default",
+    )
     emu.set_status(
         "policy/v1",
         "PodDisruptionBudget",

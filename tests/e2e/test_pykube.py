@@ -122,7 +122,13 @@ async def test_eviction_blocked_by_pdb_with_429(
             "spec": {"containers": [{"name": "c", "image": "nginx"}]},
         }
     )
-    emu.set_status("v1", "Pod", "web-0", {"phase": "Running"}, "default")
+    emu.set_status(
+        "v1",
+        "Pod",
+        "web-0",
+        {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        "default",
+    )
     emu.create(
         {
             "apiVersion": "policy/v1",
