@@ -41,6 +41,13 @@ Hook = Callable[[ResourceType, WatchEvent], None]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+# The pod spec fields API defaulting fills in that deletion and scheduling read.
+_POD_SPEC_DEFAULTS: tuple[tuple[str, Any], ...] = (
+    ("restartPolicy", "Always"),
+    ("terminationGracePeriodSeconds", 30),
+    ("dnsPolicy", "ClusterFirst"),
+    ("schedulerName", "default-scheduler"),
+)
 CRD_KEY = "customresourcedefinitions.apiextensions.k8s.io"
 _SERVER_MANAGED = (
     "uid",
@@ -344,6 +351,9 @@ class Store:
     def _prepare_create(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Kind-specific defaults the apiserver applies on create (PrepareForCreate)."""
         if rt.key == "pods":
+            spec = obj.setdefault("spec", {})
+            for field, default in _POD_SPEC_DEFAULTS:
+                spec.setdefault(field, default)
             obj["status"] = {"phase": "Pending"}
         elif rt.key == "namespaces":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
@@ -526,6 +536,8 @@ class Store:
     ) -> tuple[Entry, bool]:
         new = old.clone()
         nmd = new["metadata"]
+        if not nmd.get("deletionTimestamp") and isinstance(nmd.get("generation"), int):
+            nmd["generation"] += 1  # the apiserver bumps generation when deletion starts
         nmd["deletionTimestamp"] = self.clock.now_rfc3339(period)
         nmd["deletionGracePeriodSeconds"] = period
         nmd["resourceVersion"] = str(self._next_rv())
@@ -548,7 +560,7 @@ class Store:
         if grace is None:
             g = spec.get("terminationGracePeriodSeconds")
             grace = int(g) if isinstance(g, int) else 30
-        return max(0, grace)
+        return 1 if grace < 0 else grace
 
     def _remove(self, rt: ResourceType, entry: Entry, prev: Entry) -> None:
         self._commit(rt, "DELETED", entry, prev)

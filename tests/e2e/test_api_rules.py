@@ -213,6 +213,7 @@ async def test_pod_graceful_deletion(
     r = (await client.request("DELETE", f"{PODS}/bound")).json()
     assert r["metadata"]["deletionGracePeriodSeconds"] == 45
     assert r["metadata"]["deletionTimestamp"]
+    assert r["metadata"]["generation"] == 2  # bumped when deletion starts
     assert (await client.get(f"{PODS}/bound")).status == 200  # terminating, waits for a kubelet
     # A shorter grace period wins; 0 removes it (what a kubelet does when containers stopped).
     r = (await client.request("DELETE", f"{PODS}/bound", {"gracePeriodSeconds": 10})).json()
@@ -220,7 +221,9 @@ async def test_pod_graceful_deletion(
     r = await client.request("DELETE", f"{PODS}/bound?gracePeriodSeconds=0")
     assert r.status == 200
     assert (await client.get(f"{PODS}/bound")).status == 404
-    await client.request("POST", PODS, pod("default-grace", node="n1"))
+    created = (await client.request("POST", PODS, pod("default-grace", node="n1"))).json()
+    assert created["spec"]["terminationGracePeriodSeconds"] == 30  # API defaulting
+    assert created["spec"]["restartPolicy"] == "Always"
     r = (
         await client.request("DELETE", f"{PODS}/default-grace?propagationPolicy=Foreground")
     ).json()
