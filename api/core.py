@@ -145,3 +145,8 @@ class Event(KubeObject, kw_only=True):
     source: EventSource = msgspec.field(default_factory=EventSource)
     reporting_component: str = ""
     reporting_instance: str = ""
+
+
+class ConfigMap(KubeObject, kw_only=True):
+    KIND: ClassVar[KindInfo] = lookup("v1", "ConfigMap")
+    data: dict[str, str] = {}

@@ -777,6 +777,8 @@ def _validate(config: ManagerConfig, sources: _Sources, known: Collection[str]) 
 
 
 def _check_controllers(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
+    if sources.is_default(["controllers"]):
+        return  # the default set names the built-ins; the CLI enables those it has
     unknown = [name for name in config.controllers if name not in known]
     if unknown:
         raise sources.error(

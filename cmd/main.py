@@ -15,6 +15,10 @@ from importlib.metadata import PackageNotFoundError, version
 # subcommand -> (module implementing it, one-line help). Each module has
 # ``configure(parser)`` and ``run(args) -> int``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "run": (
+        "kubetrio.cmd.run",
+        "run the manager and its controllers (--embedded: against a built-in cluster)",
+    ),
     "emulator": (
         "kubetrio.cmd.emulator",
         "serve the embedded Kubernetes API emulator on 127.0.0.1",

@@ -1,1 +1,5 @@
-"""kubetrio's built-in controllers: machine (MCM port), nodedelete and storagegc."""
+"""kubetrio's built-in controllers, by the name ``--controllers`` uses."""
+
+BUILTIN_CONTROLLERS: dict[str, str] = {
+    "example": "kubetrio.controllers.example:setup",
+}

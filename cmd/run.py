@@ -1,0 +1,164 @@
+"""``kubetrio run``: the manager with the enabled controllers, against a cluster or embedded."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from kubetrio.cmd.config import (
+    DEFAULT_CONTROLLERS,
+    ConfigError,
+    ManagerConfig,
+    add_config_flags,
+    load_config,
+)
+from kubetrio.cmd.embedded import EmbeddedClusterError, embedded_cluster
+from kubetrio.controllers import BUILTIN_CONTROLLERS
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeadershipLost
+from kubetrio.runtime.log import configure_logging, get_logger
+from kubetrio.runtime.manager import CacheSyncTimeout, Manager
+from kubetrio.runtime.plugins import ControllerRegistry, PluginError
+
+log = get_logger("kubetrio.run")
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_config_flags(parser)
+    parser.add_argument(
+        "--embedded",
+        action="store_true",
+        help="start the embedded cluster (API emulator as a child process) and run against it",
+    )
+    parser.add_argument(
+        "--embedded-dir",
+        type=Path,
+        default=None,
+        help="where the embedded cluster keeps its kubeconfig, state and log (default: temp)",
+    )
+
+
+def fail(message: str, code: int = 1) -> int:
+    print(f"kubetrio: {message}", file=sys.stderr)
+    return code
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        registry = ControllerRegistry(BUILTIN_CONTROLLERS)
+        config = load_config(args, os.environ, registry.names())
+    except (ConfigError, PluginError) as error:
+        return fail(str(error), 2)
+    configure_logging(config.logging.format, config.logging.level)
+    controllers = enabled_controllers(config, registry, args)
+    try:
+        return trio.run(serve, config, registry, controllers, args)
+    except (PluginError, ApiError, CacheSyncTimeout, EmbeddedClusterError) as error:
+        return fail(str(error))
+    except LeadershipLost as error:
+        return fail(f"{error}; exiting so a restart can campaign again")
+
+
+def enabled_controllers(
+    config: ManagerConfig, registry: ControllerRegistry, args: argparse.Namespace
+) -> list[str]:
+    if config.controllers == DEFAULT_CONTROLLERS:
+        # The default set as far as this build has it; --embedded also runs the example.
+        names = [name for name in DEFAULT_CONTROLLERS if name in registry.names()]
+        if args.embedded and "example" in registry.names():
+            names.append("example")
+        return names
+    return list(config.controllers)
+
+
+def make_client(config: ManagerConfig, kubeconfig: str | None) -> Client:
+    options: dict[str, Any] = {
+        "qps": config.client.qps,
+        "burst": config.client.burst,
+        "timeout": config.client.timeout,
+    }
+    if config.master:
+        return Client.from_url(config.master, **options)
+    path = kubeconfig or config.kubeconfig or os.environ.get("KUBECONFIG")
+    if path or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return Client.from_kubeconfig(path, config.context, **options)
+    return Client.in_cluster(**options)
+
+
+async def serve(
+    config: ManagerConfig,
+    registry: ControllerRegistry,
+    controllers: list[str],
+    args: argparse.Namespace,
+) -> int:
+    if not args.embedded:
+        return await run_manager(config, registry, controllers, None)
+    workdir = args.embedded_dir or Path(tempfile.mkdtemp(prefix="kubetrio-embedded-"))
+    async with embedded_cluster(workdir) as cluster:
+        print(f"kubeconfig: {cluster.kubeconfig}", flush=True)
+        print(f"  try: kubectl --kubeconfig {cluster.kubeconfig} get configmaps -A", flush=True)
+        return await run_manager(config, registry, controllers, str(cluster.kubeconfig))
+
+
+async def run_manager(
+    config: ManagerConfig,
+    registry: ControllerRegistry,
+    controllers: list[str],
+    kubeconfig: str | None,
+) -> int:
+    try:
+        client = make_client(config, kubeconfig)
+    except (OSError, ValueError, KeyError) as error:
+        raise ApiError(0, "BadKubeconfig", f"cannot load cluster credentials: {error}") from error
+    with trio.fail_after(config.client.timeout):
+        await client.request("GET", "/version")  # unreachable or refused: one clear error now
+    election = config.leader_election
+    manager = Manager(
+        client,
+        metrics_bind_address=config.metrics_bind_address,
+        health_probe_bind_address=config.health_probe_bind_address,
+        graceful_shutdown_timeout=config.graceful_shutdown_timeout,
+        workers=config.workers,
+        leader_election=LeaderElectionOptions(
+            namespace=election.namespace,
+            name=election.name,
+            identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+            lease_duration=election.lease_duration,
+            renew_deadline=election.renew_deadline,
+            retry_period=election.retry_period,
+            release_on_cancel=election.release_on_cancel,
+        )
+        if election.enabled
+        else None,
+    )
+    for name in controllers:
+        registry.setup(name)(manager, config)
+        log.info("controller enabled", controller=name, origin=registry.origin(name))
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_signals() -> None:
+                async for signum in signals:
+                    if manager_stopping.is_set():
+                        log.warning("second signal, exiting now", signal=signum)
+                        nursery.cancel_scope.cancel()
+                        return
+                    log.info("signal received, stopping", signal=signal.Signals(signum).name)
+                    manager_stopping.set()
+                    manager.stop()
+
+            manager_stopping = trio.Event()
+            nursery.start_soon(on_signals)
+            await manager.run()
+            nursery.cancel_scope.cancel()
+    return 0

@@ -1,0 +1,211 @@
+"""A controller: event sources feeding a work queue drained by reconcile workers.
+
+Contract with the reconciler (controller-runtime's):
+
+* ``reconcile(key)`` is level-based: it reads current state (the cache), never trusts the event
+  that woke it, and may run again at any time. One key is never reconciled twice at once.
+* Return ``Result()`` when done, ``Result(requeue_after=s)`` to look again later (the failure
+  count is reset), raise ``TerminalError`` for a failure retrying cannot fix (no retry), raise
+  anything else to retry with the controller's rate limiter (5 ms doubling to 1000 s by default).
+* Exceptions are logged once with the controller and key, counted, and never stop the manager.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import trio
+from prometheus_client import CollectorRegistry
+
+from kubetrio.api.meta import KubeObject
+from kubetrio.runtime.controller_metrics import controller_metrics
+from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.informer import EventHandler, Informer
+from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.metrics import workqueue_metrics
+from kubetrio.runtime.predicates import Predicate
+from kubetrio.runtime.queue import QueueShutDown, WorkQueue
+from kubetrio.runtime.ratelimit import RateLimiter
+from kubetrio.runtime.store import DeletedFinalStateUnknown
+
+K = TypeVar("K", bound=Hashable)
+K_contra = TypeVar("K_contra", bound=Hashable, contravariant=True)
+
+# Keys from the initial list go behind fresh events (controller-runtime's LowPriority), so a
+# restart with thousands of objects does not delay reacting to a change that just happened.
+INITIAL_LIST_PRIORITY = -100
+
+log = get_logger("kubetrio.controller")
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What a reconcile asks for next: nothing, or another look after ``requeue_after`` s."""
+
+    requeue_after: float | None = None
+
+
+class TerminalError(Exception):
+    """A reconcile failure that retrying cannot fix: counted and logged, not retried."""
+
+
+class Reconciler(Protocol[K_contra]):
+    async def reconcile(self, key: K_contra) -> Result: ...
+
+
+Mapper = Callable[[Any], Iterable[K]]
+
+
+@dataclass(frozen=True, slots=True)
+class Source(Generic[K]):
+    """Events of one informer, mapped to keys and filtered by predicates."""
+
+    informer: Informer[Any]
+    mapper: Mapper[K]
+    predicates: tuple[Predicate, ...] = ()
+
+
+class Controller(Generic[K]):
+    """Runs ``workers`` reconcile loops over one queue fed by its sources."""
+
+    def __init__(
+        self,
+        name: str,
+        reconciler: Reconciler[K],
+        *,
+        workers: int = 1,
+        rate_limiter: RateLimiter | None = None,
+        registry: CollectorRegistry | None = None,
+        needs_leader_election: bool = True,
+    ) -> None:
+        if workers < 1:
+            raise ValueError(f"controller {name}: workers must be at least 1, got {workers}")
+        self.name = name
+        self.reconciler = reconciler
+        self.workers = workers
+        self.needs_leader_election = needs_leader_election
+        self.queue: WorkQueue[K] = WorkQueue(
+            name=name,
+            rate_limiter=rate_limiter,
+            metrics=workqueue_metrics(registry) if registry is not None else None,
+            controller=name,
+        )
+        self.sources: list[Source[K]] = []
+        self._metrics = controller_metrics(registry) if registry is not None else None
+        self._stopping = False
+        self._log = log.bind(controller=name)
+
+    # -- wiring ---------------------------------------------------------------------------
+
+    def watch(self, source: Source[K]) -> None:
+        """Feed the queue from ``source`` (before or after the informer started)."""
+        self.sources.append(source)
+        source.informer.add_handler(self._handler_for(source))
+
+    def _handler_for(self, source: Source[K]) -> EventHandler[Any]:
+        predicates = source.predicates
+        mapper = source.mapper
+        enqueue = self.queue.add
+
+        def on_add(obj: KubeObject, initial: bool) -> None:
+            if all(p.create(obj) for p in predicates):
+                priority = INITIAL_LIST_PRIORITY if initial else 0
+                for key in mapper(obj):
+                    enqueue(key, priority)
+
+        def on_update(old: KubeObject, new: KubeObject) -> None:
+            if all(p.update(old, new) for p in predicates):
+                # Both sides: an owner or mapped key may have changed with the update.
+                for key in {*mapper(old), *mapper(new)}:
+                    enqueue(key)
+
+        def on_delete(obj: KubeObject | DeletedFinalStateUnknown[Any]) -> None:
+            if isinstance(obj, DeletedFinalStateUnknown):
+                obj = obj.obj
+            if all(p.delete(obj) for p in predicates):
+                for key in mapper(obj):
+                    enqueue(key)
+
+        return EventHandler(on_add=on_add, on_update=on_update, on_delete=on_delete)
+
+    # -- running --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Reconcile until ``stop`` (in-flight reconciles finish) or cancellation."""
+        if self._metrics is not None:
+            self._metrics.max_concurrent.labels(self.name).set(self.workers)
+            self._metrics.active_workers.labels(self.name).set(0)
+        self._log.info("starting workers", workers=self.workers)
+        try:
+            async with trio.open_nursery() as nursery:
+                for _ in range(self.workers):
+                    nursery.start_soon(self._worker)
+        finally:
+            self.queue.shutdown()
+        self._log.info("all workers finished")
+
+    def stop(self) -> None:
+        """Take no new keys; workers return once their current reconcile is done."""
+        self._stopping = True
+        self.queue.shutdown()
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            if self._stopping:
+                self.queue.done(key)
+                return
+            await self._process(key)
+
+    async def _process(self, key: K) -> None:
+        metrics = self._metrics
+        if metrics is not None:
+            metrics.active_workers.labels(self.name).inc()
+        started = time.perf_counter()
+        outcome = ""  # stays empty only when the reconcile was cancelled (shutdown)
+        try:
+            result = await self.reconciler.reconcile(key)
+        except TerminalError as error:
+            outcome = "terminal_error"
+            self._log.error("reconcile failed, not retrying", key=str(key), error=str(error))
+        except Exception as error:
+            outcome = "error"
+            self.queue.add_rate_limited(key)
+            self._log_failure(key, error)
+        else:
+            if result.requeue_after is not None and result.requeue_after > 0:
+                outcome = "requeue_after"
+                self.queue.forget(key)
+                self.queue.add_after(key, result.requeue_after)
+            else:
+                outcome = "success"
+                self.queue.forget(key)
+        finally:
+            self.queue.done(key)
+            if metrics is not None and outcome:
+                metrics.active_workers.labels(self.name).dec()
+                metrics.reconcile_time.labels(self.name).observe(time.perf_counter() - started)
+                metrics.reconcile_total.labels(self.name, outcome).inc()
+                if outcome in ("error", "terminal_error"):
+                    metrics.reconcile_errors.labels(self.name).inc()
+                if outcome == "terminal_error":
+                    metrics.terminal_errors.labels(self.name).inc()
+
+    def _log_failure(self, key: K, error: Exception) -> None:
+        retries = self.queue.num_requeues(key)
+        if isinstance(error, ApiError):
+            # Expected in a distributed system (conflicts, throttling): one line, no traceback.
+            self._log.warning(
+                "reconcile failed, will retry", key=str(key), error=str(error), retries=retries
+            )
+            return
+        # Anything else is a bug in the reconciler: Go would call it a panic.
+        if self._metrics is not None:
+            self._metrics.panics.labels(self.name).inc()
+        self._log.exception("reconcile raised, will retry", key=str(key), retries=retries)

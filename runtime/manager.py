@@ -1,0 +1,202 @@
+"""The manager: one nursery for the HTTP endpoints, the shared cache, controllers and loops.
+
+Start order (controller-runtime's): HTTP server (metrics and probes, so a stuck sync is
+observable) → caches synced → runnables that need no leadership → leader election →
+leader-only runnables. ``/readyz`` turns ready once the caches synced and, with leader
+election, once this replica knows who leads.
+
+Stopping (``stop()``, e.g. on SIGTERM): controllers take no new keys and their in-flight
+reconciles finish; whatever still runs after the grace period is cancelled; the lease is
+released; ``run`` returns. Losing the lease stops leader-only work at once and makes ``run``
+raise ``LeadershipLost`` (the process should exit non-zero and be restarted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol, runtime_checkable
+
+import trio
+from prometheus_client import CollectorRegistry
+
+from kubetrio.runtime.builder import ControllerBuilder
+from kubetrio.runtime.cache import InformerCache
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.httpserver import ManagerHTTPServer
+from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
+from kubetrio.runtime.log import get_logger
+
+log = get_logger("kubetrio.manager")
+
+
+class Runnable(Protocol):
+    """Anything the manager runs: controllers, periodic loops. ``run`` returns when done."""
+
+    needs_leader_election: bool
+
+    async def run(self) -> None: ...
+
+
+@runtime_checkable
+class Stoppable(Protocol):
+    """A runnable that can finish its current work itself instead of being cancelled."""
+
+    def stop(self) -> None: ...
+
+
+class CacheSyncTimeout(Exception):
+    pass
+
+
+class Manager:
+    def __init__(
+        self,
+        client: Client,
+        *,
+        registry: CollectorRegistry | None = None,
+        metrics_bind_address: str = "127.0.0.1:8080",
+        health_probe_bind_address: str = "127.0.0.1:8081",
+        leader_election: LeaderElectionOptions | None = None,
+        graceful_shutdown_timeout: float = 30.0,
+        cache_sync_timeout: float = 120.0,
+        workers: Mapping[str, int] | None = None,
+    ) -> None:
+        self.client = client
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.cache = InformerCache(client)
+        self.http = ManagerHTTPServer(self.registry)
+        self.metrics_bind_address = metrics_bind_address
+        self.health_probe_bind_address = health_probe_bind_address
+        self.leader_election = leader_election
+        self.elector = (
+            LeaderElector(client, leader_election, registry=self.registry)
+            if leader_election
+            else None
+        )
+        self.graceful_shutdown_timeout = graceful_shutdown_timeout
+        self.cache_sync_timeout = cache_sync_timeout
+        self._workers = dict(workers or {})
+        self._runnables: list[Runnable] = []
+        self._scopes: dict[int, trio.CancelScope] = {}
+        self._stop_requested = trio.Event()
+        self._work = trio.CancelScope()  # replaced by the work nursery's scope in run()
+        self._leadership_lost = False
+        self.bound_ports: dict[str, int] = {}
+        self.http.add_healthz_check("ping", lambda: None)
+        self.http.add_readyz_check("informers", self._informers_ready)
+        if self.elector is not None:
+            self.http.add_readyz_check("leader-election", self._leadership_known)
+
+    # -- registration ---------------------------------------------------------------------
+
+    def controller(self, name: str) -> ControllerBuilder:
+        return ControllerBuilder(self, name)
+
+    def add(self, runnable: Runnable) -> None:
+        self._runnables.append(runnable)
+
+    def workers_for(self, name: str) -> int:
+        return self._workers.get(name, 1)
+
+    @property
+    def runnables(self) -> list[Runnable]:
+        return list(self._runnables)
+
+    # -- probes ---------------------------------------------------------------------------
+
+    def _informers_ready(self) -> str | None:
+        return None if self.cache.synced else "informers have not synced yet"
+
+    def _leadership_known(self) -> str | None:
+        elector = self.elector
+        if elector is None or elector.is_leader or elector.observed_holder is not None:
+            return None
+        return "leader election has not observed the lease yet"
+
+    # -- running --------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Begin a graceful shutdown; ``run`` returns once it is done."""
+        self._stop_requested.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run everything until ``stop`` (or cancellation); ``started`` once caches synced."""
+        async with trio.open_nursery() as root:
+            await self._start_http(root)
+            await root.start(self.cache.run)
+            try:
+                with trio.fail_after(self.cache_sync_timeout):
+                    await self.cache.wait_for_sync()
+            except trio.TooSlowError:
+                pending = [i.name for i in self.cache.informers if not i.has_synced]
+                raise CacheSyncTimeout(
+                    f"informers for {', '.join(pending)} did not sync within "
+                    f"{self.cache_sync_timeout:g}s"
+                ) from None
+            log.info("caches synced", informers=len(self.cache.informers))
+            task_status.started()
+            async with trio.open_nursery() as supervision:
+                supervision.start_soon(self._stop_when_asked)
+                async with trio.open_nursery() as work:
+                    self._work = work.cancel_scope
+                    work.start_soon(self._stop_requested.wait)  # run until asked to stop
+                    for runnable in self._runnables:
+                        if not runnable.needs_leader_election or self.elector is None:
+                            work.start_soon(self._run_one, runnable)
+                    if self.elector is not None:
+                        work.start_soon(self._lead)
+                supervision.cancel_scope.cancel()
+            root.cancel_scope.cancel()
+        if self._leadership_lost:
+            raise LeadershipLost("leader election lost")
+        log.info("manager stopped")
+
+    async def _start_http(self, nursery: trio.Nursery) -> None:
+        metrics, probes = self.metrics_bind_address, self.health_probe_bind_address
+        plans = (
+            [(metrics, "all", "metrics")]
+            if metrics == probes
+            else [(metrics, {"metrics"}, "metrics"), (probes, {"healthz", "readyz"}, "probes")]
+        )
+        for address, endpoints, label in plans:
+            listening = await nursery.start(self.http.serve, address, endpoints)
+            if listening is not None:
+                self.bound_ports[label] = listening.port
+                log.info("serving", endpoints=label, address=address, port=listening.port)
+
+    async def _run_one(self, runnable: Runnable) -> None:
+        with trio.CancelScope() as scope:
+            self._scopes[id(runnable)] = scope
+            try:
+                await runnable.run()
+            finally:
+                del self._scopes[id(runnable)]
+
+    async def _lead(self) -> None:
+        assert self.elector is not None
+
+        async def lead() -> None:
+            async with trio.open_nursery() as leading:
+                for runnable in self._runnables:
+                    if runnable.needs_leader_election:
+                        leading.start_soon(self._run_one, runnable)
+
+        try:
+            await self.elector.run(lead)
+        except LeadershipLost:
+            self._leadership_lost = True
+            self._work.cancel()
+
+    async def _stop_when_asked(self) -> None:
+        await self._stop_requested.wait()
+        log.info("shutting down", grace_seconds=self.graceful_shutdown_timeout)
+        for runnable in self._runnables:
+            if isinstance(runnable, Stoppable):
+                runnable.stop()
+            elif (scope := self._scopes.get(id(runnable))) is not None:
+                scope.cancel()
+        if self.elector is not None and not self.elector.is_leader:
+            self._work.cancel()  # still campaigning: nothing to finish
+        await trio.sleep(self.graceful_shutdown_timeout)
+        log.warning("grace period over, cancelling what still runs")
+        self._work.cancel()
