@@ -1,0 +1,639 @@
+"""Informer initial sync: kubetrio against a pykube-ng cache and the official client.
+
+N realistic pods (~4 KB of JSON each) are written straight into an emulator state file; the
+emulator then runs as a child process, so CPU time and ``tracemalloc`` in the measuring
+process see only the client side. Each variant lists every pod in pages of 500 and keeps what
+it decoded in memory, the way a cache would:
+
+* ``kt``: ``Informer(Client.from_kubeconfig(...), Pod)`` until ``wait_for_sync()`` returns
+  (the default client, so its 20 qps / burst 30 rate limit applies to the LIST pages);
+* ``kt_unthrottled``: the same with ``Client(qps=0)`` (diagnostic only: no rate limit);
+* ``pykube``: paged ``api.get`` + ``requests`` JSON, one ``pykube.Pod`` (raw dict plus its
+  deepcopy) per item, kept in a dict keyed by ``namespace/name``;
+* ``k8s_client``: ``CoreV1Api.list_pod_for_all_namespaces(limit=500)``, i.e.
+  ``ApiClient.deserialize(text, "V1PodList", content_type)`` per page, V1Pods kept in a dict.
+
+Every measurement runs in a fresh child process. Timing runs have ``tracemalloc`` off (it
+slows allocation-heavy code several-fold); a separate run per variant measures the
+``tracemalloc`` current-size delta (started after client construction, read after
+``gc.collect()`` with the cache alive) divided by N. Timing rounds are interleaved
+(``--repeat``) and reported as medians. A ``kt`` breakdown (HTTP only, decode only, store
+only) follows, to show where the informer's time goes.
+
+``python tests/bench/informer.py [--pods N] [--repeat R]``; last line ``RESULT {json}``. CI size:
+``--pods 5000`` (one round, 20-30 s); the full size with three rounds takes about 9 minutes.
+Needs the ``bench`` extra (``kubernetes``) for the official-client baseline.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as ``python tests/bench/informer.py``: keep this folder from shadowing stdlib modules.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+
+import argparse
+import gc
+import hashlib
+import http.client
+import json
+import random
+import statistics
+import subprocess
+import tempfile
+import time
+import tracemalloc
+import uuid
+from typing import Any
+
+import msgspec
+import yaml
+
+PAGE = 500
+NAMESPACES = 20
+VARIANTS = ("kt", "kt_unthrottled", "pykube", "k8s_client")
+MEMORY_VARIANTS = ("kt", "pykube", "k8s_client")
+KIB = 1024
+
+# --------------------------------------------------------------------------- the data set
+
+
+def make_pod(i: int, rng: random.Random, rv: int) -> dict[str, Any]:
+    """One scheduled, running pod of about 4 KB, shaped like a Deployment's pod."""
+    ns = f"team-{i % NAMESPACES:02d}"
+    app = f"svc-{i % 250:03d}"
+    template_hash = hashlib.sha1(f"{app}-{i % 3}".encode()).hexdigest()[:10]
+    suffix = "".join(rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+    name = f"{app}-{template_hash}-{suffix}"
+    uid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+    rs_uid = str(uuid.UUID(int=(i % 250) * 7919 + 1, version=4))
+    node = f"ip-10-0-{i % 64}-{i % 200}.eu-west-1.compute.internal"
+    pod_ip = f"10.{100 + (i >> 16) % 100}.{(i >> 8) & 255}.{i & 255}"
+    host_ip = f"10.0.{i % 64}.{i % 200}"
+    created = f"2026-11-{1 + i % 20:02d}T{i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d}Z"
+    started = f"2026-11-{1 + i % 20:02d}T{i % 24:02d}:{i % 60:02d}:{(i * 7 + 9) % 60:02d}Z"
+    version = f"1.{i % 9}.{i % 31}"
+    image = f"registry.example.com/{ns}/{app}:{version}"
+    token_vol = f"kube-api-access-{suffix}"
+    labels = {
+        "app": app,
+        "app.kubernetes.io/name": app,
+        "app.kubernetes.io/instance": f"{app}-prod",
+        "app.kubernetes.io/version": version,
+        "app.kubernetes.io/part-of": f"platform-{i % 12}",
+        "pod-template-hash": template_hash,
+        "tier": ("frontend", "backend", "worker")[i % 3],
+    }
+    annotations = {
+        "kubectl.kubernetes.io/restartedAt": created,
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9090",
+        "checksum/config": hashlib.sha256(f"cfg-{i % 97}".encode()).hexdigest(),
+        "cluster-autoscaler.kubernetes.io/safe-to-evict": "true" if i % 4 else "false",
+    }
+    mounts = [
+        {"name": "data", "mountPath": "/var/lib/app"},
+        {"name": "cache", "mountPath": "/var/cache/app"},
+        {
+            "name": token_vol,
+            "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+            "readOnly": True,
+        },
+    ]
+    main = {
+        "name": "app",
+        "image": image,
+        "ports": [
+            {"name": "http", "containerPort": 8080, "protocol": "TCP"},
+            {"name": "metrics", "containerPort": 9090, "protocol": "TCP"},
+        ],
+        "env": [
+            {"name": "APP_ENV", "value": "production"},
+            {"name": "APP_SHARD", "value": str(i % 16)},
+            {"name": "LOG_LEVEL", "value": ("info", "debug", "warn")[i % 3]},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ],
+        "resources": {
+            "limits": {"cpu": "1", "memory": f"{256 + (i % 4) * 128}Mi"},
+            "requests": {"cpu": f"{100 + (i % 5) * 50}m", "memory": f"{128 + (i % 4) * 64}Mi"},
+        },
+        "volumeMounts": mounts,
+        "imagePullPolicy": "IfNotPresent",
+    }
+    sidecar = {
+        "name": "proxy",
+        "image": f"registry.example.com/mesh/proxy:1.2{i % 3}.0",
+        "ports": [
+            {"name": "proxy", "containerPort": 15001, "protocol": "TCP"},
+            {"name": "admin", "containerPort": 15000, "protocol": "TCP"},
+        ],
+        "env": [
+            {"name": "SERVICE_NAME", "value": app},
+            {"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        ],
+        "resources": {
+            "limits": {"cpu": "500m", "memory": "128Mi"},
+            "requests": {"cpu": "50m", "memory": "64Mi"},
+        },
+        "volumeMounts": mounts[2:],
+        "imagePullPolicy": "IfNotPresent",
+    }
+
+    def status_of(container: dict[str, Any], restarts: int) -> dict[str, Any]:
+        return {
+            "name": container["name"],
+            "state": {"running": {"startedAt": started}},
+            "lastState": {},
+            "ready": True,
+            "restartCount": restarts,
+            "image": container["image"],
+            "imageID": f"{container['image'].split(':')[0]}@sha256:"
+            + hashlib.sha256(container["image"].encode()).hexdigest(),
+            "containerID": "containerd://"
+            + hashlib.sha256(f"{uid}{restarts}".encode()).hexdigest(),
+            "started": True,
+        }
+
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "generateName": f"{app}-{template_hash}-",
+            "namespace": ns,
+            "uid": uid,
+            "resourceVersion": str(rv),
+            "creationTimestamp": created,
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{app}-{template_hash}",
+                    "uid": rs_uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": f"data-{name}"}},
+                {"name": "cache", "persistentVolumeClaim": {"claimName": f"cache-{name}"}},
+                {
+                    "name": token_vol,
+                    "projected": {
+                        "sources": [
+                            {
+                                "serviceAccountToken": {
+                                    "expirationSeconds": 3607,
+                                    "path": "token",
+                                }
+                            },
+                            {
+                                "configMap": {
+                                    "name": "kube-root-ca.crt",
+                                    "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                                }
+                            },
+                            {
+                                "downwardAPI": {
+                                    "items": [
+                                        {
+                                            "path": "namespace",
+                                            "fieldRef": {
+                                                "apiVersion": "v1",
+                                                "fieldPath": "metadata.namespace",
+                                            },
+                                        }
+                                    ]
+                                }
+                            },
+                        ],
+                        "defaultMode": 420,
+                    },
+                },
+            ],
+            "containers": [main, sidecar],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30 + (i % 3) * 15,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": app,
+            "serviceAccount": app,
+            "nodeName": node,
+            "schedulerName": "default-scheduler",
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+            ],
+            "priority": (i % 3) * 1000,
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": t, "status": "True", "lastTransitionTime": started}
+                for t in (
+                    "Initialized",
+                    "Ready",
+                    "ContainersReady",
+                    "PodScheduled",
+                )
+            ],
+            "hostIP": host_ip,
+            "podIP": pod_ip,
+            "startTime": created,
+            "containerStatuses": [status_of(main, i % 3), status_of(sidecar, 0)],
+            "qosClass": "Burstable",
+        },
+    }
+
+
+def write_state(path: Path, pods: int) -> float:
+    """An emulator state file (runtime/emulator/persistence.py) with the namespaces and
+    ``pods`` pods; returns the mean compact JSON size of a pod."""
+    rng = random.Random(20261123)
+    rv = 1000
+    items: list[bytes] = []
+    for n in range(NAMESPACES):
+        rv += 1
+        ns = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": f"team-{n:02d}",
+                "uid": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+                "resourceVersion": str(rv),
+                "creationTimestamp": "2026-10-01T00:00:00Z",
+            },
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        }
+        items.append(b'{"resource":"namespaces","object":' + msgspec.json.encode(ns) + b"}")
+    pod_bytes = 0
+    for i in range(pods):
+        rv += 1
+        raw = msgspec.json.encode(make_pod(i, rng, rv))
+        pod_bytes += len(raw)
+        items.append(b'{"resource":"pods","object":' + raw + b"}")
+    head = b'{"version":1,"resourceVersion":' + str(rv).encode() + b',"objects":['
+    path.write_bytes(head + b",\n".join(items) + b"]}\n")
+    return pod_bytes / max(pods, 1)
+
+
+# --------------------------------------------------------------------------- the emulator
+
+
+def start_emulator(
+    state: Path, kubeconfig: Path, timeout: float = 120.0
+) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kubetrio.cmd.main",
+            "emulator",
+            "--port",
+            "0",
+            "--state",
+            str(state),
+            "--kubeconfig-out",
+            str(kubeconfig),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"emulator exited with {proc.returncode} before it was ready")
+        try:
+            url = server_url(kubeconfig)
+            host, port = url.removeprefix("http://").rsplit(":", 1)
+            conn = http.client.HTTPConnection(host, int(port), timeout=5)
+            try:
+                conn.request("GET", "/version")
+                if conn.getresponse().status == 200:
+                    return proc
+            finally:
+                conn.close()
+        except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
+            pass
+        time.sleep(0.1)
+    stop_emulator(proc)
+    raise RuntimeError(f"emulator not ready within {timeout:.0f}s")
+
+
+def stop_emulator(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def server_url(kubeconfig: Path) -> str:
+    doc = yaml.safe_load(kubeconfig.read_text())
+    return str(doc["clusters"][0]["cluster"]["server"])
+
+
+def paged_list(url: str) -> tuple[int, int]:
+    """Every pod once, over one connection: fills the emulator's per-object JSON cache so
+    no variant pays for it, and checks the data set. Returns (pods, bytes)."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=120)
+    count = size = 0
+    query = f"limit={PAGE}&resourceVersion=0"
+    try:
+        while True:
+            conn.request("GET", f"/api/v1/pods?{query}")
+            resp = conn.getresponse()
+            body = resp.read()
+            if resp.status != 200:
+                raise RuntimeError(f"LIST pods: HTTP {resp.status}: {body[:200]!r}")
+            page = json.loads(body)
+            count += len(page["items"])
+            size += len(body)
+            token = page["metadata"].get("continue")
+            if not token:
+                return count, size
+            query = f"limit={PAGE}&continue={token}"
+    finally:
+        conn.close()
+
+
+# --------------------------------------------------------------------------- the variants
+# Each returns (seconds, traced bytes still allocated, objects cached).
+
+
+def _traced_start(memory: bool) -> None:
+    gc.collect()
+    if memory:
+        tracemalloc.start()
+
+
+def _traced_end(memory: bool) -> int:
+    if not memory:
+        return 0
+    gc.collect()
+    current = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return current
+
+
+def run_kt(kubeconfig: Path, memory: bool, qps: float | None) -> tuple[float, int, int]:
+    import trio
+
+    from kubetrio.api.core import Pod
+    from kubetrio.runtime.client import Client
+    from kubetrio.runtime.informer import Informer
+
+    out: list[tuple[float, int, int]] = []
+
+    async def main() -> None:
+        options = {} if qps is None else {"qps": qps}
+        client = Client.from_kubeconfig(str(kubeconfig), **options)
+        _traced_start(memory)
+        informer = Informer(client, Pod)
+        async with trio.open_nursery() as nursery:
+            started = time.perf_counter()
+            nursery.start_soon(informer.run)
+            await informer.wait_for_sync()
+            elapsed = time.perf_counter() - started
+            current = _traced_end(memory)
+            out.append((elapsed, current, len(informer.store)))
+            nursery.cancel_scope.cancel()
+
+    trio.run(main)
+    return out[0]
+
+
+def run_pykube(kubeconfig: Path, memory: bool) -> tuple[float, int, int]:
+    import pykube
+
+    api = pykube.HTTPClient(pykube.KubeConfig.from_file(str(kubeconfig)))
+    _traced_start(memory)
+    cache: dict[str, Any] = {}
+    started = time.perf_counter()
+    params = {"limit": str(PAGE), "resourceVersion": "0"}
+    while True:
+        response = api.get(url="pods", version="v1", params=params)
+        response.raise_for_status()
+        page = response.json()
+        for item in page["items"]:
+            md = item["metadata"]
+            cache[f"{md['namespace']}/{md['name']}"] = pykube.Pod(api, item)
+        token = page["metadata"].get("continue")
+        del response, page
+        if not token:
+            break
+        params = {"limit": str(PAGE), "continue": token}
+    elapsed = time.perf_counter() - started
+    return elapsed, _traced_end(memory), len(cache)
+
+
+def run_k8s_client(kubeconfig: Path, memory: bool) -> tuple[float, int, int]:
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
+    core = client.CoreV1Api(client.ApiClient(configuration))
+    _traced_start(memory)
+    cache: dict[str, Any] = {}
+    started = time.perf_counter()
+    kwargs: dict[str, Any] = {"limit": PAGE, "resource_version": "0"}
+    while True:
+        # ApiClient.deserialize(response_text, "V1PodList", content_type) inside.
+        page = core.list_pod_for_all_namespaces(**kwargs)
+        for pod in page.items:
+            cache[f"{pod.metadata.namespace}/{pod.metadata.name}"] = pod
+        token = page.metadata.var_continue
+        del page
+        if not token:
+            break
+        kwargs = {"limit": PAGE, "_continue": token}
+    elapsed = time.perf_counter() - started
+    return elapsed, _traced_end(memory), len(cache)
+
+
+def run_kt_breakdown(kubeconfig: Path) -> dict[str, float]:
+    """The informer's work taken apart, each step alone and synchronous: the paged LIST over
+    the client's own HTTP session (emulator + HTTP + reading the body), msgspec decoding of
+    those bodies into ``ObjectList[Pod]``, and filling a ``Store``."""
+    from kubetrio.api.core import Pod
+    from kubetrio.api.meta import ObjectList
+    from kubetrio.runtime.client import Client
+    from kubetrio.runtime.store import Store, key_of
+
+    client = Client.from_kubeconfig(str(kubeconfig), qps=0)
+    url = client.base_url + "/api/v1/pods"
+    bodies: list[bytes] = []
+    params = {"limit": str(PAGE), "resourceVersion": "0"}
+    cpu = time.process_time()
+    started = time.perf_counter()
+    while True:
+        response = client.api.session.request("GET", url, params=params, timeout=(10, 60))
+        bodies.append(response.content)
+        head = response.content[:4096].split(b',"items":', 1)[0] + b"}"
+        token = json.loads(head)["metadata"].get("continue", "")
+        if not token:
+            break
+        params = {"limit": str(PAGE), "continue": token}
+    http_s = time.perf_counter() - started
+    http_cpu_s = time.process_time() - cpu
+    decoder = client.decoder(ObjectList[Pod])
+    started = time.perf_counter()
+    items: list[Any] = []
+    for body in bodies:
+        items.extend(decoder.decode(body).items)
+    decode_s = time.perf_counter() - started
+    del bodies
+    store: Store[Any] = Store()
+    started = time.perf_counter()
+    for obj in items:
+        store.put(key_of(obj), obj)
+    store_s = time.perf_counter() - started
+    return {
+        "http_s": http_s,
+        "http_client_cpu_s": http_cpu_s,
+        "decode_s": decode_s,
+        "store_s": store_s,
+        "pods": len(store),
+    }
+
+
+def child_main(args: argparse.Namespace) -> None:
+    kubeconfig = Path(args.kubeconfig)
+    if args.child == "kt_breakdown":
+        print(json.dumps(run_kt_breakdown(kubeconfig)), flush=True)
+        return
+    if args.child == "kt":
+        seconds, current, count = run_kt(kubeconfig, args.memory, None)
+    elif args.child == "kt_unthrottled":
+        seconds, current, count = run_kt(kubeconfig, args.memory, 0.0)
+    elif args.child == "pykube":
+        seconds, current, count = run_pykube(kubeconfig, args.memory)
+    elif args.child == "k8s_client":
+        seconds, current, count = run_k8s_client(kubeconfig, args.memory)
+    else:
+        raise SystemExit(f"unknown variant {args.child!r}")
+    print(json.dumps({"seconds": seconds, "traced": current, "pods": count}), flush=True)
+
+
+def in_child(variant: str, kubeconfig: Path, memory: bool = False) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--child", variant, "--kubeconfig", str(kubeconfig)]
+    if memory:
+        command.append("--memory")
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{variant} child failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# --------------------------------------------------------------------------- the driver
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--pods", type=int, default=50_000, help="pods to sync (default 50000)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=None,
+        help="interleaved timing rounds, medians reported (default: 3 from 20000 pods, else 1)",
+    )
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
+    parser.add_argument("--memory", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child_main(args)
+        return
+
+    n = args.pods
+    if args.repeat is None:
+        args.repeat = 3 if n >= 20_000 else 1
+    with tempfile.TemporaryDirectory(prefix="kubetrio-bench-informer-") as tmp:
+        state = Path(tmp) / "state.json"
+        kubeconfig = Path(tmp) / "kubeconfig"
+        t0 = time.perf_counter()
+        pod_size = write_state(state, n)
+        print(f"data: {n} pods, {pod_size:.0f} B of JSON per pod ({time.perf_counter() - t0:.1f}s)")
+        t0 = time.perf_counter()
+        emulator = start_emulator(state, kubeconfig)
+        try:
+            url = server_url(kubeconfig)
+            count, size = paged_list(url)
+            if count != n:
+                raise RuntimeError(f"the emulator serves {count} pods, expected {n}")
+            print(
+                f"emulator ready at {url} in {time.perf_counter() - t0:.1f}s; "
+                f"warm-up LIST {size / 1e6:.1f} MB in {-(-n // PAGE)} pages"
+            )
+
+            times: dict[str, list[float]] = {v: [] for v in VARIANTS}
+            for round_ in range(args.repeat):
+                order = list(VARIANTS) if round_ % 2 == 0 else list(reversed(VARIANTS))
+                for variant in order:
+                    r = in_child(variant, kubeconfig)
+                    if r["pods"] != n:
+                        raise RuntimeError(f"{variant} cached {r['pods']} pods, expected {n}")
+                    times[variant].append(r["seconds"])
+                print(
+                    f"round {round_ + 1}: "
+                    + ", ".join(f"{v} {times[v][-1]:.3f}s" for v in VARIANTS),
+                    flush=True,
+                )
+            per_pod: dict[str, float] = {}
+            for variant in MEMORY_VARIANTS:
+                r = in_child(variant, kubeconfig, memory=True)
+                per_pod[variant] = r["traced"] / n
+                print(f"memory {variant}: {per_pod[variant] / KIB:.2f} KiB/pod", flush=True)
+            breakdown = in_child("kt_breakdown", kubeconfig)
+        finally:
+            stop_emulator(emulator)
+
+    sync = {v: statistics.median(times[v]) for v in VARIANTS}
+    result = {
+        "pods": n,
+        "kt_sync_s": round(sync["kt"], 3),
+        "kt_bytes_per_pod": round(per_pod["kt"]),
+        "pykube_sync_s": round(sync["pykube"], 3),
+        "pykube_bytes_per_pod": round(per_pod["pykube"]),
+        "k8s_client_sync_s": round(sync["k8s_client"], 3),
+        "k8s_client_bytes_per_pod": round(per_pod["k8s_client"]),
+        "kt_unthrottled_sync_s": round(sync["kt_unthrottled"], 3),
+        "json_bytes_per_pod": round(pod_size),
+        "repeat": args.repeat,
+    }
+    print(
+        f"kt breakdown (unthrottled, sequential, one thread): LIST over HTTP "
+        f"{breakdown['http_s']:.3f}s (client CPU {breakdown['http_client_cpu_s']:.3f}s, "
+        f"the rest is the emulator), decode {breakdown['decode_s']:.3f}s, "
+        f"store {breakdown['store_s']:.3f}s; informer (qps=0) {sync['kt_unthrottled']:.3f}s, "
+        f"default client {sync['kt']:.3f}s"
+    )
+    time_ratio = sync["kt"] / sync["pykube"]
+    mem_ratio = per_pod["kt"] / per_pod["pykube"]
+    print(
+        f"kt/pykube time {time_ratio:.3f} (target <= 0.200; qps=0: "
+        f"{sync['kt_unthrottled'] / sync['pykube']:.3f}), "
+        f"memory {mem_ratio:.4f} (target <= 0.100); "
+        f"kt {per_pod['kt'] / KIB:.2f} KiB/pod (target <= 2 KiB); "
+        f"kt/k8s_client time {sync['kt'] / sync['k8s_client']:.3f}, "
+        f"memory {per_pod['kt'] / per_pod['k8s_client']:.4f}"
+    )
+    print("RESULT " + json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
