@@ -136,8 +136,7 @@ class Controller(Generic[K]):
     async def run(self) -> None:
         """Reconcile until ``stop`` (in-flight reconciles finish) or cancellation."""
         if self._metrics is not None:
-            self._metrics.max_concurrent.labels(self.name).set(self.workers)
-            self._metrics.active_workers.labels(self.name).set(0)
+            self._metrics.initialise(self.name, self.workers)
         self._log.info("starting workers", workers=self.workers)
         try:
             async with trio.open_nursery() as nursery:

@@ -62,6 +62,17 @@ class ControllerMetrics:
             registry=registry,
         )
 
+    def initialise(self, controller: str, workers: int) -> None:
+        """Every series of a controller exists from its start (at 0), as controller-runtime
+        does, so rates and alerts work before the first error ever happens."""
+        for result in RESULTS:
+            self.reconcile_total.labels(controller, result)
+        for family in (self.reconcile_errors, self.terminal_errors, self.panics):
+            family.labels(controller)
+        self.reconcile_time.labels(controller)
+        self.active_workers.labels(controller).set(0)
+        self.max_concurrent.labels(controller).set(workers)
+
 
 _providers: weakref.WeakKeyDictionary[CollectorRegistry, ControllerMetrics] = (
     weakref.WeakKeyDictionary()

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 import trio
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, disable_created_metrics
 
 from kubetrio.runtime.builder import ControllerBuilder
 from kubetrio.runtime.cache import InformerCache
@@ -61,6 +61,8 @@ class Manager:
         cache_sync_timeout: float = 120.0,
         workers: Mapping[str, int] | None = None,
     ) -> None:
+        # Go's client emits no ``*_created`` series; dashboards written for it need none.
+        disable_created_metrics()
         self.client = client
         self.registry = registry if registry is not None else CollectorRegistry()
         self.cache = InformerCache(client)
@@ -81,7 +83,8 @@ class Manager:
         self._stop_requested = trio.Event()
         self._work = trio.CancelScope()  # replaced by the work nursery's scope in run()
         self._leadership_lost = False
-        self.bound_ports: dict[str, int] = {}
+        self.bound_ports: dict[str, int] = {}  # "metrics" / "probes" -> port, once serving
+        self.serving = trio.Event()
         self.http.add_healthz_check("ping", lambda: None)
         self.http.add_readyz_check("informers", self._informers_ready)
         if self.elector is not None:
@@ -154,15 +157,19 @@ class Manager:
     async def _start_http(self, nursery: trio.Nursery) -> None:
         metrics, probes = self.metrics_bind_address, self.health_probe_bind_address
         plans = (
-            [(metrics, "all", "metrics")]
+            [(metrics, "all", ("metrics", "probes"))]
             if metrics == probes
-            else [(metrics, {"metrics"}, "metrics"), (probes, {"healthz", "readyz"}, "probes")]
+            else [
+                (metrics, {"metrics"}, ("metrics",)),
+                (probes, {"healthz", "readyz"}, ("probes",)),
+            ]
         )
-        for address, endpoints, label in plans:
+        for address, endpoints, labels in plans:
             listening = await nursery.start(self.http.serve, address, endpoints)
             if listening is not None:
-                self.bound_ports[label] = listening.port
-                log.info("serving", endpoints=label, address=address, port=listening.port)
+                for label in labels:
+                    self.bound_ports[label] = listening.port
+        self.serving.set()
 
     async def _run_one(self, runnable: Runnable) -> None:
         with trio.CancelScope() as scope:
