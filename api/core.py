@@ -24,7 +24,7 @@ class Taint(Model, kw_only=True):
 class NodeSpec(Model, kw_only=True):
     provider_id: str = msgspec.field(default="", name="providerID")
     unschedulable: bool = False
-    taints: list[Taint] = []
+    taints: tuple[Taint, ...] = ()
 
 
 class NodeCondition(Model, kw_only=True):
@@ -42,9 +42,9 @@ class AttachedVolume(Model, kw_only=True):
 
 
 class NodeStatus(Model, kw_only=True):
-    conditions: list[NodeCondition] = []
-    volumes_attached: list[AttachedVolume] = []
-    volumes_in_use: list[str] = []
+    conditions: tuple[NodeCondition, ...] = ()
+    volumes_attached: tuple[AttachedVolume, ...] = ()
+    volumes_in_use: tuple[str, ...] = ()
     capacity: dict[str, str] = {}
 
 
@@ -71,9 +71,14 @@ class Volume(Model, kw_only=True):
 
 class PodSpec(Model, kw_only=True):
     node_name: str = ""
-    volumes: list[Volume] = []
+    volumes: tuple[Volume, ...] = ()
     priority: int | None = None
     termination_grace_period_seconds: int | None = None
+
+
+# Kubelet marks static (mirror) pods with this annotation; drain must skip them.
+MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
+POD_ANNOTATIONS_KEPT = (MIRROR_POD_ANNOTATION,)
 
 
 class PodStatus(Model, kw_only=True):
@@ -84,6 +89,23 @@ class Pod(KubeObject, kw_only=True):
     KIND: ClassVar[KindInfo] = lookup("v1", "Pod")
     spec: PodSpec = msgspec.field(default_factory=PodSpec)
     status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+    def __post_init__(self) -> None:
+        # Every cached pod costs memory, so the view keeps only what kubetrio acts on: claim
+        # and emptyDir volumes (drain), and the mirror-pod annotation. A controller that needs
+        # more of a pod declares its own view of the kind (any KubeObject with KIND = Pod).
+        volumes = self.spec.volumes
+        if volumes:
+            self.spec.volumes = tuple(
+                v
+                for v in volumes
+                if v.persistent_volume_claim is not None or v.empty_dir is not None
+            )
+        annotations = self.metadata.annotations
+        if annotations:
+            self.metadata.annotations = {
+                k: annotations[k] for k in POD_ANNOTATIONS_KEPT if k in annotations
+            }
 
 
 class CSIPersistentVolumeSource(Model, kw_only=True):

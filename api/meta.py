@@ -43,8 +43,8 @@ class ObjectMeta(Model, kw_only=True):
     deletion_grace_period_seconds: int | None = None
     labels: dict[str, str] = {}
     annotations: dict[str, str] = {}
-    owner_references: list[OwnerReference] = []
-    finalizers: list[str] = []
+    owner_references: tuple[OwnerReference, ...] = ()
+    finalizers: tuple[str, ...] = ()
 
     def controller_ref(self) -> OwnerReference | None:
         """The owner reference marked ``controller: true``, if any."""
@@ -98,7 +98,7 @@ class StatusDetails(Model, kw_only=True):
     name: str = ""
     group: str = ""
     kind: str = ""
-    causes: list[StatusCause] = []
+    causes: tuple[StatusCause, ...] = ()
     retry_after_seconds: int | None = None
 
 

@@ -13,12 +13,12 @@ from kubetrio.api.registry import KindInfo, lookup
 class LabelSelectorRequirement(Model, kw_only=True):
     key: str
     operator: str
-    values: list[str] = []
+    values: tuple[str, ...] = ()
 
 
 class LabelSelector(Model, kw_only=True):
     match_labels: dict[str, str] = {}
-    match_expressions: list[LabelSelectorRequirement] = []
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
 
 
 class PodDisruptionBudgetSpec(Model, kw_only=True):

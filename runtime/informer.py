@@ -31,6 +31,7 @@ from kubetrio.api.meta import KubeObject, ObjectList
 from kubetrio.runtime.backoff import Backoff
 from kubetrio.runtime.client import Client, WatchEvent
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.intern import share_strings
 from kubetrio.runtime.store import (
     DeletedFinalStateUnknown,
     IndexFunc,
@@ -147,7 +148,7 @@ class Informer(Generic[T]):
                 raise
             # The server cannot serve that resourceVersion any more: a consistent read.
             result = await self._list("")
-        items = [self.transform(obj) for obj in result.items] if self.transform else result.items
+        items = [self._ingest(obj) for obj in result.items]
         self._replace(items)
         self.last_resource_version = result.metadata.resource_version
         self.relists += 1
@@ -161,7 +162,14 @@ class Informer(Generic[T]):
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             resource_version=resource_version,
+            # "0" is served from the API server's watch cache, which ignores limits; asking
+            # for pages there would only spend client-side rate limit on round trips.
+            limit=0 if resource_version == "0" else 500,
         )
+
+    def _ingest(self, obj: T) -> T:
+        obj = share_strings(obj)
+        return self.transform(obj) if self.transform is not None else obj
 
     def _replace(self, items: list[T]) -> None:
         initial = not self._synced.is_set()
@@ -213,8 +221,7 @@ class Informer(Generic[T]):
         obj = event.obj
         if obj is None:
             return  # a bookmark: only the resourceVersion moves
-        if self.transform is not None:
-            obj = self.transform(obj)
+        obj = self._ingest(obj)
         key = key_of(obj)
         if event.type == "DELETED":
             # Unknown to the store means its delete was already delivered (as a tombstone).

@@ -62,7 +62,7 @@ class Manager:
         workers: Mapping[str, int] | None = None,
     ) -> None:
         # Go's client emits no ``*_created`` series; dashboards written for it need none.
-        disable_created_metrics()
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.client = client
         self.registry = registry if registry is not None else CollectorRegistry()
         self.cache = InformerCache(client)

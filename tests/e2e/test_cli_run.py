@@ -1,0 +1,335 @@
+"""``kubetrio run`` as a process: plugins, signals, leader election, clear failures."""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from kubetrio.api.coordination import Lease
+from kubetrio.api.core import ConfigMap
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.informer import EventHandler, Informer
+
+PLUGIN = textwrap.dedent(
+    '''
+    """Test controllers contributed through the kubetrio.controllers entry point group."""
+    import os
+
+    import trio
+
+    from kubetrio.api.core import ConfigMap
+    from kubetrio.runtime.controller import Result
+
+
+    class Stamp:
+        """Annotates each ConfigMap labelled stamp=yes with the pid of the process."""
+
+        def __init__(self, manager):
+            self.client = manager.client
+            self.lister = manager.cache.informer(ConfigMap, label_selector="stamp=yes").lister
+
+        async def reconcile(self, key):
+            obj = self.lister.get(key.namespace, key.name)
+            if obj is not None and "stamped-by" not in obj.metadata.annotations:
+                await self.client.patch(
+                    ConfigMap, key.name,
+                    {"metadata": {"annotations": {"stamped-by": str(os.getpid())}}},
+                    namespace=key.namespace,
+                )
+            return Result()
+
+
+    class Slow:
+        """Takes 3 s per ConfigMap labelled slow=yes, marking start and end."""
+
+        def __init__(self, manager):
+            self.client = manager.client
+            self.lister = manager.cache.informer(ConfigMap, label_selector="slow=yes").lister
+
+        async def mark(self, key, what):
+            await self.client.patch(
+                ConfigMap, key.name, {"metadata": {"annotations": {what: "yes"}}},
+                namespace=key.namespace,
+            )
+
+        async def reconcile(self, key):
+            obj = self.lister.get(key.namespace, key.name)
+            if obj is None or "finished" in obj.metadata.annotations:
+                return Result()
+            await self.mark(key, "started")
+            await trio.sleep(3)
+            await self.mark(key, "finished")
+            return Result()
+
+
+    def setup_stamp(manager, config):
+        manager.controller("stamp").for_(ConfigMap, label_selector="stamp=yes").complete(
+            Stamp(manager)
+        )
+
+
+    def setup_slow(manager, config):
+        manager.controller("slow").for_(ConfigMap, label_selector="slow=yes").complete(
+            Slow(manager)
+        )
+    '''
+)
+
+
+@pytest.fixture
+def plugin_path(tmp_path: Path) -> Path:
+    """A 'third-party package' on PYTHONPATH: a module plus dist-info with entry points."""
+    root = tmp_path / "plugins"
+    root.mkdir()
+    (root / "kt_test_plugin.py").write_text(PLUGIN)
+    info = root / "kt_test_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kt-test-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[kubetrio.controllers]\n"
+        "stamp = kt_test_plugin:setup_stamp\n"
+        "slow = kt_test_plugin:setup_slow\n"
+    )
+    return root
+
+
+def kubetrio(*args: str, plugins: Path | None = None) -> list[str]:
+    return [sys.executable, "-m", "kubetrio.cmd.main", *args]
+
+
+def environment(plugins: Path | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBETRIO_")}
+    if plugins is not None:
+        env["PYTHONPATH"] = str(plugins)
+    return env
+
+
+def run_args(emu: Emulator, *extra: str) -> list[str]:
+    return kubetrio(
+        "run",
+        "--master",
+        emu.url,
+        "--metrics-bind-address",
+        "127.0.0.1:0",
+        "--health-probe-bind-address",
+        "127.0.0.1:0",
+        *extra,
+    )
+
+
+def config_map(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+    }
+
+
+class Watcher:
+    """An informer whose handler wakes the test when anything changes."""
+
+    def __init__(self, informer: Informer[Any]) -> None:
+        self.informer = informer
+        self.events: list[Any] = []
+        self._changed = trio.Event()
+        informer.add_handler(
+            EventHandler(
+                on_add=lambda obj, _: self._note(obj),
+                on_update=lambda _, new: self._note(new),
+            )
+        )
+
+    def _note(self, obj: Any) -> None:
+        self.events.append(obj)
+        self._changed.set()
+        self._changed = trio.Event()
+
+    async def wait_for(self, condition: Any, seconds: float) -> None:
+        with trio.fail_after(seconds):
+            while not condition():
+                await self._changed.wait()
+
+
+def one_line_error(proc: subprocess.CompletedProcess[bytes]) -> str:
+    lines = proc.stderr.decode().strip().splitlines()
+    assert len(lines) == 1, proc.stderr.decode()
+    assert lines[0].startswith("kubetrio: ")
+    return lines[0]
+
+
+async def test_bad_config_file_flag_and_unreachable_server(tmp_path: Path) -> None:
+    bad_file = tmp_path / "bad.yaml"
+    bad_file.write_text("leaderElection:\n  leaseDurration: 15s\n")
+    proc = await trio.run_process(
+        kubetrio("run", "--config", str(bad_file)),
+        capture_stderr=True,
+        capture_stdout=True,
+        check=False,
+        env=environment(),
+    )
+    assert proc.returncode == 2
+    assert "leaseDurration" in one_line_error(proc)
+
+    proc = await trio.run_process(
+        kubetrio("run", "--node-delete-workers", "-3"),
+        capture_stderr=True,
+        capture_stdout=True,
+        check=False,
+        env=environment(),
+    )
+    assert proc.returncode == 2
+    assert "--node-delete-workers" in one_line_error(proc)
+
+    proc = await trio.run_process(
+        kubetrio(
+            "run",
+            "--master",
+            "http://127.0.0.1:9",
+            "--controllers",
+            "example",
+            "--metrics-bind-address",
+            "0",
+            "--health-probe-bind-address",
+            "0",
+        ),
+        capture_stderr=True,
+        capture_stdout=True,
+        check=False,
+        env=environment(),
+    )
+    assert proc.returncode == 1
+    assert "no response from the API server" in one_line_error(proc)
+
+
+async def test_sigterm_lets_a_slow_reconcile_finish(emu: Emulator, plugin_path: Path) -> None:
+    client = Client.from_url(emu.url)
+    watcher = Watcher(Informer(client, ConfigMap))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watcher.informer.run)
+        process = await nursery.start(
+            functools.partial(
+                trio.run_process,
+                run_args(emu, "--controllers", "slow", "--graceful-shutdown-timeout", "20s"),
+                env=environment(plugin_path),
+                check=False,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        )
+        emu.create(config_map("slow-one", slow="yes"))
+
+        def annotated(what: str) -> bool:
+            obj = watcher.informer.lister.get("default", "slow-one")
+            return obj is not None and what in obj.metadata.annotations
+
+        await watcher.wait_for(lambda: annotated("started"), seconds=30)
+        signalled = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(20):
+            code = await process.wait()
+        assert code == 0
+        assert annotated("finished"), "the in-flight reconcile was allowed to finish"
+        assert 2 < time.monotonic() - signalled < 20
+        nursery.cancel_scope.cancel()
+
+
+async def test_leader_election_fails_over_without_two_leaders(
+    emu: Emulator, plugin_path: Path
+) -> None:
+    lease_args = [
+        "--controllers",
+        "stamp",
+        "--leader-elect",
+        "--leader-election-namespace",
+        "default",
+        "--leader-elect-lease-duration",
+        "4s",
+        "--leader-elect-renew-deadline",
+        "3s",
+        "--leader-elect-retry-period",
+        "0.5s",
+    ]
+    client = Client.from_url(emu.url)
+    maps = Watcher(Informer(client, ConfigMap))
+    leases = Watcher(Informer(client, Lease, namespace="default"))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(maps.informer.run)
+        nursery.start_soon(leases.informer.run)
+        processes = [
+            await nursery.start(
+                functools.partial(
+                    trio.run_process,
+                    run_args(emu, *lease_args),
+                    env=environment(plugin_path),
+                    check=False,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+            for _ in range(2)
+        ]
+        by_pid = {p.pid: p for p in processes}
+        created = 0
+
+        async def keep_creating() -> None:
+            nonlocal created
+            while True:
+                emu.create(config_map(f"cm-{created:04d}", stamp="yes"))
+                created += 1
+                await trio.sleep(0.2)
+
+        nursery.start_soon(keep_creating)
+
+        def stampers() -> list[int]:
+            stamped = sorted(
+                (
+                    obj
+                    for obj in maps.informer.lister.list()
+                    if "stamped-by" in obj.metadata.annotations
+                ),
+                key=lambda obj: int(obj.metadata.resource_version),
+            )
+            return [int(obj.metadata.annotations["stamped-by"]) for obj in stamped]
+
+        await maps.wait_for(lambda: len(stampers()) >= 5, seconds=30)
+        leader = stampers()[0]
+        assert set(stampers()) == {leader}, "only the leader acts"
+        lease = leases.informer.lister.get("default", "kubetrio-leader")
+        assert lease is not None and lease.spec.lease_transitions == 0
+        first_holder = lease.spec.holder_identity
+
+        killed_at = time.monotonic()
+        by_pid[leader].kill()
+        await leases.wait_for(
+            lambda: (
+                (lease := leases.informer.lister.get("default", "kubetrio-leader")) is not None
+                and lease.spec.holder_identity not in (first_holder, None, "")
+            ),
+            seconds=15,
+        )
+        takeover = time.monotonic() - killed_at
+        assert takeover < 4 + 2.2 * 0.5 + 1.5, f"took {takeover:.1f}s"
+        follower = next(pid for pid in by_pid if pid != leader)
+        await maps.wait_for(lambda: follower in stampers(), seconds=15)
+        sequence = stampers()
+        switch = sequence.index(follower)
+        assert set(sequence[:switch]) == {leader} and set(sequence[switch:]) == {follower}, (
+            "writes of the two managers interleave: two leaders acted at once"
+        )
+        lease = leases.informer.lister.get("default", "kubetrio-leader")
+        assert lease is not None and lease.spec.lease_transitions == 1
+        by_pid[follower].terminate()
+        with trio.fail_after(15):
+            assert await by_pid[follower].wait() == 0
+        nursery.cancel_scope.cancel()
