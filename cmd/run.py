@@ -23,6 +23,7 @@ from kubetrio.cmd.config import (
 )
 from kubetrio.cmd.embedded import EmbeddedClusterError, embedded_cluster
 from kubetrio.controllers import BUILTIN_CONTROLLERS
+from kubetrio.controllers.example import seed_demo
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeadershipLost
@@ -107,6 +108,8 @@ async def serve(
     async with embedded_cluster(workdir) as cluster:
         print(f"kubeconfig: {cluster.kubeconfig}", flush=True)
         print(f"  try: kubectl --kubeconfig {cluster.kubeconfig} get configmaps -A", flush=True)
+        if "example" in controllers:
+            await seed_demo(make_client(config, str(cluster.kubeconfig)))
         return await run_manager(config, registry, controllers, str(cluster.kubeconfig))
 
 

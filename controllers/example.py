@@ -54,3 +54,18 @@ def setup(manager: Manager, config: Any) -> None:
     manager.controller("example").for_(
         ConfigMap, has_labels({LABEL: "true"}), label_selector=f"{LABEL}=true"
     ).complete(reconciler)
+
+
+async def seed_demo(client: Client) -> None:
+    """A few labelled ConfigMaps for the embedded demo (existing ones are left alone)."""
+    for name, data in (
+        ("web-config", {"listen": ":8080", "workers": "4"}),
+        ("db-config", {"pool": "20"}),
+        ("feature-flags", {"new-ui": "true"}),
+    ):
+        body = {
+            "metadata": {"name": name, "namespace": "default", "labels": {LABEL: "true"}},
+            "data": data,
+        }
+        if await client.get_or_none(ConfigMap, name, "default") is None:
+            await client.create(ConfigMap, body)

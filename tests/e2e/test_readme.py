@@ -1,0 +1,132 @@
+"""The README's controller example and its run command work as printed."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import trio
+import trio.testing
+
+from kubetrio.api.core import ConfigMap, Pod
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.informer import EventHandler, Informer
+from kubetrio.runtime.manager import Manager
+
+from .conftest import Kubectl
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_controller(tmp_path: Path) -> ModuleType:
+    text = README.read_text()
+    block = re.search(
+        r"<!-- readme-controller:start -->\n```python\n(.*?)```\n<!-- readme-controller:end -->",
+        text,
+        re.S,
+    )
+    assert block is not None, "README lost its controller example"
+    source = tmp_path / "readme_controller.py"
+    source.write_text(block.group(1))
+    spec = importlib.util.spec_from_file_location("readme_controller", source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_readme_controller_labels_scheduled_pods(
+    emu: Emulator, tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    example = readme_controller(tmp_path)
+    client = Client.from_kubeconfig(str(emu.kubeconfig_path))
+    manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
+    example.setup(manager, None)
+    labelled = trio.Event()
+    pods = manager.cache.informer(Pod)
+
+    def check(_: Pod, new: Pod) -> None:
+        if new.metadata.labels.get(example.LABEL) == "node-7":
+            labelled.set()
+
+    pods.add_handler(EventHandler(on_update=check))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        emu.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "p", "namespace": "default"},
+                "spec": {"nodeName": "node-7", "containers": [{"name": "c", "image": "i"}]},
+            }
+        )
+        with trio.fail_after(30):
+            await labelled.wait()
+        manager.stop()
+
+
+async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
+    """``kubetrio run --embedded``: prints a kubeconfig kubectl can use, reconciles the demo,
+    and exits 0 on SIGINT (Ctrl-C)."""
+    command = [
+        sys.executable,
+        "-m",
+        "kubetrio.cmd.main",
+        "run",
+        "--embedded",
+        "--embedded-dir",
+        str(tmp_path / "cluster"),
+        "--metrics-bind-address",
+        "127.0.0.1:0",
+        "--health-probe-bind-address",
+        "0",
+    ]
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            lambda task_status: trio.run_process(  # noqa: ASYNC105
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                check=False,
+                task_status=task_status,
+            )
+        )
+        assert process.stdout is not None
+        output = b""
+        with trio.fail_after(60):
+            async for chunk in process.stdout:
+                output += chunk
+                if b"kubeconfig: " in output and b"\n" in output.split(b"kubeconfig: ", 1)[1]:
+                    break
+        kubeconfig = output.split(b"kubeconfig: ", 1)[1].split(b"\n", 1)[0].decode()
+        kubectl = Kubectl(kubectl_binary, {"KUBECONFIG": kubeconfig, "HOME": str(tmp_path)})
+        client = Client.from_kubeconfig(kubeconfig)
+        informer = Informer(client, ConfigMap)
+        hashed = trio.Event()
+
+        def check(obj: ConfigMap, *_: object) -> None:
+            if (
+                all(
+                    "kubetrio.io/data-hash" in cm.metadata.annotations
+                    for cm in informer.lister.list("default")
+                )
+                and len(informer.lister.list("default")) >= 3
+            ):
+                hashed.set()
+
+        informer.add_handler(EventHandler(on_add=check, on_update=lambda _, new: check(new)))
+        nursery.start_soon(informer.run)
+        with trio.fail_after(60):
+            await hashed.wait()
+        listing = await kubectl.out("get", "configmaps", "-n", "default")
+        assert "web-config" in listing
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(30):
+            assert await process.wait() == 0
+        nursery.cancel_scope.cancel()
