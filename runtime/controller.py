@@ -21,7 +21,7 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.meta import KubeObject
-from kubetrio.runtime.controller_metrics import controller_metrics
+from kubetrio.runtime.controller_metrics import BoundControllerMetrics, controller_metrics
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.informer import EventHandler, Informer
 from kubetrio.runtime.log import get_logger
@@ -94,7 +94,8 @@ class Controller(Generic[K]):
             controller=name,
         )
         self.sources: list[Source[K]] = []
-        self._metrics = controller_metrics(registry) if registry is not None else None
+        self._registry_metrics = controller_metrics(registry) if registry is not None else None
+        self._metrics: BoundControllerMetrics | None = None
         self._stopping = False
         self._log = log.bind(controller=name)
 
@@ -135,8 +136,8 @@ class Controller(Generic[K]):
 
     async def run(self) -> None:
         """Reconcile until ``stop`` (in-flight reconciles finish) or cancellation."""
-        if self._metrics is not None:
-            self._metrics.initialise(self.name, self.workers)
+        if self._registry_metrics is not None:
+            self._metrics = self._registry_metrics.bind(self.name, self.workers)
         self._log.info("starting workers", workers=self.workers)
         try:
             async with trio.open_nursery() as nursery:
@@ -165,7 +166,7 @@ class Controller(Generic[K]):
     async def _process(self, key: K) -> None:
         metrics = self._metrics
         if metrics is not None:
-            metrics.active_workers.labels(self.name).inc()
+            metrics.active_workers.inc()
         started = time.perf_counter()
         outcome = ""  # stays empty only when the reconcile was cancelled (shutdown)
         try:
@@ -187,14 +188,10 @@ class Controller(Generic[K]):
                 self.queue.forget(key)
         finally:
             self.queue.done(key)
-            if metrics is not None and outcome:
-                metrics.active_workers.labels(self.name).dec()
-                metrics.reconcile_time.labels(self.name).observe(time.perf_counter() - started)
-                metrics.reconcile_total.labels(self.name, outcome).inc()
-                if outcome in ("error", "terminal_error"):
-                    metrics.reconcile_errors.labels(self.name).inc()
-                if outcome == "terminal_error":
-                    metrics.terminal_errors.labels(self.name).inc()
+            if metrics is not None:
+                metrics.active_workers.dec()
+                if outcome:
+                    metrics.finished(outcome, time.perf_counter() - started)
 
     def _log_failure(self, key: K, error: Exception) -> None:
         retries = self.queue.num_requeues(key)
@@ -206,5 +203,5 @@ class Controller(Generic[K]):
             return
         # Anything else is a bug in the reconciler: Go would call it a panic.
         if self._metrics is not None:
-            self._metrics.panics.labels(self.name).inc()
+            self._metrics.panics.inc()
         self._log.exception("reconcile raised, will retry", key=str(key), retries=retries)

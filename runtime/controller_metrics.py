@@ -62,16 +62,34 @@ class ControllerMetrics:
             registry=registry,
         )
 
-    def initialise(self, controller: str, workers: int) -> None:
-        """Every series of a controller exists from its start (at 0), as controller-runtime
-        does, so rates and alerts work before the first error ever happens."""
-        for result in RESULTS:
-            self.reconcile_total.labels(controller, result)
-        for family in (self.reconcile_errors, self.terminal_errors, self.panics):
-            family.labels(controller)
-        self.reconcile_time.labels(controller)
-        self.active_workers.labels(controller).set(0)
-        self.max_concurrent.labels(controller).set(workers)
+    def bind(self, controller: str, workers: int) -> BoundControllerMetrics:
+        """One controller's series, all created at once (at 0), as controller-runtime does,
+        so rates and alerts work before the first error ever happens."""
+        return BoundControllerMetrics(self, controller, workers)
+
+
+class BoundControllerMetrics:
+    """A controller's series with label values bound once, off the per-reconcile path."""
+
+    def __init__(self, metrics: ControllerMetrics, controller: str, workers: int) -> None:
+        self.totals = {
+            result: metrics.reconcile_total.labels(controller, result) for result in RESULTS
+        }
+        self.errors = metrics.reconcile_errors.labels(controller)
+        self.terminal_errors = metrics.terminal_errors.labels(controller)
+        self.panics = metrics.panics.labels(controller)
+        self.reconcile_time = metrics.reconcile_time.labels(controller)
+        self.active_workers = metrics.active_workers.labels(controller)
+        self.active_workers.set(0)
+        metrics.max_concurrent.labels(controller).set(workers)
+
+    def finished(self, outcome: str, seconds: float) -> None:
+        self.reconcile_time.observe(seconds)
+        self.totals[outcome].inc()
+        if outcome in ("error", "terminal_error"):
+            self.errors.inc()
+        if outcome == "terminal_error":
+            self.terminal_errors.inc()
 
 
 _providers: weakref.WeakKeyDictionary[CollectorRegistry, ControllerMetrics] = (

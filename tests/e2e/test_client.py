@@ -246,3 +246,32 @@ def test_watch_line_decoding_needs_no_dicts() -> None:
     line = msgspec.json.encode({"type": "ADDED", "object": pod("x")})
     event = decode_watch_line(line, msgspec.json.Decoder(Pod))
     assert event.type == "ADDED" and isinstance(event.obj, Pod) and event.obj.name == "x"
+
+
+async def test_forbidden_and_unserved_kinds_are_clear_errors(
+    kube: Client, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    from kubetrio.api.meta import KubeObject
+    from kubetrio.api.registry import lookup
+    from kubetrio.runtime.errors import is_forbidden
+
+    emu.faults.add(
+        FaultRule(
+            verb="list",
+            resource="nodes",
+            status=403,
+            message='nodes is forbidden: User "x" cannot list resource "nodes"',
+        )
+    )
+    with pytest.raises(ApiError) as forbidden:
+        await kube.list(Node)
+    assert is_forbidden(forbidden.value)
+    assert 'cannot list resource "nodes"' in str(forbidden.value)
+
+    class Machine(KubeObject, kw_only=True):
+        KIND = lookup("machine.sapcloud.io/v1alpha1", "Machine")
+
+    with pytest.raises(ApiError) as unserved:
+        await kube.list(Machine, namespace="default")
+    assert is_not_found(unserved.value)
+    assert "/apis/machine.sapcloud.io/v1alpha1/namespaces/default/machines" in str(unserved.value)

@@ -237,7 +237,9 @@ async def test_refused_access_is_logged_clearly_and_retried(
 
 NAMES = ["a", "b", "c", "d"]
 WRITES = st.tuples(st.sampled_from(["create", "update", "delete"]), st.sampled_from(NAMES))
-FAULTS = st.tuples(st.sampled_from(["cut", "expire", "blind", "latency"]), st.none())
+FAULTS = st.tuples(
+    st.sampled_from(["cut", "expire", "blind", "latency", "refuse-list", "throttle"]), st.none()
+)
 # Each step may let time pass afterwards, so the informer runs between writes and faults
 # (without it every write would land before the informer looks, and the faults hit nothing).
 STEPS = st.tuples(st.one_of(WRITES, WRITES, FAULTS), st.sampled_from([0.0, 0.0, 0.05, 1.0, 5.0]))
@@ -289,6 +291,10 @@ async def converge_example(steps: list[tuple[tuple[str, str | None], float]]) ->
                     emu.faults.add(FaultRule(verb="watch", resource="pods", status=500, count=2))
                 elif op == "latency":
                     emu.faults.add(FaultRule(resource="pods", latency=0.5, count=3))
+                elif op == "refuse-list":
+                    emu.faults.add(FaultRule(verb="list", resource="pods", status=503, count=2))
+                elif op == "throttle":
+                    emu.faults.add(FaultRule(resource="pods", status=429, retry_after=1, count=2))
                 if pause:
                     await trio.sleep(pause)
             emu.faults.clear()
