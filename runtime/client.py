@@ -28,6 +28,7 @@ from kubetrio.api.meta import KubeObject, ObjectList, Status
 from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.ratelimit import BucketRateLimiter
+from kubetrio.runtime.relay import ThreadRelay
 from kubetrio.runtime.transport import http_client, run_in_thread
 
 T = TypeVar("T", bound=KubeObject)
@@ -484,10 +485,7 @@ class Client:
                     while chunk := response.raw.read1(65536):
                         lines = (pending + chunk).split(b"\n")
                         pending = lines.pop()
-                        batch = [decode_watch_line(line, decoder) for line in lines if line]
-                        if batch:
-                            trio.from_thread.check_cancelled()
-                            trio.from_thread.run(send.send, batch)
+                        relay.put_many([decode_watch_line(line, decoder) for line in lines if line])
                 except (msgspec.DecodeError, msgspec.ValidationError) as error:
                     return ApiError(200, "BadResponse", f"watch {path}: undecodable event: {error}")
                 except (OSError, requests.RequestException, urllib3.exceptions.HTTPError) as error:
@@ -497,7 +495,24 @@ class Client:
         async with send:
             await self._throttle()
             started = time.perf_counter()
-            failure = await run_in_thread(stream, self._watch_limiter)
+            relay: ThreadRelay[WatchEvent[T]] = ThreadRelay()
+            failure: ApiError | None = None
+
+            async def read_stream() -> None:
+                nonlocal failure
+                try:
+                    failure = await run_in_thread(stream, self._watch_limiter)
+                finally:
+                    relay.close()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(read_stream)
+                try:
+                    async for batch in relay.batches():
+                        await send.send(batch)
+                except trio.BrokenResourceError:
+                    nursery.cancel_scope.cancel()  # the consumer went away: stop reading
+                    return
             if self._metrics is not None:
                 code = str(failure.status) if failure is not None else "200"
                 self._metrics.requests.labels(code, "WATCH", self.host).inc()

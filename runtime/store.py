@@ -85,11 +85,15 @@ class Store(Generic[T]):
         self._objects[key] = obj
         for name, func in self._index_funcs.items():
             index = self._indexes[name]
-            old_values = set(func(old)) if old is not None else set()
-            new_values = set(func(obj))
-            for value in old_values - new_values:
-                self._unfile(index, value, key)
-            for value in new_values - old_values:
+            new_values = tuple(func(obj))
+            if old is not None:
+                old_values = tuple(func(old))
+                if old_values == new_values:
+                    continue  # the common update: filed under the same values as before
+                for value in old_values:
+                    if value not in new_values:
+                        self._unfile(index, value, key)
+            for value in new_values:
                 index.setdefault(value, set()).add(key)
         return old
 
