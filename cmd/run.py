@@ -26,6 +26,7 @@ from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.example import seed_demo
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.kubeconfig import KubeconfigError
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeadershipLost
 from kubetrio.runtime.log import configure_logging, get_logger
 from kubetrio.runtime.manager import CacheSyncTimeout, Manager
@@ -64,8 +65,16 @@ def run(args: argparse.Namespace) -> int:
     controllers = enabled_controllers(config, registry, args)
     try:
         return trio.run(serve, config, registry, controllers, args)
-    except (PluginError, ApiError, CacheSyncTimeout, EmbeddedClusterError) as error:
+    except (
+        PluginError,
+        ApiError,
+        CacheSyncTimeout,
+        EmbeddedClusterError,
+        KubeconfigError,
+    ) as error:
         return fail(str(error))
+    except trio.TooSlowError:
+        return fail(f"the API server did not answer within {config.client.timeout:g}s")
     except LeadershipLost as error:
         return fail(f"{error}; exiting so a restart can campaign again")
 
@@ -90,8 +99,8 @@ def make_client(config: ManagerConfig, kubeconfig: str | None) -> Client:
     }
     if config.master:
         return Client.from_url(config.master, **options)
-    path = kubeconfig or config.kubeconfig or os.environ.get("KUBECONFIG")
-    if path or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+    path = kubeconfig or config.kubeconfig
+    if path or os.environ.get("KUBECONFIG") or not os.environ.get("KUBERNETES_SERVICE_HOST"):
         return Client.from_kubeconfig(path, config.context, **options)
     return Client.in_cluster(**options)
 
@@ -119,10 +128,7 @@ async def run_manager(
     controllers: list[str],
     kubeconfig: str | None,
 ) -> int:
-    try:
-        client = make_client(config, kubeconfig)
-    except (OSError, ValueError, KeyError) as error:
-        raise ApiError(0, "BadKubeconfig", f"cannot load cluster credentials: {error}") from error
+    client = make_client(config, kubeconfig)
     with trio.fail_after(config.client.timeout):
         await client.request("GET", "/version")  # unreachable or refused: one clear error now
     election = config.leader_election

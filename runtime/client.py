@@ -27,6 +27,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from kubetrio.api.meta import KubeObject, ObjectList, Status
 from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.kubeconfig import load_kubeconfig
 from kubetrio.runtime.ratelimit import BucketRateLimiter
 from kubetrio.runtime.relay import ThreadRelay
 from kubetrio.runtime.transport import http_client, run_in_thread
@@ -149,13 +150,11 @@ class Client:
     def from_kubeconfig(
         cls, path: str | None = None, context: str | None = None, **options: Any
     ) -> Client:
-        """From a kubeconfig file (``$KUBECONFIG`` or ``~/.kube/config`` when ``path`` is None)."""
-        config = pykube.KubeConfig.from_file(path) if path else pykube.KubeConfig.from_file()
-        if context:
-            if context not in config.contexts:
-                raise ValueError(f"context {context!r} not found in the kubeconfig")
-            config.set_current_context(context)
-        return cls.from_config(config, **options)
+        """From a kubeconfig file (``$KUBECONFIG`` or ``~/.kube/config`` when ``path`` is None).
+
+        Raises ``KubeconfigError`` naming the file and the field when it is unusable.
+        """
+        return cls.from_config(load_kubeconfig(path, context), **options)
 
     @classmethod
     def from_url(cls, url: str, token: str | None = None, **options: Any) -> Client:

@@ -82,6 +82,7 @@ class Manager:
         self._scopes: dict[int, trio.CancelScope] = {}
         self._stop_requested = trio.Event()
         self._work = trio.CancelScope()  # replaced by the work nursery's scope in run()
+        self._startup = trio.CancelScope()  # the wait for caches; a stop() meanwhile ends it
         self._leadership_lost = False
         self.bound_ports: dict[str, int] = {}  # "metrics" / "probes" -> port, once serving
         self.serving = trio.Event()
@@ -121,21 +122,26 @@ class Manager:
     def stop(self) -> None:
         """Begin a graceful shutdown; ``run`` returns once it is done."""
         self._stop_requested.set()
+        self._startup.cancel()  # still waiting for caches: nothing to finish, just leave
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run everything until ``stop`` (or cancellation); ``started`` once caches synced."""
         async with trio.open_nursery() as root:
             await self._start_http(root)
             await root.start(self.cache.run)
-            try:
-                with trio.fail_after(self.cache_sync_timeout):
-                    await self.cache.wait_for_sync()
-            except trio.TooSlowError:
-                pending = [i.name for i in self.cache.informers if not i.has_synced]
-                raise CacheSyncTimeout(
-                    f"informers for {', '.join(pending)} did not sync within "
-                    f"{self.cache_sync_timeout:g}s"
-                ) from None
+            with self._startup:
+                try:
+                    with trio.fail_after(self.cache_sync_timeout):
+                        await self.cache.wait_for_sync()
+                except trio.TooSlowError:
+                    pending = [i.name for i in self.cache.informers if not i.has_synced]
+                    raise CacheSyncTimeout(
+                        f"informers for {', '.join(pending)} did not sync within "
+                        f"{self.cache_sync_timeout:g}s"
+                    ) from None
+            if self._stop_requested.is_set():
+                root.cancel_scope.cancel()
+                return
             log.info("caches synced", informers=len(self.cache.informers))
             task_status.started()
             async with trio.open_nursery() as supervision:

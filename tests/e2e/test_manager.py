@@ -257,3 +257,19 @@ async def test_metrics_name_every_family_and_readyz_waits_for_sync(
         ):
             assert family in names, family
         manager.stop()
+
+
+async def test_stop_while_caches_cannot_sync_returns_promptly(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    emu.faults.add(FaultRule(verb="list", resource="configmaps", status=503))
+    client = Client.from_kubeconfig(str(emu.kubeconfig_path))
+    manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
+    manager.controller("recording").for_(ConfigMap).complete(Recording(manager))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(manager.run)
+        await trio.sleep(30)
+        assert not manager.cache.synced
+        stopped_at = trio.current_time()
+        manager.stop()
+    assert trio.current_time() - stopped_at < 1
