@@ -1,0 +1,1 @@
+"""The machine controller: Gardener machine-controller-manager's machine lifecycle on kubetrio."""
