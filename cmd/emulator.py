@@ -32,10 +32,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bookmark-interval", type=float, default=60.0, help="seconds between watch bookmarks"
     )
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help=(
+            "run a simulated cluster behind the API: kubelets (nodes get Ready unless annotated "
+            "sim.kubetrio.io/never-ready=true; pods start 1 s after their volumes attach; "
+            "termination takes 0.1 x the grace period; mirror pods are posted again), a "
+            "scheduler, CSI attach/detach with VolumeAttachments (attach 2 s, detach 3 s), "
+            "a provisioner (driver sim.csi.kubetrio.io) for claims of class '', standard or "
+            "sim-csi, ReplicaSet/StatefulSet/DaemonSet controllers, PodDisruptionBudget status, "
+            "and the cordon taint"
+        ),
+    )
 
 
 async def _serve(args: argparse.Namespace) -> None:
     from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
+    from kubetrio.runtime.emulator.cluster import ClusterSimulation
 
     options = EmulatorOptions(
         port=args.port,
@@ -44,6 +58,7 @@ async def _serve(args: argparse.Namespace) -> None:
         kubeconfig_path=args.kubeconfig_out,
         window=args.watch_window,
         bookmark_interval=args.bookmark_interval,
+        simulate=ClusterSimulation.realistic() if args.simulate else None,
     )
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with serve_emulator(options=options) as emu:

@@ -3,6 +3,7 @@ or standalone (``kubetrio emulator``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
@@ -19,6 +20,7 @@ from kubetrio.runtime.emulator.admin import PREFIX as ADMIN_PREFIX
 from kubetrio.runtime.emulator.admin import Admin
 from kubetrio.runtime.emulator.api import ApiSettings, KubeApi
 from kubetrio.runtime.emulator.clock import EmuClock
+from kubetrio.runtime.emulator.cluster import ClusterSimulation, SimulatedCluster
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry
 from kubetrio.runtime.emulator.faults import Counters, Faults
@@ -58,6 +60,7 @@ class EmulatorOptions:
     bookmark_interval: float = 60.0
     persist_debounce: float = 0.5
     fault_seed: int = 0
+    simulate: ClusterSimulation | None = None  # run the simulated cluster behaviours
 
 
 class Emulator:
@@ -86,6 +89,9 @@ class Emulator:
         self.router = Router(self.api)
         self.router.mount(ADMIN_PREFIX, Admin(self.store, self.faults, self.counters))
         self.http = HttpServer(self._dispatch)
+        self.simulation = (
+            SimulatedCluster(self.store, options.simulate) if options.simulate else None
+        )
         self.port = 0
         self.url = ""
         self.kubeconfig_path = Path()
@@ -167,9 +173,10 @@ async def serve_emulator(
     bookmark_interval: float = 60.0,
     persist_debounce: float = 0.5,
     options: EmulatorOptions | None = None,
+    simulate: ClusterSimulation | None = None,
 ) -> AsyncIterator[Emulator]:
     """Serve an emulator on 127.0.0.1 for the duration of the block, in the caller's trio run
-    (so it shares the caller's clock)."""
+    (so it shares the caller's clock); ``simulate`` adds the simulated cluster behaviours."""
     opts = options or EmulatorOptions(
         port=port,
         token=token,
@@ -179,6 +186,8 @@ async def serve_emulator(
         bookmark_interval=bookmark_interval,
         persist_debounce=persist_debounce,
     )
+    if simulate is not None:
+        opts = dataclasses.replace(opts, simulate=simulate)
     emu = Emulator(opts)
     tmpdir: str | None = None
     try:
@@ -198,6 +207,8 @@ async def serve_emulator(
             emu.kubeconfig_path.write_text(yaml.safe_dump(kubeconfig(emu.url, opts.token)))
             if emu.persister is not None:
                 nursery.start_soon(emu.persister.run)
+            if emu.simulation is not None:
+                nursery.start_soon(emu.simulation.run)
             try:
                 yield emu
             finally:

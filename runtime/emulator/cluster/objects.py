@@ -1,0 +1,153 @@
+"""Store access for the simulated controllers: typed lookups of the resources they touch and
+writes that never raise into the loop.
+
+Reads hand out the stored dicts themselves (cheap, and never mutated: every write goes through
+``mutate``/``create``, which work on private copies). A write the API refuses (a namespace being
+deleted, a name taken meanwhile) is logged and skipped: the next pass sees the new state and
+decides again, as a real controller requeues.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from kubetrio.runtime.emulator.errors import ApiError
+from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.runtime.emulator.store import Store
+
+log = logging.getLogger("kubetrio.emulator.cluster")
+
+Obj = dict[str, Any]
+
+
+class Objects:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.clock = store.clock
+        self.pods = self._rt("", "v1", "pods")
+        self.nodes = self._rt("", "v1", "nodes")
+        self.pvcs = self._rt("", "v1", "persistentvolumeclaims")
+        self.pvs = self._rt("", "v1", "persistentvolumes")
+        self.attachments = self._rt("storage.k8s.io", "v1", "volumeattachments")
+        self.pdbs = self._rt("policy", "v1", "poddisruptionbudgets")
+        self.replicasets = self._rt("apps", "v1", "replicasets")
+        self.statefulsets = self._rt("apps", "v1", "statefulsets")
+        self.daemonsets = self._rt("apps", "v1", "daemonsets")
+
+    def _rt(self, group: str, version: str, plural: str) -> ResourceType:
+        rt = self.store.types.lookup(group, version, plural)
+        assert rt is not None, plural
+        return rt
+
+    # -- reads
+
+    def all(self, rt: ResourceType, ns: str | None = None) -> Iterator[Obj]:
+        for entry in list(self.store.iter(rt, ns)):
+            yield entry.obj
+
+    def get(self, rt: ResourceType, ns: str, name: str) -> Obj | None:
+        entry = self.store.find(rt, ns, name)
+        return entry.obj if entry is not None else None
+
+    def by_uid(self, rt: ResourceType, ns: str, uid: str) -> Obj | None:
+        return next((o for o in self.all(rt, ns) if o["metadata"].get("uid") == uid), None)
+
+    # -- writes
+
+    def create(self, rt: ResourceType, ns: str, obj: Obj) -> Obj | None:
+        try:
+            return self.store.create(rt, ns if rt.namespaced else "", obj).obj
+        except ApiError as exc:
+            log.info("simulated create refused kind=%s err=%s", rt.kind, exc)
+            return None
+
+    def mutate(
+        self, rt: ResourceType, obj: Obj, change: Callable[[Obj], None], status: bool = False
+    ) -> Obj | None:
+        """Write ``change`` applied to a copy of ``obj``'s current version (a no-op when it
+        changes nothing: the store does not bump the resourceVersion)."""
+        md = obj["metadata"]
+        ns = md.get("namespace", "")
+        entry = self.store.find(rt, ns, md["name"])
+        if entry is None:
+            return None
+        new = entry.clone()
+        change(new)
+        try:
+            return self.store.update(
+                rt, ns, md["name"], new, subresource="status" if status else ""
+            ).obj
+        except ApiError as exc:
+            log.info("simulated update refused kind=%s name=%s err=%s", rt.kind, md["name"], exc)
+            return None
+
+    def delete(self, rt: ResourceType, obj: Obj, grace: int | None = None) -> None:
+        md = obj["metadata"]
+        try:
+            self.store.delete(rt, md.get("namespace", ""), md["name"], grace=grace)
+        except ApiError as exc:
+            if exc.code != 404:
+                log.info(
+                    "simulated delete refused kind=%s name=%s err=%s", rt.kind, md["name"], exc
+                )
+
+
+# -- small readers shared by the controllers
+
+
+def condition(obj: Obj, type_: str) -> str:
+    """The status ("True", "False", "Unknown") of a condition, "" when absent."""
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == type_:
+            return str(c.get("status", ""))
+    return ""
+
+
+def set_condition(obj: Obj, type_: str, status: str, reason: str, now: str, **extra: str) -> None:
+    """Upsert a condition; ``lastTransitionTime`` only moves when the status does."""
+    conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+    for c in conditions:
+        if c.get("type") == type_:
+            if c.get("status") != status:
+                c["lastTransitionTime"] = now
+            c.update(status=status, reason=reason, **extra)
+            return
+    conditions.append(
+        {"type": type_, "status": status, "reason": reason, "lastTransitionTime": now, **extra}
+    )
+
+
+def deleting(obj: Obj) -> bool:
+    return bool(obj["metadata"].get("deletionTimestamp"))
+
+
+def node_name(pod: Obj) -> str:
+    return str((pod.get("spec") or {}).get("nodeName") or "")
+
+
+def pod_ready(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running" and condition(pod, "Ready") == "True"
+
+
+def controller_uid(obj: Obj) -> str:
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if isinstance(ref, dict) and ref.get("controller"):
+            return str(ref.get("uid", ""))
+    return ""
+
+
+def owner_ref(owner: Obj) -> Obj:
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def labels_match(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())

@@ -1,0 +1,60 @@
+"""The simulated cluster as a whole: the enabled controllers, each woken by the store changes it
+watches, all running as tasks of the emulator's own trio run."""
+
+from __future__ import annotations
+
+import trio
+
+from kubetrio.runtime.emulator.cluster.attach import AttachDetach
+from kubetrio.runtime.emulator.cluster.daemonset import DaemonSets
+from kubetrio.runtime.emulator.cluster.disruption import Disruption
+from kubetrio.runtime.emulator.cluster.kubelet import Kubelet
+from kubetrio.runtime.emulator.cluster.loop import Controller, Wakeup, run_controller
+from kubetrio.runtime.emulator.cluster.nodelifecycle import NodeLifecycle
+from kubetrio.runtime.emulator.cluster.objects import Objects
+from kubetrio.runtime.emulator.cluster.options import ClusterSimulation
+from kubetrio.runtime.emulator.cluster.provisioner import Provisioner
+from kubetrio.runtime.emulator.cluster.replicaset import ReplicaSets
+from kubetrio.runtime.emulator.cluster.scheduler import Scheduler
+from kubetrio.runtime.emulator.cluster.statefulset import StatefulSets
+from kubetrio.runtime.emulator.eventlog import WatchEvent
+from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.runtime.emulator.store import Store
+
+
+def build_controllers(objs: Objects, options: ClusterSimulation) -> list[Controller]:
+    enabled: list[tuple[bool, type[Controller]]] = [
+        (options.node_lifecycle, NodeLifecycle),
+        (options.kubelet, Kubelet),
+        (options.scheduler, Scheduler),
+        (options.provisioner, Provisioner),
+        (options.attach_detach, AttachDetach),
+        (options.replicasets, ReplicaSets),
+        (options.statefulsets, StatefulSets),
+        (options.daemonsets, DaemonSets),
+        (options.disruption, Disruption),
+    ]
+    return [cls(objs, options) for on, cls in enabled if on]  # type: ignore[call-arg]
+
+
+class SimulatedCluster:
+    def __init__(self, store: Store, options: ClusterSimulation) -> None:
+        self.options = options
+        self.objects = Objects(store)
+        self.controllers = build_controllers(self.objects, options)
+        self._wakeups = [Wakeup() for _ in self.controllers]
+
+    def _on_change(self, rt: ResourceType, ev: WatchEvent) -> None:
+        for controller, wakeup in zip(self.controllers, self._wakeups, strict=True):
+            if rt.key in controller.watches:
+                wakeup.set()
+
+    async def run(self) -> None:
+        """Until cancelled."""
+        unsubscribe = self.objects.store.subscribe(self._on_change)
+        try:
+            async with trio.open_nursery() as nursery:
+                for controller, wakeup in zip(self.controllers, self._wakeups, strict=True):
+                    nursery.start_soon(run_controller, controller, wakeup, name=controller.name)
+        finally:
+            unsubscribe()
