@@ -295,3 +295,192 @@ async def test_drain_records_events_on_the_node(
         assert ("Node", "n1", "DrainStarted") in reasons
         assert ("Node", "n1", "DrainSucceeded") in reasons
         assert isinstance(d.cache.nodes.get("", "n1"), Node)
+
+
+async def csi_volumes(specs: Sequence[PersistentVolume]) -> Mapping[str, str]:
+    """The test driver owns CSI volumes of driver "sim"; the ID is the volume handle."""
+    return {
+        pv.name: pv.spec.csi.volume_handle
+        for pv in specs
+        if pv.spec.csi is not None and pv.spec.csi.driver == "sim"
+    }
+
+
+def claimed_pod(name: str, claim: str, priority: int = 0) -> dict[str, Any]:
+    doc = pod(name)
+    doc["spec"]["priority"] = priority
+    doc["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+    return doc
+
+
+def volume_objects(emu: Emulator, claim: str, pv: str, handle: str) -> None:
+    emu.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": pv},
+            "spec": {
+                "csi": {"driver": "sim", "volumeHandle": handle},
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+            },
+        }
+    )
+    emu.create(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "namespace": "default"},
+            "spec": {
+                "volumeName": pv,
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+    )
+
+
+def attach(emu: Emulator, pv: str, node_name: str, name: str) -> None:
+    emu.create(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "VolumeAttachment",
+            "metadata": {"name": name},
+            "spec": {
+                "attacher": "sim",
+                "nodeName": node_name,
+                "source": {"persistentVolumeName": pv},
+            },
+        }
+    )
+    emu.set_status("storage.k8s.io/v1", "VolumeAttachment", name, {"attached": True})
+
+
+def set_attached(emu: Emulator, node_name: str, handles: Sequence[str]) -> None:
+    emu.set_status(
+        "v1",
+        "Node",
+        node_name,
+        {
+            "volumesAttached": [
+                {"name": f"kubernetes.io/csi/sim^{h}", "devicePath": ""} for h in handles
+            ]
+        },
+    )
+
+
+async def test_reattach_is_seen_at_once_through_a_flood_of_attachment_events(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    emu.create(node("n1"))
+    volume_objects(emu, "data-db-0", "pv-db-0", "vol-1")
+    emu.create(claimed_pod("db-0", "data-db-0"))
+    set_attached(emu, "n1", ["vol-1"])
+    attach(emu, "pv-db-0", "n1", "va-old")
+    async with drainer(emu) as (d, _):
+        d.resolve_volume_ids = csi_volumes
+        await settle(emu, d, 1)
+
+        async def cluster() -> None:
+            """Stands in for kubelet and attach-detach controller, plus a noisy neighbour."""
+            await d.cache.pod_changes.wait_until(
+                lambda: d.cache.pods.get("default", "db-0") is None, trio.current_time() + 60
+            )
+            await trio.sleep(4)
+            set_attached(emu, "n1", [])
+            emu.delete("storage.k8s.io/v1", "VolumeAttachment", "va-old")
+            for i in range(300):  # unrelated attachment churn while the drain waits
+                attach(emu, f"pv-other-{i}", "n3", f"va-noise-{i}")
+                if i % 50 == 0:
+                    await trio.sleep(0.5)
+            await trio.sleep(3)
+            attach(emu, "pv-db-0", "n2", "va-new")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(cluster)
+            result = await d.drain("n1", DrainOptions())
+        assert result.succeeded, result.errors
+        (report,) = result.pods
+        assert report.phases["detach"] == pytest.approx(4, abs=0.1)
+        assert report.phases["reattach"] == pytest.approx(6 * 0.5 + 3, abs=0.1)
+        assert not report.warnings
+
+
+async def test_detach_timeout_fails_and_reattach_timeout_only_warns(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    emu.create(node("n1"))
+    volume_objects(emu, "c-stuck", "pv-stuck", "vol-stuck")
+    volume_objects(emu, "c-lonely", "pv-lonely", "vol-lonely")
+    emu.create(claimed_pod("stuck", "c-stuck", priority=10))
+    emu.create(claimed_pod("lonely", "c-lonely", priority=1))
+    set_attached(emu, "n1", ["vol-stuck", "vol-lonely"])
+    async with drainer(emu) as (d, _):
+        d.resolve_volume_ids = csi_volumes
+        await settle(emu, d, 2)
+
+        async def detach_only_lonely() -> None:
+            await d.cache.pod_changes.wait_until(
+                lambda: d.cache.pods.get("default", "lonely") is None, trio.current_time() + 999
+            )
+            set_attached(emu, "n1", ["vol-stuck"])
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(detach_only_lonely)
+            start = trio.current_time()
+            result = await d.drain("n1", DrainOptions(pv_detach_timeout=50, pv_reattach_timeout=7))
+        by_pod = {r.pod: r for r in result.pods}
+        # Serial, highest priority first: "stuck" waits out its detach timeout, then "lonely".
+        assert by_pod["default/stuck"].error == (
+            "timeout while waiting for PVs vol-stuck to detach from node n1"
+        )
+        assert by_pod["default/lonely"].error is None
+        assert by_pod["default/lonely"].warnings == [
+            "volumes pv-lonely not attached elsewhere within 7s"
+        ]
+        assert trio.current_time() - start == pytest.approx(50 + 7, abs=0.5)
+
+
+async def test_node_disappearing_mid_drain_finishes_the_rest(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    emu.create(node("n1"))
+    for i in range(3):
+        volume_objects(emu, f"c-{i}", f"pv-{i}", f"vol-{i}")
+        emu.create(claimed_pod(f"db-{i}", f"c-{i}", priority=i))
+    set_attached(emu, "n1", ["vol-0", "vol-1", "vol-2"])
+    async with drainer(emu) as (d, _):
+        d.resolve_volume_ids = csi_volumes
+        await settle(emu, d, 3)
+
+        async def node_vanishes() -> None:
+            await d.cache.pod_changes.wait_until(
+                lambda: d.cache.pods.get("default", "db-2") is None, trio.current_time() + 99
+            )
+            await trio.sleep(1)
+            emu.delete("v1", "Node", "n1")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(node_vanishes)
+            start = trio.current_time()
+            result = await d.drain("n1", DrainOptions())
+        assert result.succeeded, result.errors
+        assert trio.current_time() - start == pytest.approx(1, abs=0.2)
+        assert emu.get("v1", "Pod", "db-0", "default") is not None, "never needed evicting"
+
+
+async def test_eviction_support_comes_from_discovery_and_delete_mode_works(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    from kubetrio.controllers.machine.drain.discovery import eviction_supported
+
+    emu.create(node("n1"))
+    emu.create(pod("web-1"))
+    emu.counters.reset()
+    async with drainer(emu) as (d, _):
+        assert await eviction_supported(d.client)
+        await settle(emu, d, 1)
+        result = await d.drain("n1", DrainOptions(eviction_supported=False))
+        assert result.succeeded
+        assert emu.counters.get("create", "pods", "eviction") == 0
+        assert emu.counters.get("delete", "pods") == 1
