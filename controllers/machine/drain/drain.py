@@ -72,10 +72,12 @@ class DrainResult:
     pods: list[PodReport] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    failure: str | None = None  # the drain could not even start (cordon failed)
 
     @property
     def errors(self) -> list[str]:
-        return [f"{report.pod}: {report.error}" for report in self.pods if report.error]
+        pods = [f"{report.pod}: {report.error}" for report in self.pods if report.error]
+        return [self.failure, *pods] if self.failure else pods
 
     @property
     def succeeded(self) -> bool:
@@ -84,6 +86,8 @@ class DrainResult:
     def summary(self) -> str:
         if self.node_missing:
             return f"node {self.node} not found: nothing to drain"
+        if self.failure:
+            return f"drain of {self.node} failed: {self.failure}"
         if self.errors:
             return f"drain of {self.node} failed for {len(self.errors)} pod(s): " + "; ".join(
                 self.errors
@@ -119,7 +123,12 @@ class Drainer:
             log.info("node not found, nothing to drain", node=node_name)
             return result
         await self._event(node, "Normal", "DrainStarted", f"draining node ({_mode(options)})")
-        await self.cordon(node)
+        try:
+            await self.cordon(node)
+        except (ApiError, PodDrainError) as error:
+            result.failure = str(error)
+            await self._event(node, "Warning", "DrainFailed", result.summary())
+            return result
         selection = select_pods(self.cache.pods_on(node_name))
         result.skipped = [f"{pod_name(pod)}: {why}" for pod, why in selection.skipped]
         result.warnings = selection.warnings
@@ -176,26 +185,22 @@ class Drainer:
             wanted = [_taint_doc(t) for t in taints]
             wanted.append({"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"})
             try:
+                # The resourceVersion makes the merge patch conditional: the taint list is
+                # replaced whole, so a concurrent change to it must fail us, not be lost.
                 await self.client.patch(
                     Node,
                     node.name,
-                    [
-                        {
-                            "op": "test",
-                            "path": "/metadata/resourceVersion",
-                            "value": node.metadata.resource_version,
-                        },
-                        {"op": "add", "path": "/spec/unschedulable", "value": True},
-                        {"op": "add", "path": "/spec/taints", "value": wanted},
-                    ],
-                    patch_type="json",
+                    {
+                        "metadata": {"resourceVersion": node.metadata.resource_version},
+                        "spec": {"unschedulable": True, "taints": wanted},
+                    },
                 )
                 return
             except ApiError as error:
                 if error.status == 404:
                     return  # gone meanwhile: nothing left to protect
-                if error.status not in (409, 422):
-                    raise
+                if error.status != 409:
+                    raise PodDrainError(f"node {node.name}: cordon failed: {error}") from error
                 fresh = await self.client.get_or_none(Node, node.name)
                 if fresh is None:
                     return
