@@ -301,3 +301,63 @@ async def test_parity_with_kubectl_drain(tmp_path: Path, kubectl: Kubectl, emu: 
         theirs = emu2.get("v1", "Node", "theirs")
         assert ours is not None and theirs is not None
         assert ours["spec"]["unschedulable"] is theirs["spec"]["unschedulable"] is True
+
+
+def single_pod_statefulset(
+    name: str, claims: int, node_name: str, priority: int = 0
+) -> dict[str, Any]:
+    doc = statefulset(name, 1)
+    spec = doc["spec"]
+    spec["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node_name}
+    spec["template"]["spec"]["priority"] = priority
+    spec["volumeClaimTemplates"] = [
+        {
+            "metadata": {"name": f"vol{i}"},
+            "spec": {
+                "storageClassName": "sim-csi",
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+        for i in range(claims)
+    ]
+    return doc
+
+
+async def test_mixed_pods_two_volume_pod_and_concurrent_plain_pods(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with serve_emulator(simulate=SIM) as emu, drain_setup(emu) as d:
+        for name in ("n1", "n2"):
+            doc = node(name)
+            doc["metadata"]["labels"] = {"kubernetes.io/hostname": name, "pool": "a"}
+            emu.create(doc)
+        emu.create(single_pod_statefulset("two", 2, "n1"))
+        rs = replicaset("web", 20)
+        rs["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "n1"}
+        emu.create(rs)
+        await d.cache.pod_changes.wait_until(
+            lambda: len(running_pods(d, "web-")) == 20 and len(running_pods(d, "two-")) == 1,
+            trio.current_time() + 60,
+        )
+        await d.cache.attachment_changes.wait_until(
+            lambda: sum(va.status.attached for va in d.cache.attachments.list()) == 2,
+            trio.current_time() + 60,
+        )
+        # Let the replacements land elsewhere: the selector pinned them to n1 only so far.
+        for kind, name in (("StatefulSet", "two"), ("ReplicaSet", "web")):
+            current = emu.get("apps/v1", kind, name, "default")
+            assert current is not None
+            current["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "a"}
+            emu.update(current)
+        start = trio.current_time()
+        result = await d.drain("n1", DrainOptions())
+        assert result.succeeded, result.errors
+        reports = {r.pod: r for r in result.pods}
+        two = reports["default/two-0"]
+        assert set(two.phases) == {"evict", "terminate", "detach", "reattach"}
+        plain = [r for name, r in reports.items() if name.startswith("default/web-")]
+        assert len(plain) == 20 and all("detach" not in r.phases for r in plain)
+        # Plain pods go concurrently (one 1 s grace, not twenty) alongside the volume pod's
+        # 3 s grace + 3 s detach + 2 s re-attach.
+        assert trio.current_time() - start == pytest.approx(3 + 3 + 2, abs=0.5)
