@@ -1,0 +1,498 @@
+"""Node drain: kubetrio's ``Drainer`` against ``kubectl drain`` on the simulated cluster.
+
+Everything runs on the real clock: the emulator (with ``ClusterSimulation``: kubelet,
+scheduler, ReplicaSet/StatefulSet controllers, CSI attach/detach) and kubetrio's informer cache
+and drain in this process's trio run, kubectl 1.33 as a child process against the same
+emulator.
+
+(a) Two identical nodes, each with N pods (default 100) of a ReplicaSet pinned to it by a
+    nodeSelector, no volumes, ``terminationGracePeriodSeconds: 1`` and ``grace_factor=1.0``.
+    After the pods run, each node gets a spare node in its own group, so replacements of
+    evicted pods land there and never on the other drained node. Node A is drained by
+    ``Drainer.drain(A, DrainOptions())`` (the default ``Client``, 20 qps / burst 30), node B
+    by ``kubectl drain B --ignore-daemonsets --delete-emptydir-data --force --timeout=120s``.
+    Per drain: wall time, and API requests per pod from ``emu.counters`` (reset just before the
+    drain, read just after it; divided by N). kubetrio's informer cache was listed and synced
+    *before* its drain (its LIST/WATCH requests are not counted: they are shared with every
+    other controller of the manager); kubectl's discovery cache was warmed the same way (a
+    ``kubectl get nodes`` beforehand). ``emu.counters`` counts resource requests only; every
+    HTTP request, discovery included, is also logged per User-Agent and reported beside.
+(b) One node with P pods (default 10) of a Parallel StatefulSet whose claims are exclusive
+    ``sim-csi`` volumes, and a spare node for their replacements; ``attach_delay`` and
+    ``detach_delay`` 0.5 s, grace 1 s. kubetrio drains it (volume pods go one at a time, each
+    waiting for its volume to detach and re-attach elsewhere). The floor the simulated cluster
+    imposes is the sum over pods of grace x grace_factor + detach_delay + attach_delay: the
+    pod's termination, then the detach the attach/detach controller starts once the pod is
+    gone, then the attach on the spare node, which cannot start before the detach finished
+    (single-attach volumes). The replacement's ``pod_start_delay`` is not on the path (the
+    drain waits for the attachment, not for the pod to run) and the StatefulSet is Parallel so
+    no replacement waits for a lower ordinal to be Ready.
+
+Findings (100 pods; kubectl 1.33): kubetrio makes 1.01 requests per pod (100 evictions, one
+cordon patch, no GETs: its waits read the informer cache), the floor for any eviction-based
+drain; kubectl makes about 2.2 (the evictions, 1-2 GETs per pod polling for its deletion, and
+get node / patch node / list pods), so the requests target (<= 1/3 of kubectl's) is missed: it
+would need kubectl at >= 3.03 per pod, which it reaches only with grace periods of a few
+seconds (one more poll per second of grace). kubectl's wall time is dominated by client-go's
+default client-side throttle (5 qps, burst 10; ``-v=6`` logs "Waited before sending request
+... client-side throttling"): about 21 s against kubetrio's 5.2 s (five waves of 20
+concurrent evictions, ``max_parallel_evictions``, each waiting the 1 s grace). The volume
+drain comes within 1 % of its floor.
+
+``python tests/bench/drain.py [--pods N] [--pv-pods P]``; last line ``RESULT {json}``, a ratio
+line with pass/miss per target before it. CI size: ``--pods 20`` (about 30 s, most of it the
+serial volume drain's own floor).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as ``python tests/bench/drain.py``: keep this folder from shadowing stdlib modules.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from kubetrio.api.core import PersistentVolume
+from kubetrio.controllers.machine.drain.cache import DrainCache
+from kubetrio.controllers.machine.drain.drain import Drainer, DrainOptions, DrainResult
+from kubetrio.runtime.cache import InformerCache
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.emulator import Emulator, serve_emulator
+from kubetrio.runtime.emulator.cluster import SIM_CSI_DRIVER, ClusterSimulation
+
+NS = "default"
+GRACE_S = 1
+SIM_PLAIN = ClusterSimulation(pod_start_delay=0.0, grace_factor=1.0)
+SIM_PV = ClusterSimulation(
+    pod_start_delay=0.2, grace_factor=1.0, attach_delay=0.5, detach_delay=0.5
+)
+SETUP_TIMEOUT = 120.0
+
+
+def find_kubectl() -> str | None:
+    """$KUBECTL, else the 1.33 binary beside the kubectl on PATH (``tests/e2e/conftest.py``)."""
+    env = os.environ.get("KUBECTL")
+    if env:
+        return env if Path(env).exists() else None
+    which = shutil.which("kubectl")
+    if which is None:
+        return None
+    candidate = Path(os.path.realpath(which)).parent / "kubectl.1.33"
+    return str(candidate) if candidate.exists() else None
+
+
+async def sim_volume_ids(specs: Sequence[PersistentVolume]) -> Mapping[str, str]:
+    return {
+        pv.name: pv.spec.csi.volume_handle
+        for pv in specs
+        if pv.spec.csi is not None and pv.spec.csi.driver == SIM_CSI_DRIVER
+    }
+
+
+# --------------------------------------------------------------------------- objects
+
+
+def node(name: str, group: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "bench.kubetrio.io/group": group},
+        },
+    }
+
+
+def pod_spec(group: str) -> dict[str, Any]:
+    return {
+        "terminationGracePeriodSeconds": GRACE_S,
+        "nodeSelector": {"bench.kubetrio.io/group": group},
+        "containers": [{"name": "c", "image": "web"}],
+    }
+
+
+def replicaset(name: str, replicas: int, group: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec(group)},
+        },
+    }
+
+
+def statefulset(name: str, replicas: int, group: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "podManagementPolicy": "Parallel",
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": pod_spec(group)},
+            "volumeClaimTemplates": [
+                {
+                    "metadata": {"name": "data"},
+                    "spec": {
+                        "storageClassName": "sim-csi",
+                        "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "1Gi"}},
+                    },
+                }
+            ],
+        },
+    }
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class HttpLog:
+    """Every HTTP request the emulator serves (discovery included), by User-Agent."""
+
+    entries: list[tuple[str, str, str]]  # (agent, method, path)
+
+    @classmethod
+    def install(cls, emu: Emulator) -> HttpLog:
+        log = cls([])
+        resolve = emu.router.resolve
+
+        def logging_resolve(path: str) -> Any:
+            handler = resolve(path)
+
+            async def logged(req: Any) -> Any:
+                agent = req.header("user-agent", "?").split("/", 1)[0]
+                log.entries.append((agent, req.method, req.path))
+                return await handler(req)
+
+            return logged
+
+        emu.router.resolve = logging_resolve  # type: ignore[method-assign]
+        return log
+
+    def reset(self) -> None:
+        self.entries.clear()
+
+    def by_agent(self) -> dict[str, int]:
+        return dict(Counter(agent for agent, _, _ in self.entries))
+
+    def discovery(self) -> int:
+        return sum(1 for _, _, path in self.entries if _is_discovery(path))
+
+
+def _is_discovery(path: str) -> bool:
+    parts = [p for p in path.split("/") if p]
+    return (parts[:1] == ["api"] and len(parts) <= 2) or (parts[:1] == ["apis"] and len(parts) <= 3)
+
+
+@dataclass
+class DrainRun:
+    wall_s: float
+    requests: int
+    counters: dict[str, int]
+    http_by_agent: dict[str, int]
+    discovery: int
+
+    def per_pod(self, pods: int) -> float:
+        return self.requests / pods
+
+
+def snapshot(emu: Emulator, http: HttpLog, wall: float) -> DrainRun:
+    return DrainRun(
+        wall_s=wall,
+        requests=emu.counters.total(),
+        counters=emu.counters.snapshot(),
+        http_by_agent=http.by_agent(),
+        discovery=http.discovery(),
+    )
+
+
+@asynccontextmanager
+async def drain_setup(emu: Emulator) -> AsyncIterator[Drainer]:
+    client = Client.from_kubeconfig(str(emu.kubeconfig_path))
+    cache = InformerCache(client)
+    view = DrainCache.from_cache(cache)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(cache.run)
+        await cache.wait_for_sync()
+        yield Drainer(client, view, sim_volume_ids)
+        nursery.cancel_scope.cancel()
+
+
+async def wait_for(d: Drainer, what: str, condition: Callable[[], bool]) -> None:
+    deadline = trio.current_time() + SETUP_TIMEOUT
+    if not await d.cache.pod_changes.wait_until(condition, deadline):
+        raise SystemExit(f"setup: timed out waiting for {what}")
+
+
+def running_on(d: Drainer, prefix: str) -> Counter[str]:
+    """Running, not deleting pods named ``prefix*``, per node."""
+    return Counter(
+        p.spec.node_name or ""
+        for p in d.cache.pods.list(NS)
+        if p.name.startswith(prefix) and p.status.phase == "Running" and not p.deleting
+    )
+
+
+def on_node(d: Drainer, prefix: str, node_name: str) -> int:
+    return sum(
+        1
+        for p in d.cache.pods_on(node_name)
+        if p.name.startswith(prefix) and p.status.phase not in ("Succeeded", "Failed")
+    )
+
+
+def check(result: DrainResult, who: str) -> None:
+    if not result.succeeded:
+        raise SystemExit(f"{who}: drain failed: {result.summary()}")
+
+
+# --------------------------------------------------------------------------- (a)
+
+
+async def bench_plain(pods: int, kubectl: str, tmp: Path) -> dict[str, Any]:
+    async with serve_emulator(simulate=SIM_PLAIN) as emu, drain_setup(emu) as d:
+        http = HttpLog.install(emu)
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(tmp),
+            "KUBECONFIG": str(emu.kubeconfig_path),
+            "KUBECACHEDIR": str(tmp / "kube-cache"),
+        }
+        for name, group in (("node-kt", "kt"), ("node-kubectl", "kubectl")):
+            emu.create(node(name, group))
+            emu.create(replicaset(f"web-{group}", pods, group))
+        await wait_for(
+            d,
+            f"{pods} running pods on each node",
+            lambda: (
+                running_on(d, "web-kt-")["node-kt"] == pods
+                and running_on(d, "web-kubectl-")["node-kubectl"] == pods
+            ),
+        )
+        # Only now the spare nodes: the pods above stay where they are, their replacements
+        # (each ReplicaSet's nodeSelector names its group) can only go to their group's spare.
+        for name, group in (("spare-kt", "kt"), ("spare-kubectl", "kubectl")):
+            emu.create(node(name, group))
+        await d.cache.node_changes.wait_until(
+            lambda: all(
+                (n := d.cache.nodes.get("", name)) is not None
+                and any(c.type == "Ready" and c.status == "True" for c in n.status.conditions)
+                for name in ("spare-kt", "spare-kubectl")
+            ),
+            trio.current_time() + SETUP_TIMEOUT,
+        )
+        # Warm kubectl's discovery cache, as kubetrio's informers were synced.
+        await run_kubectl(kubectl, env, "get", "nodes")
+        await trio.sleep(2.0)  # the client's token bucket refills after the informers' LISTs
+
+        # kubetrio
+        emu.counters.reset()
+        http.reset()
+        started = time.perf_counter()
+        result = await d.drain("node-kt", DrainOptions())
+        kt = snapshot(emu, http, time.perf_counter() - started)
+        check(result, "kubetrio")
+        if len(result.pods) != pods:
+            raise SystemExit(f"kubetrio drained {len(result.pods)} pods, expected {pods}")
+        await wait_for(
+            d,
+            "kubetrio's replacements running on spare-kt",
+            lambda: running_on(d, "web-kt-")["spare-kt"] == pods,
+        )
+
+        # kubectl
+        emu.counters.reset()
+        http.reset()
+        started = time.perf_counter()
+        out = await run_kubectl(
+            kubectl,
+            env,
+            "drain",
+            "node-kubectl",
+            "--ignore-daemonsets",
+            "--delete-emptydir-data",
+            "--force",
+            "--timeout=120s",
+        )
+        kc = snapshot(emu, http, time.perf_counter() - started)
+        evicted = out.count("evicted")
+        if evicted != pods:
+            raise SystemExit(f"kubectl evicted {evicted} pods, expected {pods}:\n{out}")
+        await wait_for(
+            d,
+            "kubectl's replacements running on spare-kubectl",
+            lambda: running_on(d, "web-kubectl-")["spare-kubectl"] == pods,
+        )
+        for node_name, prefix in (("node-kt", "web-kt-"), ("node-kubectl", "web-kubectl-")):
+            left = on_node(d, prefix, node_name)
+            if left:
+                raise SystemExit(f"{left} pods still on {node_name} after its drain")
+        if running_on(d, "web-kt-")["node-kubectl"] or running_on(d, "web-kubectl-")["node-kt"]:
+            raise SystemExit("a replacement landed on a drained node")
+        return {"kt": kt, "kubectl": kc}
+
+
+async def run_kubectl(kubectl: str, env: dict[str, str], *args: str) -> str:
+    with trio.fail_after(180):
+        proc = await trio.run_process(
+            [kubectl, *args], capture_stdout=True, capture_stderr=True, check=False, env=env
+        )
+    if proc.returncode != 0:
+        raise SystemExit(
+            f"kubectl {' '.join(args)} exited {proc.returncode}\n"
+            f"stdout: {proc.stdout.decode()}\nstderr: {proc.stderr.decode()}"
+        )
+    return proc.stdout.decode() + proc.stderr.decode()
+
+
+# --------------------------------------------------------------------------- (b)
+
+
+async def bench_pv(pv_pods: int) -> dict[str, Any]:
+    sim = SIM_PV
+    async with serve_emulator(simulate=sim) as emu, drain_setup(emu) as d:
+        emu.create(node("pv-victim", "pv"))
+        emu.create(statefulset("db", pv_pods, "pv"))
+        await wait_for(
+            d,
+            f"{pv_pods} running volume pods",
+            lambda: running_on(d, "db-")["pv-victim"] == pv_pods,
+        )
+        await d.cache.attachment_changes.wait_until(
+            lambda: sum(va.status.attached for va in d.cache.attachments.list()) == pv_pods,
+            trio.current_time() + SETUP_TIMEOUT,
+        )
+        emu.create(node("pv-spare", "pv"))
+        await d.cache.node_changes.wait_until(
+            lambda: (
+                (n := d.cache.nodes.get("", "pv-spare")) is not None
+                and any(c.type == "Ready" and c.status == "True" for c in n.status.conditions)
+            ),
+            trio.current_time() + SETUP_TIMEOUT,
+        )
+        await trio.sleep(1.0)
+        emu.counters.reset()
+        started = time.perf_counter()
+        result = await d.drain("pv-victim", DrainOptions())
+        wall = time.perf_counter() - started
+        check(result, "kubetrio (volumes)")
+        if len(result.pods) != pv_pods:
+            raise SystemExit(f"kubetrio drained {len(result.pods)} volume pods of {pv_pods}")
+        for report in result.pods:
+            if report.warnings or "reattach" not in report.phases:
+                raise SystemExit(f"{report.pod}: not re-attached: {report.warnings}")
+        phases: dict[str, float] = {}
+        for report in result.pods:
+            for phase, seconds in report.phases.items():
+                phases[phase] = phases.get(phase, 0.0) + seconds
+        per_pod = GRACE_S * sim.grace_factor + sim.detach_delay + sim.attach_delay
+        return {
+            "wall_s": wall,
+            "floor_s": pv_pods * per_pod,
+            "per_pod_floor_s": per_pod,
+            "phase_sums_s": phases,
+            "requests": emu.counters.total(),
+            "counters": emu.counters.snapshot(),
+        }
+
+
+# --------------------------------------------------------------------------- main
+
+
+def verdict(ok: bool) -> str:
+    return "pass" if ok else "MISS"
+
+
+async def main(args: argparse.Namespace) -> None:
+    kubectl = find_kubectl()
+    if kubectl is None:
+        raise SystemExit("kubectl 1.33 not found: set $KUBECTL (see tests/e2e/conftest.py)")
+    pods = args.pods
+    with tempfile.TemporaryDirectory(prefix="kubetrio-bench-drain-") as tmpdir:
+        plain = await bench_plain(pods, kubectl, Path(tmpdir))
+    kt: DrainRun = plain["kt"]
+    kc: DrainRun = plain["kubectl"]
+    print(f"(a) {pods} pods per node, grace {GRACE_S}s x {SIM_PLAIN.grace_factor}, no volumes")
+    print("    requests counted from just before each drain to just after it; kubetrio's")
+    print("    informer cache was synced before its drain (its LIST/WATCH not counted), and")
+    print("    kubectl's discovery cache was warm.")
+    for label, run in (("kubetrio", kt), ("kubectl ", kc)):
+        print(
+            f"  {label}: {run.wall_s:6.2f} s  {run.requests:5d} requests "
+            f"({run.per_pod(pods):.2f}/pod)  {run.counters}"
+        )
+        print(
+            f"            all HTTP incl. discovery by agent: {run.http_by_agent}"
+            f" (discovery: {run.discovery})"
+        )
+    floor = (pods + 1) / pods
+    polls = kc.counters.get("get pods", 0) / pods
+    print(
+        f"  kubetrio's floor: one eviction per pod + one cordon patch = {floor:.2f}/pod (its waits"
+        " read the informer cache: no GETs). kubectl polls each evicted pod with GET until it"
+        f" is gone ({polls:.2f} GETs/pod here: 1 s poll interval, throttled by client-go's"
+        f" default 5 qps / burst 10), so <= 1/3 needs kubectl at >= {3 * floor:.2f}/pod."
+    )
+    pv = await bench_pv(args.pv_pods)
+    phases = ", ".join(f"{k} {v:.2f}" for k, v in pv["phase_sums_s"].items())
+    print(
+        f"(b) {args.pv_pods} volume pods, grace {GRACE_S}s x {SIM_PV.grace_factor}, detach "
+        f"{SIM_PV.detach_delay}s, attach {SIM_PV.attach_delay}s: {pv['wall_s']:.2f} s against "
+        f"a floor of {pv['floor_s']:.2f} s ({args.pv_pods} x {pv['per_pod_floor_s']:.2f})"
+    )
+    print(f"    sum of per-pod phases (s): {phases}; requests {pv['counters']}")
+
+    req_ratio = kt.per_pod(pods) / kc.per_pod(pods)
+    wall_ratio = kt.wall_s / kc.wall_s
+    pv_ratio = pv["wall_s"] / pv["floor_s"]
+    print(
+        f"ratios: requests/pod kt/kubectl {req_ratio:.3f} (target <= 0.333: "
+        f"{verdict(req_ratio <= 1 / 3)}); wall kt/kubectl {wall_ratio:.2f} (target <= 1: "
+        f"{verdict(wall_ratio <= 1.0)}); pv wall/floor {pv_ratio:.3f} (target <= 1.1: "
+        f"{verdict(pv_ratio <= 1.1)})"
+    )
+    result = {
+        "kt_wall_s": round(kt.wall_s, 3),
+        "kubectl_wall_s": round(kc.wall_s, 3),
+        "kt_requests_per_pod": round(kt.per_pod(pods), 3),
+        "kubectl_requests_per_pod": round(kc.per_pod(pods), 3),
+        "pv_wall_s": round(pv["wall_s"], 3),
+        "pv_floor_s": round(pv["floor_s"], 3),
+    }
+    print("RESULT " + json.dumps(result))
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pods", type=int, default=100, help="pods per drained node in (a)")
+    parser.add_argument("--pv-pods", type=int, default=10, help="volume pods in (b)")
+    args = parser.parse_args()
+    trio.run(main, args)
+
+
+if __name__ == "__main__":
+    cli()
