@@ -145,6 +145,22 @@ async def with_informers(emu: Emulator) -> AsyncIterator[Sim]:
         nursery.cancel_scope.cancel()
 
 
+def write_times(
+    emu: Emulator, resource: str, test: Callable[[str, dict[str, Any]], bool]
+) -> list[float]:
+    """The trio times of the store writes to ``resource`` (a store key such as ``"pods"``) that
+    pass ``test(event type, object)``. Exact, unlike the moment an informer sees a change: while
+    a watch event is in flight the mock clock may already have jumped to the next deadline."""
+    times: list[float] = []
+
+    def hook(rt: Any, ev: Any) -> None:
+        if rt.key == resource and test(ev.type, ev.entry.obj):
+            times.append(trio.current_time())
+
+    emu.store.subscribe(hook)
+    return times
+
+
 # -- object builders
 
 
@@ -241,6 +257,9 @@ async def test_pods_are_scheduled_spread_and_started(mock_clock: trio.testing.Mo
         spread = sorted(len(sim.pods_on(n)) for n in ("n1", "n2"))
         assert spread == [2, 3] or spread == [3, 2]
         assert sim.pods_on("n3") == []
+        await sim.pods.until(
+            lambda: (p := sim.pod("nowhere")) is not None and p.status.conditions != ()
+        )
         nowhere = sim.pod("nowhere")
         assert nowhere is not None and nowhere.node == "" and nowhere.status.phase == "Pending"
         assert [(c.type, c.status, c.reason) for c in nowhere.status.conditions] == [
@@ -260,15 +279,20 @@ async def test_graceful_termination_takes_grace_times_factor(
         sim.emu.create(pod("quick", grace=30))
         await sim.until_ready("slow")
         await sim.until_ready("quick")
+        gone: dict[str, list[float]] = {
+            name: write_times(
+                sim.emu,
+                "pods",
+                lambda t, o, name=name: t == "DELETED" and o["metadata"]["name"] == name,
+            )
+            for name in ("slow", "quick")
+        }
         start = trio.current_time()
         await sim.client.delete(SimPod, "slow", "default")
         await sim.client.delete(SimPod, "quick", "default", grace_period_seconds=10)
-        await sim.pods.until(lambda: sim.pod("quick") is None)
-        assert 1.0 <= trio.current_time() - start < 1.5  # 10 s x 0.1
-        slow = sim.pod("slow")
-        assert slow is not None and slow.deleting  # still terminating
-        await sim.pods.until(lambda: sim.pod("slow") is None)
-        assert 3.0 <= trio.current_time() - start < 3.5  # 30 s x 0.1
+        await sim.pods.until(lambda: sim.pod("quick") is None and sim.pod("slow") is None)
+        assert 1.0 <= gone["quick"][0] - start < 1.5  # 10 s x 0.1
+        assert 3.0 <= gone["slow"][0] - start < 3.5  # 30 s x 0.1
 
 
 async def test_csi_volume_attaches_and_detaches(mock_clock: trio.testing.MockClock) -> None:
@@ -283,7 +307,13 @@ async def test_csi_volume_attaches_and_detaches(mock_clock: trio.testing.MockClo
         handle = volume_handle(sim.emu, "data")
         unique = f"kubernetes.io/csi/{SIM_CSI_DRIVER}^{handle}"
         va_name = attachment_name(handle, "n1")
-        await sim.nodes.until(lambda: attached_names(sim.nodes.get("n1")) == [unique])
+        await sim.nodes.until(
+            lambda: (
+                (n := sim.nodes.get("n1")) is not None
+                and attached_names(n) == [unique]
+                and n.status.volumes_in_use == (unique,)
+            )
+        )
         await sim.attachments.until(
             lambda: (a := sim.attachments.get(va_name)) is not None and a.status.attached
         )
