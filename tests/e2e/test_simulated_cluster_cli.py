@@ -1,0 +1,42 @@
+"""``kubetrio emulator --simulate``: the standalone emulator runs the simulated cluster with its
+realistic delays (a pod starts about a second after it is bound)."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import msgspec
+import trio
+
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.informer import Informer
+
+from .test_cli import _start
+from .test_simulated_cluster import SimPod, Watched, node, pod
+
+
+async def test_standalone_emulator_simulates_the_cluster(tmp_path: Path) -> None:
+    proc, url = await _start(tmp_path, "--simulate")
+    try:
+        client = Client.from_url(url)
+        informer: Informer[SimPod] = Informer(client, SimPod)
+        pods = Watched(informer)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(informer.run)
+            await informer.wait_for_sync()
+            for doc in (node("n1"), pod("web")):
+                path = (
+                    "/api/v1/nodes" if doc["kind"] == "Node" else "/api/v1/namespaces/default/pods"
+                )
+                await client.request("POST", path, body=msgspec.json.encode(doc))
+            start = trio.current_time()
+            await pods.until(lambda: (p := pods.get("web", "default")) is not None and p.ready, 30)
+            assert trio.current_time() - start >= 1.0  # ClusterSimulation.realistic()
+            web = pods.get("web", "default")
+            assert web is not None and web.node == "n1"
+            nursery.cancel_scope.cancel()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(20):
+            assert await proc.wait() == 0
