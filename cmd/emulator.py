@@ -41,8 +41,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
             "termination takes 0.1 x the grace period; mirror pods are posted again), a "
             "scheduler, CSI attach/detach with VolumeAttachments (attach 2 s, detach 3 s), "
             "a provisioner (driver sim.csi.kubetrio.io) for claims of class '', standard or "
-            "sim-csi, ReplicaSet/StatefulSet/DaemonSet controllers, PodDisruptionBudget status, "
-            "and the cordon taint"
+            "sim-csi, Deployment/ReplicaSet/StatefulSet/DaemonSet controllers, "
+            "PodDisruptionBudget status, and the cordon taint"
         ),
     )
 

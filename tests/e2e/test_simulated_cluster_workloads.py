@@ -308,3 +308,31 @@ async def test_stale_disrupted_pods_entries_expire(mock_clock: trio.testing.Mock
             )
         )
         assert 119.0 <= cleared[0] - start < 122.0
+
+
+async def test_deployment_rolls_to_a_new_replicaset(mock_clock: trio.testing.MockClock) -> None:
+    async with simulated() as sim:
+        sim.emu.create(node("n1"))
+        doc = replicaset("api", 2)
+        doc["kind"] = "Deployment"
+        sim.emu.create(doc)
+        await sim.pods.until(lambda: len(ready_pods(sim, "api")) == 2)
+        first = {p.metadata.labels["pod-template-hash"] for p in ready_pods(sim, "api")}
+        assert len(first) == 1
+        current = sim.emu.get("apps/v1", "Deployment", "api", "default")
+        assert current is not None
+        current["spec"]["template"]["metadata"]["labels"]["version"] = "2"
+        sim.emu.update(current)
+        await sim.pods.until(
+            lambda: (
+                len(app_pods(sim, "api")) == 2
+                and len(ready_pods(sim, "api")) == 2
+                and all(p.metadata.labels.get("version") == "2" for p in app_pods(sim, "api"))
+            )
+        )
+        status = (sim.emu.get("apps/v1", "Deployment", "api", "default") or {})["status"]
+        assert status["replicas"] == 2
+        old = sim.emu.get("apps/v1", "ReplicaSet", f"api-{first.pop()}", "default")
+        assert old is not None and old["spec"]["replicas"] == 0
+        sim.emu.delete("apps/v1", "Deployment", "api", "default")
+        await sim.pods.until(lambda: not [p for p in app_pods(sim, "api") if not p.deleting])

@@ -1,7 +1,7 @@
 """The simulated cluster behind the emulator (DESIGN §5): kubelets, scheduler, attach/detach,
-dynamic provisioning, ReplicaSet/StatefulSet/DaemonSet controllers, the disruption controller and
-the node lifecycle controller's taints, as small level-triggered controllers writing through the
-store (so watches see ordinary events) on the emulator's trio clock.
+dynamic provisioning, Deployment/ReplicaSet/StatefulSet/DaemonSet controllers, the disruption
+controller and the node lifecycle controller's taints, as small level-triggered controllers
+writing through the store (so watches see ordinary events) on the emulator's trio clock.
 
 ``serve_emulator(simulate=ClusterSimulation(...))`` runs it in-process; ``kubetrio emulator
 --simulate`` runs ``ClusterSimulation.realistic()``.

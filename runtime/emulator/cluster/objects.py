@@ -35,6 +35,7 @@ class Objects:
         self.replicasets = self._rt("apps", "v1", "replicasets")
         self.statefulsets = self._rt("apps", "v1", "statefulsets")
         self.daemonsets = self._rt("apps", "v1", "daemonsets")
+        self.deployments = self._rt("apps", "v1", "deployments")
 
     def _rt(self, group: str, version: str, plural: str) -> ResourceType:
         rt = self.store.types.lookup(group, version, plural)

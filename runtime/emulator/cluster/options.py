@@ -27,6 +27,7 @@ class ClusterSimulation:
     replicasets: bool = True
     statefulsets: bool = True
     daemonsets: bool = True
+    deployments: bool = True
     disruption: bool = True
     node_lifecycle: bool = True
     pod_start_delay: float = 0.0

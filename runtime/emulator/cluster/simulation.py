@@ -7,6 +7,7 @@ import trio
 
 from kubetrio.runtime.emulator.cluster.attach import AttachDetach
 from kubetrio.runtime.emulator.cluster.daemonset import DaemonSets
+from kubetrio.runtime.emulator.cluster.deployment import Deployments
 from kubetrio.runtime.emulator.cluster.disruption import Disruption
 from kubetrio.runtime.emulator.cluster.kubelet import Kubelet
 from kubetrio.runtime.emulator.cluster.loop import Controller, Wakeup, run_controller
@@ -32,6 +33,7 @@ def build_controllers(objs: Objects, options: ClusterSimulation) -> list[Control
         (options.replicasets, ReplicaSets),
         (options.statefulsets, StatefulSets),
         (options.daemonsets, DaemonSets),
+        (options.deployments, Deployments),
         (options.disruption, Disruption),
     ]
     return [cls(objs, options) for on, cls in enabled if on]  # type: ignore[call-arg]
