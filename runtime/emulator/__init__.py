@@ -10,9 +10,21 @@ injected latency; ``kubetrio emulator`` runs it standalone. The pieces:
   requests per (verb, resource, subresource). Also over HTTP under ``/_emulator/`` (which, like
   routes added with ``emu.mount(prefix, handler)``, needs no token).
 - ``emu.kubeconfig_path``: a kubeconfig kubectl and pykube-ng use as is.
+- ``serve_emulator(simulate=ClusterSimulation(...))`` (``kubetrio emulator --simulate``): the
+  simulated cluster of ``cluster/`` (kubelets, scheduler, attach/detach, workload, disruption
+  and node lifecycle controllers) runs behind the API on the same clock; ``emu.simulation``.
 """
 
+from kubetrio.runtime.emulator.cluster import ClusterSimulation
 from kubetrio.runtime.emulator.faults import Counters, FaultRule, Faults
 from kubetrio.runtime.emulator.server import Emulator, EmulatorOptions, serve_emulator
 
-__all__ = ["Counters", "Emulator", "EmulatorOptions", "FaultRule", "Faults", "serve_emulator"]
+__all__ = [
+    "ClusterSimulation",
+    "Counters",
+    "Emulator",
+    "EmulatorOptions",
+    "FaultRule",
+    "Faults",
+    "serve_emulator",
+]
