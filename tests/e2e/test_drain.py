@@ -110,7 +110,10 @@ async def drainer(emu: Emulator) -> AsyncIterator[tuple[Drainer, CollectorRegist
 
 
 async def settle(emu: Emulator, d: Drainer, pods: int) -> None:
-    """Until the drain's cache shows ``pods`` pods (writes above went through the API)."""
+    """Until the drain's cache shows node n1 and ``pods`` pods (written above, not yet seen)."""
+    await d.cache.node_changes.wait_until(
+        lambda: d.cache.nodes.get("", "n1") is not None, trio.current_time() + 60
+    )
     await d.cache.pod_changes.wait_until(
         lambda: len(d.cache.pods.list()) == pods, trio.current_time() + 60
     )

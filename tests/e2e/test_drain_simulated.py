@@ -102,6 +102,13 @@ async def drain_setup(emu: Emulator) -> AsyncIterator[Drainer]:
         nursery.cancel_scope.cancel()
 
 
+async def node_known(d: Drainer, name: str) -> None:
+    """The drain reads nodes from its cache: wait until that informer has caught up."""
+    await d.cache.node_changes.wait_until(
+        lambda: d.cache.nodes.get("", name) is not None, trio.current_time() + 30
+    )
+
+
 def running_pods(d: Drainer, prefix: str) -> list[tuple[str, str]]:
     return sorted(
         (p.name, p.spec.node_name)
@@ -137,6 +144,7 @@ async def test_volume_pods_leave_one_by_one_and_reattach_elsewhere(
         claims = {name: d.cache.claims.get("default", f"data-{name}") for name in on_victim}
         volumes = {name: c.spec.volume_name for name, c in claims.items() if c is not None}
 
+        await node_known(d, victim)
         result = await d.drain(victim, DrainOptions())
         assert result.succeeded, result.errors
         assert [r.pod for r in result.pods] == [f"default/{n}" for n in on_victim]
@@ -178,6 +186,7 @@ async def test_budget_blocks_until_the_replacement_is_ready(
         registry = CollectorRegistry()
         d.metrics = drain_metrics(registry)
         start = trio.current_time()
+        await node_known(d, victim)
         result = await d.drain(victim, DrainOptions())
         assert result.succeeded, result.errors
         # One eviction fits the budget; the second waits one 20 s retry, by which time the
@@ -275,6 +284,9 @@ async def test_parity_with_kubectl_drain(tmp_path: Path, kubectl: Kubectl, emu: 
         await d.cache.pod_changes.wait_until(
             lambda: len(d.cache.pods.list()) == 10, trio.current_time() + 30
         )
+        await d.cache.node_changes.wait_until(
+            lambda: len(d.cache.nodes.list()) == 2, trio.current_time() + 30
+        )
         result = await d.drain("ours", DrainOptions())
         assert result.succeeded, result.errors
         await runner.run(
@@ -350,6 +362,7 @@ async def test_mixed_pods_two_volume_pod_and_concurrent_plain_pods(
             assert current is not None
             current["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "a"}
             emu.update(current)
+        await node_known(d, "n1")
         start = trio.current_time()
         result = await d.drain("n1", DrainOptions())
         assert result.succeeded, result.errors
