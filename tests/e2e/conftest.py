@@ -37,10 +37,16 @@ def find_kubectl() -> str | None:
     return str(candidate) if candidate.exists() else None
 
 
+# How long every task must sit idle before the mock clock jumps. Real I/O is in flight in
+# these tests (HTTP to the emulator, worker threads); on a loaded two-core machine a round trip
+# can exceed 20 ms, and a jump then would let deadlines fire while a response is on its way.
+IO_AUTOJUMP = 0.05
+
+
 @pytest.fixture
 def mock_clock() -> trio.testing.MockClock:
     """Autojump with a small threshold: real HTTP is in flight, so jump only when idle."""
-    return trio.testing.MockClock(autojump_threshold=0.02)
+    return trio.testing.MockClock(autojump_threshold=IO_AUTOJUMP)
 
 
 @pytest.fixture

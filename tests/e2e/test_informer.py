@@ -20,7 +20,7 @@ from kubetrio.runtime.emulator import Emulator, FaultRule, serve_emulator
 from kubetrio.runtime.informer import EventHandler, Informer
 from kubetrio.runtime.store import DeletedFinalStateUnknown
 
-from .conftest import Kubectl
+from .conftest import IO_AUTOJUMP, Kubectl
 
 
 class Recorder:
@@ -342,4 +342,4 @@ async def converge_example(steps: list[tuple[tuple[str, str | None], float]]) ->
 def test_cache_converges_to_the_server_whatever_the_faults(
     steps: list[tuple[tuple[str, str | None], float]],
 ) -> None:
-    trio.run(converge_example, steps, clock=trio.testing.MockClock(autojump_threshold=0.02))
+    trio.run(converge_example, steps, clock=trio.testing.MockClock(autojump_threshold=IO_AUTOJUMP))
