@@ -488,3 +488,32 @@ async def test_eviction_support_comes_from_discovery_and_delete_mode_works(
         assert result.succeeded
         assert emu.counters.get("create", "pods", "eviction") == 0
         assert emu.counters.get("delete", "pods") == 1
+
+
+async def test_shared_volume_pods_skip_detach_wait_and_same_name_recreation_counts(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    emu.create(node("n1"))
+    volume_objects(emu, "shared", "pv-shared", "vol-shared")
+    emu.create(claimed_pod("reader-1", "shared"))
+    emu.create(claimed_pod("reader-2", "shared"))
+    emu.create(pod("phoenix"))
+    set_attached(emu, "n1", ["vol-shared"])  # stays attached: nothing here detaches it
+    async with drainer(emu) as (d, _):
+        d.resolve_volume_ids = csi_volumes
+        await settle(emu, d, 3)
+
+        def recreate_phoenix(rt: Any, event: Any) -> None:
+            """A controller that brings the pod back under the same name in the same instant,
+            so the drain never sees it absent: only the new UID tells the pod left."""
+            name = event.entry.obj["metadata"]["name"]
+            if rt.plural == "pods" and event.type == "DELETED" and name == "phoenix":
+                emu.create(pod("phoenix"))
+
+        unsubscribe = emu.store.subscribe(recreate_phoenix)
+        start = trio.current_time()
+        result = await d.drain("n1", DrainOptions())
+        unsubscribe()
+        assert result.succeeded, result.errors
+        assert trio.current_time() - start < 5, "no detach wait for a volume two pods share"
+        assert all("detach" not in r.phases for r in result.pods)
