@@ -1,0 +1,217 @@
+"""Typed views of ``machine.sapcloud.io/v1alpha1`` Machine and MachineClass, as Gardener
+machine-controller-manager (MCM) spells them on the wire, so its manifests and tools work as-is.
+
+Only what the machine controller reads is modelled; writes are patches (DESIGN §4). A
+MachineClass's ``providerSpec`` is an opaque dict because each driver defines its own shape.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+import msgspec
+
+from kubetrio.api.core import Taint
+from kubetrio.api.meta import KubeObject, Model
+from kubetrio.api.registry import KindInfo, lookup
+
+# -- phases and last-operation vocabulary (MCM's names: tools and dashboards match on them)
+
+PHASE_PENDING = "Pending"
+PHASE_AVAILABLE = "Available"
+PHASE_RUNNING = "Running"
+PHASE_TERMINATING = "Terminating"
+PHASE_UNKNOWN = "Unknown"
+PHASE_FAILED = "Failed"
+PHASE_CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
+PHASES = (
+    PHASE_PENDING,
+    PHASE_AVAILABLE,
+    PHASE_RUNNING,
+    PHASE_TERMINATING,
+    PHASE_UNKNOWN,
+    PHASE_FAILED,
+    PHASE_CRASH_LOOP_BACK_OFF,
+)
+
+STATE_PROCESSING = "Processing"
+STATE_FAILED = "Failed"
+STATE_SUCCESSFUL = "Successful"
+
+OPERATION_CREATE = "Create"
+OPERATION_UPDATE = "Update"
+OPERATION_HEALTH_CHECK = "HealthCheck"
+OPERATION_DELETE = "Delete"
+
+
+# -- durations
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNIT_SECONDS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a Go ``time.Duration`` string ("2h", "30m", "1h30m", "90s", "0").
+
+    MCM's ``metav1.Duration`` fields use Go's syntax, so manifests written for MCM must parse
+    the same here. ValueError names the input when it is not a duration.
+    """
+    value = text.strip()
+    sign = 1.0
+    if value[:1] in "+-" and value:
+        sign = -1.0 if value[0] == "-" else 1.0
+        value = value[1:]
+    if value == "0":
+        return 0.0
+    if not value:
+        raise ValueError(f"invalid duration {text!r}")
+    total = 0.0
+    pos = 0
+    for match in _DURATION_PART.finditer(value):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    if pos != len(value):
+        raise ValueError(f"invalid duration {text!r}")
+    return sign * total
+
+
+def format_duration(seconds: float) -> str:
+    """Go's rendering for whole seconds ("2h0m0s", "30m0s", "1m30s"), as kubectl shows them."""
+    whole = int(seconds)
+    hours, rest = divmod(abs(whole), 3600)
+    minutes, secs = divmod(rest, 60)
+    sign = "-" if whole < 0 else ""
+    if hours:
+        return f"{sign}{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{sign}{minutes}m{secs}s"
+    return f"{sign}{secs}s"
+
+
+# -- shared pieces
+
+
+class ClassSpec(Model, kw_only=True):
+    """The reference from a Machine to its class (``spec.class``)."""
+
+    api_group: str = ""
+    kind: str = ""
+    name: str = ""
+
+
+class TemplateMetadata(Model, kw_only=True):
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+
+
+class NodeTemplateSpec(Model, kw_only=True):
+    taints: tuple[Taint, ...] = ()
+
+
+class NodeTemplate(Model, kw_only=True):
+    """What the machine controller keeps in sync on the machine's Node."""
+
+    metadata: TemplateMetadata = msgspec.field(default_factory=TemplateMetadata)
+    spec: NodeTemplateSpec = msgspec.field(default_factory=NodeTemplateSpec)
+
+
+class MachineConfiguration(Model, kw_only=True):
+    """Per-machine overrides of the controller's safety options; durations are Go strings."""
+
+    drain_timeout: str | None = None
+    health_timeout: str | None = None
+    creation_timeout: str | None = None
+    max_evict_retries: int | None = None
+    node_conditions: str | None = None
+
+    def node_condition_types(self) -> tuple[str, ...] | None:
+        """The comma-separated ``nodeConditions`` as a tuple, or None when not overridden."""
+        if self.node_conditions is None:
+            return None
+        return tuple(part.strip() for part in self.node_conditions.split(",") if part.strip())
+
+
+# -- Machine
+
+
+class MachineSpec(Model, kw_only=True):
+    class_: ClassSpec = msgspec.field(default_factory=ClassSpec, name="class")
+    provider_id: str = msgspec.field(default="", name="providerID")
+    node_template: NodeTemplate | None = None
+    machine_configuration: MachineConfiguration | None = None
+
+
+class CurrentStatus(Model, kw_only=True):
+    phase: str = ""
+    timeout_active: bool = False
+    last_update_time: str | None = None
+
+
+class LastOperation(Model, kw_only=True):
+    description: str = ""
+    state: str = ""
+    type: str = ""
+    last_update_time: str | None = None
+    error_code: str = ""
+
+
+class MachineCondition(Model, kw_only=True):
+    """A node condition as copied onto the machine."""
+
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: str | None = None
+    last_heartbeat_time: str | None = None
+
+
+class MachineStatus(Model, kw_only=True):
+    current_status: CurrentStatus = msgspec.field(default_factory=CurrentStatus)
+    last_operation: LastOperation = msgspec.field(default_factory=LastOperation)
+    conditions: tuple[MachineCondition, ...] = ()
+    last_known_state: str = ""
+    node: str = ""
+
+
+class Machine(KubeObject, kw_only=True):
+    KIND: ClassVar[KindInfo] = lookup("machine.sapcloud.io/v1alpha1", "Machine")
+    spec: MachineSpec = msgspec.field(default_factory=MachineSpec)
+    status: MachineStatus = msgspec.field(default_factory=MachineStatus)
+
+    @property
+    def phase(self) -> str:
+        return self.status.current_status.phase
+
+    def condition(self, condition_type: str) -> MachineCondition | None:
+        return next((c for c in self.status.conditions if c.type == condition_type), None)
+
+
+# -- MachineClass
+
+
+class SecretReference(Model, kw_only=True):
+    name: str = ""
+    namespace: str = ""
+
+
+class MachineClass(KubeObject, kw_only=True):
+    """Provider settings shared by machines; ``provider_spec`` belongs to the named driver."""
+
+    KIND: ClassVar[KindInfo] = lookup("machine.sapcloud.io/v1alpha1", "MachineClass")
+    provider_spec: dict[str, Any] = {}
+    secret_ref: SecretReference | None = None
+    credentials_secret_ref: SecretReference | None = None
+    provider: str = ""
+    node_template: dict[str, Any] | None = None
