@@ -20,6 +20,8 @@ from kubetrio.runtime.emulator.admin import PREFIX as ADMIN_PREFIX
 from kubetrio.runtime.emulator.admin import Admin
 from kubetrio.runtime.emulator.api import ApiSettings, KubeApi
 from kubetrio.runtime.emulator.clock import EmuClock
+from kubetrio.runtime.emulator.cloud import PREFIX as CLOUD_PREFIX
+from kubetrio.runtime.emulator.cloud import CloudApi, SimulatedCloud
 from kubetrio.runtime.emulator.cluster import ClusterSimulation, SimulatedCluster
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry
@@ -65,7 +67,8 @@ class EmulatorOptions:
 
 class Emulator:
     """A served emulator: ``url``, ``store`` (Python access), ``faults``, ``counters``,
-    ``kubeconfig_path``; ``mount(prefix, handler)`` adds further APIs on the same port."""
+    ``kubeconfig_path``, ``cloud`` (the simulated cloud at ``/_cloud/``); ``mount(prefix,
+    handler)`` adds further APIs on the same port."""
 
     def __init__(self, options: EmulatorOptions) -> None:
         self.options = options
@@ -88,6 +91,10 @@ class Emulator:
         self.api = KubeApi(self.store, self.faults, self.counters, self.settings)
         self.router = Router(self.api)
         self.router.mount(ADMIN_PREFIX, Admin(self.store, self.faults, self.counters))
+        # The simulated cloud (what the sim machine driver calls) is always there; idle until
+        # a VM is created.
+        self.cloud = SimulatedCloud(self.store)
+        self.router.mount(CLOUD_PREFIX, CloudApi(self.cloud))
         self.http = HttpServer(self._dispatch)
         self.simulation = (
             SimulatedCluster(self.store, options.simulate) if options.simulate else None
@@ -209,6 +216,7 @@ async def serve_emulator(
                 nursery.start_soon(emu.persister.run)
             if emu.simulation is not None:
                 nursery.start_soon(emu.simulation.run)
+            nursery.start_soon(emu.cloud.run)
             try:
                 yield emu
             finally:
