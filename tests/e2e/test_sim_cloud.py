@@ -13,8 +13,8 @@ import trio.testing
 
 from kubetrio.api.core import Node, PersistentVolume
 from kubetrio.api.machine import Machine, MachineClass
-from kubetrio.controllers.machine.driver import Code, Driver, MachineError
-from kubetrio.controllers.machine.driver.sim import SimDriver
+from kubetrio.controllers.machine.driver import Code, Driver, DriverRegistry, MachineError
+from kubetrio.controllers.machine.driver.sim import SimDriver, register_sim
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.cluster import NEVER_READY_ANNOTATION, ClusterSimulation
@@ -53,8 +53,10 @@ async def test_create_boots_and_registers_node(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     client = Client.from_url(emu.url)
-    driver = SimDriver(client)
-    assert isinstance(driver, Driver)
+    registry = DriverRegistry()
+    register_sim(registry, client)
+    driver = registry.for_class(machine_class())
+    assert isinstance(driver, SimDriver) and isinstance(driver, Driver)
     cls = machine_class(bootSeconds=30)
     m = machine("m-1")
 
@@ -127,8 +129,13 @@ async def test_list_and_delete(emu: Emulator, mock_clock: trio.testing.MockClock
     )
     assert await code_of(driver.delete_machine(machine("a"), small, NO_SECRET)) is Code.NotFound
     assert await driver.list_machines(small, NO_SECRET) == {b.provider_id: "b"}
-    # As in a real cloud, the Node stays until the machine controller deletes it.
-    assert await client.get_or_none(Node, "a") is not None
+    # As in a real cloud, the Node stays until the machine controller deletes it; its kubelet
+    # is gone with the VM.
+    node = await client.get(Node, "a")
+    ready = node.condition("Ready")
+    assert ready is not None and ready.status == "Unknown"
+    vms = msgspec.json.decode(await client.request("GET", "/_cloud/v1/vms"))["items"]
+    assert sorted(vm["machineName"] for vm in vms) == ["b", "c"]
 
 
 async def test_initialization_when_scripted(

@@ -19,6 +19,7 @@ from kubetrio.api.core import PersistentVolume
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.controllers.machine.driver.codes import Code, MachineError
 from kubetrio.controllers.machine.driver.driver import CreateResult, SecretData, StatusResult
+from kubetrio.controllers.machine.driver.registry import DriverRegistry
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
 
@@ -144,3 +145,8 @@ def _decode(payload: bytes, type_: type[A], op: str) -> A:
         return msgspec.json.decode(payload, type=type_)
     except (msgspec.DecodeError, msgspec.ValidationError):
         raise MachineError(Code.Internal, f"undecodable answer from the cloud to {op}") from None
+
+
+def register_sim(registry: DriverRegistry, client: Client, prefix: str = DEFAULT_PREFIX) -> None:
+    """Register the ``sim`` driver, talking to the cloud behind ``client``'s API server URL."""
+    registry.register(PROVIDER, SimDriver(client, prefix))

@@ -5,7 +5,8 @@ A VM's kubelet registers the Node once it has booted, with the VM's providerID, 
 capacity, and posts Ready at once (so the cloud works with or without the simulated cluster's
 kubelet) — unless the script says ``neverReady``, in which case the Node carries the simulated
 cluster's never-ready annotation and no Ready condition ever appears. Deleting a VM leaves its
-Node in place, as a real cloud does: removing it is the machine controller's job.
+Node in place, as a real cloud does (removing it is the machine controller's job), with Ready
+turned Unknown since its kubelet is gone.
 """
 
 from __future__ import annotations
@@ -156,6 +157,8 @@ class SimulatedCloud:
         vm = self.lookup(machine, namespace, provider_id)
         del self.vms[vm.provider_id]
         log.info("vm deleted provider_id=%s", vm.provider_id)
+        if vm.booted:
+            self._kubelet_gone(vm)
         self._wakeup.set()
         return vm
 
@@ -264,6 +267,26 @@ class SimulatedCloud:
 
         self.objects.mutate(nodes, existing, post_status, status=True)
         log.info("node registered node=%s provider_id=%s", vm.node_name, vm.provider_id)
+
+    def _kubelet_gone(self, vm: Vm) -> None:
+        """The VM's kubelet stopped with it: its Node's Ready turns Unknown, as the node
+        lifecycle controller reports a node that stopped posting status."""
+        node = self.objects.get(self.objects.nodes, "", vm.node_name)
+        if node is None or (node.get("spec") or {}).get("providerID") != vm.provider_id:
+            return
+        now = self.clock.now_rfc3339()
+
+        def change(n: Obj) -> None:
+            set_condition(
+                n,
+                "Ready",
+                "Unknown",
+                "NodeStatusUnknown",
+                now,
+                message="Kubelet stopped posting node status.",
+            )
+
+        self.objects.mutate(self.objects.nodes, node, change, status=True)
 
     def _report(self, vm: Vm, type_: str, status: str, reason: str) -> None:
         node = self.objects.get(self.objects.nodes, "", vm.node_name)
