@@ -13,6 +13,9 @@ injected latency; ``kubetrio emulator`` runs it standalone. The pieces:
 - ``serve_emulator(simulate=ClusterSimulation(...))`` (``kubetrio emulator --simulate``): the
   simulated cluster of ``cluster/`` (kubelets, scheduler, attach/detach, workload, disruption
   and node lifecycle controllers) runs behind the API on the same clock; ``emu.simulation``.
+- ``emu.cloud``: the simulated cloud of ``cloud/``, always served under ``/_cloud/v1/`` (what the
+  ``sim`` machine driver calls): VMs boot on the same clock and register their Node. Its VMs
+  live in memory only; ``--state`` does not persist them.
 """
 
 from kubetrio.runtime.emulator.cluster import ClusterSimulation
