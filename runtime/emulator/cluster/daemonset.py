@@ -10,12 +10,11 @@ from typing import Any
 from kubetrio.runtime.emulator.cluster.objects import (
     Obj,
     Objects,
-    controller_uid,
     deleting,
     node_name,
+    owners_with_children,
 )
 from kubetrio.runtime.emulator.cluster.options import ClusterSimulation
-from kubetrio.runtime.emulator.cluster.replicaset import owned_by_kind
 from kubetrio.runtime.emulator.cluster.scheduler import fits
 from kubetrio.runtime.emulator.cluster.templates import active, pod_from_template, ready_count
 
@@ -38,20 +37,11 @@ class DaemonSets:
     watches: frozenset[str] = frozenset({"pods", "nodes", "daemonsets.apps"})
 
     def reconcile(self, now: float) -> float | None:
-        owners = {str(d["metadata"]["uid"]): d for d in self.objs.all(self.objs.daemonsets)}
-        pods: dict[str, list[Obj]] = {uid: [] for uid in owners}
-        for pod in self.objs.all(self.objs.pods):
-            if not owned_by_kind(pod, "DaemonSet"):
-                continue
-            uid = controller_uid(pod)
-            if uid in pods:
-                pods[uid].append(pod)
-            elif not deleting(pod):
-                self.objs.delete(self.objs.pods, pod)
-        nodes = [n for n in self.objs.all(self.objs.nodes) if not deleting(n)]
-        for uid, ds in owners.items():
-            if not deleting(ds):
-                self._sync(ds, pods[uid], nodes)
+        objs = self.objs
+        owned = owners_with_children(objs, objs.daemonsets, objs.pods, "DaemonSet")
+        nodes = [n for n in objs.all(objs.nodes) if not deleting(n)]
+        for ds, pods in owned:
+            self._sync(ds, pods, nodes)
         return None
 
     def _sync(self, ds: Obj, owned: list[Obj], nodes: list[Obj]) -> None:

@@ -14,12 +14,10 @@ import msgspec
 from kubetrio.runtime.emulator.cluster.objects import (
     Obj,
     Objects,
-    controller_uid,
-    deleting,
     owner_ref,
+    owners_with_children,
 )
 from kubetrio.runtime.emulator.cluster.options import ClusterSimulation
-from kubetrio.runtime.emulator.cluster.replicaset import owned_by_kind
 from kubetrio.runtime.emulator.cluster.templates import replicas
 
 HASH_LABEL = "pod-template-hash"
@@ -39,19 +37,11 @@ class Deployments:
     watches: frozenset[str] = frozenset({"deployments.apps", "replicasets.apps"})
 
     def reconcile(self, now: float) -> float | None:
-        owners = {str(d["metadata"]["uid"]): d for d in self.objs.all(self.objs.deployments)}
-        sets: dict[str, list[Obj]] = {uid: [] for uid in owners}
-        for rs in self.objs.all(self.objs.replicasets):
-            if not owned_by_kind(rs, "Deployment"):
-                continue
-            uid = controller_uid(rs)
-            if uid in sets:
-                sets[uid].append(rs)
-            elif not deleting(rs):
-                self.objs.delete(self.objs.replicasets, rs)
-        for uid, deployment in owners.items():
-            if not deleting(deployment):
-                self._sync(deployment, sets[uid])
+        objs = self.objs
+        for deployment, sets in owners_with_children(
+            objs, objs.deployments, objs.replicasets, "Deployment"
+        ):
+            self._sync(deployment, sets)
         return None
 
     def _sync(self, deployment: Obj, owned: list[Obj]) -> None:

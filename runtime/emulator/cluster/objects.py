@@ -139,6 +139,31 @@ def controller_uid(obj: Obj) -> str:
     return ""
 
 
+def owned_by_kind(obj: Obj, kind: str) -> bool:
+    return any(
+        isinstance(r, dict) and r.get("controller") and r.get("kind") == kind
+        for r in obj["metadata"].get("ownerReferences") or []
+    )
+
+
+def owners_with_children(
+    objs: Objects, owners: ResourceType, children: ResourceType, kind: str
+) -> list[tuple[Obj, list[Obj]]]:
+    """Each live owner with the children it controls. Children of ``kind`` whose owner is gone
+    are deleted on the way (the garbage collector's job, which the simulation does here)."""
+    by_uid = {str(o["metadata"]["uid"]): o for o in objs.all(owners)}
+    owned: dict[str, list[Obj]] = {uid: [] for uid in by_uid}
+    for child in objs.all(children):
+        if not owned_by_kind(child, kind):
+            continue
+        uid = controller_uid(child)
+        if uid in owned:
+            owned[uid].append(child)
+        elif not deleting(child):
+            objs.delete(children, child)
+    return [(owner, owned[uid]) for uid, owner in by_uid.items() if not deleting(owner)]
+
+
 def owner_ref(owner: Obj) -> Obj:
     return {
         "apiVersion": owner["apiVersion"],

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from kubetrio.runtime.emulator.cluster.objects import (
     Obj,
     Objects,
-    controller_uid,
-    deleting,
     node_name,
+    owners_with_children,
     pod_ready,
 )
 from kubetrio.runtime.emulator.cluster.options import ClusterSimulation
@@ -23,13 +22,6 @@ from kubetrio.runtime.emulator.cluster.templates import (
 )
 
 
-def owned_by_kind(pod: Obj, kind: str) -> bool:
-    return any(
-        isinstance(r, dict) and r.get("controller") and r.get("kind") == kind
-        for r in pod["metadata"].get("ownerReferences") or []
-    )
-
-
 @dataclass
 class ReplicaSets:
     objs: Objects
@@ -38,21 +30,9 @@ class ReplicaSets:
     watches: frozenset[str] = frozenset({"pods", "replicasets.apps"})
 
     def reconcile(self, now: float) -> float | None:
-        owners: dict[str, Obj] = {}
-        for rs in self.objs.all(self.objs.replicasets):
-            owners[str(rs["metadata"]["uid"])] = rs
-        pods: dict[str, list[Obj]] = {uid: [] for uid in owners}
-        for pod in self.objs.all(self.objs.pods):
-            if not owned_by_kind(pod, "ReplicaSet"):
-                continue
-            uid = controller_uid(pod)
-            if uid in pods:
-                pods[uid].append(pod)
-            elif not deleting(pod):
-                self.objs.delete(self.objs.pods, pod)
-        for uid, rs in owners.items():
-            if not deleting(rs):
-                self._sync(rs, pods[uid])
+        objs = self.objs
+        for rs, pods in owners_with_children(objs, objs.replicasets, objs.pods, "ReplicaSet"):
+            self._sync(rs, pods)
         return None
 
     def _sync(self, rs: Obj, pods: list[Obj]) -> None:

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from kubetrio.runtime.emulator.cluster.objects import (
     Obj,
     Objects,
-    controller_uid,
     deleting,
+    owners_with_children,
     pod_ready,
 )
 from kubetrio.runtime.emulator.cluster.options import ClusterSimulation
-from kubetrio.runtime.emulator.cluster.replicaset import owned_by_kind
 from kubetrio.runtime.emulator.cluster.templates import (
     active,
     pod_from_template,
@@ -39,19 +38,9 @@ class StatefulSets:
     watches: frozenset[str] = frozenset({"pods", "statefulsets.apps", "persistentvolumeclaims"})
 
     def reconcile(self, now: float) -> float | None:
-        owners = {str(s["metadata"]["uid"]): s for s in self.objs.all(self.objs.statefulsets)}
-        pods: dict[str, list[Obj]] = {uid: [] for uid in owners}
-        for pod in self.objs.all(self.objs.pods):
-            if not owned_by_kind(pod, "StatefulSet"):
-                continue
-            uid = controller_uid(pod)
-            if uid in pods:
-                pods[uid].append(pod)
-            elif not deleting(pod):
-                self.objs.delete(self.objs.pods, pod)
-        for uid, sts in owners.items():
-            if not deleting(sts):
-                self._sync(sts, pods[uid])
+        objs = self.objs
+        for sts, pods in owners_with_children(objs, objs.statefulsets, objs.pods, "StatefulSet"):
+            self._sync(sts, pods)
         return None
 
     def _sync(self, sts: Obj, owned: list[Obj]) -> None:
