@@ -1,5 +1,11 @@
 """The embedded cluster: the emulator as a child process, so the manager talks HTTP to it
-exactly as to a real cluster and holds no simulated state of its own."""
+exactly as to a real cluster and holds no simulated state of its own.
+
+It runs the simulated cluster (``kubetrio emulator --simulate``: kubelets, scheduler, volumes,
+workload controllers; the simulated cloud the ``sim`` machine driver calls) and has the machine
+CRDs from ``config/crd`` installed before it is handed out, so the machine controller's
+informers can start at once.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +16,21 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import trio
+import yaml
+
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.errors import ApiError
 
 STARTUP_TIMEOUT = 30.0
+CRD_DIR = Path(__file__).resolve().parents[1] / "config" / "crd"
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+# The simulated storage service's base path on the emulator (issue 8); the manager's storage
+# backend URL is the cluster URL plus this.
+STORAGE_PATH = "/_storage/v1"
 
 
 class EmbeddedClusterError(Exception):
@@ -24,11 +41,19 @@ class EmbeddedClusterError(Exception):
 class EmbeddedCluster:
     url: str
     kubeconfig: Path
+    workdir: Path
+
+    @property
+    def storage_url(self) -> str:
+        return self.url + STORAGE_PATH
 
 
 @asynccontextmanager
-async def embedded_cluster(workdir: Path) -> AsyncIterator[EmbeddedCluster]:
-    """Start ``kubetrio emulator`` with its state in ``workdir``; stop it on exit."""
+async def embedded_cluster(
+    workdir: Path, *, simulate: bool = True, crd_dir: Path = CRD_DIR
+) -> AsyncIterator[EmbeddedCluster]:
+    """Start ``kubetrio emulator`` with its state in ``workdir`` and the machine CRDs
+    installed; stop it on exit."""
     await trio.Path(workdir).mkdir(parents=True, exist_ok=True)
     kubeconfig = workdir / "kubeconfig"
     command = [
@@ -40,6 +65,7 @@ async def embedded_cluster(workdir: Path) -> AsyncIterator[EmbeddedCluster]:
         str(kubeconfig),
         "--state",
         str(workdir / "state.json"),
+        *(["--simulate"] if simulate else []),
     ]
     log_file = (workdir / "emulator.log").open("wb")
     async with trio.open_nursery() as nursery:
@@ -57,7 +83,8 @@ async def embedded_cluster(workdir: Path) -> AsyncIterator[EmbeddedCluster]:
         )
         try:
             url = await _read_url(process)
-            yield EmbeddedCluster(url, kubeconfig)
+            await install_crds(Client.from_url(url), crd_dir)
+            yield EmbeddedCluster(url, kubeconfig, workdir)
         finally:
             process.terminate()
             with trio.move_on_after(5) as scope:
@@ -82,3 +109,31 @@ async def _read_url(process: trio.Process) -> str:
         f"the embedded API server did not start within {STARTUP_TIMEOUT:g}s "
         f"(exit code {process.returncode}); see emulator.log"
     )
+
+
+def load_crds(crd_dir: Path = CRD_DIR) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions in ``crd_dir``'s YAML files (what ``kubectl apply -f``
+    would send), in file order."""
+    if not crd_dir.is_dir():
+        raise EmbeddedClusterError(
+            f"the machine CRDs are not at {crd_dir}: the embedded cluster needs the source "
+            "tree's config/crd (an editable install)"
+        )
+    documents: list[dict[str, Any]] = []
+    for path in sorted(crd_dir.glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition":
+                documents.append(document)
+    return documents
+
+
+async def install_crds(client: Client, crd_dir: Path = CRD_DIR) -> None:
+    """Create each CRD unless it is there already (a restart on kept state)."""
+    for crd in load_crds(crd_dir):
+        try:
+            await client.request("POST", CRD_PATH, body=msgspec.json.encode(crd))
+        except ApiError as error:
+            if error.status != 409:
+                raise EmbeddedClusterError(
+                    f"installing CRD {crd['metadata']['name']}: {error}"
+                ) from error

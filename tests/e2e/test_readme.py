@@ -13,10 +13,10 @@ from types import ModuleType
 import trio
 import trio.testing
 
-from kubetrio.api.core import ConfigMap, Pod
+from kubetrio.api.core import Pod
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.informer import EventHandler, Informer
+from kubetrio.runtime.informer import EventHandler
 from kubetrio.runtime.manager import Manager
 
 from .conftest import Kubectl
@@ -72,8 +72,9 @@ async def test_readme_controller_labels_scheduled_pods(
 
 
 async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
-    """``kubetrio run --embedded``: prints a kubeconfig kubectl can use, reconciles the demo,
-    and exits 0 on SIGINT (Ctrl-C)."""
+    """``kubetrio run --embedded``: prints a kubeconfig kubectl can use, seeds the demo's
+    machines, and with ``--keep-running`` stays up until SIGINT (Ctrl-C), then exits 0.
+    (The whole scenario, run to its end, is tests/e2e/test_demo.py.)"""
     command = [
         sys.executable,
         "-m",
@@ -82,6 +83,9 @@ async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
         "--embedded",
         "--embedded-dir",
         str(tmp_path / "cluster"),
+        "--machines",
+        "2",
+        "--keep-running",
         "--metrics-bind-address",
         "127.0.0.1:0",
         "--health-probe-bind-address",
@@ -106,26 +110,13 @@ async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
                     break
         kubeconfig = output.split(b"kubeconfig: ", 1)[1].split(b"\n", 1)[0].decode()
         kubectl = Kubectl(kubectl_binary, {"KUBECONFIG": kubeconfig, "HOME": str(tmp_path)})
-        client = Client.from_kubeconfig(kubeconfig)
-        informer = Informer(client, ConfigMap)
-        hashed = trio.Event()
-
-        def check(obj: ConfigMap, *_: object) -> None:
-            if (
-                all(
-                    "kubetrio.io/data-hash" in cm.metadata.annotations
-                    for cm in informer.lister.list("default")
-                )
-                and len(informer.lister.list("default")) >= 3
-            ):
-                hashed.set()
-
-        informer.add_handler(EventHandler(on_add=check, on_update=lambda _, new: check(new)))
-        nursery.start_soon(informer.run)
         with trio.fail_after(60):
-            await hashed.wait()
-        listing = await kubectl.out("get", "configmaps", "-n", "default")
-        assert "web-config" in listing
+            while True:
+                listing = await kubectl.out("get", "machines", "-n", "default")
+                if "demo-1" in listing and "demo-2" in listing:
+                    break
+                await trio.sleep(0.2)
+        assert "demo-sim" in await kubectl.out("get", "machineclasses", "-n", "default")
         process.send_signal(signal.SIGINT)
         with trio.fail_after(30):
             assert await process.wait() == 0

@@ -1,0 +1,241 @@
+"""What the embedded demo shows while it runs: one row per machine (phase, the step it is in,
+its last operation, node, pods on the node, age) and the storage nodes, rendered either as a live
+``rich`` table (a terminal) or as one plain ``key=value`` line per change (a pipe or a log file,
+where redrawing a table would only produce noise).
+
+Everything here is a pure function of the objects it is given, so the view is tested without a
+cluster and the demo's own loop stays a thin "read the caches, render" step.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from rich.table import Table
+from rich.text import Text
+
+from kubetrio.api.core import Node, Pod
+from kubetrio.api.machine import (
+    PHASE_CRASH_LOOP_BACK_OFF,
+    PHASE_FAILED,
+    PHASE_PENDING,
+    PHASE_RUNNING,
+    PHASE_TERMINATING,
+    PHASE_UNKNOWN,
+    STATE_FAILED,
+    Machine,
+)
+
+# MCM's lastOperation step markers of the deletion flow (matched by substring, as MCM does),
+# latest step first: a description names the step that runs *next*, and some descriptions
+# mention an earlier step in passing.
+DELETION_STEPS: tuple[tuple[str, str], ...] = (
+    ("Initiate machine object finalizer removal", "remove finalizer"),
+    ("Initiate node object deletion", "delete node"),
+    ("Initiate VM deletion", "delete VM"),
+    ("Delete Volume Attachments", "delete volume attachments"),
+    ("Initiate node drain", "drain"),
+    ("Set machine status to termination. Now, getting VM Status", "get VM status"),
+)
+STEP_DRAIN = "drain"
+STEP_GONE = "gone"
+
+PHASE_STYLES: Mapping[str, str] = {
+    PHASE_PENDING: "yellow",
+    PHASE_RUNNING: "green",
+    PHASE_TERMINATING: "magenta",
+    PHASE_UNKNOWN: "red",
+    PHASE_FAILED: "bold red",
+    PHASE_CRASH_LOOP_BACK_OFF: "red",
+}
+
+
+def machine_node(machine: Machine) -> str:
+    """The machine's node: the ``node`` label the controller sets, else the status field."""
+    return machine.metadata.labels.get("node") or machine.status.node
+
+
+def machine_step(machine: Machine, node: Node | None = None) -> str:
+    """A short name for where the machine is in its lifecycle, from phase and lastOperation.
+
+    Deletion steps come from MCM's description markers; creation from the phase and whether
+    the VM's node has registered yet. A step whose last attempt failed says it is retried.
+    """
+    operation = machine.status.last_operation
+    phase = machine.phase
+    if machine.deleting or phase == PHASE_TERMINATING:
+        step = next(
+            (label for marker, label in DELETION_STEPS if marker in operation.description),
+            "deletion requested",
+        )
+        return f"{step} (retrying)" if operation.state == STATE_FAILED else step
+    if phase == "":
+        return "waiting for controller"
+    if phase == PHASE_PENDING:
+        if node is None:
+            return "booting VM"
+        ready = node.condition("Ready")
+        return "joining" if ready is None or ready.status != "True" else "node Ready"
+    if phase == PHASE_RUNNING:
+        return "running"
+    if phase == PHASE_CRASH_LOOP_BACK_OFF:
+        code = f" ({operation.error_code})" if operation.error_code else ""
+        return f"create failed{code}, retrying"
+    if phase == PHASE_UNKNOWN:
+        return "unhealthy"
+    if phase == PHASE_FAILED:
+        return "failed"
+    return phase.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class MachineRow:
+    name: str
+    phase: str
+    step: str
+    operation: str
+    operation_state: str
+    node: str
+    pods: int
+    age: float | None  # seconds since the demo first saw it; None when unknown
+    deleting: bool
+
+    def key(self) -> tuple[str, str, str, str, bool]:
+        """What a plain-output line reports a change of (pod counts and age are left out:
+        they change too often to be worth a line each)."""
+        return (self.phase, self.step, self.node, self.operation, self.deleting)
+
+
+def pods_per_node(pods: Iterable[Pod]) -> dict[str, int]:
+    """Pods bound to each node and not on their way out."""
+    counts: dict[str, int] = {}
+    for pod in pods:
+        node = pod.spec.node_name
+        if node and not pod.deleting and pod.status.phase not in ("Succeeded", "Failed"):
+            counts[node] = counts.get(node, 0) + 1
+    return counts
+
+
+def machine_rows(
+    machines: Iterable[Machine],
+    nodes: Mapping[str, Node],
+    pods: Mapping[str, int],
+    first_seen: Mapping[str, float],
+    now: float,
+) -> list[MachineRow]:
+    """One row per machine, sorted by name."""
+    rows = []
+    for machine in sorted(machines, key=lambda m: m.name):
+        node_name = machine_node(machine)
+        # Before the controller labels the machine, the sim VM registers a node of its name.
+        node = nodes.get(node_name or machine.name)
+        seen = first_seen.get(machine.name)
+        rows.append(
+            MachineRow(
+                name=machine.name,
+                phase=machine.phase or "-",
+                step=machine_step(machine, node),
+                operation=machine.status.last_operation.description,
+                operation_state=machine.status.last_operation.state,
+                node=node_name,
+                pods=pods.get(node_name, 0) if node_name else 0,
+                age=None if seen is None else max(0.0, now - seen),
+                deleting=machine.deleting,
+            )
+        )
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class StorageRow:
+    name: str
+    state: str
+
+
+def format_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s"
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def machine_table(
+    rows: Sequence[MachineRow], *, title: str = "machines", operation_width: int = 60
+) -> Table:
+    table = Table(title=title, title_justify="left", expand=False)
+    for column in ("machine", "phase", "step", "node", "pods", "age"):
+        table.add_column(column, justify="right" if column in ("pods", "age") else "left")
+    table.add_column("last operation", overflow="ellipsis", no_wrap=True, max_width=80)
+    for row in rows:
+        phase = Text(row.phase, style=PHASE_STYLES.get(row.phase, ""))
+        step = Text(row.step, style="red" if "retrying" in row.step else "")
+        operation = Text(
+            _shorten(row.operation, operation_width),
+            style="red" if row.operation_state == STATE_FAILED else "dim",
+        )
+        table.add_row(
+            row.name,
+            phase,
+            step,
+            row.node or "-",
+            str(row.pods),
+            format_age(row.age),
+            operation,
+        )
+    return table
+
+
+def storage_table(rows: Sequence[StorageRow]) -> Table:
+    table = Table(title="storage nodes", title_justify="left")
+    table.add_column("node")
+    table.add_column("state")
+    for row in rows:
+        table.add_row(row.name, row.state)
+    return table
+
+
+def _quote(value: str) -> str:
+    """logfmt-style: bare when it has no spaces or quotes, double-quoted otherwise."""
+    if value and not any(c in value for c in ' "=\\'):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def plain_line(elapsed: float, row: MachineRow) -> str:
+    """One change of one machine, as ``t=… machine=… phase=… step=… node=… pods=… op=…``."""
+    fields = {
+        "machine": row.name,
+        "phase": row.phase,
+        "step": row.step,
+        "node": row.node or "-",
+        "pods": str(row.pods),
+    }
+    text = " ".join(f"{key}={_quote(value)}" for key, value in fields.items())
+    operation = f" op={_quote(row.operation)}" if row.operation else ""
+    return f"t={elapsed:.1f}s {text}{operation}"
+
+
+def gone_line(elapsed: float, name: str) -> str:
+    return f"t={elapsed:.1f}s machine={name} phase=- step={STEP_GONE}"
+
+
+def event_line(elapsed: float, message: str, **fields: object) -> str:
+    """A scenario milestone (seeding, scale-down, …) in the same format as machine lines."""
+    extra = "".join(f" {key}={_quote(str(value))}" for key, value in fields.items())
+    return f"t={elapsed:.1f}s demo={_quote(message)}{extra}"
+
+
+def storage_line(elapsed: float, row: StorageRow) -> str:
+    return f"t={elapsed:.1f}s storage_node={row.name} state={_quote(row.state)}"
+
+
+def kubectl_hint(kubeconfig: str) -> str:
+    return f"kubectl --kubeconfig {shlex.quote(kubeconfig)} get machines,nodes,pods -o wide"

@@ -1,0 +1,288 @@
+"""The embedded demo's live view and summary as pure functions of Machine, Node and Pod objects:
+the step shown for every lastOperation of MCM's flows, the rows, the plain lines a pipe gets, the
+milestones the summary measures, and the rich table."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import msgspec
+import pytest
+from rich.console import Console
+
+from kubetrio.api.core import Node, Pod
+from kubetrio.api.machine import Machine
+from kubetrio.cmd.demo import parse_storage_nodes
+from kubetrio.cmd.demo_summary import Timeline, summary_lines, summary_rows, summary_table
+from kubetrio.cmd.demo_view import (
+    MachineRow,
+    StorageRow,
+    event_line,
+    gone_line,
+    machine_rows,
+    machine_step,
+    machine_table,
+    plain_line,
+    pods_per_node,
+)
+
+T0 = "2026-11-23T12:00:00Z"
+
+
+def machine(
+    name: str = "demo-1",
+    phase: str = "",
+    description: str = "",
+    state: str = "",
+    *,
+    node: str = "",
+    deleting: bool = False,
+    error_code: str = "",
+) -> Machine:
+    metadata: dict[str, Any] = {"name": name, "namespace": "default", "labels": {"name": "demo"}}
+    if node:
+        metadata["labels"]["node"] = node
+    if deleting:
+        metadata["deletionTimestamp"] = T0
+    return msgspec.convert(
+        {
+            "metadata": metadata,
+            "status": {
+                "currentStatus": {"phase": phase},
+                "lastOperation": {
+                    "description": description,
+                    "state": state,
+                    "errorCode": error_code,
+                },
+            },
+        },
+        Machine,
+    )
+
+
+def node(name: str, ready: str | None = "True") -> Node:
+    conditions = [] if ready is None else [{"type": "Ready", "status": ready}]
+    return msgspec.convert({"metadata": {"name": name}, "status": {"conditions": conditions}}, Node)
+
+
+def pod(name: str, node_name: str, *, phase: str = "Running", deleting: bool = False) -> Pod:
+    metadata: dict[str, Any] = {"name": name, "namespace": "default"}
+    if deleting:
+        metadata["deletionTimestamp"] = T0
+    return msgspec.convert(
+        {"metadata": metadata, "spec": {"nodeName": node_name}, "status": {"phase": phase}}, Pod
+    )
+
+
+# MCM's own deletion-flow descriptions (reference §3.4 and §4.1) and the step each means.
+DELETION_DESCRIPTIONS = [
+    ("Set machine status to termination. Now, getting VM Status", "Processing", "get VM status"),
+    ("Machine deletion in process. VM with matching ID found. Initiate node drain", "", "drain"),
+    (
+        "Drain failed due to - timeout. Will retry in next sync. Initiate node drain",
+        "Failed",
+        "drain (retrying)",
+    ),
+    ("Drain successful. Initiate VM deletion", "Processing", "delete VM"),
+    ("Force Drain successful. Delete Volume Attachments", "", "delete volume attachments"),
+    (
+        "No Live VolumeAttachments for node: demo-2. Initiate VM deletion",
+        "Processing",
+        "delete VM",
+    ),
+    ("VM deletion was successful. Initiate node object deletion", "", "delete node"),
+    ("VM was not found at provider. Initiate node object deletion", "", "delete node"),
+    (
+        'Deletion of Node Object "demo-2" is successful. Initiate machine object finalizer removal',
+        "",
+        "remove finalizer",
+    ),
+    ("", "", "deletion requested"),
+]
+
+
+@pytest.mark.parametrize(("description", "state", "step"), DELETION_DESCRIPTIONS)
+def test_deletion_steps_from_mcm_descriptions(description: str, state: str, step: str) -> None:
+    assert machine_step(machine("m", "Terminating", description, state)) == step
+    # A deletionTimestamp alone (the phase not yet Terminating) is already the deletion flow.
+    assert machine_step(machine("m", "Running", description, state, deleting=True)) == step
+
+
+def test_creation_steps() -> None:
+    assert machine_step(machine()) == "waiting for controller"
+    pending = machine("m", "Pending", "Creating machine on cloud provider", "Processing")
+    assert machine_step(pending) == "booting VM"
+    assert machine_step(pending, node("m", ready=None)) == "joining"
+    assert machine_step(pending, node("m", ready="False")) == "joining"
+    assert machine_step(pending, node("m")) == "node Ready"
+    assert machine_step(machine("m", "Running", "Machine m successfully joined")) == "running"
+    crash = machine(
+        "m", "CrashLoopBackOff", "Cloud provider message - x", "Failed", error_code="Internal"
+    )
+    assert machine_step(crash) == "create failed (Internal), retrying"
+    assert machine_step(machine("m", "Unknown")) == "unhealthy"
+    assert machine_step(machine("m", "Failed")) == "failed"
+
+
+def test_rows_join_machines_nodes_and_pods() -> None:
+    machines = [
+        machine("demo-2", "Pending", "Creating machine on cloud provider", "Processing"),
+        machine("demo-1", "Running", "joined", "Successful", node="demo-1"),
+    ]
+    pods = pods_per_node(
+        [
+            pod("a", "demo-1"),
+            pod("b", "demo-1"),
+            pod("c", "demo-1", deleting=True),  # on its way out: not counted
+            pod("d", "demo-1", phase="Succeeded"),
+            pod("e", ""),  # not scheduled
+        ]
+    )
+    assert pods == {"demo-1": 2}
+    rows = machine_rows(
+        machines,
+        {"demo-1": node("demo-1"), "demo-2": node("demo-2", ready="False")},
+        pods,
+        {"demo-1": 10.0},
+        now=12.5,
+    )
+    assert [r.name for r in rows] == ["demo-1", "demo-2"]
+    one, two = rows
+    assert (one.phase, one.step, one.node, one.pods, one.age) == (
+        "Running",
+        "running",
+        "demo-1",
+        2,
+        2.5,
+    )
+    # Before the controller labels it, the VM's node is found under the machine's own name.
+    assert (two.step, two.node, two.pods, two.age) == ("joining", "", 0, None)
+
+
+def test_plain_lines_are_logfmt() -> None:
+    row = MachineRow(
+        name="demo-2",
+        phase="Terminating",
+        step="drain",
+        operation='Drain "x" failed',
+        operation_state="Failed",
+        node="demo-2",
+        pods=3,
+        age=4.0,
+        deleting=True,
+    )
+    assert plain_line(12.34, row) == (
+        "t=12.3s machine=demo-2 phase=Terminating step=drain node=demo-2 pods=3 "
+        'op="Drain \\"x\\" failed"'
+    )
+    assert gone_line(20, "demo-2") == "t=20.0s machine=demo-2 phase=- step=gone"
+    assert event_line(1, "scaling down", deleting="demo-3,demo-4") == (
+        't=1.0s demo="scaling down" deleting=demo-3,demo-4'
+    )
+
+
+def row(name: str, phase: str, step: str, *, deleting: bool = False, pods: int = 0) -> MachineRow:
+    return MachineRow(name, phase, step, "", "", name, pods, 0.0, deleting)
+
+
+def test_timeline_measures_each_machine() -> None:
+    timeline = Timeline()
+    timeline.created("demo-1", 0.0)
+    timeline.created("demo-2", 0.0)
+    assert [
+        r.name for r in timeline.observe(0.5, [row("demo-1", "-", "x"), row("demo-2", "-", "x")])
+    ] == [
+        "demo-1",
+        "demo-2",
+    ]
+    # Nothing but the pod count changed: no new line.
+    assert timeline.observe(1.0, [row("demo-1", "-", "x", pods=3), row("demo-2", "-", "x")]) == []
+    timeline.observe(4.0, [row("demo-1", "Running", "running"), row("demo-2", "Pending", "x")])
+    timeline.observe(
+        5.0, [row("demo-1", "Running", "running"), row("demo-2", "Running", "running")]
+    )
+    timeline.delete_requested("demo-2", 10.0)
+    kept = row("demo-1", "Running", "running")
+    for now, step in (
+        (10.5, "get VM status"),
+        (11, "drain"),
+        (13, "drain (retrying)"),
+        (17, "delete VM"),
+    ):
+        timeline.observe(now, [kept, row("demo-2", "Terminating", step, deleting=True)])
+    assert timeline.gone(19.0, ["demo-1"]) == ["demo-2"]
+    assert timeline.gone(20.0, ["demo-1"]) == []  # reported once
+
+    one, two = timeline.machines["demo-1"], timeline.machines["demo-2"]
+    assert one.time_to_running == 4.0 and one.drain_time is None and one.deletion_time is None
+    assert two.time_to_running == 5.0
+    assert two.drain_time == 6.0  # 11 → 17: the retry is part of the drain
+    assert two.deletion_time == 9.0  # requested at 10, gone at 19
+
+    rows = summary_rows(timeline, ["demo-2"])
+    assert [(r.name, r.outcome) for r in rows] == [("demo-1", "kept"), ("demo-2", "deleted")]
+    lines = summary_lines(rows, wall=21.0)
+    assert lines == [
+        "summary machine=demo-1 to_running=4.0s drain=- deletion=- outcome=kept",
+        "summary machine=demo-2 to_running=5.0s drain=6.0s deletion=9.0s outcome=deleted",
+        "summary machines=2 running=2 deleted=1 mean_to_running=4.5s mean_drain=6.0s "
+        "mean_deletion=9.0s wall=21.0s",
+    ]
+
+
+def test_drain_ending_with_the_machine_counts_until_gone() -> None:
+    timeline = Timeline()
+    timeline.observe(1.0, [row("m", "Terminating", "drain", deleting=True)])
+    timeline.gone(4.0, [])
+    assert timeline.machines["m"].drain_time == 3.0
+    rows = summary_rows(timeline, [])
+    assert rows[0].outcome == "gone"
+
+
+def test_unfinished_deletion_is_reported() -> None:
+    timeline = Timeline()
+    timeline.created("m", 0.0)
+    timeline.delete_requested("m", 1.0)
+    timeline.observe(1.5, [row("m", "Terminating", "drain", deleting=True)])
+    assert summary_rows(timeline, ["m"])[0].outcome == "deletion unfinished"
+
+
+def render(renderable: Any) -> str:
+    console = Console(file=io.StringIO(), width=160, record=True, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_tables_render() -> None:
+    rows = [
+        MachineRow(
+            "demo-1", "Running", "running", "joined", "Successful", "demo-1", 2, 75.0, False
+        ),
+        MachineRow(
+            "demo-2",
+            "Terminating",
+            "drain (retrying)",
+            "Drain failed " * 20,
+            "Failed",
+            "demo-2",
+            1,
+            3.0,
+            True,
+        ),
+    ]
+    text = render(machine_table(rows, title="machines — scaling down"))
+    assert "machines — scaling down" in text
+    assert "demo-1" in text and "1m15s" in text and "drain (retrying)" in text
+    assert "…" in text  # a long last operation is cut, not wrapped over many lines
+    timeline = Timeline()
+    timeline.observe(0.0, [row("demo-1", "Running", "running")])
+    summary = render(summary_table(summary_rows(timeline, []), wall=42.0))
+    assert "42.0s wall time" in summary and "1/1 machines reached Running" in summary
+
+
+def test_storage_node_lists() -> None:
+    body = b'{"items": [{"name": "n2", "health": "offline"}, {"name": "n1", "state": "online"}]}'
+    assert parse_storage_nodes(body) == [StorageRow("n1", "online"), StorageRow("n2", "offline")]
+    assert parse_storage_nodes(b'[{"name": "n1"}, {"id": 3}]') == [StorageRow("n1", "-")]
+    assert parse_storage_nodes(b"not json") == []
