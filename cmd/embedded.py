@@ -42,6 +42,7 @@ class EmbeddedCluster:
     url: str
     kubeconfig: Path
     workdir: Path
+    storage: bool = False  # the emulator serves the simulated storage service
 
     @property
     def storage_url(self) -> str:
@@ -83,8 +84,10 @@ async def embedded_cluster(
         )
         try:
             url = await _read_url(process)
-            await install_crds(Client.from_url(url), crd_dir)
-            yield EmbeddedCluster(url, kubeconfig, workdir)
+            client = Client.from_url(url)
+            await install_crds(client, crd_dir)
+            storage = await serves_storage(client)
+            yield EmbeddedCluster(url, kubeconfig, workdir, storage)
         finally:
             process.terminate()
             with trio.move_on_after(5) as scope:
@@ -137,3 +140,13 @@ async def install_crds(client: Client, crd_dir: Path = CRD_DIR) -> None:
                 raise EmbeddedClusterError(
                     f"installing CRD {crd['metadata']['name']}: {error}"
                 ) from error
+
+
+async def serves_storage(client: Client) -> bool:
+    """Whether the emulator serves the simulated storage service (an emulator built before it
+    existed answers 404): asked rather than assumed, so the demo works with either."""
+    try:
+        await client.request("GET", f"{STORAGE_PATH}/nodes")
+    except ApiError:
+        return False
+    return True

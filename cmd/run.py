@@ -38,10 +38,6 @@ from kubetrio.runtime.plugins import ControllerRegistry, PluginError
 
 log = get_logger("kubetrio.run")
 
-# The simulated storage service (issue 8) is not served by the emulator yet: once it is, this
-# turns on the storage backend URL and the demo's storage-node view.
-STORAGE_SIMULATED = False
-
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_config_flags(parser)
@@ -168,7 +164,9 @@ async def serve(
         print(f"  try: {kubectl_hint(kubeconfig)}", flush=True)
         if "example" in controllers:
             await seed_demo(make_client(config, kubeconfig))
-        storage_path = STORAGE_PATH if STORAGE_SIMULATED else None
+        # The storage controllers talk to the cluster's simulated storage service, when it has
+        # one (and no backend URL was configured): the demo then shows its nodes too.
+        storage_path = STORAGE_PATH if cluster.storage else None
         if storage_path is not None and config.storage.backend_url is None:
             config = msgspec.structs.replace(
                 config,
