@@ -14,6 +14,7 @@ import msgspec
 
 from kubetrio.api.core import Node, Taint
 from kubetrio.api.machine import NodeTemplate
+from kubetrio.runtime.client import Client
 
 LAST_APPLIED_ANNOTATION = "node.machine.sapcloud.io/last-applied-anno-labels-taints"
 
@@ -106,3 +107,13 @@ def _taint_doc(taint: Taint) -> dict[str, Any]:
     doc = msgspec.to_builtins(taint)
     assert isinstance(doc, dict)
     return doc
+
+
+async def sync_node_template(client: Client, node: Node, template: NodeTemplate) -> bool:
+    """Write what ``node`` lacks of ``template``; True when a write was needed. A conflict
+    (the node changed since it was read) propagates, to be retried on fresh data."""
+    change = template_change(node, template)
+    if not change.changed and LAST_APPLIED_ANNOTATION not in change.annotations:
+        return False
+    await client.patch(Node, node.name, change.merge_patch(node.metadata.resource_version))
+    return True

@@ -1,9 +1,10 @@
 """Emulator time: everything that schedules or ages runs on trio's clock, so a test's MockClock
 drives watch timeouts, grace periods and fault latency.
 
-Timestamps written into objects (deletionTimestamp, disruptedPods) are the wall-clock instant at
-which the clock was anchored plus the trio time elapsed since, so they advance with a MockClock
-and still look like real RFC 3339 times. Only creationTimestamp uses the plain wall clock.
+Timestamps written into objects (deletionTimestamp, disruptedPods) come from
+``kubetrio.runtime.clock``: the run's anchored wall-clock instant plus the trio time elapsed
+since, so they advance with a MockClock, look like real RFC 3339 times, and agree with the
+controllers' "now" when both share a run. Only creationTimestamp uses the plain wall clock.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import datetime as dt
 
 import trio
+
+from kubetrio.runtime.clock import now
 
 
 def rfc3339(t: dt.datetime) -> str:
@@ -28,14 +31,13 @@ class EmuClock:
     """Must be created inside the trio run whose clock it follows."""
 
     def __init__(self) -> None:
-        self._wall0 = dt.datetime.now(dt.UTC)
-        self._trio0 = trio.current_time()
+        now()  # anchor this run's wall clock now, before anything asks
 
     def monotonic(self) -> float:
         return trio.current_time()
 
     def now(self) -> dt.datetime:
-        return self._wall0 + dt.timedelta(seconds=trio.current_time() - self._trio0)
+        return now()
 
     def now_rfc3339(self, plus_seconds: float = 0.0) -> str:
         return rfc3339(self.now() + dt.timedelta(seconds=plus_seconds))

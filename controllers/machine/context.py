@@ -1,0 +1,93 @@
+"""Everything a machine reconcile reads and writes through, built once per manager."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kubetrio.api.core import Node, Secret
+from kubetrio.api.machine import Machine, MachineClass
+from kubetrio.api.storage import VolumeAttachment
+from kubetrio.controllers.machine.drain.discovery import eviction_supported
+from kubetrio.controllers.machine.drain.drain import Drainer
+from kubetrio.controllers.machine.drain.watching import CacheChanges
+from kubetrio.controllers.machine.driver.driver import SecretData
+from kubetrio.controllers.machine.driver.registry import DriverRegistry
+from kubetrio.controllers.machine.failing import FailurePermits
+from kubetrio.controllers.machine.metrics import MachineMetrics
+from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.status import DEPLOYMENT_LABEL, NODE_LABEL, StatusWriter
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.store import Lister
+
+MACHINE_NODE_INDEX = "machine.node"
+MACHINE_CLASS_INDEX = "machine.class"
+MACHINE_DEPLOYMENT_INDEX = "machine.deployment"
+ATTACHMENT_NODE_INDEX = "spec.nodeName"
+
+
+def machine_node(machine: Machine) -> Iterable[str]:
+    node = machine.metadata.labels.get(NODE_LABEL)
+    return (node,) if node else ()
+
+
+def machine_class_name(machine: Machine) -> Iterable[str]:
+    return (machine.spec.class_.name,) if machine.spec.class_.name else ()
+
+
+def machine_deployment(machine: Machine) -> Iterable[str]:
+    name = machine.metadata.labels.get(DEPLOYMENT_LABEL)
+    return (name,) if name else ()
+
+
+def attachment_node(attachment: VolumeAttachment) -> Iterable[str]:
+    return (attachment.spec.node_name,) if attachment.spec.node_name else ()
+
+
+@dataclass(slots=True)
+class MachineContext:
+    client: Client
+    options: SafetyOptions
+    drivers: DriverRegistry
+    machines: Lister[Machine]
+    classes: Lister[MachineClass]
+    secrets: Lister[Secret]  # the machine namespace's: class secrets
+    tokens: Lister[Secret]  # kube-system's bootstrap tokens made by this controller
+    nodes: Lister[Node]
+    attachments: Lister[VolumeAttachment]
+    machine_changes: CacheChanges
+    drainer: Drainer
+    status: StatusWriter
+    metrics: MachineMetrics
+    permits: FailurePermits = field(default_factory=FailurePermits)
+    _eviction_supported: bool | None = None
+
+    async def eviction_supported(self) -> bool:
+        """Asked of discovery once per manager: the API server does not change underneath."""
+        if self._eviction_supported is None:
+            self._eviction_supported = await eviction_supported(self.client)
+        return self._eviction_supported
+
+    def secret_data(self, machine_class: MachineClass) -> SecretData:
+        """The class secret's data, decoded; a missing secret is no data (MCM: not an error).
+        Values are never logged."""
+        ref = machine_class.secret_ref
+        if ref is None or not ref.name:
+            return {}
+        secret = self.secrets.get(ref.namespace or machine_class.namespace, ref.name)
+        if secret is None:
+            return {}
+        data: dict[str, bytes] = {}
+        for key, value in secret.data.items():
+            try:
+                data[key] = base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError):
+                continue
+        for key, text in secret.string_data.items():
+            data[key] = text.encode()
+        return data
+
+    def machines_on_node(self, node: str) -> list[Machine]:
+        return self.machines.by_index(MACHINE_NODE_INDEX, node)

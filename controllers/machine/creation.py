@@ -1,0 +1,250 @@
+"""The creation flow: a VM for a Machine, found or made, and the Machine pointed at it.
+
+MCM's order is kept, because each step is safe to repeat after a crash: ask the provider for the
+machine's VM first (creation is idempotent per machine name only at the provider, so asking is
+what prevents a second VM), create it when there is none, record the node name and providerID
+on the Machine, initialise the VM, then enter Pending. The bootstrap token exists before the VM
+does, since the VM's user data carries it.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import msgspec
+
+from kubetrio.api.core import Secret
+from kubetrio.api.machine import (
+    OPERATION_CREATE,
+    PHASE_CRASH_LOOP_BACK_OFF,
+    PHASE_FAILED,
+    PHASE_PENDING,
+    STATE_FAILED,
+    STATE_PROCESSING,
+    Machine,
+    MachineClass,
+)
+from kubetrio.api.meta import parse_time
+from kubetrio.controllers.machine.bootstrap import (
+    TOKEN_NAMESPACE,
+    expiry,
+    new_token_secret,
+    render_user_data,
+    token_id,
+    token_secret,
+    token_secret_name,
+)
+from kubetrio.controllers.machine.context import MachineContext
+from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, MachineError
+from kubetrio.controllers.machine.driver.driver import SecretData
+from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.status import (
+    DEFAULT_PRIORITY,
+    NODE_LABEL,
+    PRIORITY_ANNOTATION,
+    Operation,
+)
+from kubetrio.runtime.clock import now, seconds_since
+from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.ratelimit import LongRetry, MediumRetry, ShortRetry
+
+log = get_logger("kubetrio.machine")
+
+CREATING = "Creating machine on cloud provider"
+
+
+async def create(
+    ctx: MachineContext,
+    machine: Machine,
+    machine_class: MachineClass,
+    secret_data: SecretData,
+    options: SafetyOptions,
+) -> tuple[Machine, float]:
+    """Run the creation flow; the machine as last written and when to look again."""
+    if "userData" not in secret_data:
+        machine = await ctx.status.write(
+            machine,
+            Operation(
+                f"Userdata field not found in secret for machine {machine.name!r}",
+                STATE_FAILED,
+                OPERATION_CREATE,
+            ),
+            reason="MissingUserData",
+        )
+        return machine, ShortRetry
+    token = await bootstrap_token(ctx, machine, options)
+    user_data = render_user_data(secret_data["userData"].decode(errors="replace"), token)
+    data = {**secret_data, "userData": user_data.encode()}
+    driver = ctx.drivers.for_class(machine_class)
+    node_name = machine.metadata.labels.get(NODE_LABEL, "")
+    provider_id = machine.spec.provider_id
+    initialize = False
+    try:
+        vm = await driver.get_machine_status(machine, machine_class, data)
+        node_name, provider_id = vm.node_name or node_name, vm.provider_id or provider_id
+    except MachineError as error:
+        if error.code == Code.Uninitialized:
+            initialize = True
+        elif error.code not in (Code.NotFound, Code.Unimplemented):
+            retry = ShortRetry if error.code in TRANSIENT_CODES else MediumRetry
+            return await _create_failed(ctx, machine, options, error), retry
+        if not node_name or not provider_id:
+            try:
+                created = await driver.create_machine(machine, machine_class, data)
+            except MachineError as create_error:
+                retry = ShortRetry if create_error.code in TRANSIENT_CODES else MediumRetry
+                return await _create_failed(ctx, machine, options, create_error), retry
+            initialize = True
+            elapsed = seconds_since(parse_time(machine.metadata.creation_timestamp))
+            if elapsed is not None and elapsed >= 0:
+                ctx.metrics.create.observe(elapsed)
+            if created.node_name != machine.name and ctx.nodes.get("", created.node_name):
+                return await _stale_node(ctx, machine, machine_class, data, created.provider_id)
+            node_name, provider_id = created.node_name, created.provider_id
+    machine = await _point_at_vm(ctx, machine, node_name, provider_id)
+    if initialize:
+        try:
+            await driver.initialize_machine(machine, machine_class, data)
+        except MachineError as error:
+            if error.code != Code.Unimplemented:
+                machine = await ctx.status.write(
+                    machine,
+                    Operation(
+                        f"Provider error: {error}. Initialize VM Instance",
+                        STATE_FAILED,
+                        OPERATION_CREATE,
+                        error.code.name,
+                    ),
+                    reason="InitializeFailed",
+                )
+                return machine, ShortRetry
+    if machine.phase in ("", PHASE_CRASH_LOOP_BACK_OFF):
+        machine = await ctx.status.write(
+            machine,
+            Operation(CREATING, STATE_PROCESSING, OPERATION_CREATE),
+            phase=PHASE_PENDING,
+            timeout_active=True,
+            node=node_name,
+            reason="Created",
+        )
+        return machine, min(LongRetry, options.creation_timeout)
+    return machine, LongRetry
+
+
+async def bootstrap_token(ctx: MachineContext, machine: Machine, options: SafetyOptions) -> str:
+    """The machine's ``<id>.<secret>`` token: the one made by an earlier attempt while it is
+    unexpired (the VM may already carry it), else a new one."""
+    name = token_secret_name(machine.name, machine.namespace)
+    identifier = token_id(machine.name, machine.namespace)
+    existing = ctx.tokens.get(TOKEN_NAMESPACE, name)
+    if existing is not None:
+        secret = _token_from(existing)
+        if secret is not None:
+            return f"{identifier}.{secret}"
+        await ctx.client.delete(Secret, name, TOKEN_NAMESPACE, missing_ok=True)
+    secret = new_token_secret()
+    body = token_secret(
+        machine.name, secret, expiry(now(), options.creation_timeout), machine.namespace
+    )
+    try:
+        await ctx.client.create(Secret, body)
+    except ApiError as error:
+        if error.status != 409:
+            raise
+        # Made by an attempt the cache has not shown yet: read it rather than replace it.
+        made = _token_from(await ctx.client.get(Secret, name, TOKEN_NAMESPACE))
+        if made is None:
+            raise
+        secret = made
+    return f"{identifier}.{secret}"
+
+
+def _token_from(secret: Secret) -> str | None:
+    """The secret part of a token Secret that is still valid, else None."""
+    raw: dict[str, Any] = dict(secret.string_data)
+    for key in ("token-secret", "expiration"):
+        if key in secret.data:
+            raw[key] = base64.b64decode(secret.data[key]).decode(errors="replace")
+    expires = parse_time(raw.get("expiration"))
+    value = raw.get("token-secret")
+    if not isinstance(value, str) or expires is None or expires <= now():
+        return None
+    return value
+
+
+async def _create_failed(
+    ctx: MachineContext, machine: Machine, options: SafetyOptions, error: MachineError
+) -> Machine:
+    """CrashLoopBackOff while the machine is younger than the creation timeout, then Failed."""
+    age = seconds_since(parse_time(machine.metadata.creation_timestamp)) or 0.0
+    phase = PHASE_FAILED if age > options.creation_timeout else PHASE_CRASH_LOOP_BACK_OFF
+    log.warning("machine creation failed", machine=machine.name, code=error.code.name, phase=phase)
+    return await ctx.status.write(
+        machine,
+        Operation(
+            f"Cloud provider message - {error}", STATE_FAILED, OPERATION_CREATE, error.code.name
+        ),
+        phase=phase,
+        timeout_active=False,
+        reason="CreateFailed",
+    )
+
+
+async def _stale_node(
+    ctx: MachineContext,
+    machine: Machine,
+    machine_class: MachineClass,
+    data: SecretData,
+    provider_id: str,
+) -> tuple[Machine, float]:
+    """The new VM would register under a Node that already exists for another machine: a
+    leftover the VM must not take over. Delete the VM again and fail the machine."""
+    driver = ctx.drivers.for_class(machine_class)
+    with_id = msgspec.structs.replace(
+        machine, spec=msgspec.structs.replace(machine.spec, provider_id=provider_id)
+    )
+    try:
+        await driver.delete_machine(with_id, machine_class, data)
+    except MachineError as error:
+        if error.code != Code.NotFound:
+            log.warning("could not delete VM of stale node", machine=machine.name, error=str(error))
+            return machine, ShortRetry
+    machine = await ctx.status.write(
+        machine,
+        Operation("VM using old node obj", STATE_FAILED, OPERATION_CREATE),
+        phase=PHASE_FAILED,
+        timeout_active=False,
+        reason="StaleNode",
+    )
+    return machine, ShortRetry
+
+
+async def _point_at_vm(
+    ctx: MachineContext, machine: Machine, node_name: str, provider_id: str
+) -> Machine:
+    """Node label, priority annotation and providerID in one write (skipped when all set)."""
+    labels = machine.metadata.labels
+    annotations = machine.metadata.annotations
+    if (
+        labels.get(NODE_LABEL) == node_name
+        and PRIORITY_ANNOTATION in annotations
+        and machine.spec.provider_id == provider_id
+    ):
+        return machine
+    return await ctx.client.patch(
+        Machine,
+        machine.name,
+        {
+            "metadata": {
+                "resourceVersion": machine.metadata.resource_version,
+                "labels": {NODE_LABEL: node_name},
+                "annotations": {
+                    PRIORITY_ANNOTATION: annotations.get(PRIORITY_ANNOTATION, DEFAULT_PRIORITY)
+                },
+            },
+            "spec": {"providerID": provider_id},
+        },
+        namespace=machine.namespace,
+    )

@@ -1,0 +1,387 @@
+"""The deletion flow: Terminating, then GetVMStatus → drain → VolumeAttachments → VM → Node →
+finalizer, each step recorded in ``lastOperation`` before the next begins.
+
+The recorded step is the only state: a manager killed anywhere in the flow is replaced by one
+that reads the step back and carries on. Every step is safe to repeat. Steps that finish at once
+hand over to the next in the same reconcile (MCM waits a 5 s requeue between each); a step that
+must wait for the world returns when to look again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from kubetrio.api.core import Node, Secret
+from kubetrio.api.machine import (
+    OPERATION_DELETE,
+    PHASE_FAILED,
+    PHASE_TERMINATING,
+    STATE_FAILED,
+    STATE_PROCESSING,
+    Machine,
+    MachineClass,
+)
+from kubetrio.api.meta import format_time, parse_time
+from kubetrio.api.storage import VolumeAttachment
+from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
+from kubetrio.controllers.machine.context import ATTACHMENT_NODE_INDEX, MachineContext
+from kubetrio.controllers.machine.drain.drain import DrainOptions
+from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, MachineError
+from kubetrio.controllers.machine.driver.driver import SecretData
+from kubetrio.controllers.machine.health import is_healthy
+from kubetrio.controllers.machine.options import (
+    FORCE_DRAIN_TIMEOUT,
+    UNHEALTHY_NODE_FORCE_AFTER,
+    SafetyOptions,
+)
+from kubetrio.controllers.machine.status import (
+    DELETE_VOLUME_ATTACHMENTS,
+    FINALIZER,
+    FORCE_DELETION_LABEL,
+    GET_VM_STATUS,
+    INITIATE_DRAIN,
+    INITIATE_FINALIZER_REMOVAL,
+    INITIATE_NODE_DELETION,
+    INITIATE_VM_DELETION,
+    NODE_LABEL,
+    Operation,
+    deletion_step,
+)
+from kubetrio.runtime.clock import now, seconds_since
+from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.ratelimit import LongRetry, MediumRetry, ShortRetry
+
+log = get_logger("kubetrio.machine")
+
+TERMINATING_CONDITION = "Terminating"
+_TRUE_VALUES = ("1", "t", "T", "TRUE", "true", "True")  # Go's strconv.ParseBool
+
+
+@dataclass(slots=True)
+class Deletion:
+    ctx: MachineContext
+    machine_class: MachineClass
+    data: SecretData
+    options: SafetyOptions
+
+    def node_name(self, machine: Machine) -> str:
+        return machine.metadata.labels.get(NODE_LABEL) or machine.status.node
+
+    async def step_to(
+        self, machine: Machine, description: str, *, reason: str | None = None
+    ) -> Machine:
+        return await self.ctx.status.write(
+            machine, Operation(description, STATE_PROCESSING, OPERATION_DELETE), reason=reason
+        )
+
+    async def failed(
+        self, machine: Machine, description: str, reason: str, code: str = ""
+    ) -> Machine:
+        return await self.ctx.status.write(
+            machine,
+            Operation(description, STATE_FAILED, OPERATION_DELETE, code),
+            reason=reason,
+        )
+
+
+Step = Callable[[Deletion, Machine], Awaitable[tuple[Machine | None, float | None]]]
+
+
+async def delete(
+    ctx: MachineContext,
+    machine: Machine,
+    machine_class: MachineClass,
+    data: SecretData,
+    options: SafetyOptions,
+) -> float | None:
+    """Run the deletion flow as far as it goes now; when to look again (None: finished)."""
+    if FINALIZER not in machine.metadata.finalizers:
+        log.warning("machine is missing finalizers, deletion cannot proceed", machine=machine.name)
+        return LongRetry
+    flow = Deletion(ctx, machine_class, data, options)
+    if machine.phase != PHASE_TERMINATING:
+        was_failed = machine.phase == PHASE_FAILED
+        machine = await ctx.status.write(
+            machine,
+            Operation(GET_VM_STATUS, STATE_PROCESSING, OPERATION_DELETE),
+            phase=PHASE_TERMINATING,
+            timeout_active=False,
+            reason="Terminating",
+        )
+        await mark_node_terminating(flow, machine, unhealthy=was_failed)
+    current: Machine | None = machine
+    while current is not None:
+        step = deletion_step(current.status.last_operation.description)
+        if step is None:  # a description no step recognises: start the flow over
+            current = await flow.step_to(current, GET_VM_STATUS)
+            continue
+        current, retry = await STEPS[step](flow, current)
+        if retry is not None:
+            return retry
+    return None
+
+
+async def get_vm_status(flow: Deletion, machine: Machine) -> tuple[Machine | None, float | None]:
+    driver = flow.ctx.drivers.for_class(flow.machine_class)
+    try:
+        await driver.get_machine_status(machine, flow.machine_class, flow.data)
+        description = f"Machine deletion in process. VM with matching ID found. {INITIATE_DRAIN}"
+    except MachineError as error:
+        if error.code == Code.NotFound:
+            # MCM master: still drain and still ask for deletion — a VM the provider cannot
+            # find may leave disks and NICs that only DeleteMachine cleans up.
+            description = f"VM was not found at provider. {INITIATE_DRAIN}"
+        elif error.code in (Code.Unimplemented, Code.Uninitialized):
+            description = f"Machine deletion in process. {INITIATE_DRAIN}"
+        else:
+            retry = ShortRetry if error.code in TRANSIENT_CODES else MediumRetry
+            machine = await flow.failed(
+                machine,
+                f"Error occurred while getting VM status: {error}. {GET_VM_STATUS}",
+                "GetVMStatusFailed",
+                error.code.name,
+            )
+            return machine, retry
+    return await flow.step_to(machine, description), None
+
+
+def force_reason(flow: Deletion, machine: Machine, node: Node) -> str | None:
+    """Why the drain must be forced, or None for a gentle one."""
+    label = machine.metadata.labels.get(FORCE_DELETION_LABEL)
+    if label in _TRUE_VALUES:
+        return f"the {FORCE_DELETION_LABEL} label is set"
+    elapsed = seconds_since(parse_time(machine.metadata.deletion_timestamp)) or 0.0
+    if elapsed >= flow.options.drain_timeout:
+        return f"the drain timeout ({flow.options.drain_timeout:g}s) has passed"
+    for kind, healthy_status in (("Ready", "True"), ("ReadonlyFilesystem", "False")):
+        condition = node.condition(kind)
+        if condition is None or condition.status == healthy_status:
+            continue
+        since = seconds_since(parse_time(condition.last_transition_time))
+        if since is not None and since >= UNHEALTHY_NODE_FORCE_AFTER:
+            return f"node condition {kind} has been {condition.status} for {since:.0f}s"
+    return None
+
+
+async def drain(flow: Deletion, machine: Machine) -> tuple[Machine | None, float | None]:
+    ctx = flow.ctx
+    node_name = flow.node_name(machine)
+    if not node_name:
+        next_step = (
+            f"Skipping drain as nodeName is not a valid one for machine. {INITIATE_VM_DELETION}"
+        )
+        return await flow.step_to(machine, next_step), None
+    node = ctx.nodes.get("", node_name)
+    if node is None:
+        next_step = f"Skipping drain as node object does not exist. {INITIATE_VM_DELETION}"
+        return await flow.step_to(machine, next_step), None
+    forced_by = force_reason(flow, machine, node)
+    options = flow.options
+    if forced_by is None:
+        elapsed = seconds_since(parse_time(machine.metadata.deletion_timestamp)) or 0.0
+        drain_options = DrainOptions(
+            timeout=max(1.0, options.drain_timeout - elapsed),
+            max_evict_retries=options.evict_retries,
+            pv_detach_timeout=options.pv_detach_timeout,
+            pv_reattach_timeout=options.pv_reattach_timeout,
+            eviction_supported=await ctx.eviction_supported(),
+        )
+    else:
+        log.info("forcing drain", machine=machine.name, node=node_name, reason=forced_by)
+        drain_options = DrainOptions(
+            timeout=FORCE_DRAIN_TIMEOUT,
+            max_evict_retries=1,
+            force=True,
+            eviction_supported=await ctx.eviction_supported(),
+        )
+    try:
+        await mark_node_terminating(flow, machine, unhealthy=None)
+    except ApiError as error:
+        if forced_by is None:
+            description = (
+                f"Drain failed due to failure in update of node conditions - {error}. "
+                f"Will retry in next sync. {INITIATE_DRAIN}"
+            )
+            return await flow.failed(machine, description, "DrainFailed"), ShortRetry
+    started = time.perf_counter()
+    result = await ctx.drainer.drain(node_name, drain_options)
+    ctx.metrics.drain.observe(time.perf_counter() - started)
+    if result.succeeded:
+        if forced_by is not None:
+            description = f"Force Drain successful. {DELETE_VOLUME_ATTACHMENTS}"
+        else:
+            description = f"Drain successful. {INITIATE_VM_DELETION}"
+        return await flow.step_to(machine, description, reason="Drained"), None
+    if forced_by is not None:
+        description = (
+            f"Drain failed due to - {result.summary()}. However, since it's a force deletion "
+            f"shall continue deletion of VM. {DELETE_VOLUME_ATTACHMENTS}"
+        )
+        return await flow.step_to(machine, description, reason="ForceDrainFailed"), None
+    description = (
+        f"Drain failed due to - {result.summary()}. Will retry in next sync. {INITIATE_DRAIN}"
+    )
+    return await flow.failed(machine, description, "DrainFailed"), ShortRetry
+
+
+async def delete_volume_attachments(
+    flow: Deletion, machine: Machine
+) -> tuple[Machine | None, float | None]:
+    ctx = flow.ctx
+    node_name = flow.node_name(machine)
+    node = ctx.nodes.get("", node_name) if node_name else None
+    if node is None:
+        description = (
+            f"Skipping deleteNodeVolAttachments due to - node {node_name!r} not found. "
+            f"{INITIATE_VM_DELETION}"
+        )
+    elif not node.status.volumes_attached:
+        description = (
+            f"Node Volumes for node: {node_name} are already detached. Moving to VM Deletion. "
+            f"{INITIATE_VM_DELETION}"
+        )
+    else:
+        live = [
+            attachment
+            for attachment in ctx.attachments.by_index(ATTACHMENT_NODE_INDEX, node_name)
+            if not attachment.deleting
+        ]
+        if live:
+            for attachment in live:
+                await ctx.client.delete(VolumeAttachment, attachment.name, missing_ok=True)
+            # Their deletion events wake this machine; the retry is only a safety net.
+            return machine, ShortRetry
+        description = f"No Live VolumeAttachments for node: {node_name}. {INITIATE_VM_DELETION}"
+    return await flow.step_to(machine, description), None
+
+
+async def delete_vm(flow: Deletion, machine: Machine) -> tuple[Machine | None, float | None]:
+    ctx = flow.ctx
+    driver = ctx.drivers.for_class(flow.machine_class)
+    last_known_state: str | None = None
+    try:
+        last_known_state = await driver.delete_machine(machine, flow.machine_class, flow.data)
+        description = f"VM deletion was successful. {INITIATE_NODE_DELETION}"
+    except MachineError as error:
+        if error.code != Code.NotFound:
+            retry = ShortRetry if error.code in TRANSIENT_CODES else LongRetry
+            description = (
+                f"VM deletion failed due to - {error}. However, will re-try in the next resync. "
+                f"{INITIATE_VM_DELETION}"
+            )
+            failed = await flow.failed(machine, description, "VMDeletionFailed", error.code.name)
+            return failed, retry
+        description = f"VM not found. Continuing deletion flow. {INITIATE_NODE_DELETION}"
+    # A machine that never joined still has its bootstrap token: it must not outlive the VM.
+    token = token_secret_name(machine.name, machine.namespace)
+    if ctx.tokens.get(TOKEN_NAMESPACE, token) is not None:
+        await ctx.client.delete(Secret, token, TOKEN_NAMESPACE, missing_ok=True)
+    written = await ctx.status.write(
+        machine,
+        Operation(description, STATE_PROCESSING, OPERATION_DELETE),
+        last_known_state=last_known_state or None,
+        reason="VMDeleted",
+    )
+    return written, None
+
+
+async def delete_node(flow: Deletion, machine: Machine) -> tuple[Machine | None, float | None]:
+    node_name = flow.node_name(machine)
+    if not node_name:
+        return await flow.step_to(machine, f"No node to delete. {INITIATE_FINALIZER_REMOVAL}"), None
+    try:
+        await flow.ctx.client.delete(Node, node_name)
+        description = (
+            f"Deletion of Node Object {node_name!r} is successful. {INITIATE_FINALIZER_REMOVAL}"
+        )
+    except ApiError as error:
+        if error.status != 404:
+            description = (
+                f"Deletion of Node Object {node_name!r} failed due to error: {error}. "
+                f"{INITIATE_NODE_DELETION}"
+            )
+            return await flow.failed(machine, description, "NodeDeletionFailed"), ShortRetry
+        description = (
+            f"No node object found for {node_name!r}, continuing deletion flow. "
+            f"{INITIATE_FINALIZER_REMOVAL}"
+        )
+    return await flow.step_to(machine, description, reason="NodeDeleted"), None
+
+
+async def remove_finalizer(flow: Deletion, machine: Machine) -> tuple[Machine | None, float | None]:
+    remaining = [f for f in machine.metadata.finalizers if f != FINALIZER]
+    try:
+        await flow.ctx.client.patch(
+            Machine,
+            machine.name,
+            {
+                "metadata": {
+                    "resourceVersion": machine.metadata.resource_version,
+                    "finalizers": remaining or None,
+                }
+            },
+            namespace=machine.namespace,
+        )
+    except ApiError as error:
+        if error.status != 404:
+            raise
+    took = seconds_since(parse_time(machine.metadata.deletion_timestamp))
+    if took is not None and took >= 0:
+        flow.ctx.metrics.delete.observe(took)
+    log.info("machine deleted", machine=machine.name)
+    return None, None
+
+
+async def mark_node_terminating(
+    flow: Deletion, machine: Machine, *, unhealthy: bool | None
+) -> None:
+    """The node's ``Terminating`` condition, so other components (autoscalers, storage) know
+    this node is going. ``Unhealthy`` for a machine that had Failed, ``ScaleDown`` otherwise —
+    MCM reads the phase after setting it to Terminating and so always writes ScaleDown. With
+    ``unhealthy=None`` (a later step, the old phase gone) an existing condition is kept and a
+    missing one judged by the node's health."""
+    node_name = flow.node_name(machine)
+    node = flow.ctx.nodes.get("", node_name) if node_name else None
+    if node is None:
+        return
+    existing = node.condition(TERMINATING_CONDITION)
+    if unhealthy is None:
+        if existing is not None and existing.status == "True":
+            return
+        unhealthy = not is_healthy(node.status.conditions, flow.options.node_conditions)
+    reason, message = (
+        ("Unhealthy", "Machine Controller is terminating failed machine")
+        if unhealthy
+        else ("ScaleDown", "Machine Controller is scaling down machine")
+    )
+    if existing is not None and existing.status == "True" and existing.reason == reason:
+        return
+    stamp = format_time(now())
+    condition = {
+        "type": TERMINATING_CONDITION,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": stamp,
+        "lastHeartbeatTime": stamp,
+    }
+    try:
+        await flow.ctx.client.patch_status(
+            Node, node_name, {"status": {"conditions": [condition]}}, patch_type="strategic"
+        )
+    except ApiError as error:
+        if error.status != 404:
+            raise
+
+
+STEPS: dict[str, Step] = {
+    GET_VM_STATUS: get_vm_status,
+    INITIATE_DRAIN: drain,
+    DELETE_VOLUME_ATTACHMENTS: delete_volume_attachments,
+    INITIATE_VM_DELETION: delete_vm,
+    INITIATE_NODE_DELETION: delete_node,
+    INITIATE_FINALIZER_REMOVAL: remove_finalizer,
+}

@@ -1,0 +1,268 @@
+"""The health flow of a created machine: its node's conditions decide Running or Unknown, and
+a machine that never joins, or stays unhealthy too long, is marked Failed so it gets replaced.
+
+Instead of MCM's one-minute re-checks, a machine waiting on a timeout is looked at again exactly
+when the timeout passes (node changes wake it sooner), so Failed is written on time, not up to a
+minute late.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import trio
+
+from kubetrio.api.core import Node, NodeCondition, Secret
+from kubetrio.api.machine import (
+    OPERATION_CREATE,
+    OPERATION_HEALTH_CHECK,
+    PHASE_FAILED,
+    PHASE_PENDING,
+    PHASE_RUNNING,
+    PHASE_UNKNOWN,
+    STATE_FAILED,
+    STATE_PROCESSING,
+    STATE_SUCCESSFUL,
+    Machine,
+    MachineCondition,
+)
+from kubetrio.api.meta import parse_time
+from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
+from kubetrio.controllers.machine.context import MACHINE_DEPLOYMENT_INDEX, MachineContext
+from kubetrio.controllers.machine.failing import MAX_REPLACEMENTS, replacements_in_progress
+from kubetrio.controllers.machine.health import is_healthy
+from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.status import DEPLOYMENT_LABEL, NODE_LABEL, Operation
+from kubetrio.runtime.clock import seconds_since
+from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.ratelimit import LongRetry, ShortRetry
+
+log = get_logger("kubetrio.machine")
+
+CRITICAL_COMPONENTS_TAINT = "node.gardener.cloud/critical-components-not-ready"
+# Status timestamps have one-second resolution: look again just after a timeout, not before.
+TIMESTAMP_SLACK = 1.0
+# How long a permit holder waits for the cache to show its Failed write.
+CACHE_CATCH_UP = 5.0
+
+
+def machine_conditions(conditions: Sequence[NodeCondition]) -> tuple[MachineCondition, ...]:
+    return tuple(
+        MachineCondition(
+            type=c.type,
+            status=c.status,
+            reason=c.reason,
+            message=c.message,
+            last_transition_time=c.last_transition_time,
+            last_heartbeat_time=c.last_heartbeat_time,
+        )
+        for c in conditions
+    )
+
+
+def conditions_differ(
+    machine: Sequence[MachineCondition], node: Sequence[MachineCondition]
+) -> bool:
+    """MCM copies when the count or any status (by position) differs; heartbeats alone do not
+    count, or every kubelet heartbeat would rewrite every machine."""
+    return len(machine) != len(node) or any(
+        (a.type, a.status) != (b.type, b.status) for a, b in zip(machine, node, strict=True)
+    )
+
+
+def describe(conditions: Sequence[MachineCondition]) -> str:
+    return ", ".join(f"{c.type}={c.status}" for c in conditions) or "none"
+
+
+def _critical_components_pending(node: Node) -> bool:
+    return any(
+        t.key == CRITICAL_COMPONENTS_TAINT and t.effect == "NoSchedule" for t in node.spec.taints
+    )
+
+
+async def check_health(
+    ctx: MachineContext, machine: Machine, options: SafetyOptions
+) -> tuple[Machine, float]:
+    node_name = machine.metadata.labels.get(NODE_LABEL, "")
+    node = ctx.nodes.get("", node_name)
+    phase = machine.phase
+    name = machine.name
+    operation: Operation | None = None
+    new_phase: str | None = None
+    conditions: tuple[MachineCondition, ...] | None = None
+    reason = ""
+    if node is None:
+        if machine.status.conditions and phase == PHASE_RUNNING:
+            new_phase, reason = PHASE_UNKNOWN, "NodeMissing"
+            operation = Operation(
+                f"Node object went missing. Machine {name} is unhealthy - changing MachineState "
+                "to Unknown",
+                STATE_PROCESSING,
+                OPERATION_HEALTH_CHECK,
+            )
+    else:
+        from_node = machine_conditions(node.status.conditions)
+        if conditions_differ(machine.status.conditions, from_node):
+            conditions = from_node
+        current = conditions if conditions is not None else machine.status.conditions
+        healthy = is_healthy(current, options.node_conditions)
+        if healthy and phase != PHASE_RUNNING:
+            if not (phase == PHASE_PENDING and _critical_components_pending(node)):
+                new_phase = PHASE_RUNNING
+                operation, reason = await _joined(ctx, machine)
+        elif not healthy and phase == PHASE_RUNNING:
+            new_phase, reason = PHASE_UNKNOWN, "Unhealthy"
+            operation = Operation(
+                f"Machine {name} is unhealthy - changing MachineState to Unknown. "
+                f"Node conditions: {describe(current)}",
+                STATE_PROCESSING,
+                OPERATION_HEALTH_CHECK,
+            )
+    retry = LongRetry
+    if new_phase is None and phase in (PHASE_PENDING, PHASE_UNKNOWN):
+        outcome = await _check_timeouts(ctx, machine, options)
+        if isinstance(outcome, float):
+            retry = outcome
+        else:
+            new_phase, operation, reason = PHASE_FAILED, outcome, "Failed"
+    if operation is None and conditions is None:
+        return machine, retry
+    if (
+        new_phase == PHASE_FAILED
+        and operation is not None
+        and operation.type == OPERATION_HEALTH_CHECK
+    ):
+        marked = await _mark_failed(ctx, machine, operation, conditions)
+        return (marked, retry) if marked is not None else (machine, ShortRetry)
+    machine = await ctx.status.write(
+        machine,
+        operation or _unchanged(machine),
+        phase=new_phase,
+        timeout_active=None if new_phase is None else new_phase in (PHASE_PENDING, PHASE_UNKNOWN),
+        conditions=conditions,
+        reason=reason or None,
+    )
+    if new_phase == PHASE_UNKNOWN:  # the health timeout starts now
+        retry = min(LongRetry, options.health_timeout + TIMESTAMP_SLACK)
+    return machine, retry
+
+
+def _unchanged(machine: Machine) -> Operation:
+    last = machine.status.last_operation
+    return Operation(last.description, last.state, last.type, last.error_code)
+
+
+async def _joined(ctx: MachineContext, machine: Machine) -> tuple[Operation, str]:
+    last = machine.status.last_operation
+    if last.type == OPERATION_CREATE and last.state != STATE_SUCCESSFUL:
+        # First join: the bootstrap token has served its purpose and must not outlive it.
+        await ctx.client.delete(
+            Secret,
+            token_secret_name(machine.name, machine.namespace),
+            TOKEN_NAMESPACE,
+            missing_ok=True,
+        )
+        joined = seconds_since(parse_time(machine.metadata.creation_timestamp))
+        if joined is not None and joined >= 0:
+            ctx.metrics.join.observe(joined)
+        return (
+            Operation(
+                f"Machine {machine.name} successfully joined the cluster",
+                STATE_SUCCESSFUL,
+                OPERATION_CREATE,
+            ),
+            "Joined",
+        )
+    return (
+        Operation(
+            f"Machine {machine.name} successfully re-joined the cluster",
+            STATE_SUCCESSFUL,
+            OPERATION_HEALTH_CHECK,
+        ),
+        "Recovered",
+    )
+
+
+async def _check_timeouts(
+    ctx: MachineContext, machine: Machine, options: SafetyOptions
+) -> Operation | float:
+    """The Failed operation when a Pending or Unknown machine ran out of time, else the
+    seconds until it will."""
+    if machine.phase == PHASE_PENDING:
+        # Counted from creation (MCM master), so a crash loop cannot buy a fresh 20 minutes.
+        since = parse_time(machine.metadata.creation_timestamp)
+        timeout = options.creation_timeout
+    else:
+        since = parse_time(machine.status.current_status.last_update_time)
+        timeout = options.health_timeout
+    elapsed = seconds_since(since) or 0.0
+    if elapsed < timeout:
+        return min(LongRetry, math.ceil(timeout - elapsed) + TIMESTAMP_SLACK)
+    minutes = f"{timeout / 60:g}"
+    if machine.phase == PHASE_PENDING:
+        return Operation(
+            f"Machine {machine.name} failed to join the cluster in {minutes} minutes.",
+            STATE_FAILED,
+            OPERATION_CREATE,
+        )
+    return Operation(
+        f"Machine {machine.name} is not healthy since {minutes} minutes. Changing status to "
+        f"failed. Node Conditions: {describe(machine.status.conditions)}",
+        STATE_FAILED,
+        OPERATION_HEALTH_CHECK,
+    )
+
+
+async def _mark_failed(
+    ctx: MachineContext,
+    machine: Machine,
+    operation: Operation,
+    conditions: tuple[MachineCondition, ...] | None,
+) -> Machine | None:
+    """Failed, unless another machine of the same deployment is already being replaced
+    (then None: try again shortly)."""
+    deployment = machine.metadata.labels.get(DEPLOYMENT_LABEL)
+    if not deployment:
+        return await _write_failed(ctx, machine, operation, conditions)
+    async with ctx.permits.hold(deployment) as acquired:
+        if not acquired:
+            log.info("timed out waiting to acquire lock", machine=machine.name)
+            return None
+        siblings = ctx.machines.by_index(MACHINE_DEPLOYMENT_INDEX, deployment)
+        others = [m for m in siblings if m.name != machine.name]
+        if replacements_in_progress(others) >= MAX_REPLACEMENTS:
+            log.info(
+                "machine couldn't be marked FAILED, other machines are getting replaced",
+                machine=machine.name,
+                deployment=deployment,
+            )
+            return None
+        written = await _write_failed(ctx, machine, operation, conditions)
+        # Hold the permit until the cache shows the write, or a sibling's count would miss it.
+        await ctx.machine_changes.wait_until(
+            lambda: _cached_phase(ctx, written) == PHASE_FAILED,
+            trio.current_time() + CACHE_CATCH_UP,
+        )
+        return written
+
+
+def _cached_phase(ctx: MachineContext, machine: Machine) -> str:
+    cached = ctx.machines.get(machine.namespace, machine.name)
+    return cached.phase if cached is not None else ""
+
+
+async def _write_failed(
+    ctx: MachineContext,
+    machine: Machine,
+    operation: Operation,
+    conditions: tuple[MachineCondition, ...] | None,
+) -> Machine:
+    return await ctx.status.write(
+        machine,
+        operation,
+        phase=PHASE_FAILED,
+        timeout_active=False,
+        conditions=conditions,
+        reason="Failed",
+    )

@@ -1,0 +1,102 @@
+"""The machine reconciler: validate, then the deletion, health or creation flow.
+
+Level-based like MCM's: every pass starts from the Machine as the cache shows it and does what
+its state calls for, so a missed event or a restart costs nothing but a pass. Each pass ends
+with when to look again (MCM's ShortRetry / MediumRetry / LongRetry, or the instant a timeout
+passes); changes to the machine, its node, its class or its node's volume attachments bring the
+next pass forward.
+"""
+
+from __future__ import annotations
+
+from kubetrio.api.machine import (
+    OPERATION_UPDATE,
+    PHASE_CRASH_LOOP_BACK_OFF,
+    STATE_FAILED,
+    Machine,
+    NodeTemplate,
+)
+from kubetrio.controllers.machine import creation, deletion
+from kubetrio.controllers.machine.context import MachineContext
+from kubetrio.controllers.machine.health_check import check_health
+from kubetrio.controllers.machine.nodetemplate import sync_node_template
+from kubetrio.controllers.machine.status import FINALIZER, NODE_LABEL, Operation
+from kubetrio.controllers.machine.validation import (
+    class_node_template,
+    validate_class,
+    validate_machine,
+)
+from kubetrio.runtime.controller import Result
+from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.ratelimit import LongRetry
+
+log = get_logger("kubetrio.machine")
+
+
+class MachineReconciler:
+    def __init__(self, ctx: MachineContext) -> None:
+        self.ctx = ctx
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        ctx = self.ctx
+        machine = ctx.machines.get(key.namespace, key.name)
+        if machine is None:
+            return Result()
+        problems = validate_machine(machine)
+        if problems:
+            return await self._invalid(machine, "; ".join(problems))
+        class_name = machine.spec.class_.name
+        machine_class = ctx.classes.get(machine.namespace, class_name)
+        if machine_class is None:
+            # The class's arrival requeues this machine (classes are watched).
+            return await self._invalid(
+                machine, f"MachineClass {class_name!r} not found in namespace {machine.namespace!r}"
+            )
+        problems = validate_class(machine_class, list(ctx.drivers))
+        if problems:
+            return await self._invalid(
+                machine, f"MachineClass {class_name!r}: " + "; ".join(problems)
+            )
+        options = ctx.options.for_machine(machine)
+        data = ctx.secret_data(machine_class)
+        if machine.deleting:
+            retry = await deletion.delete(ctx, machine, machine_class, data, options)
+            return Result(requeue_after=retry)
+        if FINALIZER not in machine.metadata.finalizers:
+            machine = await ctx.client.patch(
+                Machine,
+                machine.name,
+                {
+                    "metadata": {
+                        "resourceVersion": machine.metadata.resource_version,
+                        "finalizers": [*machine.metadata.finalizers, FINALIZER],
+                    }
+                },
+                namespace=machine.namespace,
+            )
+        retry = LongRetry
+        if machine.metadata.labels.get(NODE_LABEL) and machine.phase:
+            machine, retry = await check_health(ctx, machine, options)
+            await self._sync_template(machine, class_node_template(machine_class))
+        if not machine.spec.provider_id or machine.phase in ("", PHASE_CRASH_LOOP_BACK_OFF):
+            machine, retry = await creation.create(ctx, machine, machine_class, data, options)
+        return Result(requeue_after=retry)
+
+    async def _invalid(self, machine: Machine, problem: str) -> Result:
+        """Say it on the machine (status and a Warning event, once) and wait for a fix: an
+        edit of the machine or its class brings the next pass."""
+        log.warning("machine cannot be reconciled", machine=machine.name, problem=problem)
+        await self.ctx.status.write(
+            machine, Operation(problem, STATE_FAILED, OPERATION_UPDATE), reason="Invalid"
+        )
+        return Result(requeue_after=LongRetry)
+
+    async def _sync_template(self, machine: Machine, class_template: NodeTemplate | None) -> None:
+        """The machine's own template wins over its class's (MCM copies the class's into
+        machines it creates; machines made by hand may carry none)."""
+        template = machine.spec.node_template or class_template
+        node = self.ctx.nodes.get("", machine.metadata.labels.get(NODE_LABEL, ""))
+        if template is None or node is None or node.deleting:
+            return
+        await sync_node_template(self.ctx.client, node, template)

@@ -1,0 +1,165 @@
+"""Registering the machine controller with a manager: informers, indexes, drivers, metrics,
+the reconciler and the orphan-VM sweep."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kubetrio.api.core import Node, PersistentVolume, Secret
+from kubetrio.api.machine import Machine, MachineClass
+from kubetrio.api.meta import KubeObject
+from kubetrio.api.storage import VolumeAttachment
+from kubetrio.controllers.machine.bootstrap import TOKEN_LABEL, TOKEN_NAMESPACE
+from kubetrio.controllers.machine.context import (
+    ATTACHMENT_NODE_INDEX,
+    MACHINE_CLASS_INDEX,
+    MACHINE_DEPLOYMENT_INDEX,
+    MACHINE_NODE_INDEX,
+    MachineContext,
+    attachment_node,
+    machine_class_name,
+    machine_deployment,
+    machine_node,
+)
+from kubetrio.controllers.machine.drain.cache import DrainCache
+from kubetrio.controllers.machine.drain.drain import Drainer
+from kubetrio.controllers.machine.drain.metrics import drain_metrics
+from kubetrio.controllers.machine.drain.volumes import VolumeIdResolver
+from kubetrio.controllers.machine.drain.watching import CacheChanges
+from kubetrio.controllers.machine.driver.registry import DriverRegistry
+from kubetrio.controllers.machine.driver.sim import PROVIDER as SIM_PROVIDER
+from kubetrio.controllers.machine.driver.sim import SimDriver
+from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetrics
+from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.reconciler import MachineReconciler
+from kubetrio.controllers.machine.safety import OrphanVmCollector
+from kubetrio.controllers.machine.status import StatusWriter
+from kubetrio.runtime.events import EventRecorder
+from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.predicates import Predicate
+from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.store import Lister
+
+COMPONENT = "machine-controller"
+
+
+def machine_changed() -> Predicate:
+    """Skip updates that only touch status: this controller wrote them, and it carries on from
+    its own write in the same pass."""
+
+    def changed(old: Machine, new: Machine) -> bool:
+        a, b = old.metadata, new.metadata
+        return (
+            a.generation != b.generation
+            or a.labels != b.labels
+            or a.annotations != b.annotations
+            or a.finalizers != b.finalizers
+            or a.deletion_timestamp != b.deletion_timestamp
+        )
+
+    return Predicate(update=changed)
+
+
+def node_changed() -> Predicate:
+    """Node updates that matter to a machine; a kubelet heartbeat alone does not."""
+
+    def changed(old: Node, new: Node) -> bool:
+        return (
+            [(c.type, c.status) for c in old.status.conditions]
+            != [(c.type, c.status) for c in new.status.conditions]
+            or old.metadata.labels != new.metadata.labels
+            or old.metadata.annotations != new.metadata.annotations
+            or old.spec.taints != new.spec.taints
+            or old.status.volumes_attached != new.status.volumes_attached
+            or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
+        )
+
+    return Predicate(update=changed)
+
+
+def _keys(machines: Iterable[Machine]) -> list[ObjectKey]:
+    return [ObjectKey(m.namespace, m.name) for m in machines]
+
+
+def by_index(machines: Lister[Machine], index: str, value: Any) -> Any:
+    def mapper(obj: KubeObject) -> list[ObjectKey]:
+        return _keys(machines.by_index(index, value(obj)))
+
+    return mapper
+
+
+def default_drivers(manager: Manager) -> DriverRegistry:
+    """The drivers this build ships: ``sim``, the simulated cloud behind the API server URL."""
+    drivers = DriverRegistry()
+    drivers.register(SIM_PROVIDER, SimDriver(manager.client))
+    return drivers
+
+
+def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) -> MachineContext:
+    """Register the controller; the context is returned for tests and embedders."""
+    options = SafetyOptions.from_config(config.machine)
+    namespace = options.namespace
+    cache = manager.cache
+    machine_informer = cache.informer(Machine, namespace=namespace)
+    machine_informer.add_index(MACHINE_NODE_INDEX, machine_node)
+    machine_informer.add_index(MACHINE_CLASS_INDEX, machine_class_name)
+    machine_informer.add_index(MACHINE_DEPLOYMENT_INDEX, machine_deployment)
+    machines = machine_informer.lister
+    drain_cache = DrainCache.from_cache(cache)
+    attachment_informer = cache.informer(VolumeAttachment)
+    attachment_informer.add_index(ATTACHMENT_NODE_INDEX, attachment_node)
+    metrics = MachineMetrics(manager.registry, machines)
+    plain = drivers or default_drivers(manager)
+    instrumented = DriverRegistry(plain.default)
+    for provider in plain:
+        instrumented.register(provider, InstrumentedDriver(plain.get(provider), provider, metrics))
+    events = EventRecorder(manager.client, COMPONENT)
+    ctx = MachineContext(
+        client=manager.client,
+        options=options,
+        drivers=instrumented,
+        machines=machines,
+        classes=cache.informer(MachineClass, namespace=namespace).lister,
+        secrets=cache.informer(Secret, namespace=namespace).lister,
+        tokens=cache.informer(
+            Secret, namespace=TOKEN_NAMESPACE, label_selector=f"{TOKEN_LABEL}=true"
+        ).lister,
+        nodes=drain_cache.nodes,
+        attachments=attachment_informer.lister,
+        machine_changes=CacheChanges(machine_informer),
+        drainer=Drainer(
+            manager.client,
+            drain_cache,
+            volume_resolver(instrumented),
+            metrics=drain_metrics(manager.registry),
+            events=events,
+        ),
+        status=StatusWriter(manager.client, events),
+        metrics=metrics,
+    )
+    manager.controller("machine").for_(Machine, machine_changed(), namespace=namespace).watches(
+        Node, by_index(machines, MACHINE_NODE_INDEX, lambda node: node.name), node_changed()
+    ).watches(
+        MachineClass,
+        by_index(machines, MACHINE_CLASS_INDEX, lambda c: c.name),
+        namespace=namespace,
+    ).watches(
+        VolumeAttachment,
+        by_index(machines, MACHINE_NODE_INDEX, lambda a: a.spec.node_name),
+    ).complete(MachineReconciler(ctx))
+    manager.add(OrphanVmCollector(ctx))
+    return ctx
+
+
+def volume_resolver(drivers: DriverRegistry) -> VolumeIdResolver:
+    """Volume IDs from every driver: each answers only for the volumes it owns, so a drain
+    sees exactly the provider volumes, whichever provider's node it drains."""
+
+    async def resolve(pvs: Sequence[PersistentVolume]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for provider in drivers:
+            found.update(await drivers.get(provider).get_volume_ids(pvs))
+        return found
+
+    return resolve

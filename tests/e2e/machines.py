@@ -1,0 +1,132 @@
+"""A machine controller on a manager against the emulator, in the test's own trio run, with
+helpers to seed classes and machines and to wait on what the controller's cache shows."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+import yaml
+
+from kubetrio.api.core import Node
+from kubetrio.api.machine import Machine
+from kubetrio.cmd.config import MachineConfig, ManagerConfig
+from kubetrio.controllers.machine.context import MachineContext
+from kubetrio.controllers.machine.setup import setup
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.manager import Manager
+
+CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
+MACHINE_API = "machine.sapcloud.io/v1alpha1"
+USER_DATA = "#!/bin/sh\nkubeadm join --token <<BOOTSTRAP_TOKEN>>\n"
+
+
+def install_crds(emu: Emulator) -> None:
+    for path in sorted(CRD_DIR.glob("*.yaml")):
+        emu.create(yaml.safe_load(path.read_text()))
+
+
+def machine_class_doc(name: str = "small", **provider_spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": MACHINE_API,
+        "kind": "MachineClass",
+        "metadata": {"name": name, "namespace": "default"},
+        "provider": "sim",
+        "providerSpec": {"region": "eu-1", **provider_spec},
+        "secretRef": {"name": f"{name}-secret", "namespace": "default"},
+    }
+
+
+def class_secret_doc(name: str = "small", user_data: str = USER_DATA) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": f"{name}-secret", "namespace": "default"},
+        "data": {"userData": base64.b64encode(user_data.encode()).decode()},
+    }
+
+
+def machine_doc(
+    name: str, machine_class: str = "small", deployment: str = "pool-a", **spec: Any
+) -> dict[str, Any]:
+    return {
+        "apiVersion": MACHINE_API,
+        "kind": "Machine",
+        "metadata": {"name": name, "namespace": "default", "labels": {"name": deployment}},
+        "spec": {"class": {"kind": "MachineClass", "name": machine_class}, **spec},
+    }
+
+
+@dataclass
+class Harness:
+    emu: Emulator
+    client: Client
+    manager: Manager
+    ctx: MachineContext
+
+    def machine(self, name: str) -> Machine | None:
+        return self.ctx.machines.get("default", name)
+
+    def node(self, name: str) -> Node | None:
+        return self.ctx.nodes.get("", name)
+
+    async def wait_machine(
+        self, name: str, condition: Callable[[Machine | None], bool], within: float = 3600
+    ) -> Machine | None:
+        """Until the cached machine satisfies ``condition``; fails the test on timeout."""
+        deadline = trio.current_time() + within
+        ok = await self.ctx.machine_changes.wait_until(
+            lambda: condition(self.machine(name)), deadline
+        )
+        assert ok, f"machine {name} never got there; last seen: {self.machine(name)}"
+        return self.machine(name)
+
+    async def wait_phase(self, name: str, phase: str, within: float = 3600) -> Machine:
+        machine = await self.wait_machine(
+            name, lambda m: m is not None and m.phase == phase, within
+        )
+        assert machine is not None
+        return machine
+
+    async def wait_gone(self, name: str, within: float = 3600) -> None:
+        await self.wait_machine(name, lambda m: m is None, within)
+
+    async def wait_node(
+        self, name: str, condition: Callable[[Node | None], bool], within: float = 3600
+    ) -> Node | None:
+        deadline = trio.current_time() + within
+        ok = await self.ctx.drainer.cache.node_changes.wait_until(
+            lambda: condition(self.node(name)), deadline
+        )
+        assert ok, f"node {name} never got there; last seen: {self.node(name)}"
+        return self.node(name)
+
+    def description(self, name: str) -> str:
+        machine = self.machine(name)
+        return machine.status.last_operation.description if machine else ""
+
+
+@asynccontextmanager
+async def machine_manager(
+    emu: Emulator, *, workers: int = 5, **machine_options: Any
+) -> AsyncIterator[Harness]:
+    """A manager running only the machine controller; stopped (gracefully) on exit."""
+    client = Client.from_url(emu.url)
+    config = ManagerConfig(machine=MachineConfig(**machine_options), workers={"machine": workers})
+    manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
+    ctx = setup(manager, config)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        yield Harness(emu, client, manager, ctx)
+        manager.stop()
+
+
+def seed_class(emu: Emulator, name: str = "small", **provider_spec: Any) -> None:
+    emu.create(class_secret_doc(name))
+    emu.create(machine_class_doc(name, **provider_spec))
