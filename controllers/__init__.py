@@ -2,4 +2,5 @@
 
 BUILTIN_CONTROLLERS: dict[str, str] = {
     "example": "kubetrio.controllers.example:setup",
+    "machine": "kubetrio.controllers.machine.setup:setup",
 }
