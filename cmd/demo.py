@@ -60,6 +60,9 @@ class DemoOptions:
     live: bool = False  # a rich table on a terminal; plain lines otherwise
     boot_seconds: float = seed.BOOT_SECONDS
     storage_path: str | None = None  # the simulated storage service, when the cluster has one
+    # After the scale-down, also wait until the storage service forgot the deleted machines'
+    # nodes (what the nodedelete controller achieves once the service allows it).
+    wait_for_storage: bool = False
 
 
 class ClusterView:
@@ -192,9 +195,17 @@ class Demo:
         self.names = seed.machine_names(options.machines)
         self.victims = seed.scale_down_names(self.names)
         self.storage: list[StorageRow] | None = None  # None: no storage service (yet)
+        self._storage_changed = trio.Event()
         self.stage = "starting"
         self._start = 0.0
         self._summary_printed = False
+        self.view.machines.add_handler(
+            EventHandler(
+                on_add=lambda *_: self.observe(),
+                on_update=lambda *_: self.observe(),
+                on_delete=lambda *_: self.observe(),
+            )
+        )
 
     # -- clock and display ----------------------------------------------------------------
 
@@ -206,7 +217,16 @@ class Demo:
         self.out.line(event_line(self.elapsed(), message, **fields))
 
     def refresh(self) -> None:
-        """Read the caches, record milestones, print changes (plain) or redraw (live)."""
+        """Observe, then redraw the live table."""
+        self.observe()
+        self.out.refresh(self.renderable())
+
+    def observe(self) -> None:
+        """Read the caches, record milestones and print changes (plain mode).
+
+        Also called straight from the Machine informer's handler, so every step the controller
+        records is seen, even one it leaves again before the display loop would have run.
+        """
         now = trio.current_time()
         machines = self.view.machine_list()
         rows = machine_rows(
@@ -220,7 +240,6 @@ class Demo:
             self.out.line(plain_line(now - self._start, row), always=False)
         for name in self.timeline.gone(now, (m.name for m in machines)):
             self.out.line(gone_line(now - self._start, name), always=False)
-        self.out.refresh(self.renderable())
 
     def renderable(self) -> RenderableType:
         now = trio.current_time()
@@ -231,6 +250,9 @@ class Demo:
             self.timeline.first_seen(),
             now,
         )
+        present = {row.name for row in rows}
+        gone = [row for name, row in self.timeline.departed.items() if name not in present]
+        rows = sorted([*rows, *gone], key=lambda row: row.name)
         title = f"machines — {self.stage} ({now - self._start:.0f}s)"
         parts: list[RenderableType] = [machine_table(rows, title=title)]
         if self.storage:
@@ -267,6 +289,8 @@ class Demo:
                         storage_line(self.elapsed(), StorageRow(name, "deleted")), always=False
                     )
                 previous = current
+                self._storage_changed.set()
+                self._storage_changed = trio.Event()
             await trio.sleep(STORAGE_POLL)
 
     async def until(self, predicate: Callable[[], bool]) -> None:
@@ -334,6 +358,11 @@ class Demo:
             lambda: self._victims_gone(victim_nodes) and self._workloads_placed(victim_nodes)
         )
         self.event("scale-down done", remaining=len(self.names) - len(self.victims))
+        if self.options.wait_for_storage and self.options.storage_path:
+            self.event("waiting for the storage nodes to go", nodes=",".join(sorted(victim_nodes)))
+            while self.storage is None or victim_nodes & {row.name for row in self.storage}:
+                await self._storage_changed.wait()
+            self.event("storage nodes removed")
 
     async def _bounded_scenario(self) -> int:
         limit = self.options.duration if self.options.duration is not None else HARD_CAP

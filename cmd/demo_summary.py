@@ -9,12 +9,12 @@ are as precise as the watch), not the objects' second-resolution timestamps.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.table import Table
 
 from kubetrio.api.machine import PHASE_RUNNING
-from kubetrio.cmd.demo_view import STEP_DRAIN, MachineRow
+from kubetrio.cmd.demo_view import STEP_DRAIN, STEP_GONE, MachineRow
 
 
 @dataclass(slots=True)
@@ -56,6 +56,8 @@ class Timeline:
     def __init__(self) -> None:
         self.machines: dict[str, MachineTimes] = {}
         self._last: dict[str, MachineRow] = {}
+        # The last row of each machine that went, marked gone: the table keeps showing it.
+        self.departed: dict[str, MachineRow] = {}
 
     def first_seen(self) -> dict[str, float]:
         return {name: times.created for name, times in self.machines.items()}
@@ -72,6 +74,7 @@ class Timeline:
     def observe(self, now: float, rows: Iterable[MachineRow]) -> list[MachineRow]:
         changed = []
         for row in rows:
+            self.departed.pop(row.name, None)  # back under the same name
             times = self.machines.setdefault(row.name, MachineTimes(created=now))
             if row.phase == PHASE_RUNNING and times.running is None:
                 times.running = now
@@ -102,7 +105,8 @@ class Timeline:
         still = set(present)
         vanished = [name for name in self._last if name not in still]
         for name in vanished:
-            del self._last[name]
+            last = self._last.pop(name)
+            self.departed[name] = replace(last, phase="-", step=STEP_GONE, pods=0, deleting=False)
             times = self.machines.get(name)
             if times is not None and times.gone is None:
                 times.gone = now

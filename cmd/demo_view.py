@@ -72,7 +72,8 @@ def machine_step(machine: Machine, node: Node | None = None) -> str:
         )
         return f"{step} (retrying)" if operation.state == STATE_FAILED else step
     if phase == "":
-        return "waiting for controller"
+        # MCM creates the VM, then labels the machine with its node, then sets Pending.
+        return "creating VM" if machine_node(machine) else "waiting for controller"
     if phase == PHASE_PENDING:
         if node is None:
             return "booting VM"
@@ -189,6 +190,7 @@ def machine_table(
             str(row.pods),
             format_age(row.age),
             operation,
+            style="dim" if row.step == STEP_GONE else None,
         )
     return table
 

@@ -167,6 +167,10 @@ async def serve(
         # The storage controllers talk to the cluster's simulated storage service, when it has
         # one (and no backend URL was configured): the demo then shows its nodes too.
         storage_path = STORAGE_PATH if cluster.storage else None
+        # The simulated storage service takes 20-30 s to see a node offline and 30 s more to
+        # unlock it, too long for a one-minute demo: switch on once the embedded cluster runs
+        # it with shorter times (the storage nodes are shown either way).
+        wait_for_storage = False
         if storage_path is not None and config.storage.backend_url is None:
             config = msgspec.structs.replace(
                 config,
@@ -180,6 +184,7 @@ async def serve(
                 keep_running=args.keep_running,
                 live=live,
                 storage_path=storage_path,
+                wait_for_storage=wait_for_storage,
             ),
             kubeconfig=kubeconfig,
         )

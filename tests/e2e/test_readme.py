@@ -14,6 +14,7 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import Pod
+from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.informer import EventHandler
@@ -73,8 +74,8 @@ async def test_readme_controller_labels_scheduled_pods(
 
 async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
     """``kubetrio run --embedded``: prints a kubeconfig kubectl can use, seeds the demo's
-    machines, and with ``--keep-running`` stays up until SIGINT (Ctrl-C), then exits 0.
-    (The whole scenario, run to its end, is tests/e2e/test_demo.py.)"""
+    machines, runs the scenario and with ``--keep-running`` stays up for kubectl until SIGINT
+    (Ctrl-C), then exits 0. (The scenario's output is checked in tests/e2e/test_demo.py.)"""
     command = [
         sys.executable,
         "-m",
@@ -117,6 +118,19 @@ async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
                     break
                 await trio.sleep(0.2)
         assert "demo-sim" in await kubectl.out("get", "machineclasses", "-n", "default")
+        if "machine" in BUILTIN_CONTROLLERS:
+            # The scenario ends with the summary; the cluster stays up with what it left.
+            with trio.fail_after(60):
+                async for chunk in process.stdout:
+                    output += chunk
+                    if b"the embedded cluster stays up" in output:
+                        break
+            assert b"summary machines=2 running=2 deleted=1" in output, output.decode()
+            machines = await kubectl.out("get", "machines", "-n", "default")
+            assert re.search(r"demo-1\s+Running", machines), machines
+            assert "demo-2" not in machines
+            nodes = await kubectl.out("get", "nodes")
+            assert "demo-1" in nodes and "demo-2" not in nodes
         process.send_signal(signal.SIGINT)
         with trio.fail_after(30):
             assert await process.wait() == 0

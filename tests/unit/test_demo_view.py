@@ -111,6 +111,7 @@ def test_deletion_steps_from_mcm_descriptions(description: str, state: str, step
 
 def test_creation_steps() -> None:
     assert machine_step(machine()) == "waiting for controller"
+    assert machine_step(machine(node="m")) == "creating VM"
     pending = machine("m", "Pending", "Creating machine on cloud provider", "Processing")
     assert machine_step(pending) == "booting VM"
     assert machine_step(pending, node("m", ready=None)) == "joining"
@@ -213,6 +214,8 @@ def test_timeline_measures_each_machine() -> None:
         timeline.observe(now, [kept, row("demo-2", "Terminating", step, deleting=True)])
     assert timeline.gone(19.0, ["demo-1"]) == ["demo-2"]
     assert timeline.gone(20.0, ["demo-1"]) == []  # reported once
+    gone = timeline.departed["demo-2"]
+    assert (gone.phase, gone.step, gone.pods, gone.node) == ("-", "gone", 0, "demo-2")
 
     one, two = timeline.machines["demo-1"], timeline.machines["demo-2"]
     assert one.time_to_running == 4.0 and one.drain_time is None and one.deletion_time is None
