@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import msgspec
+
 from kubetrio.api.core import Node, PersistentVolume, Secret
-from kubetrio.api.machine import Machine, MachineClass
-from kubetrio.api.meta import KubeObject
+from kubetrio.api.machine import Machine, MachineClass, MachineSpec
+from kubetrio.api.meta import KubeObject, ObjectMeta
 from kubetrio.api.storage import VolumeAttachment
 from kubetrio.controllers.machine.bootstrap import TOKEN_LABEL, TOKEN_NAMESPACE
 from kubetrio.controllers.machine.context import (
@@ -34,7 +36,12 @@ from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetr
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.reconciler import MachineReconciler
 from kubetrio.controllers.machine.safety import OrphanVmCollector
-from kubetrio.controllers.machine.status import StatusWriter
+from kubetrio.controllers.machine.status import (
+    FINALIZER,
+    NODE_LABEL,
+    PRIORITY_ANNOTATION,
+    StatusWriter,
+)
 from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.predicates import Predicate
@@ -44,19 +51,29 @@ from kubetrio.runtime.store import Lister
 COMPONENT = "machine-controller"
 
 
+def _without_own(metadata: ObjectMeta, spec: MachineSpec) -> tuple[Any, ...]:
+    """What others may change on a machine: everything but the status and the fields this
+    controller writes itself (its finalizer, the node label, the priority annotation and the
+    providerID)."""
+    labels = {k: v for k, v in metadata.labels.items() if k != NODE_LABEL}
+    annotations = {k: v for k, v in metadata.annotations.items() if k != PRIORITY_ANNOTATION}
+    finalizers = [f for f in metadata.finalizers if f != FINALIZER]
+    return (
+        labels,
+        annotations,
+        finalizers,
+        metadata.deletion_timestamp,
+        msgspec.structs.replace(spec, provider_id=""),
+    )
+
+
 def machine_changed() -> Predicate:
-    """Skip updates that only touch status: this controller wrote them, and it carries on from
-    its own write in the same pass."""
+    """Only updates made by someone else. This controller carries on from its own writes in
+    the same pass, and reacting to their echo would cut a retry delay short (a machine failing
+    creation would be retried at once instead of after ShortRetry)."""
 
     def changed(old: Machine, new: Machine) -> bool:
-        a, b = old.metadata, new.metadata
-        return (
-            a.generation != b.generation
-            or a.labels != b.labels
-            or a.annotations != b.annotations
-            or a.finalizers != b.finalizers
-            or a.deletion_timestamp != b.deletion_timestamp
-        )
+        return _without_own(old.metadata, old.spec) != _without_own(new.metadata, new.spec)
 
     return Predicate(update=changed)
 
