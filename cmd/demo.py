@@ -376,6 +376,11 @@ class Demo:
         self.event("gave up", reason=f"not finished within {limit:g}s", stage=self.stage)
         return 1
 
+    def stopping(self) -> None:
+        """A signal arrived: the manager lets in-flight reconciles (a drain, say) finish first,
+        which can take a moment, so say so."""
+        self.event("stopping", reason="signal: in-flight work finishes first; again to exit now")
+
     def print_summary(self) -> None:
         if self._summary_printed:
             return

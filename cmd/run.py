@@ -189,14 +189,18 @@ async def serve(
             kubeconfig=kubeconfig,
         )
         if not live:
-            return await run_manager(config, registry, controllers, kubeconfig, demo.run)
+            return await run_manager(
+                config, registry, controllers, kubeconfig, demo.run, demo.stopping
+            )
         # The live table owns the terminal: the manager's log lines go to a file instead.
         log_path = workdir / "manager.log"
         print(f"manager log: {log_path}", flush=True)
         with log_path.open("a") as log_file:
             configure_logging(config.logging.format, config.logging.level, stream=log_file)
             try:
-                return await run_manager(config, registry, controllers, kubeconfig, demo.run)
+                return await run_manager(
+                    config, registry, controllers, kubeconfig, demo.run, demo.stopping
+                )
             finally:
                 configure_logging(config.logging.format, config.logging.level)
 
@@ -207,9 +211,11 @@ async def run_manager(
     controllers: list[str],
     kubeconfig: str | None,
     companion: Callable[[], Awaitable[int]] | None = None,
+    on_stopping: Callable[[], None] | None = None,
 ) -> int:
     """Run the manager until a signal, or until ``companion`` (the embedded demo) returns:
-    then the manager stops gracefully and the companion's result is the exit code."""
+    then the manager stops gracefully and the companion's result is the exit code.
+    ``on_stopping`` hears of the first signal (the demo says what is happening)."""
     client = make_client(config, kubeconfig)
     with trio.fail_after(config.client.timeout):
         await client.request("GET", "/version")  # unreachable or refused: one clear error now
@@ -247,6 +253,8 @@ async def run_manager(
                         nursery.cancel_scope.cancel()
                         return
                     log.info("signal received, stopping", signal=signal.Signals(signum).name)
+                    if on_stopping is not None:
+                        on_stopping()
                     manager_stopping.set()
                     manager.stop()
 

@@ -5,6 +5,7 @@ the process exits 0 well within the minute the README promises. Also the flag ch
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -117,3 +118,34 @@ async def test_duration_bounds_the_demo(tmp_path: Path) -> None:
     assert time.monotonic() - started < 30
     assert 'demo=stopped reason="--duration 1s reached"' in output
     assert "summary machine=demo-1 " in output
+
+
+@needs_machine_controller
+async def test_ctrl_c_mid_demo_prints_the_summary_so_far(tmp_path: Path) -> None:
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            lambda task_status: trio.run_process(  # noqa: ASYNC105
+                run_command(tmp_path, "--machines", "2"),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                check=False,
+                task_status=task_status,
+            )
+        )
+        assert process.stdout is not None
+        output = b""
+        with trio.fail_after(WALL_LIMIT):
+            async for chunk in process.stdout:
+                output += chunk
+                if b'demo="machines running"' in output:
+                    break
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(40):
+            async for chunk in process.stdout:
+                output += chunk
+            assert await process.wait() == 0
+        text = output.decode()
+        assert "demo=stopping" in text
+        assert "summary machine=demo-1 to_running=" in text
+        assert "summary machines=2 running=2 " in text
+        nursery.cancel_scope.cancel()
