@@ -38,6 +38,7 @@ from kubetrio.cmd.demo_view import (
     kubectl_hint,
     machine_rows,
     machine_table,
+    natural_key,
     plain_line,
     pods_per_node,
     storage_line,
@@ -133,7 +134,7 @@ def parse_storage_nodes(payload: bytes) -> list[StorageRow]:
             "-",
         )
         rows.append(StorageRow(item["name"], state))
-    return sorted(rows, key=lambda r: r.name)
+    return sorted(rows, key=lambda r: natural_key(r.name))
 
 
 class Output:
@@ -252,7 +253,7 @@ class Demo:
         )
         present = {row.name for row in rows}
         gone = [row for name, row in self.timeline.departed.items() if name not in present]
-        rows = sorted([*rows, *gone], key=lambda row: row.name)
+        rows = sorted([*rows, *gone], key=lambda row: natural_key(row.name))
         title = f"machines — {self.stage} ({now - self._start:.0f}s)"
         parts: list[RenderableType] = [machine_table(rows, title=title)]
         if self.storage:

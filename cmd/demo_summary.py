@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from rich.table import Table
 
 from kubetrio.api.machine import PHASE_RUNNING
-from kubetrio.cmd.demo_view import STEP_DRAIN, STEP_GONE, MachineRow
+from kubetrio.cmd.demo_view import STEP_DRAIN, STEP_GONE, MachineRow, natural_key
 
 
 @dataclass(slots=True)
@@ -112,7 +112,7 @@ class Timeline:
                 times.gone = now
                 if times.drain_started is not None and times.drain_finished is None:
                     times.drain_finished = now
-        return sorted(vanished)
+        return sorted(vanished, key=natural_key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +126,7 @@ class SummaryRow:
 
 def summary_rows(timeline: Timeline, deleted: Sequence[str]) -> list[SummaryRow]:
     rows = []
-    for name in sorted(timeline.machines):
+    for name in sorted(timeline.machines, key=natural_key):
         times = timeline.machines[name]
         if times.gone is not None:
             outcome = "deleted" if name in deleted else "gone"

@@ -9,6 +9,7 @@ cluster and the demo's own loop stays a thin "read the caches, render" step.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,11 @@ PHASE_STYLES: Mapping[str, str] = {
     PHASE_FAILED: "bold red",
     PHASE_CRASH_LOOP_BACK_OFF: "red",
 }
+
+
+def natural_key(name: str) -> tuple[str | int, ...]:
+    """Sort ``demo-2`` before ``demo-10``, as a person reads them."""
+    return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name))
 
 
 def machine_node(machine: Machine) -> str:
@@ -128,7 +134,7 @@ def machine_rows(
 ) -> list[MachineRow]:
     """One row per machine, sorted by name."""
     rows = []
-    for machine in sorted(machines, key=lambda m: m.name):
+    for machine in sorted(machines, key=lambda m: natural_key(m.name)):
         node_name = machine_node(machine)
         # Before the controller labels the machine, the sim VM registers a node of its name.
         node = nodes.get(node_name or machine.name)

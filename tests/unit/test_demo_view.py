@@ -23,6 +23,7 @@ from kubetrio.cmd.demo_view import (
     machine_rows,
     machine_step,
     machine_table,
+    natural_key,
     plain_line,
     pods_per_node,
 )
@@ -289,3 +290,8 @@ def test_storage_node_lists() -> None:
     assert parse_storage_nodes(body) == [StorageRow("n1", "online"), StorageRow("n2", "offline")]
     assert parse_storage_nodes(b'[{"name": "n1"}, {"id": 3}]') == [StorageRow("n1", "-")]
     assert parse_storage_nodes(b"not json") == []
+
+
+def test_names_sort_as_people_read_them() -> None:
+    names = ["demo-10", "demo-2", "demo-1", "other"]
+    assert sorted(names, key=natural_key) == ["demo-1", "demo-2", "demo-10", "other"]
