@@ -71,8 +71,16 @@ def conditions_differ(
     )
 
 
-def describe(conditions: Sequence[MachineCondition]) -> str:
-    return ", ".join(f"{c.type}={c.status}" for c in conditions) or "none"
+def describe(conditions: Sequence[MachineCondition], watched: Sequence[str]) -> str:
+    """The conditions that make the node unhealthy (the healthy ones would only hide them)."""
+    bad = [
+        f"{c.type}={c.status}"
+        for c in conditions
+        if (c.type == "Ready" and c.status != "True") or (c.type in watched and c.status != "False")
+    ]
+    if not any(c.type == "Ready" for c in conditions):
+        bad.insert(0, "Ready missing")
+    return ", ".join(bad)
 
 
 def _critical_components_pending(node: Node) -> bool:
@@ -115,7 +123,7 @@ async def check_health(
             new_phase, reason = PHASE_UNKNOWN, "Unhealthy"
             operation = Operation(
                 f"Machine {name} is unhealthy - changing MachineState to Unknown. "
-                f"Node conditions: {describe(current)}",
+                f"Node conditions: {describe(current, options.node_conditions)}",
                 STATE_PROCESSING,
                 OPERATION_HEALTH_CHECK,
             )
@@ -208,7 +216,7 @@ async def _check_timeouts(
         )
     return Operation(
         f"Machine {machine.name} is not healthy since {minutes} minutes. Changing status to "
-        f"failed. Node Conditions: {describe(machine.status.conditions)}",
+        f"failed. Node Conditions: {describe(machine.status.conditions, options.node_conditions)}",
         STATE_FAILED,
         OPERATION_HEALTH_CHECK,
     )

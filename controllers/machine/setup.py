@@ -38,7 +38,6 @@ from kubetrio.controllers.machine.reconciler import MachineReconciler
 from kubetrio.controllers.machine.safety import OrphanVmCollector
 from kubetrio.controllers.machine.status import (
     FINALIZER,
-    NODE_LABEL,
     PRIORITY_ANNOTATION,
     StatusWriter,
 )
@@ -53,9 +52,10 @@ COMPONENT = "machine-controller"
 
 def _without_own(metadata: ObjectMeta, spec: MachineSpec) -> tuple[Any, ...]:
     """What others may change on a machine: everything but the status and the fields this
-    controller writes itself (its finalizer, the node label, the priority annotation and the
-    providerID)."""
-    labels = {k: v for k, v in metadata.labels.items() if k != NODE_LABEL}
+    controller writes itself (its finalizer, the priority annotation and the providerID). The
+    node label counts: its arrival in the cache is what lets a node event that came first find
+    this machine, so it earns the pass that looks at the node."""
+    labels = metadata.labels
     annotations = {k: v for k, v in metadata.annotations.items() if k != PRIORITY_ANNOTATION}
     finalizers = [f for f in metadata.finalizers if f != FINALIZER]
     return (

@@ -1,0 +1,147 @@
+"""Machine health end to end: node conditions copied onto the machine, Running ⇄ Unknown,
+the health timeout to Failed (on time), meltdown protection per MachineDeployment, recovery,
+and the node template kept in sync on the machine's node."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+from kubetrio.api.core import Node
+from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, PHASE_UNKNOWN
+from kubetrio.controllers.machine.nodetemplate import LAST_APPLIED_ANNOTATION
+from kubetrio.runtime.emulator import Emulator
+
+from .machines import MACHINE_API, install_crds, machine_doc, machine_manager, seed_class
+
+NOT_READY_AT_100 = [{"type": "Ready", "status": "False", "afterSeconds": 100}]
+
+
+async def test_unhealthy_node_makes_the_machine_unknown_then_failed_on_time(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    seed_class(emu, conditionAfter=NOT_READY_AT_100)
+    async with machine_manager(emu) as h:
+        emu.create(machine_doc("m-1"))
+        running = await h.wait_phase("m-1", PHASE_RUNNING)
+        assert [c.type for c in running.status.conditions if c.status == "True"] == ["Ready"]
+        unknown = await h.wait_phase("m-1", PHASE_UNKNOWN)
+        became_unknown = trio.current_time()
+        assert 99 <= became_unknown <= 102
+        assert unknown.status.last_operation.description == (
+            "Machine m-1 is unhealthy - changing MachineState to Unknown. "
+            "Node conditions: Ready=False"
+        )
+        assert unknown.condition("Ready").status == "False"  # type: ignore[union-attr]
+        failed = await h.wait_phase("m-1", PHASE_FAILED)
+        assert 600 <= trio.current_time() - became_unknown <= 602
+        assert failed.status.last_operation.description.startswith(
+            "Machine m-1 is not healthy since 10 minutes. Changing status to failed."
+        )
+
+
+async def test_machine_recovers_when_its_node_does(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    flapping = [*NOT_READY_AT_100, {"type": "Ready", "status": "True", "afterSeconds": 200}]
+    seed_class(emu, conditionAfter=flapping)
+    async with machine_manager(emu) as h:
+        emu.create(machine_doc("m-1"))
+        await h.wait_phase("m-1", PHASE_UNKNOWN)
+        recovered = await h.wait_phase("m-1", PHASE_RUNNING)
+        assert 199 <= trio.current_time() <= 202
+        assert recovered.status.last_operation.description == (
+            "Machine m-1 successfully re-joined the cluster"
+        )
+        assert recovered.status.last_operation.type == "HealthCheck"
+
+
+async def test_node_going_missing_makes_the_machine_unknown(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    seed_class(emu)
+    async with machine_manager(emu) as h:
+        emu.create(machine_doc("m-1"))
+        await h.wait_phase("m-1", PHASE_RUNNING)
+        emu.delete("v1", "Node", "m-1")
+        unknown = await h.wait_phase("m-1", PHASE_UNKNOWN)
+        assert unknown.status.last_operation.description.startswith(
+            "Node object went missing. Machine m-1 is unhealthy"
+        )
+
+
+async def test_only_one_machine_of_a_deployment_is_failed_at_a_time(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    seed_class(emu, conditionAfter=NOT_READY_AT_100)
+    async with machine_manager(emu) as h:
+        for name in ("m-1", "m-2", "m-3"):
+            emu.create(machine_doc(name))
+        emu.create(machine_doc("other", deployment="pool-b"))
+        for name in ("m-1", "m-2", "m-3", "other"):
+            await h.wait_phase(name, PHASE_UNKNOWN)
+
+        def failed(names: tuple[str, ...]) -> list[str]:
+            return [n for n in names if (m := h.machine(n)) is not None and m.phase == PHASE_FAILED]
+
+        pool = ("m-1", "m-2", "m-3")
+        await h.wait_phase("other", PHASE_FAILED)  # another deployment: not held back
+        await h.wait_machine("m-1", lambda _: len(failed(pool)) == 1)
+        await trio.sleep(300)  # minutes later the other two are still held back
+        assert len(failed(pool)) == 1
+        first = failed(pool)[0]
+        emu.delete(MACHINE_API, "Machine", first, "default")
+        await h.wait_gone(first)
+        await h.wait_machine("m-1", lambda _: len(failed(pool)) == 1)
+        assert first not in failed(pool)
+
+
+async def test_node_template_is_synced_and_removed_keys_go_but_foreign_keys_stay(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    seed_class(emu)
+    template = {
+        "metadata": {"labels": {"pool": "a", "tier": "gold"}, "annotations": {"owner": "team-x"}},
+        "spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]},
+    }
+    async with machine_manager(emu) as h:
+        emu.create(machine_doc("m-1", nodeTemplate=template))
+        await h.wait_phase("m-1", PHASE_RUNNING)
+
+        def synced(node: Node | None, labels: dict[str, str]) -> bool:
+            return node is not None and all(
+                node.metadata.labels.get(k) == v for k, v in labels.items()
+            )
+
+        node = await h.wait_node("m-1", lambda n: synced(n, {"pool": "a", "tier": "gold"}))
+        assert node is not None
+        assert node.metadata.annotations["owner"] == "team-x"
+        assert [(t.key, t.effect) for t in node.spec.taints] == [("dedicated", "NoSchedule")]
+        assert LAST_APPLIED_ANNOTATION in node.metadata.annotations
+        # Someone else labels the node; then the template drops "tier" and the taint.
+        emu.update(
+            {**emu.get("v1", "Node", "m-1"), **{}}
+            | {
+                "metadata": {
+                    **emu.get("v1", "Node", "m-1")["metadata"],  # type: ignore[index]
+                    "labels": {**node.metadata.labels, "team": "ops"},
+                }
+            }
+        )
+        machine = emu.get(MACHINE_API, "Machine", "m-1", "default")
+        assert machine is not None
+        machine["spec"]["nodeTemplate"] = {"metadata": {"labels": {"pool": "b"}}}
+        emu.update(machine)
+        node = await h.wait_node(
+            "m-1", lambda n: n is not None and n.metadata.labels.get("pool") == "b"
+        )
+        assert node is not None
+        assert "tier" not in node.metadata.labels
+        assert node.metadata.labels["team"] == "ops"  # not the template's: kept
+        assert "owner" not in node.metadata.annotations
+        assert node.spec.taints == ()
