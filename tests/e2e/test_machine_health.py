@@ -124,15 +124,10 @@ async def test_node_template_is_synced_and_removed_keys_go_but_foreign_keys_stay
         assert [(t.key, t.effect) for t in node.spec.taints] == [("dedicated", "NoSchedule")]
         assert LAST_APPLIED_ANNOTATION in node.metadata.annotations
         # Someone else labels the node; then the template drops "tier" and the taint.
-        emu.update(
-            {**emu.get("v1", "Node", "m-1"), **{}}
-            | {
-                "metadata": {
-                    **emu.get("v1", "Node", "m-1")["metadata"],  # type: ignore[index]
-                    "labels": {**node.metadata.labels, "team": "ops"},
-                }
-            }
-        )
+        node_doc = emu.get("v1", "Node", "m-1")
+        assert node_doc is not None
+        node_doc["metadata"]["labels"]["team"] = "ops"
+        emu.update(node_doc)
         machine = emu.get(MACHINE_API, "Machine", "m-1", "default")
         assert machine is not None
         machine["spec"]["nodeTemplate"] = {"metadata": {"labels": {"pool": "b"}}}
