@@ -42,9 +42,12 @@ import generate  # noqa: E402
 # The demo's target label: the namespace the demo's Machines live in, as in a deployment
 # where the manager runs beside its Machines (see scrape.yaml).
 DEMO_NAMESPACE = "default"
-SCRAPE_INTERVAL = 1  # seconds
-# Grafana's $__rate_interval at a 1s step and 1s scrape interval: 4 scrape intervals.
-RATE_INTERVAL = "4s"
+# Scrape twice a second: the demo creates its first machines a second after the manager
+# starts serving /metrics, and events before a series' first sample never show in a rate.
+SCRAPE_INTERVAL = "500ms"
+EVALUATION_INTERVAL = "1s"
+# Grafana's $__rate_interval at a 1s step: four scrape intervals.
+RATE_INTERVAL = "2s"
 
 
 def free_port() -> int:
@@ -59,9 +62,9 @@ def prometheus_config(metrics_port: int, rules: Path = RULES) -> str:
     return json.dumps(
         {
             "global": {
-                "scrape_interval": f"{SCRAPE_INTERVAL}s",
-                "scrape_timeout": f"{SCRAPE_INTERVAL}s",
-                "evaluation_interval": f"{SCRAPE_INTERVAL}s",
+                "scrape_interval": SCRAPE_INTERVAL,
+                "scrape_timeout": SCRAPE_INTERVAL,
+                "evaluation_interval": EVALUATION_INTERVAL,
             },
             "rule_files": [str(rules)],
             "scrape_configs": [
@@ -142,6 +145,22 @@ class PromQLError(Exception):
     pass
 
 
+def scraping(api: PrometheusAPI) -> bool:
+    """Whether Prometheus is up and scraping the kubetrio job (``up`` has a sample, 0 while
+    kubetrio is not listening yet): it starts some seconds after it reports ready."""
+    return api.ready() and bool(api.query('up{job="kubetrio"}'))
+
+
+def events_before_first_sample(api: PrometheusAPI, metric: str, start: float, end: float) -> bool:
+    """Whether counter ``metric`` counted everything it ever will before Prometheus first saw
+    it: some series starts above 0 and none grows afterwards. Then no rate or increase can
+    show those events (Prometheus cannot know when they happened)."""
+    series = api.query_range(metric, start, end, 0.5)
+    firsts = [float(s["values"][0][1]) for s in series if s["values"]]
+    grew = any(float(s["values"][-1][1]) > float(s["values"][0][1]) for s in series)
+    return any(first > 0 for first in firsts) and not grew
+
+
 def finite_points(result: list[Any]) -> int:
     """Samples that are numbers (histogram_quantile over an idle window gives NaN)."""
     count = 0
@@ -195,21 +214,24 @@ def run_demo(workdir: Path, settle: str, timeout: float) -> tuple[PrometheusAPI,
     config = workdir / "prometheus.yml"
     config.write_text(prometheus_config(metrics_port))
     log = (workdir / "processes.log").open("wb")
+    # Prometheus first, so the demo's first machines are created after the first scrape (an
+    # event before a series' first sample never shows in a rate).
     processes = [
-        subprocess.Popen(
-            kubetrio_command(workdir, metrics_port, probe_port), stdout=log, stderr=log
-        ),
         subprocess.Popen(
             prometheus_command(binary, config, workdir / "tsdb", prom_port),
             stdout=log,
             stderr=log,
-        ),
+        )
     ]
     api = PrometheusAPI(f"http://127.0.0.1:{prom_port}")
+    deadline = time.time() + timeout
+    while not scraping(api) and time.time() < deadline:
+        time.sleep(0.5)
     start = time.time()
-    deadline = start + timeout
+    kubetrio = kubetrio_command(workdir, metrics_port, probe_port)
+    processes.append(subprocess.Popen(kubetrio, stdout=log, stderr=log))
     while time.time() < deadline:
-        if api.ready() and api.query(settle):
+        if api.query(settle):
             break
         time.sleep(1)
     else:
@@ -262,6 +284,8 @@ def render(api: PrometheusAPI, name: str, start: float, end: float, out: Path) -
             for series in api.query_range(expr, start, end, step):
                 xs = [float(t) - start for t, _ in series["values"]]
                 ys = [float(v) for _, v in series["values"]]
+                if all(math.isnan(y) for y in ys):
+                    continue  # what Grafana shows as no data (e.g. a quantile of nothing)
                 ax.plot(xs, ys, linewidth=1.2, label=legend(series["metric"], tgt["legendFormat"]))
                 plotted += 1
         if plotted:
@@ -303,7 +327,7 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="kubetrio-render-") as workdir:
             api, start, processes = run_demo(Path(workdir), args.settle, args.timeout)
             try:
-                time.sleep(3 * SCRAPE_INTERVAL)  # the last scrapes and rule evaluations
+                time.sleep(3)  # the last scrapes and rule evaluations
                 render(api, args.dashboard, start, time.time(), out)
             finally:
                 stop(processes)
