@@ -216,7 +216,7 @@ def variable_query(name: str, label: str, query: str, regex: str = "") -> dict[s
         "datasource": DATASOURCE,
         "definition": query,
         "query": {"query": query, "refId": "PrometheusVariableQueryEditor-VariableQuery"},
-        "current": {},
+        "current": {"selected": True, "text": ["All"], "value": ["$__all"]},
         "hide": 0,
         "includeAll": True,
         "allValue": None if regex else ".*",
