@@ -32,6 +32,7 @@ from kubetrio.api.machine import PHASE_RUNNING, Machine
 from kubetrio.cmd import demo_seed as seed
 from kubetrio.cmd.demo_summary import Timeline, summary_lines, summary_rows, summary_table
 from kubetrio.cmd.demo_view import (
+    MachineRow,
     StorageRow,
     event_line,
     gone_line,
@@ -47,6 +48,7 @@ from kubetrio.cmd.demo_view import (
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.informer import EventHandler, Informer
+from kubetrio.runtime.manager import Manager
 
 # Without --duration the demo still ends: a scenario stuck this long is a failure, not a demo.
 HARD_CAP = 180.0
@@ -179,6 +181,9 @@ class Output:
 
 
 class Demo:
+    """The scenario, its display and its record. ``run`` is the manager's companion: it
+    returns the exit code, and the manager stops when it does."""
+
     def __init__(
         self,
         client: Client,
@@ -230,27 +235,24 @@ class Demo:
         """
         now = trio.current_time()
         machines = self.view.machine_list()
-        rows = machine_rows(
+        rows = self._rows(machines, now)
+        for row in self.timeline.observe(now, rows):
+            self.out.line(plain_line(now - self._start, row), always=False)
+        for name in self.timeline.gone(now, (m.name for m in machines)):
+            self.out.line(gone_line(now - self._start, name), always=False)
+
+    def _rows(self, machines: list[Machine], now: float) -> list[MachineRow]:
+        return machine_rows(
             machines,
             self.view.node_map(),
             pods_per_node(self.view.pods.lister.list()),
             self.timeline.first_seen(),
             now,
         )
-        for row in self.timeline.observe(now, rows):
-            self.out.line(plain_line(now - self._start, row), always=False)
-        for name in self.timeline.gone(now, (m.name for m in machines)):
-            self.out.line(gone_line(now - self._start, name), always=False)
 
     def renderable(self) -> RenderableType:
         now = trio.current_time()
-        rows = machine_rows(
-            self.view.machine_list(),
-            self.view.node_map(),
-            pods_per_node(self.view.pods.lister.list()),
-            self.timeline.first_seen(),
-            now,
-        )
+        rows = self._rows(self.view.machine_list(), now)
         present = {row.name for row in rows}
         gone = [row for name, row in self.timeline.departed.items() if name not in present]
         rows = sorted([*rows, *gone], key=lambda row: natural_key(row.name))
@@ -323,7 +325,18 @@ class Demo:
         nodes = self.view.node_map()
         return not (present & set(self.victims)) and not (victim_nodes & nodes.keys())
 
-    async def scenario(self) -> None:
+    async def _manager_ready(self, manager: Manager) -> None:
+        """Caches synced and, with leader election, leading: the controllers are running, so
+        the times measured are theirs, not the manager's start-up."""
+        await manager.cache.wait_for_sync()
+        # The elector has no event for winning; a short poll is cheap for a one-off wait.
+        while manager.elector is not None and not manager.elector.is_leader:  # noqa: ASYNC110
+            await trio.sleep(0.05)
+
+    async def scenario(self, manager: Manager | None = None) -> None:
+        if manager is not None:
+            await self._manager_ready(manager)
+            self.event("manager ready")
         self.event("seeding", machine_class=seed.CLASS_NAME, machines=len(self.names))
         await seed.seed_machines(self.client, len(self.names), self.options.boot_seconds)
         for name in self.names:
@@ -365,10 +378,10 @@ class Demo:
                 await self._storage_changed.wait()
             self.event("storage nodes removed")
 
-    async def _bounded_scenario(self) -> int:
+    async def _bounded_scenario(self, manager: Manager | None) -> int:
         limit = self.options.duration if self.options.duration is not None else HARD_CAP
         with trio.move_on_after(limit) as scope:
-            await self.scenario()
+            await self.scenario(manager)
             self.event("finished")
             return 0
         if scope.cancelled_caught and self.options.duration is not None:
@@ -393,8 +406,9 @@ class Demo:
             for text in summary_lines(rows, self.elapsed()):
                 self.out.line(text)
 
-    async def run(self) -> int:
-        """The whole demo; the exit code (0: finished or stopped by --duration)."""
+    async def run(self, manager: Manager | None = None) -> int:
+        """The whole demo; the exit code (0: finished or stopped by --duration). With the
+        ``manager``, seeding waits until it is ready."""
         self._start = trio.current_time()
         async with trio.open_nursery() as nursery:
             await nursery.start(self.view.run)
@@ -403,7 +417,7 @@ class Demo:
             nursery.start_soon(self._display_loop)
             try:
                 with self.out.showing(self.renderable):
-                    code = await self._bounded_scenario()
+                    code = await self._bounded_scenario(manager)
                     self.refresh()
             finally:
                 # Also on Ctrl-C: what happened so far is worth seeing.

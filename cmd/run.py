@@ -210,7 +210,7 @@ async def run_manager(
     registry: ControllerRegistry,
     controllers: list[str],
     kubeconfig: str | None,
-    companion: Callable[[], Awaitable[int]] | None = None,
+    companion: Callable[[Manager], Awaitable[int]] | None = None,
     on_stopping: Callable[[], None] | None = None,
 ) -> int:
     """Run the manager until a signal, or until ``companion`` (the embedded demo) returns:
@@ -265,7 +265,7 @@ async def run_manager(
                 async def accompany() -> None:
                     nonlocal exit_code, companion_error
                     try:
-                        exit_code = await companion()
+                        exit_code = await companion(manager)
                     except Exception as error:  # reported after the manager stopped cleanly
                         companion_error = error
                     manager_stopping.set()
