@@ -24,8 +24,9 @@ from kubetrio.controllers.machine.context import (
     machine_deployment,
     machine_node,
 )
+from kubetrio.controllers.machine.deletion import TERMINATING_CONDITION
 from kubetrio.controllers.machine.drain.cache import DrainCache
-from kubetrio.controllers.machine.drain.drain import Drainer
+from kubetrio.controllers.machine.drain.drain import UNSCHEDULABLE_TAINT, Drainer
 from kubetrio.controllers.machine.drain.metrics import drain_metrics
 from kubetrio.controllers.machine.drain.volumes import VolumeIdResolver
 from kubetrio.controllers.machine.drain.watching import CacheChanges
@@ -79,18 +80,22 @@ def machine_changed() -> Predicate:
 
 
 def node_changed() -> Predicate:
-    """Node updates that matter to a machine; a kubelet heartbeat alone does not."""
+    """Node updates that matter to a machine; a kubelet heartbeat alone does not, nor does a
+    change this controller made itself (which would cut a retry delay short)."""
+
+    def relevant(node: Node) -> tuple[Any, ...]:
+        # The Terminating condition and the cordon are this controller's own doing.
+        return (
+            [(c.type, c.status) for c in node.status.conditions if c.type != TERMINATING_CONDITION],
+            node.metadata.labels,
+            node.metadata.annotations,
+            [t for t in node.spec.taints if t.key != UNSCHEDULABLE_TAINT],
+            node.status.volumes_attached,
+            node.metadata.deletion_timestamp,
+        )
 
     def changed(old: Node, new: Node) -> bool:
-        return (
-            [(c.type, c.status) for c in old.status.conditions]
-            != [(c.type, c.status) for c in new.status.conditions]
-            or old.metadata.labels != new.metadata.labels
-            or old.metadata.annotations != new.metadata.annotations
-            or old.spec.taints != new.spec.taints
-            or old.status.volumes_attached != new.status.volumes_attached
-            or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
-        )
+        return relevant(old) != relevant(new)
 
     return Predicate(update=changed)
 

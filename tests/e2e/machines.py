@@ -107,6 +107,12 @@ class Harness:
         assert ok, f"node {name} never got there; last seen: {self.node(name)}"
         return self.node(name)
 
+    async def wait_pods(self, condition: Callable[[], bool], within: float = 3600) -> None:
+        """Until ``condition`` holds, re-checked on every pod change the cache applies."""
+        deadline = trio.current_time() + within
+        ok = await self.ctx.drainer.cache.pod_changes.wait_until(condition, deadline)
+        assert ok, "the pods never got there"
+
     def description(self, name: str) -> str:
         machine = self.machine(name)
         return machine.status.last_operation.description if machine else ""
