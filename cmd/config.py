@@ -391,13 +391,13 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "--storage-delete-timeout",
         "storage.deleteTimeout",
         "duration",
-        "time limit of one storage-node delete call",
+        "time limit of one storage-node delete (or list) call to the backend",
     ),
     _s(
         "--node-delete-gc-delay",
         "storage.gcDelay",
         "duration",
-        "wait after start before the first storage GC",
+        "wait after start before the first storage GC (0 means StorageOS's 10s)",
     ),
     _s(
         "--node-delete-gc-interval",

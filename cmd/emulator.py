@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import signal
 import sys
@@ -42,7 +43,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
             "scheduler, CSI attach/detach with VolumeAttachments (attach 2 s, detach 3 s), "
             "a provisioner (driver sim.csi.kubetrio.io) for claims of class '', standard or "
             "sim-csi, Deployment/ReplicaSet/StatefulSet/DaemonSet controllers, "
-            "PodDisruptionBudget status, and the cordon taint"
+            "PodDisruptionBudget status, and the cordon taint; implies --storage-sim"
+        ),
+    )
+    parser.add_argument(
+        "--storage-sim",
+        action="store_true",
+        help=(
+            "serve the simulated storage service at <url>/_storage/v1 (the URL for "
+            "--storage-backend-url): StorageOS-like, it registers a storage node for every "
+            "Ready Node (annotating csi.volume.kubernetes.io/nodeid with csi.storageos.com), "
+            "marks it offline 20-30 s after its Node is gone or not Ready, lets its lock "
+            "expire 30 s later, and refuses deletes before that (409 online, 423 locked) or "
+            "while it masters a volume without replicas (409); in memory only"
         ),
     )
 
@@ -61,9 +74,16 @@ async def _serve(args: argparse.Namespace) -> None:
         simulate=ClusterSimulation.realistic() if args.simulate else None,
     )
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with serve_emulator(options=options) as emu:
+        async with serve_emulator(options=options) as emu, contextlib.AsyncExitStack() as stack:
+            storage = args.storage_sim or args.simulate
+            if storage:  # mounted before the URL is announced: usable as soon as it is
+                from kubetrio.controllers.storage.sim import serve_storage_sim, storage_url
+
+                await stack.enter_async_context(serve_storage_sim(emu))
             print(f"kubetrio emulator serving url={emu.url}", flush=True)
             print(f"kubeconfig={emu.kubeconfig_path}", flush=True)
+            if storage:
+                print(f"storage-backend={storage_url(emu.url)}", flush=True)
             async for signum in signals:
                 logging.getLogger(__name__).info("stopping signal=%s", signum)
                 break

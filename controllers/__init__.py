@@ -3,4 +3,6 @@
 BUILTIN_CONTROLLERS: dict[str, str] = {
     "example": "kubetrio.controllers.example:setup",
     "machine": "kubetrio.controllers.machine.setup:setup",
+    "nodedelete": "kubetrio.controllers.nodedelete:setup",
+    "storagegc": "kubetrio.controllers.storagegc:setup",
 }

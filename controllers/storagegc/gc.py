@@ -1,0 +1,106 @@
+"""The storage GC: a periodic pass that deletes backend nodes whose Kubernetes Node is gone.
+
+The node-delete controller only sees deletions while it runs; nodes deleted while the manager
+was down (or whose delete it gave up on) stay in the backend. This pass catches them, as
+StorageOS api-manager's external-object-sync does: list the backend's nodes, compare with all
+Kubernetes Nodes in the shared cache (no annotation filter: any Node keeps its name alive),
+delete the extra ones. It runs once ``delay`` after the manager starts, then every ``interval``;
+an interval of 0 disables it, and a delay of 0 means StorageOS's 10 s. Errors are logged and
+counted, never fatal: the next pass tries again.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from kubetrio.api.core import Node
+from kubetrio.controllers.storage.backend import StorageBackend
+from kubetrio.controllers.storage.errors import NodeNotFound, StorageError
+from kubetrio.controllers.storage.metrics import StorageMetrics, delete_result
+from kubetrio.runtime.informer import Informer
+from kubetrio.runtime.log import get_logger
+
+# StorageOS api-manager turns a zero GC delay into this.
+ZERO_DELAY_SECONDS = 10.0
+
+log = get_logger("kubetrio.storagegc")
+
+
+class StorageGC:
+    """A manager runnable (leader only: it deletes)."""
+
+    needs_leader_election = True
+
+    def __init__(
+        self,
+        backend: StorageBackend,
+        nodes: Informer[Node],
+        metrics: StorageMetrics,
+        *,
+        delay: float,
+        interval: float,
+    ) -> None:
+        self.backend = backend
+        self.nodes = nodes
+        self.metrics = metrics
+        self.delay = delay if delay > 0 else ZERO_DELAY_SECONDS
+        self.interval = interval
+
+    async def run(self) -> None:
+        if self.interval <= 0:
+            log.info("storage GC disabled (interval 0)")
+            return
+        log.info("storage GC scheduled", first_in=self.delay, interval=self.interval)
+        await trio.sleep(self.delay)
+        due = trio.current_time()
+        while True:
+            await self.collect()
+            # A ticker: passes stay on the start + k * interval grid; missed ticks are dropped.
+            due += self.interval
+            now = trio.current_time()
+            if due <= now:
+                due += ((now - due) // self.interval + 1) * self.interval
+            await trio.sleep_until(due)
+
+    async def collect(self) -> int:
+        """One pass; the number of storage nodes it deleted."""
+        self.metrics.gc_runs.inc()
+        if not self.nodes.has_synced:
+            # An empty cache would make every backend node look orphaned.
+            log.warning("storage GC skipped: the Node cache has not synced")
+            self.metrics.gc_errors.inc()
+            return 0
+        try:
+            storage_nodes = await self.backend.list_nodes()
+        except StorageError as error:
+            self.metrics.gc_errors.inc()
+            log.warning("storage GC could not list the backend's nodes", error=str(error))
+            return 0
+        kubernetes = {node.metadata.name for node in self.nodes.lister.list()}
+        extra = sorted({n.name for n in storage_nodes} - kubernetes)
+        deleted = failed = 0
+        for name in extra:
+            try:
+                await self.backend.delete_node(name)
+            except NodeNotFound as error:
+                self.metrics.node_deletes.labels(delete_result(error)).inc()
+                continue
+            except StorageError as error:
+                failed += 1
+                self.metrics.node_deletes.labels(delete_result(error)).inc()
+                self.metrics.gc_errors.inc()
+                log.warning("storage GC could not delete a node", node=name, reason=error.reason)
+                continue
+            deleted += 1
+            self.metrics.node_deletes.labels(delete_result(None)).inc()
+            self.metrics.gc_deleted.inc()
+            log.info("storage GC deleted a node without a Kubernetes Node", node=name)
+        log.info(
+            "storage GC pass done",
+            backend_nodes=len(storage_nodes),
+            kubernetes_nodes=len(kubernetes),
+            extra=len(extra),
+            deleted=deleted,
+            failed=failed,
+        )
+        return deleted
