@@ -28,7 +28,7 @@ from kubetrio.api.machine import (
     Machine,
     MachineClass,
 )
-from kubetrio.controllers.machine.driver.codes import MachineError
+from kubetrio.controllers.machine.driver.codes import Code, MachineError
 from kubetrio.controllers.machine.driver.driver import (
     CreateResult,
     Driver,
@@ -49,6 +49,8 @@ PHASE_VALUES = {
 CONDITION_VALUES = {"True": 1, "False": 0, "Unknown": 2}
 LIFECYCLE_BUCKETS = (1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)
 DRIVER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+# Answers, not failures: "no VM yet" before a create, "nothing to initialise", "already gone".
+EXPECTED_ANSWERS = frozenset({Code.NotFound, Code.Unimplemented})
 DRIVER_OPERATIONS = (
     "CreateMachine",
     "InitializeMachine",
@@ -172,7 +174,8 @@ class InstrumentedDriver:
         try:
             return await call()
         except MachineError as error:
-            self.metrics.driver_failures.labels(self.provider, operation, error.code.name).inc()
+            if error.code not in EXPECTED_ANSWERS:
+                self.metrics.driver_failures.labels(self.provider, operation, error.code.name).inc()
             raise
         finally:
             elapsed = time.perf_counter() - started
