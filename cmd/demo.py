@@ -52,12 +52,13 @@ from kubetrio.runtime.manager import Manager
 
 # Without --duration the demo still ends: a scenario stuck this long is a failure, not a demo.
 HARD_CAP = 180.0
+DEFAULT_MACHINES = 4
 STORAGE_POLL = 1.0
 
 
 @dataclass(frozen=True, slots=True)
 class DemoOptions:
-    machines: int = 4
+    machines: int = DEFAULT_MACHINES
     duration: float | None = None  # None: until the scenario finishes (at most HARD_CAP)
     keep_running: bool = False
     live: bool = False  # a rich table on a terminal; plain lines otherwise
@@ -387,7 +388,14 @@ class Demo:
         if scope.cancelled_caught and self.options.duration is not None:
             self.event("stopped", reason=f"--duration {limit:g}s reached")
             return 0
-        self.event("gave up", reason=f"not finished within {limit:g}s", stage=self.stage)
+        stage = self.stage
+        self.event("gave up", reason=f"not finished within {limit:g}s", stage=stage)
+        print(
+            f"kubetrio: the demo did not finish within {limit:g}s (stuck at: {stage}); "
+            "the manager's log says why",
+            file=sys.stderr,
+            flush=True,
+        )
         return 1
 
     def stopping(self) -> None:

@@ -23,7 +23,7 @@ from kubetrio.cmd.config import (
     add_config_flags,
     load_config,
 )
-from kubetrio.cmd.demo import Demo, DemoOptions
+from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
 from kubetrio.cmd.demo_view import kubectl_hint
 from kubetrio.cmd.embedded import STORAGE_PATH, EmbeddedClusterError, embedded_cluster
 from kubetrio.controllers import BUILTIN_CONTROLLERS
@@ -60,9 +60,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     demo.add_argument(
         "--machines",
         type=_positive_int,
-        default=4,
+        default=None,
         metavar="N",
-        help="machines the demo creates; the newest half are deleted again (default: 4)",
+        help=f"machines the demo creates; the newest half are deleted again "
+        f"(default: {DEFAULT_MACHINES})",
     )
     demo.add_argument(
         "--duration",
@@ -99,6 +100,15 @@ def fail(message: str, code: int = 1) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.embedded:
+        demo_flags = {
+            "--machines": args.machines is not None,
+            "--duration": args.duration is not None,
+            "--keep-running": args.keep_running,
+        }
+        given = [flag for flag, present in demo_flags.items() if present]
+        if given:
+            return fail(f"{', '.join(given)}: only with --embedded (the demo's options)", 2)
     try:
         registry = ControllerRegistry(BUILTIN_CONTROLLERS)
         config = load_config(args, os.environ, registry.names())
@@ -156,6 +166,17 @@ async def serve(
 ) -> int:
     if not args.embedded:
         return await run_manager(config, registry, controllers, None)
+    return await serve_embedded(config, registry, controllers, args)
+
+
+async def serve_embedded(
+    config: ManagerConfig,
+    registry: ControllerRegistry,
+    controllers: list[str],
+    args: argparse.Namespace,
+) -> int:
+    """The embedded cluster, the manager against it, and the demo as the manager's companion
+    (without the machine controller there is nothing to show: the manager runs alone)."""
     workdir = args.embedded_dir or Path(tempfile.mkdtemp(prefix="kubetrio-embedded-"))
     live = sys.stdout.isatty()
     async with embedded_cluster(workdir) as cluster:
@@ -166,25 +187,26 @@ async def serve(
             await seed_demo(make_client(config, kubeconfig))
         # The storage controllers talk to the cluster's simulated storage service, when it has
         # one (and no backend URL was configured): the demo then shows its nodes too.
-        storage_path = STORAGE_PATH if cluster.storage else None
-        # The simulated storage service takes 20-30 s to see a node offline and 30 s more to
-        # unlock it, too long for a one-minute demo: switch on once the embedded cluster runs
-        # it with shorter times (the storage nodes are shown either way).
-        wait_for_storage = False
-        if storage_path is not None and config.storage.backend_url is None:
+        if cluster.storage and config.storage.backend_url is None:
             config = msgspec.structs.replace(
                 config,
                 storage=msgspec.structs.replace(config.storage, backend_url=cluster.storage_url),
             )
+        if "machine" not in controllers:
+            print("the demo needs the machine controller: running the manager only", flush=True)
+            return await run_manager(config, registry, controllers, kubeconfig)
         demo = Demo(
             make_client(config, kubeconfig),
             DemoOptions(
-                machines=args.machines,
+                machines=args.machines or DEFAULT_MACHINES,
                 duration=args.duration,
                 keep_running=args.keep_running,
                 live=live,
-                storage_path=storage_path,
-                wait_for_storage=wait_for_storage,
+                storage_path=STORAGE_PATH if cluster.storage else None,
+                # The simulated storage service takes 20-30 s to see a node offline and 30 s
+                # more to unlock it, too long for a one-minute demo: switch on once the embedded
+                # cluster runs it with shorter times (the storage nodes are shown either way).
+                wait_for_storage=False,
             ),
             kubeconfig=kubeconfig,
         )

@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 import trio
 
+from kubetrio.api.core import ConfigMap
 from kubetrio.controllers import BUILTIN_CONTROLLERS
+from kubetrio.controllers.example import HASH_ANNOTATION
+from kubetrio.runtime.client import Client
 
 # The README promises under a minute for the default four machines; two on a loaded CI
 # machine get the same bound.
@@ -101,6 +104,51 @@ async def test_demo_flags_are_checked(tmp_path: Path) -> None:
         )
         assert result.returncode == 2, bad
         assert bad[0] in result.stderr.decode()
+    # Without --embedded there is no demo to set up.
+    result = await trio.run_process(
+        [sys.executable, "-m", "kubetrio.cmd.main", "run", "--machines", "2", "--keep-running"],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr.decode().strip() == (
+        "kubetrio: --machines, --keep-running: only with --embedded (the demo's options)"
+    )
+
+
+async def test_without_the_machine_controller_the_manager_runs_alone(tmp_path: Path) -> None:
+    """``--controllers example``: no demo to play, the example's ConfigMaps as before."""
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            lambda task_status: trio.run_process(  # noqa: ASYNC105
+                run_command(tmp_path, "--controllers", "example"),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                check=False,
+                task_status=task_status,
+            )
+        )
+        assert process.stdout is not None
+        output = b""
+        with trio.fail_after(60):
+            async for chunk in process.stdout:
+                output += chunk
+                if b"running the manager only" in output:
+                    break
+        kubeconfig = output.split(b"kubeconfig: ", 1)[1].split(b"\n", 1)[0].decode()
+        client = Client.from_kubeconfig(kubeconfig)
+        with trio.fail_after(60):  # the example controller at work: the manager is up
+            while True:
+                config_map = await client.get_or_none(ConfigMap, "web-config", "default")
+                if config_map is not None and HASH_ANNOTATION in config_map.metadata.annotations:
+                    break
+                await trio.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        with trio.fail_after(30):
+            assert await process.wait() == 0
+        assert b"demo=" not in output
+        nursery.cancel_scope.cancel()
 
 
 async def test_duration_bounds_the_demo(tmp_path: Path) -> None:
