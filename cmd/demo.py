@@ -258,7 +258,8 @@ class Demo:
         gone = [row for name, row in self.timeline.departed.items() if name not in present]
         rows = sorted([*rows, *gone], key=lambda row: natural_key(row.name))
         title = f"machines — {self.stage} ({now - self._start:.0f}s)"
-        parts: list[RenderableType] = [machine_table(rows, title=title)]
+        width = self.out.console.width if self.out.console is not None else 160
+        parts: list[RenderableType] = [machine_table(rows, title=title, width=width)]
         if self.storage:
             parts.append(storage_table(self.storage))
         return Group(*parts)

@@ -171,21 +171,40 @@ def format_age(seconds: float | None) -> str:
 
 
 def _shorten(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
 
 
 def machine_table(
-    rows: Sequence[MachineRow], *, title: str = "machines", operation_width: int = 60
+    rows: Sequence[MachineRow], *, title: str = "machines", width: int = 160
 ) -> Table:
+    """The live table for a terminal ``width`` columns wide. The short columns keep their
+    width; the last operation gets what is left (cut with an ellipsis, at most 80), and is left
+    out on a terminal too narrow for it."""
     table = Table(title=title, title_justify="left", expand=False)
-    for column in ("machine", "phase", "step", "node", "pods", "age"):
-        table.add_column(column, justify="right" if column in ("pods", "age") else "left")
-    table.add_column("last operation", overflow="ellipsis", no_wrap=True, max_width=80)
+    headers = ("machine", "phase", "step", "node", "pods", "age")
+    cells = [
+        (row.name, row.phase, row.step, row.node or "-", str(row.pods), format_age(row.age))
+        for row in rows
+    ]
+    widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(headers)]
+    for header, column_width in zip(headers, widths, strict=True):
+        table.add_column(
+            header,
+            justify="right" if header in ("pods", "age") else "left",
+            no_wrap=True,
+            min_width=column_width,
+        )
+    # Each column costs its content, two spaces of padding and one border; plus the last border.
+    room = min(80, width - sum(w + 3 for w in widths) - 3 - 1)
+    with_operation = room >= 12
+    if with_operation:
+        longest = max([len("last operation"), *(len(row.operation) for row in rows)])
+        table.add_column("last operation", no_wrap=True, min_width=min(room, longest))
     for row in rows:
         phase = Text(row.phase, style=PHASE_STYLES.get(row.phase, ""))
         step = Text(row.step, style="red" if "retrying" in row.step else "")
         operation = Text(
-            _shorten(row.operation, operation_width),
+            _shorten(row.operation, room),
             style="red" if row.operation_state == STATE_FAILED else "dim",
         )
         table.add_row(
@@ -195,7 +214,7 @@ def machine_table(
             row.node or "-",
             str(row.pods),
             format_age(row.age),
-            operation,
+            *([operation] if with_operation else []),
             style="dim" if row.step == STEP_GONE else None,
         )
     return table

@@ -275,10 +275,15 @@ def test_tables_render() -> None:
             True,
         ),
     ]
-    text = render(machine_table(rows, title="machines — scaling down"))
+    text = render(machine_table(rows, title="machines — scaling down", width=160))
     assert "machines — scaling down" in text
     assert "demo-1" in text and "1m15s" in text and "drain (retrying)" in text
     assert "…" in text  # a long last operation is cut, not wrapped over many lines
+    assert max(len(line) for line in text.splitlines()) <= 160
+    # A narrow terminal: every short column whole, the last operation left out.
+    narrow = render(machine_table(rows, width=80))
+    assert "last operation" not in narrow and "drain (retrying)" in narrow and "1m15s" in narrow
+    assert max(len(line) for line in narrow.splitlines()) <= 80
     timeline = Timeline()
     timeline.observe(0.0, [row("demo-1", "Running", "running")])
     summary = render(summary_table(summary_rows(timeline, []), wall=42.0))
