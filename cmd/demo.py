@@ -365,6 +365,12 @@ class Demo:
         victim_nodes = frozenset(
             by_name[n].metadata.labels.get("node") or n for n in self.victims if n in by_name
         )
+        evicted = {
+            pod.name: pod.spec.node_name
+            for app in seed.workload_replicas(len(self.names))
+            for pod in self.view.running_pods(app)
+            if pod.spec.node_name in victim_nodes
+        }
         self.event("scaling down", deleting=",".join(self.victims))
         now = trio.current_time()
         for name in self.victims:
@@ -373,7 +379,19 @@ class Demo:
         await self.until(
             lambda: self._victims_gone(victim_nodes) and self._workloads_placed(victim_nodes)
         )
-        self.event("scale-down done", remaining=len(self.names) - len(self.victims))
+        # StatefulSet pods come back under their name, with their volume, on another machine.
+        placed = {pod.name: pod.spec.node_name for pod in self.view.running_pods(seed.STATEFULSET)}
+        moved = [
+            f"{name}:{evicted[name]}->{placed[name]}"
+            for name in sorted(evicted, key=natural_key)
+            if name in placed
+        ]
+        self.event(
+            "scale-down done",
+            remaining=len(self.names) - len(self.victims),
+            pods_moved=len(evicted),
+            volumes_moved=",".join(moved) or "-",
+        )
         if self.options.wait_for_storage and self.options.storage_path:
             self.event("waiting for the storage nodes to go", nodes=",".join(sorted(victim_nodes)))
             while self.storage is None or victim_nodes & {row.name for row in self.storage}:
