@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-import msgspec
 import trio
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -43,10 +42,12 @@ from kubetrio.cmd.demo_view import (
     plain_line,
     pods_per_node,
     storage_line,
+    storage_rows,
     storage_table,
 )
+from kubetrio.controllers.storage.client import HttpStorageBackend
+from kubetrio.controllers.storage.errors import StorageError
 from kubetrio.runtime.client import Client
-from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.informer import EventHandler, Informer
 from kubetrio.runtime.manager import Manager
 
@@ -63,7 +64,7 @@ class DemoOptions:
     keep_running: bool = False
     live: bool = False  # a rich table on a terminal; plain lines otherwise
     boot_seconds: float = seed.BOOT_SECONDS
-    storage_path: str | None = None  # the simulated storage service, when the cluster has one
+    storage_url: str | None = None  # the simulated storage service, when the cluster has one
     # After the scale-down, also wait until the storage service forgot the deleted machines'
     # nodes (what the nodedelete controller achieves once the service allows it).
     wait_for_storage: bool = False
@@ -118,26 +119,6 @@ class ClusterView:
             and not pod.deleting
             and pod.status.phase == "Running"
         ]
-
-
-def parse_storage_nodes(payload: bytes) -> list[StorageRow]:
-    """The storage service's node list: ``{"items": [...]}`` or a bare list of objects with a
-    ``name`` and a state under ``state``, ``health`` or ``status``."""
-    try:
-        data = msgspec.json.decode(payload)
-    except msgspec.DecodeError:
-        return []
-    items = data.get("items", data.get("nodes", [])) if isinstance(data, dict) else data
-    rows = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            continue
-        state = next(
-            (str(item[k]) for k in ("state", "health", "status") if isinstance(item.get(k), str)),
-            "-",
-        )
-        rows.append(StorageRow(item["name"], state))
-    return sorted(rows, key=lambda r: natural_key(r.name))
 
 
 class Output:
@@ -271,25 +252,23 @@ class Demo:
                 await self.view.changed()
             self.refresh()
 
-    async def _storage_loop(self) -> None:
-        """Poll the simulated storage service's node list while it answers; a cluster without
-        one (404) shows no storage table."""
-        path = f"{self.options.storage_path}/nodes"
+    async def _storage_loop(self, url: str) -> None:
+        """Poll the storage service's node list, through the storage controllers' own client.
+        A failed poll is skipped: the storage table is a view, not part of the scenario."""
+        backend = HttpStorageBackend(url, timeout=STORAGE_POLL * 5)
         previous: dict[str, str] = {}
         while True:
             try:
-                payload = await self.client.request("GET", path)
-            except ApiError as error:
-                if error.status == 404:
-                    return
-                payload = None
-            if payload is not None:
-                self.storage = parse_storage_nodes(payload)
+                nodes = await backend.list_nodes()
+            except StorageError:
+                nodes = None
+            if nodes is not None:
+                self.storage = storage_rows(nodes)
                 current = {row.name: row.state for row in self.storage}
                 for row in self.storage:
                     if previous.get(row.name) != row.state:
                         self.out.line(storage_line(self.elapsed(), row), always=False)
-                for name in previous.keys() - current.keys():
+                for name in sorted(previous.keys() - current.keys(), key=natural_key):
                     self.out.line(
                         storage_line(self.elapsed(), StorageRow(name, "deleted")), always=False
                     )
@@ -392,7 +371,7 @@ class Demo:
             pods_moved=len(evicted),
             volumes_moved=",".join(moved) or "-",
         )
-        if self.options.wait_for_storage and self.options.storage_path:
+        if self.options.wait_for_storage and self.options.storage_url:
             self.event("waiting for the storage nodes to go", nodes=",".join(sorted(victim_nodes)))
             while self.storage is None or victim_nodes & {row.name for row in self.storage}:
                 await self._storage_changed.wait()
@@ -439,8 +418,8 @@ class Demo:
         self._start = trio.current_time()
         async with trio.open_nursery() as nursery:
             await nursery.start(self.view.run)
-            if self.options.storage_path:
-                nursery.start_soon(self._storage_loop)
+            if self.options.storage_url:
+                nursery.start_soon(self._storage_loop, self.options.storage_url)
             nursery.start_soon(self._display_loop)
             try:
                 with self.out.showing(self.renderable):

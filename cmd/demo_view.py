@@ -28,6 +28,7 @@ from kubetrio.api.machine import (
     STATE_FAILED,
     Machine,
 )
+from kubetrio.controllers.storage.backend import StorageNode
 
 # MCM's lastOperation step markers of the deletion flow (matched by substring, as MCM does),
 # latest step first: a description names the step that runs *next*, and some descriptions
@@ -159,6 +160,12 @@ def machine_rows(
 class StorageRow:
     name: str
     state: str
+
+
+def storage_rows(nodes: Iterable[StorageNode]) -> list[StorageRow]:
+    """The storage service's nodes with their health as it words it, sorted by name."""
+    rows = [StorageRow(node.name, node.health or "-") for node in nodes]
+    return sorted(rows, key=lambda row: natural_key(row.name))
 
 
 def format_age(seconds: float | None) -> str:

@@ -25,7 +25,7 @@ from kubetrio.cmd.config import (
 )
 from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
 from kubetrio.cmd.demo_view import kubectl_hint
-from kubetrio.cmd.embedded import STORAGE_PATH, EmbeddedClusterError, embedded_cluster
+from kubetrio.cmd.embedded import EmbeddedClusterError, embedded_cluster
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.example import seed_demo
 from kubetrio.runtime.client import Client
@@ -202,7 +202,7 @@ async def serve_embedded(
                 duration=args.duration,
                 keep_running=args.keep_running,
                 live=live,
-                storage_path=STORAGE_PATH if cluster.storage else None,
+                storage_url=cluster.storage_url if cluster.storage else None,
                 # The simulated storage service takes 20-30 s to see a node offline and 30 s
                 # more to unlock it, too long for a one-minute demo: switch on once the embedded
                 # cluster runs it with shorter times (the storage nodes are shown either way).

@@ -94,6 +94,9 @@ async def test_demo_runs_to_its_summary(tmp_path: Path) -> None:
         summary[1],
     )
     assert summary[2].startswith("summary machines=2 running=2 deleted=1 ")
+    # The simulated storage service registered a storage node per machine, and the demo saw it.
+    assert "storage_node=demo-1 state=online" in output
+    assert "storage_node=demo-2 state=online" in output
     # Nothing of the user data reaches the output.
     assert "BOOTSTRAP_TOKEN" not in output and "cloud-config" not in output
 

@@ -13,7 +13,6 @@ from rich.console import Console
 
 from kubetrio.api.core import Node, Pod
 from kubetrio.api.machine import Machine
-from kubetrio.cmd.demo import parse_storage_nodes
 from kubetrio.cmd.demo_summary import Timeline, summary_lines, summary_rows, summary_table
 from kubetrio.cmd.demo_view import (
     MachineRow,
@@ -26,7 +25,10 @@ from kubetrio.cmd.demo_view import (
     natural_key,
     plain_line,
     pods_per_node,
+    storage_line,
+    storage_rows,
 )
+from kubetrio.controllers.storage.backend import StorageNode
 
 T0 = "2026-11-23T12:00:00Z"
 
@@ -290,11 +292,20 @@ def test_tables_render() -> None:
     assert "42.0s wall time" in summary and "1/1 machines reached Running" in summary
 
 
-def test_storage_node_lists() -> None:
-    body = b'{"items": [{"name": "n2", "health": "offline"}, {"name": "n1", "state": "online"}]}'
-    assert parse_storage_nodes(body) == [StorageRow("n1", "online"), StorageRow("n2", "offline")]
-    assert parse_storage_nodes(b'[{"name": "n1"}, {"id": 3}]') == [StorageRow("n1", "-")]
-    assert parse_storage_nodes(b"not json") == []
+def test_storage_rows() -> None:
+    nodes = [
+        StorageNode(id="b", name="demo-10", health="offline"),
+        StorageNode(id="a", name="demo-2", health="online"),
+        StorageNode(id="c", name="demo-3"),
+    ]
+    assert storage_rows(nodes) == [
+        StorageRow("demo-2", "online"),
+        StorageRow("demo-3", "-"),
+        StorageRow("demo-10", "offline"),
+    ]
+    assert storage_line(3, StorageRow("demo-3", "offline")) == (
+        "t=3.0s storage_node=demo-3 state=offline"
+    )
 
 
 def test_names_sort_as_people_read_them() -> None:
