@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ from typing import Any
 
 import pytest
 import trio
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -286,6 +288,12 @@ async def test_dashboards_and_rules_have_data_in_a_real_prometheus(tmp_path: Pat
                 )
             )
             try:
+                # One failed VM deletion (transient: retried), scripted through the simulated
+                # cloud's API before the demo scales down, so the driver-errors panel has a
+                # series; the demo itself has no driver failures.
+                kubeconfig = tmp_path / "embedded" / "kubeconfig"
+                await poll(lambda: api_server(kubeconfig) is not None)
+                await trio.to_thread.run_sync(script_delete_failure, api_server(kubeconfig))
 
                 def all_required_have_data() -> bool:
                     evaluate(api, items, start)
@@ -354,6 +362,35 @@ async def test_dashboards_and_rules_have_data_in_a_real_prometheus(tmp_path: Pat
     ]
     print("\n".join(report))
     assert not problems, "\n".join(problems) + "\n\n" + "\n".join(report)
+
+
+def api_server(kubeconfig: Path) -> str | None:
+    """The embedded cluster's URL, once its kubeconfig is written."""
+    try:
+        server: str = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    except (OSError, TypeError, KeyError, IndexError, yaml.YAMLError):
+        return None
+    return server
+
+
+def script_delete_failure(server: str | None) -> None:
+    from kubetrio.cmd.demo_seed import CLASS_NAME, NAMESPACE
+
+    body = {
+        "class": f"{NAMESPACE}/{CLASS_NAME}",
+        "operation": "delete",
+        "code": "Unavailable",
+        "count": 1,
+        "message": "scripted by test_prometheus",
+    }
+    request = urllib.request.Request(
+        f"{server}/_cloud/v1/script",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
 
 
 def check_variables(api: Any, start: float) -> list[str]:
