@@ -1,0 +1,721 @@
+"""Machine lifecycles: N machines (default 500) created, Running, deleted and gone.
+
+Three processes on the real clock (the machine this was written for has 2 cores):
+
+* the **emulator** (``--emulator-child``): ``serve_emulator()`` without the simulated cluster
+  (nodes stay empty: no pods, nothing to evict), the machine CRDs from ``config/crd/``, one
+  MachineClass ``provider: sim`` with ``bootSeconds: 0`` and its Secret holding ``userData``.
+  Its simulated cloud (``/_cloud/v1``) registers each VM's Node, Ready, as soon as the VM is
+  created. A store hook timestamps every machine's creation, phase changes, deletion request
+  and disappearance (``time.monotonic()``: CLOCK_MONOTONIC is one system-wide clock on Linux,
+  so the parent can compare it with its own). A wrapper around the router counts the HTTP
+  requests ``emu.counters`` does not see (the cloud's operations, discovery) and every answer
+  by status, so conflicts and other errors show up.
+* the **manager** (``--manager-child``): ``Manager`` + ``controllers.machine.setup`` as
+  ``kubetrio run`` wires them (``ManagerConfig`` defaults: 5 workers, MCM's timeouts), against
+  the emulator's URL. Its peak RSS is its own ``ru_maxrss``, reported when it stops; its RSS
+  once the caches synced is reported too, so the growth over the run shows.
+* this process, the **driver**: a kubetrio ``Client`` (16 requests in flight, no client-side
+  rate limit) that POSTs the N Machines (``spec.class`` naming the class, label
+  ``name=pool-bench``), waits until the emulator has seen every one Running, DELETEs them all
+  and waits until every Machine and every Node is gone.
+
+``wall_s`` runs from the first POST until the last Machine is gone (``create_s``: until the
+last is Running; ``delete_s``: from the first DELETE until the last is gone). By default the
+manager's client has no client-side rate limit (``--qps 0``), so the figure is what the
+controller, the emulator and two shared cores can do. ``kubetrio run``'s default limit (20 qps,
+burst 30: client-go's and MCM's defaults; ``--qps 20``) makes the wall time simply requests / 20
+s, because the sim driver's cloud calls go through the same client and bucket as the API
+requests: that bound is printed (``bucket_s_at_default_qps``) from the requests counted.
+
+**Requests.** ``emu.counters`` is reset once the manager's informers have listed and the
+controller runs; afterwards every resource request counts except ``watch`` (long-lived, not per
+machine) and the driver's own N creates and N deletes of Machines (the controller never
+creates or deletes a Machine, so those counters are the driver's alone). ``requests_per_machine``
+is that total over N: the Kubernetes API requests the controller made per machine lifecycle.
+Cloud calls (``/_cloud/v1/<op>``) are reported separately, per operation, and are not in it.
+Reads served by the informer cache cost no request, so any ``get``/``list`` in the counters is
+a read that missed the cache (or a relist).
+
+**The floor** (``floor_requests_per_machine``): the Kubernetes API writes one lifecycle cannot do
+without under issue 7's contract, derived from what must change in the API (no reads: the cache
+serves them; no watches; nothing that could be folded into another write):
+
+=====  ===========================================  ============================================
+ n     write                                        why it cannot be merged or skipped
+=====  ===========================================  ============================================
+ 1     PATCH machine: add the finalizer             must be on the Machine before the VM exists
+                                                    (a deletion must wait for the VM to go)
+ 2     POST the bootstrap-token Secret              the VM's user data carries it, so it must
+                                                    exist before the VM is created
+ 3     PATCH machine: ``node`` label, priority      only known once the VM exists (after 1);
+       annotation, ``spec.providerID``              metadata+spec, so not the /status write
+ 4     PATCH machine/status: Pending (Creating)     /status is a separate subresource: a main
+                                                    resource write cannot carry status
+ 5     DELETE the bootstrap-token Secret            once joined (the issue: deleted on join)
+ 6     PATCH machine/status: Running (+ the node's  a later fact (the node turned Ready)
+       conditions copied)
+ 7     PATCH machine/status: Terminating            the deletion flow's first recorded state
+ 8     PATCH node/status: ``Terminating`` condition  the issue asks for it on the node
+ 9     PATCH node: cordon (``unschedulable``)       the drain; an empty node still needs it so
+                                                    nothing lands there meanwhile
+ 10    DELETE node                                  InitiateNodeDeletion
+ 11    PATCH machine: remove the finalizer          the Machine goes
+=====  ===========================================  ============================================
+
+plus the Events the issue asks for on "each transition" — at least one per phase change:
+Pending, Running, Terminating (3 POSTs; a fourth for "gone" would be on a Machine that no
+longer exists). **Floor: 11 + 3 = 14 requests per machine** (and 2 cloud calls: create and
+delete; MCM's flow adds a status call before create, so a crash cannot make a second VM, and
+one at the start of deletion, so 4).
+
+Not in the floor but part of the design as written (deletion.py keeps MCM's step markers as
+its only state): the four ``lastOperation`` step writes between Terminating and the finalizer
+removal (after GetVMStatus, drain, VM deletion and node deletion: each step is idempotent and
+checkable against the world, so a restarted manager could redo them instead), the Machine
+Events on three of those steps (Drained, VMDeleted, NodeDeleted) and the drainer's two Node
+Events (DrainStarted, DrainSucceeded), written even when the node had nothing to evict. With
+them, 14 + 4 + 3 + 2 = **23** (``design_requests_per_machine``); anything above that is a
+redundant request (a retry after a conflict, a write made from a stale cache).
+
+**Baseline** (same run): the driver's bare loop with no manager running — the same N POSTs and
+N DELETEs of Machines (no finalizer, so each DELETE removes it at once), timed from the first
+POST until the last DELETE answered; measured before the manager starts and again after it
+stopped, averaged. ``wall_over_baseline`` = ``wall_s`` / that.
+
+Findings (500 machines, 5 workers, 2 shared cores): 23.0 API requests per machine, exactly
+the design's 23 (the 9 above the floor of 14: 4 step markers and 5 Events, 8 of the 23 are
+Events), plus 5 cloud calls (the status call before create answers NotFound, initialize
+answers Unimplemented for the sim class: MCM's flow); no reads (the cache serves them);
+conflicts and stale-cache repeats are rare at 5 workers (a few in a thousand) but grow with
+concurrency (20 workers: 0.28 per machine: 409s on the cordon, a second node Terminating
+patch, finalizer-removal PATCHes answering 404). Wall time 17-24 s unthrottled (about 17x the
+bare POST+DELETE loop), with the manager CPU-bound (about 35 ms of CPU per lifecycle, a
+quarter of it ``requests`` re-reading the proxy environment and ~/.netrc on every request:
+with ``session.trust_env = False`` 26 ms and 25 % less wall time); 700 s at the default 20
+qps (the 14 000 requests through the bucket; 575 s if the cloud calls had a bucket of their
+own). Peak RSS about 55 MB (50 MB after sync).
+
+``python tests/bench/machines.py [--machines N] [--workers W] [--qps Q --burst B]``; last line
+``RESULT {json}`` with a ratio line before it. CI size: ``--machines 100`` (about 5 s).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as ``python tests/bench/machines.py``: keep this folder (queue.py!) from shadowing stdlib.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+
+import argparse
+import base64
+import json
+import os
+import resource
+import statistics
+import subprocess
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+NS = "default"
+CLASS = "bench"
+DEPLOYMENT = "pool-bench"
+PREFIX = "m-"
+MACHINE_API = "machine.sapcloud.io/v1alpha1"
+MACHINES_PATH = f"/apis/{MACHINE_API}/namespaces/{NS}/machines"
+CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
+USER_DATA = "#!/bin/sh\nkubeadm join --token <<BOOTSTRAP_TOKEN>>\n"
+IN_FLIGHT = 16  # the driver's concurrent requests
+POLL = 0.05
+TIMEOUT = 1800.0
+SETTLE = 1.0  # after the last machine is gone: trailing requests still count
+FLOOR = 14
+DESIGN = 23
+FLOOR_CLOUD = 2
+DEFAULT_QPS = 20.0  # kubetrio run's --kube-api-qps default (client-go's, MCM's)
+DRIVER_VERBS = ("create machines", "delete machines")
+
+# --------------------------------------------------------------------------- emulator child
+
+
+def class_docs() -> list[dict[str, Any]]:
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": f"{CLASS}-secret", "namespace": NS},
+        "data": {"userData": base64.b64encode(USER_DATA.encode()).decode()},
+    }
+    machine_class = {
+        "apiVersion": MACHINE_API,
+        "kind": "MachineClass",
+        "metadata": {"name": CLASS, "namespace": NS},
+        "provider": "sim",
+        "providerSpec": {"region": "eu-1", "bootSeconds": 0},
+        "secretRef": {"name": f"{CLASS}-secret", "namespace": NS},
+    }
+    return [secret, machine_class]
+
+
+def machine_doc(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": MACHINE_API,
+        "kind": "Machine",
+        "metadata": {"name": name, "namespace": NS, "labels": {"name": DEPLOYMENT}},
+        "spec": {"class": {"kind": "MachineClass", "name": CLASS}},
+    }
+
+
+class Tracker:
+    """Machine and Node events as the store commits them, timestamped."""
+
+    def __init__(self) -> None:
+        self.nodes = 0
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the machines seen so far (the node count stays: it is the store's)."""
+        self.phase: dict[str, str] = {}
+        self.created: dict[str, float] = {}
+        self.running: dict[str, float] = {}
+        self.deleting: dict[str, float] = {}
+        self.gone: dict[str, float] = {}
+        self.machine_versions = 0
+        self.node_versions = 0
+        self.events: Counter[str] = Counter()
+        self.cpu_at_reset = _cpu()
+
+    def hook(self, rt: Any, ev: Any) -> None:
+        now = time.monotonic()
+        if rt.kind == "Event":
+            if ev.type == "ADDED":
+                obj = ev.entry.obj
+                regarding = (obj.get("involvedObject") or {}).get("kind", "?")
+                self.events[f"{regarding} {obj.get('reason', '?')}"] += 1
+            return
+        if rt.kind == "Node":
+            self.node_versions += 1
+            if ev.type == "ADDED":
+                self.nodes += 1
+            elif ev.type == "DELETED":
+                self.nodes -= 1
+            return
+        if rt.kind != "Machine":
+            return
+        self.machine_versions += 1
+        obj = ev.entry.obj
+        name = obj["metadata"]["name"]
+        if ev.type == "ADDED":
+            self.created[name] = now
+        if ev.type == "DELETED":
+            self.gone[name] = now
+            self.phase.pop(name, None)
+            return
+        phase = ((obj.get("status") or {}).get("currentStatus") or {}).get("phase", "")
+        self.phase[name] = phase
+        if phase == "Running" and name not in self.running:
+            self.running[name] = now
+        if obj["metadata"].get("deletionTimestamp") and name not in self.deleting:
+            self.deleting[name] = now
+
+    def state(self) -> dict[str, Any]:
+        """What the driver polls for: kept small, it is asked 20 times a second."""
+        return {
+            "machines": len(self.phase),
+            "running": sum(1 for phase in self.phase.values() if phase == "Running"),
+            "nodes": self.nodes,
+        }
+
+    def final(self) -> dict[str, Any]:
+        return {
+            "last_running": max(self.running.values(), default=0.0),
+            "last_gone": max(self.gone.values(), default=0.0),
+            "to_running": [self.running[n] - self.created[n] for n in self.running],
+            "to_gone": [self.gone[n] - self.deleting[n] for n in self.gone if n in self.deleting],
+            "machine_versions": self.machine_versions,
+            "node_versions": self.node_versions,
+            "events": dict(self.events),
+            "cpu_s": _cpu() - self.cpu_at_reset,
+        }
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+class HttpTally:
+    """HTTP requests by kind (``cloud <op>``, ``discovery``, ``api``) and answers by status."""
+
+    def __init__(self) -> None:
+        self.kinds: Counter[str] = Counter()
+        self.statuses: Counter[str] = Counter()
+
+    def install(self, emu: Any) -> None:
+        resolve = emu.router.resolve
+
+        def tallying_resolve(path: str) -> Any:
+            handler = resolve(path)
+            kind = _kind_of(path)
+            if kind is None:
+                return handler
+
+            async def tallied(req: Any) -> Any:
+                response = await handler(req)
+                self.kinds[kind] += 1
+                if not ("/watch/" in req.path or req.query.get("watch") in ("true", "1")):
+                    self.statuses[f"{req.method} {_target(path)} {response.status}"] += 1
+                return response
+
+            return tallied
+
+        emu.router.resolve = tallying_resolve
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"kinds": dict(self.kinds), "statuses": dict(self.statuses)}
+
+    def reset(self) -> None:
+        self.kinds.clear()
+        self.statuses.clear()
+
+
+def _kind_of(path: str) -> str | None:
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["_cloud"]:
+        return f"cloud {parts[-1]}"
+    if parts[:1] not in (["api"], ["apis"]):
+        return None  # admin and bench routes
+    if (parts[0] == "api" and len(parts) <= 2) or (parts[0] == "apis" and len(parts) <= 3):
+        return "discovery"
+    return "api"
+
+
+def _target(path: str) -> str:
+    """``cloud <op>`` or ``<plural>[/<subresource>]`` of a request path."""
+    parts = [p for p in path.split("/") if p]
+    if parts[:1] == ["_cloud"]:
+        return f"cloud {parts[-1]}"
+    rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+    if rest[:1] == ["namespaces"] and len(rest) > 2:
+        rest = rest[2:]
+    return "/".join(rest[:1] + rest[2:3]) or "discovery"
+
+
+def emulator_child(window: int) -> None:
+    import trio
+    import yaml
+
+    from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
+    from kubetrio.runtime.emulator.http import Request, Response, json_response
+
+    async def main() -> None:
+        async with serve_emulator(options=EmulatorOptions(window=window)) as emu:
+            for path in sorted(CRD_DIR.glob("*.yaml")):
+                emu.create(yaml.safe_load(path.read_text()))
+            for doc in class_docs():
+                emu.create(doc)
+            tracker = Tracker()
+            emu.store.subscribe(tracker.hook)
+            tally = HttpTally()
+            tally.install(emu)
+
+            async def bench(req: Request) -> Response:
+                what = req.path.rsplit("/", 1)[-1]
+                if what == "state":
+                    return json_response(tracker.state())
+                if what == "final":
+                    return json_response(tracker.final())
+                if what == "tally" and req.method == "GET":
+                    return json_response(tally.snapshot())
+                if what == "reset" and req.method == "POST":
+                    tally.reset()
+                    tracker.reset()
+                    emu.counters.reset()
+                    return json_response({})
+                return json_response({"error": f"no bench route {req.method} {req.path}"}, 404)
+
+            emu.mount("/_bench", bench)
+            print(f"url={emu.url}", flush=True)
+            await trio.sleep_forever()
+
+    trio.run(main)
+
+
+# --------------------------------------------------------------------------- manager child
+
+
+def rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def manager_child(url: str, workers: int, qps: float, burst: int) -> None:
+    """Runs until its stdin closes; prints ``READY {json}`` once synced, ``STATS {json}`` at
+    the end."""
+    import trio
+
+    from kubetrio.cmd.config import ManagerConfig
+    from kubetrio.controllers.machine.setup import setup
+    from kubetrio.runtime.client import Client
+    from kubetrio.runtime.log import configure_logging
+    from kubetrio.runtime.manager import Manager
+
+    configure_logging(level="warning", stream=sys.stderr)
+
+    async def main() -> None:
+        config = ManagerConfig(workers={"machine": workers})
+        client = Client.from_url(url, qps=qps, burst=burst)
+        manager = Manager(
+            client,
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+            workers=config.workers,
+        )
+        setup(manager, config)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(manager.run)
+            print("READY " + json.dumps({"rss_kb": rss_kb()}), flush=True)
+            await trio.to_thread.run_sync(sys.stdin.read)
+            manager.stop()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        reconciles = {
+            sample.labels["result"]: sample.value
+            for metric in manager.registry.collect()
+            if metric.name == "controller_runtime_reconcile"
+            for sample in metric.samples
+            if sample.name == "controller_runtime_reconcile_total"
+            and sample.labels.get("controller") == "machine"
+        }
+        stats = {
+            "peak_rss_kb": usage.ru_maxrss,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "reconciles": reconciles,
+        }
+        print("STATS " + json.dumps(stats), flush=True)
+
+    trio.run(main)
+
+
+# --------------------------------------------------------------------------- driver
+
+
+class Child:
+    """A child process of this script; its stdout lines read in a thread."""
+
+    def __init__(self, *args: str, stdin: bool = False) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, *args],
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._cv = threading.Condition()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            with self._cv:
+                self.lines.append(line.strip())
+                self._cv.notify_all()
+        with self._cv:
+            self.lines.append("EOF")
+            self._cv.notify_all()
+
+    def wait_for(self, prefix: str, timeout: float = 120.0) -> str:
+        deadline = time.monotonic() + timeout
+        with self._cv:
+            while True:
+                for line in self.lines:
+                    if line.startswith(prefix):
+                        return line[len(prefix) :]
+                if "EOF" in self.lines:
+                    raise SystemExit(f"child {self.proc.args[2:]} exited before {prefix!r}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SystemExit(f"child {self.proc.args[2:]}: no {prefix!r} in {timeout}s")
+                self._cv.wait(left)
+
+    def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+async def each(names: list[str], call: Any) -> None:
+    """``call(name)`` for every name, IN_FLIGHT at a time."""
+    import trio
+
+    limiter = trio.CapacityLimiter(IN_FLIGHT)
+
+    async def one(name: str) -> None:
+        async with limiter:
+            await call(name)
+
+    async with trio.open_nursery() as nursery:
+        for name in names:
+            nursery.start_soon(one, name)
+
+
+class Driver:
+    def __init__(self, url: str) -> None:
+        from kubetrio.runtime.client import Client
+
+        self.client = Client.from_url(url, qps=0, max_concurrency=IN_FLIGHT)
+
+    async def create(self, names: list[str]) -> None:
+        async def post(name: str) -> None:
+            body = json.dumps(machine_doc(name)).encode()
+            await self.client.request("POST", MACHINES_PATH, body=body)
+
+        await each(names, post)
+
+    async def delete(self, names: list[str]) -> None:
+        async def delete(name: str) -> None:
+            await self.client.request("DELETE", f"{MACHINES_PATH}/{name}")
+
+        await each(names, delete)
+
+    async def bench(self, what: str, method: str = "GET") -> Any:
+        return json.loads(await self.client.request(method, f"/_bench/{what}"))
+
+    async def counters(self) -> dict[str, int]:
+        snapshot: dict[str, int] = json.loads(
+            await self.client.request("GET", "/_emulator/counters")
+        )
+        return snapshot
+
+    async def wait(self, what: str, done: Any) -> dict[str, Any]:
+        import trio
+
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            state = await self.bench("state")
+            if done(state):
+                return state
+            if time.monotonic() > deadline:
+                raise SystemExit(f"timed out waiting for {what}; last state: {state}")
+            await trio.sleep(POLL)
+
+
+async def baseline(driver: Driver, n: int, tag: str) -> float:
+    names = [f"base-{tag}-{i:05d}" for i in range(n)]
+    started = time.monotonic()
+    await driver.create(names)
+    await driver.delete(names)
+    return time.monotonic() - started
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    import trio
+
+    n = args.machines
+    driver = Driver(url)
+    base = [await baseline(driver, n, "a")]
+    manager = Child(
+        "--manager-child", url, str(args.workers), str(args.qps), str(args.burst), stdin=True
+    )
+    try:
+        ready = json.loads(await trio.to_thread.run_sync(manager.wait_for, "READY "))
+        await trio.sleep(0.5)  # the controller's workers and the watches are up
+        await driver.bench("reset", "POST")
+        names = [f"{PREFIX}{i:05d}" for i in range(n)]
+        started = time.monotonic()
+        await driver.create(names)
+        created = time.monotonic()
+        await driver.wait(f"{n} machines Running", lambda s: s["running"] == n)
+        delete_started = time.monotonic()
+        await driver.delete(names)
+        await driver.wait(
+            "every machine and node gone", lambda s: s["machines"] == 0 and s["nodes"] == 0
+        )
+        await trio.sleep(SETTLE)
+        counters = await driver.counters()
+        tally = await driver.bench("tally")
+        state = await driver.bench("final")
+        manager.close_stdin()
+        stats = json.loads(await trio.to_thread.run_sync(manager.wait_for, "STATS ", 60.0))
+    finally:
+        manager.stop()
+    base.append(await baseline(driver, n, "b"))
+    return {
+        "n": n,
+        "wall_s": state["last_gone"] - started,
+        "create_s": state["last_running"] - started,
+        "post_s": created - started,
+        "delete_s": state["last_gone"] - delete_started,
+        "to_running": state["to_running"],
+        "to_gone": state["to_gone"],
+        "machine_versions": state["machine_versions"],
+        "node_versions": state["node_versions"],
+        "events": state["events"],
+        "counters": counters,
+        "tally": tally,
+        "manager": stats,
+        "ready_rss_kb": ready["rss_kb"],
+        "emulator_cpu_s": state["cpu_s"],
+        "baseline_s": base,
+    }
+
+
+def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
+    n = r["n"]
+    counters: dict[str, int] = r["counters"]
+    watches = sum(v for k, v in counters.items() if k.startswith("watch "))
+    driver_requests = sum(counters.get(k, 0) for k in DRIVER_VERBS)
+    controller = {
+        k: v for k, v in counters.items() if not k.startswith("watch ") and k not in DRIVER_VERBS
+    }
+    requests = sum(controller.values())
+    reads = sum(v for k, v in controller.items() if k.split()[0] in ("get", "list"))
+    writes = requests - reads
+    kinds: dict[str, int] = r["tally"]["kinds"]
+    cloud = {k.split()[1]: v for k, v in kinds.items() if k.startswith("cloud ")}
+    errors = {k: v for k, v in r["tally"]["statuses"].items() if int(k.split()[-1]) >= 300}
+    per = {k: round(v / n, 3) for k, v in sorted(controller.items())}
+    baseline = statistics.mean(r["baseline_s"])
+    wall = r["wall_s"]
+    rate = f"{args.qps:g} qps / burst {args.burst}" if args.qps > 0 else "no client rate limit"
+    manager_requests = requests + sum(cloud.values())
+    at_default = manager_requests / DEFAULT_QPS
+    failed = sum(
+        v for k, v in errors.items() if k.split()[1] != "cloud" and int(k.split()[-1]) >= 400
+    )
+
+    print(f"machines={n} workers={args.workers} manager client: {rate}; cores={os.cpu_count()}")
+    print(
+        f"  wall {wall:.2f} s: POSTs done after {r['post_s']:.2f} s, all Running after "
+        f"{r['create_s']:.2f} s, deletion (first DELETE to last gone) {r['delete_s']:.2f} s"
+    )
+    print(
+        f"  per machine: create->Running p50 {pct(r['to_running'], 0.5):.2f} s, "
+        f"p99 {pct(r['to_running'], 0.99):.2f} s; delete->gone p50 "
+        f"{pct(r['to_gone'], 0.5):.2f} s, p99 {pct(r['to_gone'], 0.99):.2f} s"
+    )
+    print(
+        f"  at kubetrio run's default {DEFAULT_QPS:g} qps the client's bucket alone needs "
+        f"{at_default:.1f} s for the manager's {manager_requests} requests (API + cloud)"
+    )
+    print(
+        f"  baseline (bare POST+DELETE of {n} machines, no manager): "
+        + ", ".join(f"{b:.2f} s" for b in r["baseline_s"])
+        + f"; wall/baseline {wall / baseline:.1f}"
+    )
+    print(
+        f"  API requests per machine: {requests / n:.2f} ({writes / n:.2f} writes, "
+        f"{reads / n:.2f} reads) against a floor of {FLOOR} and the design's {DESIGN}; "
+        f"watch requests {watches}, driver's {driver_requests} not counted"
+    )
+    print(f"    per verb and resource: {per}")
+    print(
+        f"    cloud calls per machine: {sum(cloud.values()) / n:.2f} "
+        f"{ {k: round(v / n, 3) for k, v in sorted(cloud.items())} } (floor {FLOOR_CLOUD}); "
+        f"discovery requests: {kinds.get('discovery', 0)}"
+    )
+    events = ", ".join(f"{k} {v / n:g}" for k, v in sorted(r["events"].items()))
+    print(f"    Events per machine by object and reason: {events}")
+    print(
+        f"    answers >= 300 (driver's included): {errors or 'none'}; failed API requests per "
+        f"machine {failed / n:.3f}"
+    )
+    print(
+        f"    versions written: {r['machine_versions'] / n:.2f} per Machine (incl. create and "
+        f"delete), {r['node_versions'] / n:.2f} per Node (incl. the cloud's registration)"
+    )
+    stats = r["manager"]
+    reconciles = stats["reconciles"]
+    print(
+        f"  manager: peak RSS {stats['peak_rss_kb'] / 1024:.1f} MB (after sync "
+        f"{r['ready_rss_kb'] / 1024:.1f} MB), CPU {stats['cpu_s']:.2f} s; reconciles per machine "
+        f"{sum(reconciles.values()) / n:.2f} {reconciles}; emulator CPU (from reset to the end) "
+        f"{r['emulator_cpu_s']:.2f} s"
+    )
+    print(
+        f"ratios: requests/floor {requests / n / FLOOR:.2f}, requests/design "
+        f"{requests / n / DESIGN:.3f}, wall/baseline {wall / baseline:.1f} "
+        f"(baseline {baseline:.2f} s)"
+    )
+    result: dict[str, Any] = {
+        "machines": n,
+        "wall_s": round(wall, 3),
+        "requests_per_machine": round(requests / n, 3),
+        "floor_requests_per_machine": FLOOR,
+        "peak_rss_mb": round(stats["peak_rss_kb"] / 1024, 1),
+        "design_requests_per_machine": DESIGN,
+        "writes_per_machine": round(writes / n, 3),
+        "reads_per_machine": round(reads / n, 3),
+        "cloud_calls_per_machine": round(sum(cloud.values()) / n, 3),
+        "create_s": round(r["create_s"], 3),
+        "delete_s": round(r["delete_s"], 3),
+        "baseline_s": round(baseline, 3),
+        "wall_over_baseline": round(wall / baseline, 2),
+        "requests_over_floor": round(requests / n / FLOOR, 3),
+        "requests_over_design": round(requests / n / DESIGN, 3),
+        "failed_requests_per_machine": round(failed / n, 3),
+        "bucket_s_at_default_qps": round(at_default, 1),
+        "qps": args.qps,
+        "manager_cpu_ms_per_machine": round(stats["cpu_s"] / n * 1000, 1),
+        "reconciles_per_machine": round(sum(reconciles.values()) / n, 2),
+        "emulator_cpu_s": round(r["emulator_cpu_s"], 2),
+        "per_verb": per,
+    }
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--machines", type=int, default=500, help="N (default 500)")
+    parser.add_argument("--workers", type=int, default=5, help="machine controller workers")
+    parser.add_argument(
+        "--qps", type=float, default=0.0, help="manager client QPS (default 0: no limit)"
+    )
+    parser.add_argument("--burst", type=int, default=30, help="manager client burst")
+    parser.add_argument("--emulator-child", type=int, metavar="WINDOW")
+    parser.add_argument("--manager-child", nargs=4, metavar=("URL", "WORKERS", "QPS", "BURST"))
+    args = parser.parse_args()
+    if args.emulator_child:
+        emulator_child(args.emulator_child)
+        return
+    if args.manager_child:
+        url, workers, qps, burst = args.manager_child
+        manager_child(url, int(workers), float(qps), int(burst))
+        return
+
+    import trio
+
+    from kubetrio.runtime.log import configure_logging
+
+    configure_logging(level="warning")
+    emulator = Child("--emulator-child", str(max(10_000, 40 * args.machines)))
+    try:
+        url = emulator.wait_for("url=")
+        measured = trio.run(run, args, url)
+    finally:
+        emulator.stop()
+    result = report(args, measured)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
