@@ -76,7 +76,7 @@ async def request(
     except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as error:
         raise BackendUnavailable(f"storage backend: {where}: {_describe(error)}") from None
     except h11.ProtocolError as error:
-        raise BackendUnavailable(f"storage backend: {where}: not an HTTP answer: {error}") from None
+        raise BackendUnavailable(f"storage backend: {where}: bad HTTP response: {error}") from None
 
 
 async def _exchange(
@@ -120,7 +120,13 @@ async def _exchange(
         while True:
             event = conn.next_event()
             if event is h11.NEED_DATA:
-                conn.receive_data(bytes(await stream.receive_some(_READ_SIZE)))
+                received = bytes(await stream.receive_some(_READ_SIZE))
+                if not received and status == 0:
+                    raise BackendUnavailable(
+                        f"storage backend: {method} {endpoint.url(path)}: connection closed "
+                        "before a response"
+                    )
+                conn.receive_data(received)
             elif isinstance(event, h11.Response):
                 status = event.status_code
             elif isinstance(event, h11.Data):
