@@ -66,6 +66,8 @@ class Deletion:
     machine_class: MachineClass
     data: SecretData
     options: SafetyOptions
+    # The node as this pass last wrote it (fresher than the cache, which has not seen it yet).
+    written_node: Node | None = None
 
     def node_name(self, machine: Machine) -> str:
         return machine.metadata.labels.get(NODE_LABEL) or machine.status.node
@@ -198,7 +200,8 @@ async def drain(flow: Deletion, machine: Machine) -> tuple[Machine | None, float
             eviction_supported=await ctx.eviction_supported(),
         )
     try:
-        await mark_node_terminating(flow, machine, unhealthy=None)
+        if flow.written_node is None:
+            await mark_node_terminating(flow, machine, unhealthy=None)
     except ApiError as error:
         if forced_by is None:
             description = (
@@ -207,7 +210,7 @@ async def drain(flow: Deletion, machine: Machine) -> tuple[Machine | None, float
             )
             return await flow.failed(machine, description, "DrainFailed"), ShortRetry
     started = time.perf_counter()
-    result = await ctx.drainer.drain(node_name, drain_options)
+    result = await ctx.drainer.drain(node_name, drain_options, node=flow.written_node)
     ctx.metrics.drain.observe(time.perf_counter() - started)
     if result.succeeded:
         if forced_by is not None:
@@ -370,7 +373,7 @@ async def mark_node_terminating(
         "lastHeartbeatTime": stamp,
     }
     try:
-        await flow.ctx.client.patch_status(
+        flow.written_node = await flow.ctx.client.patch_status(
             Node, node_name, {"status": {"conditions": [condition]}}, patch_type="strategic"
         )
     except ApiError as error:

@@ -27,6 +27,7 @@ from kubetrio.controllers.machine.validation import (
     validate_machine,
 )
 from kubetrio.runtime.controller import Result
+from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.queue import ObjectKey
 from kubetrio.runtime.ratelimit import LongRetry
@@ -61,7 +62,12 @@ class MachineReconciler:
         options = ctx.options.for_machine(machine)
         data = ctx.secret_data(machine_class)
         if machine.deleting:
-            retry = await deletion.delete(ctx, machine, machine_class, data, options)
+            try:
+                retry = await deletion.delete(ctx, machine, machine_class, data, options)
+            except ApiError as error:
+                if error.status != 404:
+                    raise
+                return Result()  # a pass on a stale cache: the machine is gone already
             return Result(requeue_after=retry)
         if FINALIZER not in machine.metadata.finalizers:
             machine = await ctx.client.patch(

@@ -42,6 +42,7 @@ from kubetrio.controllers.machine.status import (
     PRIORITY_ANNOTATION,
     StatusWriter,
 )
+from kubetrio.runtime.client import Client
 from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.predicates import Predicate
@@ -112,9 +113,12 @@ def by_index(machines: Lister[Machine], index: str, value: Any) -> Any:
 
 
 def default_drivers(manager: Manager) -> DriverRegistry:
-    """The drivers this build ships: ``sim``, the simulated cloud behind the API server URL."""
+    """The drivers this build ships: ``sim``, the simulated cloud behind the API server URL.
+    Its calls share the connection pool but not the Kubernetes client's rate limit (a cloud's
+    API has its own), nor its ``rest_client_*`` metrics."""
+    cloud = Client(manager.client.api, qps=0, timeout=manager.client.timeout)
     drivers = DriverRegistry()
-    drivers.register(SIM_PROVIDER, SimDriver(manager.client))
+    drivers.register(SIM_PROVIDER, SimDriver(cloud))
     return drivers
 
 

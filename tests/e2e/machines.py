@@ -125,7 +125,12 @@ async def machine_manager(
     """A manager running only the machine controller; stopped (gracefully) on exit."""
     client = Client.from_url(emu.url)
     config = ManagerConfig(machine=MachineConfig(**machine_options), workers={"machine": workers})
-    manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
+    manager = Manager(
+        client,
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        workers=config.workers,
+    )
     ctx = setup(manager, config)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)

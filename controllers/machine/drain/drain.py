@@ -113,11 +113,15 @@ class Drainer:
         self.metrics = metrics
         self.events = events
 
-    async def drain(self, node_name: str, options: DrainOptions) -> DrainResult:
+    async def drain(
+        self, node_name: str, options: DrainOptions, *, node: Node | None = None
+    ) -> DrainResult:
+        """``node``: a copy fresher than the cache (the caller just wrote it), so the cordon's
+        conditional write does not start from a stale resourceVersion."""
         started = time.perf_counter()
         deadline = trio.current_time() + options.timeout
         result = DrainResult(node_name)
-        node = self.cache.nodes.get("", node_name)
+        node = node or self.cache.nodes.get("", node_name)
         if node is None:
             result.node_missing = True
             log.info("node not found, nothing to drain", node=node_name)
