@@ -96,7 +96,10 @@ class NodeDeleteReconciler:
         name = key.name
         self.metrics.node_deletes.labels(delete_result(error)).inc()
         delay = self.retry.when(key)
-        log.warning(
+        # A warning when the reason is new; the retries that follow it (every 10 s while a
+        # volume pins the node) are info lines, so the log stays readable for hours.
+        new_reason = self._reported.get(name) != error.reason
+        (log.warning if new_reason else log.info)(
             "storage node delete failed, will retry",
             node=name,
             reason=error.reason,
@@ -104,7 +107,7 @@ class NodeDeleteReconciler:
             retry_in=round(delay, 3),
             retries=self.retry.num_requeues(key),
         )
-        if self._reported.get(name) != error.reason:
+        if new_reason:
             self._reported[name] = error.reason
             await self._event(name, "Warning", "StorageNodeDeleteFailed", str(error))
         return Result(requeue_after=delay)

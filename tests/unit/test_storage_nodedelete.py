@@ -208,3 +208,33 @@ def test_storage_options_from_any_config() -> None:
         gc_delay=0,
         gc_interval=60,
     )
+
+
+def test_setup_without_a_backend_url_registers_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    from kubetrio.cmd.config import Duration, ManagerConfig, StorageConfig
+    from kubetrio.controllers import nodedelete, storagegc
+    from kubetrio.runtime.manager import Manager
+
+    caplog.set_level(logging.WARNING)
+    manager = Manager(
+        cast(Any, None),
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        workers=ManagerConfig().workers,
+    )
+    nodedelete.setup(manager, ManagerConfig())
+    storagegc.setup(manager, ManagerConfig())
+    assert manager.runnables == []
+    warned = [r.msg["controller"] for r in caplog.records if isinstance(r.msg, dict)]
+    assert warned == ["nodedelete", "storagegc"]
+
+    config = ManagerConfig(
+        storage=StorageConfig(backend_url="http://storage:5705/v2", gc_interval=Duration(60))
+    )
+    nodedelete.setup(manager, config)
+    storagegc.setup(manager, config)
+    controller, gc = manager.runnables
+    assert isinstance(controller, Controller) and controller.name == "nodedelete"
+    assert controller.workers == 5  # --node-delete-workers
+    assert controller.needs_leader_election and gc.needs_leader_election
+    assert (cast(storagegc.StorageGC, gc).delay, cast(storagegc.StorageGC, gc).interval) == (30, 60)
