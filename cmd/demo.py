@@ -130,6 +130,7 @@ class Output:
         self.stream = stream
         self.console = Console(file=stream, highlight=False) if live else None
         self._live: Live | None = None
+        self.gone = False
 
     @contextmanager
     def showing(self, renderable: Callable[[], RenderableType]) -> Iterator[None]:
@@ -145,21 +146,33 @@ class Output:
                 self._live = None
 
     def refresh(self, renderable: RenderableType) -> None:
-        if self._live is not None:
-            self._live.update(renderable, refresh=True)
+        live = self._live
+        if live is not None:
+            self._write(lambda: live.update(renderable, refresh=True))
 
     def line(self, text: str, *, always: bool = True) -> None:
         """A line of text; ``always=False`` lines (machine changes) only in plain mode, where
         they stand in for the table."""
-        if self.console is not None:
-            if always:
-                self.console.print(Text(text))
-            return
-        print(text, file=self.stream, flush=True)
+        console = self.console
+        if console is None:
+            self._write(lambda: print(text, file=self.stream, flush=True))
+        elif always:
+            self._write(lambda: console.print(Text(text)))
 
     def print(self, renderable: RenderableType) -> None:
-        if self.console is not None:
-            self.console.print(renderable)
+        console = self.console
+        if console is not None:
+            self._write(lambda: console.print(renderable))
+
+    def _write(self, write: Callable[[], None]) -> None:
+        """A closed terminal or pipe (EIO, EPIPE) ends the output, not the demo: the cluster
+        still has to be stopped cleanly."""
+        if self.gone:
+            return
+        try:
+            write()
+        except OSError:
+            self.gone = True
 
 
 class Demo:

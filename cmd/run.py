@@ -38,6 +38,11 @@ from kubetrio.runtime.plugins import ControllerRegistry, PluginError
 
 log = get_logger("kubetrio.run")
 
+# The embedded cluster runs in its own session (a Ctrl-C must reach the manager first), so
+# nothing stops it if this process dies: a closed terminal (SIGHUP) is a stop like Ctrl-C,
+# which ends with the cluster stopped.
+EMBEDDED_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
 
 def configure(parser: argparse.ArgumentParser) -> None:
     add_config_flags(parser)
@@ -194,7 +199,9 @@ async def serve_embedded(
             )
         if "machine" not in controllers:
             print("the demo needs the machine controller: running the manager only", flush=True)
-            return await run_manager(config, registry, controllers, kubeconfig)
+            return await run_manager(
+                config, registry, controllers, kubeconfig, stop_signals=EMBEDDED_STOP_SIGNALS
+            )
         demo = Demo(
             make_client(config, kubeconfig),
             DemoOptions(
@@ -212,7 +219,13 @@ async def serve_embedded(
         )
         if not live:
             return await run_manager(
-                config, registry, controllers, kubeconfig, demo.run, demo.stopping
+                config,
+                registry,
+                controllers,
+                kubeconfig,
+                demo.run,
+                demo.stopping,
+                EMBEDDED_STOP_SIGNALS,
             )
         # The live table owns the terminal: the manager's log lines go to a file instead.
         log_path = workdir / "manager.log"
@@ -221,7 +234,13 @@ async def serve_embedded(
             configure_logging(config.logging.format, config.logging.level, stream=log_file)
             try:
                 return await run_manager(
-                    config, registry, controllers, kubeconfig, demo.run, demo.stopping
+                    config,
+                    registry,
+                    controllers,
+                    kubeconfig,
+                    demo.run,
+                    demo.stopping,
+                    EMBEDDED_STOP_SIGNALS,
                 )
             finally:
                 configure_logging(config.logging.format, config.logging.level)
@@ -234,6 +253,7 @@ async def run_manager(
     kubeconfig: str | None,
     companion: Callable[[Manager], Awaitable[int]] | None = None,
     on_stopping: Callable[[], None] | None = None,
+    stop_signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT),
 ) -> int:
     """Run the manager until a signal, or until ``companion`` (the embedded demo) returns:
     then the manager stops gracefully and the companion's result is the exit code.
@@ -265,7 +285,7 @@ async def run_manager(
         log.info("controller enabled", controller=name, origin=registry.origin(name))
     exit_code = 0
     companion_error: Exception | None = None
-    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with trio.open_signal_receiver(*stop_signals) as signals:
         async with trio.open_nursery() as nursery:
 
             async def on_signals() -> None:

@@ -4,15 +4,18 @@ milestones the summary measures, and the rich table."""
 
 from __future__ import annotations
 
+import errno
 import io
 from typing import Any
 
 import msgspec
 import pytest
 from rich.console import Console
+from rich.text import Text
 
 from kubetrio.api.core import Node, Pod
 from kubetrio.api.machine import Machine
+from kubetrio.cmd.demo import Output
 from kubetrio.cmd.demo_summary import Timeline, summary_lines, summary_rows, summary_table
 from kubetrio.cmd.demo_view import (
     MachineRow,
@@ -311,3 +314,22 @@ def test_storage_rows() -> None:
 def test_names_sort_as_people_read_them() -> None:
     names = ["demo-10", "demo-2", "demo-1", "other"]
     assert sorted(names, key=natural_key) == ["demo-1", "demo-2", "demo-10", "other"]
+
+
+class GoneTerminal(io.StringIO):
+    """A terminal that was closed under the demo: every write fails with EIO."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EIO, "Input/output error")
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("live", [False, True])
+def test_a_closed_terminal_ends_the_output_not_the_demo(live: bool) -> None:
+    out = Output(live, GoneTerminal())
+    out.line("t=1.0s demo=seeding")
+    out.print(Text("summary"))
+    assert out.gone
+    out.line("t=2.0s demo=finished")  # no longer tried
