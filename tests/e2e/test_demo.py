@@ -18,6 +18,7 @@ from kubetrio.api.core import ConfigMap
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.example import HASH_ANNOTATION
 from kubetrio.runtime.client import Client
+from kubetrio.runtime.errors import ApiError
 
 # The README promises under a minute for the default four machines; two on a loaded CI
 # machine get the same bound.
@@ -200,4 +201,38 @@ async def test_ctrl_c_mid_demo_prints_the_summary_so_far(tmp_path: Path) -> None
         assert "demo=stopping" in text
         assert "summary machine=demo-1 to_running=" in text
         assert "summary machines=2 running=2 " in text
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_closed_terminal_stops_the_embedded_cluster_too(tmp_path: Path) -> None:
+    """SIGHUP (the terminal went away) stops the manager and the emulator child, which runs in
+    its own session and would otherwise be left serving."""
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            lambda task_status: trio.run_process(  # noqa: ASYNC105
+                run_command(tmp_path, "--machines", "1", "--keep-running"),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                check=False,
+                task_status=task_status,
+            )
+        )
+        assert process.stdout is not None
+        output = b""
+        with trio.fail_after(60):
+            async for chunk in process.stdout:
+                output += chunk
+                if b"demo=seeding" in output:  # the manager is up, signals handled
+                    break
+        kubeconfig = output.split(b"kubeconfig: ", 1)[1].split(b"\n", 1)[0].decode()
+        client = Client.from_kubeconfig(kubeconfig, timeout=2)
+        await client.request("GET", "/version")
+        process.send_signal(signal.SIGHUP)
+        with trio.fail_after(40):
+            async for chunk in process.stdout:
+                output += chunk
+            assert await process.wait() == 0
+        with pytest.raises(ApiError) as gone:
+            await client.request("GET", "/version")
+        assert gone.value.status == 0, "the emulator still answers"
         nursery.cancel_scope.cancel()
