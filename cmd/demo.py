@@ -142,7 +142,7 @@ class Output:
             try:
                 yield
             finally:
-                live.update(renderable(), refresh=True)
+                self.refresh(renderable())  # the final state stays on screen
                 self._live = None
 
     def refresh(self, renderable: RenderableType) -> None:
