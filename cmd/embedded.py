@@ -66,7 +66,9 @@ async def embedded_cluster(
         str(kubeconfig),
         "--state",
         str(workdir / "state.json"),
-        *(["--simulate"] if simulate else []),
+        # The storage service's StorageOS timeline (offline after 20-30 s, lock 30 s more) at
+        # a tenth, so a deleted machine's storage node is seen going within the demo's minute.
+        *(["--simulate", "--storage-timeline-scale", "0.1"] if simulate else []),
     ]
     log_file = (workdir / "emulator.log").open("wb")
     async with trio.open_nursery() as nursery:

@@ -58,6 +58,26 @@ def configure(parser: argparse.ArgumentParser) -> None:
             "while it masters a volume without replicas (409); in memory only"
         ),
     )
+    parser.add_argument(
+        "--storage-timeline-scale",
+        type=_positive_float,
+        default=1.0,
+        metavar="FACTOR",
+        help=(
+            "multiply the simulated storage service's offline and lock delays (0.1: offline "
+            "after 2-3 s, lock expired 3 s later — what the embedded demo uses to fit a minute)"
+        ),
+    )
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text!r}")
+    return value
 
 
 async def _serve(args: argparse.Namespace) -> None:
@@ -79,7 +99,12 @@ async def _serve(args: argparse.Namespace) -> None:
             if storage:  # mounted before the URL is announced: usable as soon as it is
                 from kubetrio.controllers.storage.sim import serve_storage_sim, storage_url
 
-                await stack.enter_async_context(serve_storage_sim(emu))
+                scale = args.storage_timeline_scale
+                await stack.enter_async_context(
+                    serve_storage_sim(
+                        emu, offline_after=(20.0 * scale, 30.0 * scale), lock_seconds=30.0 * scale
+                    )
+                )
             print(f"kubetrio emulator serving url={emu.url}", flush=True)
             print(f"kubeconfig={emu.kubeconfig_path}", flush=True)
             if storage:

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 import trio
+from prometheus_client import CollectorRegistry
 
 from kubetrio.cmd.config import (
     DEFAULT_CONTROLLERS,
@@ -33,7 +34,7 @@ from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.kubeconfig import KubeconfigError
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeadershipLost
 from kubetrio.runtime.log import configure_logging, get_logger
-from kubetrio.runtime.manager import CacheSyncTimeout, Manager
+from kubetrio.runtime.manager import CacheSyncTimeout, Manager, process_registry
 from kubetrio.runtime.plugins import ControllerRegistry, PluginError
 
 log = get_logger("kubetrio.run")
@@ -149,11 +150,15 @@ def enabled_controllers(
     return list(config.controllers)
 
 
-def make_client(config: ManagerConfig, kubeconfig: str | None) -> Client:
+def make_client(
+    config: ManagerConfig, kubeconfig: str | None, registry: CollectorRegistry | None = None
+) -> Client:
+    """``registry``: where its ``rest_client_*`` metrics go (the manager's, for its client)."""
     options: dict[str, Any] = {
         "qps": config.client.qps,
         "burst": config.client.burst,
         "timeout": config.client.timeout,
+        "registry": registry,
     }
     if config.master:
         return Client.from_url(config.master, **options)
@@ -210,10 +215,9 @@ async def serve_embedded(
                 keep_running=args.keep_running,
                 live=live,
                 storage_url=cluster.storage_url if cluster.storage else None,
-                # The simulated storage service takes 20-30 s to see a node offline and 30 s
-                # more to unlock it, too long for a one-minute demo: switch on once the embedded
-                # cluster runs it with shorter times (the storage nodes are shown either way).
-                wait_for_storage=False,
+                # The embedded cluster runs the storage timeline at a tenth (see embedded.py),
+                # so the deleted machines' storage nodes are seen removed within the minute.
+                wait_for_storage=True,
             ),
             kubeconfig=kubeconfig,
         )
@@ -258,12 +262,14 @@ async def run_manager(
     """Run the manager until a signal, or until ``companion`` (the embedded demo) returns:
     then the manager stops gracefully and the companion's result is the exit code.
     ``on_stopping`` hears of the first signal (the demo says what is happening)."""
-    client = make_client(config, kubeconfig)
+    metrics = process_registry()
+    client = make_client(config, kubeconfig, metrics)
     with trio.fail_after(config.client.timeout):
         await client.request("GET", "/version")  # unreachable or refused: one clear error now
     election = config.leader_election
     manager = Manager(
         client,
+        registry=metrics,
         metrics_bind_address=config.metrics_bind_address,
         health_probe_bind_address=config.health_probe_bind_address,
         graceful_shutdown_timeout=config.graceful_shutdown_timeout,

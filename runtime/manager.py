@@ -17,7 +17,13 @@ from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 import trio
-from prometheus_client import CollectorRegistry, disable_created_metrics
+from prometheus_client import (
+    CollectorRegistry,
+    GCCollector,
+    PlatformCollector,
+    ProcessCollector,
+    disable_created_metrics,
+)
 
 from kubetrio.runtime.builder import ControllerBuilder
 from kubetrio.runtime.cache import InformerCache
@@ -48,6 +54,16 @@ class CacheSyncTimeout(Exception):
     pass
 
 
+def process_registry() -> CollectorRegistry:
+    """A registry with the process and Python runtime collectors (CPU, memory, open fds, GC),
+    as controller-runtime's registry has the Go process collectors."""
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
+
+
 class Manager:
     def __init__(
         self,
@@ -64,7 +80,7 @@ class Manager:
         # Go's client emits no ``*_created`` series; dashboards written for it need none.
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.client = client
-        self.registry = registry if registry is not None else CollectorRegistry()
+        self.registry = registry if registry is not None else process_registry()
         self.cache = InformerCache(client)
         self.http = ManagerHTTPServer(self.registry)
         self.metrics_bind_address = metrics_bind_address

@@ -98,6 +98,12 @@ async def test_demo_runs_to_its_summary(tmp_path: Path) -> None:
     # The simulated storage service registered a storage node per machine, and the demo saw it.
     assert "storage_node=demo-1 state=online" in output
     assert "storage_node=demo-2 state=online" in output
+    # The deleted machine's storage node went offline and the nodedelete controller removed it
+    # from the storage backend, before the demo ended; the kept one stayed.
+    removed = output.index("storage_node=demo-2 state=deleted")
+    assert output.index("storage_node=demo-2 state=offline") < removed
+    assert removed < output.index('demo="storage nodes removed"')
+    assert "storage_node=demo-1 state=deleted" not in output
     # Nothing of the user data reaches the output.
     assert "BOOTSTRAP_TOKEN" not in output and "cloud-config" not in output
 

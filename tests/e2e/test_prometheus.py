@@ -64,12 +64,6 @@ ALLOWED_EMPTY_RECORDS: dict[str, str] = {}
 # reported, but cannot have data until the gap is closed (metric name prefix: the gap).
 # (A counter or histogram whose events all happened before Prometheus first scraped it cannot
 # show them in a rate either; the test finds those by looking at their first samples.)
-KNOWN_GAPS: dict[str, str] = {
-    "rest_client_": "cmd/run.py builds its Client without the manager's registry "
-    "(Client(..., registry=manager.registry)), so `kubetrio run` exports no rest_client_*",
-    "process_": "the manager's registry has no ProcessCollector "
-    "(prometheus_client.ProcessCollector(registry=...)), so no process_* families",
-}
 
 # Controllers this build may not have yet: their dashboards' and rules' queries are checked
 # to evaluate but cannot have data without them (controller: metric name prefixes, dashboard).
@@ -141,14 +135,7 @@ def resolved_tokens(expr: str) -> set[str]:
 
 
 def known_gap(expr: str, dashboard: str | None = None) -> str | None:
-    missing = missing_controller(dashboard, expr)
-    if missing:
-        return missing
-    tokens = resolved_tokens(expr)
-    for prefix, why in KNOWN_GAPS.items():
-        if any(token.startswith(prefix) for token in tokens):
-            return why
-    return None
+    return missing_controller(dashboard, expr)
 
 
 class Check:

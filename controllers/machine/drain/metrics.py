@@ -6,6 +6,11 @@ import weakref
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+# Every series exists from the start, so the first drain's increase is visible to rate()
+# (a series born at its first observation has no earlier sample to differ from).
+RESULTS = ("success", "failed")
+EVICTION_RESULTS = ("evicted", "deleted", "not_found", "pdb_blocked", "pdb_misconfigured", "failed")
+POD_PHASES = ("evict", "terminate", "detach", "reattach")
 DRAIN_BUCKETS = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)
 POD_PHASE_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600)
 
@@ -33,6 +38,12 @@ class DrainMetrics:
             buckets=POD_PHASE_BUCKETS,
             registry=registry,
         )
+        for result in RESULTS:
+            self.duration.labels(result)
+        for result in EVICTION_RESULTS:
+            self.evictions.labels(result)
+        for phase in POD_PHASES:
+            self.pod_seconds.labels(phase)
 
 
 _providers: weakref.WeakKeyDictionary[CollectorRegistry, DrainMetrics] = weakref.WeakKeyDictionary()
