@@ -62,6 +62,7 @@ async def embedded_cluster(
         "-m",
         "kubetrio.cmd.main",
         "emulator",
+        "--exit-with-parent",
         "--kubeconfig-out",
         str(kubeconfig),
         "--state",
@@ -76,6 +77,9 @@ async def embedded_cluster(
             functools.partial(
                 trio.run_process,
                 command,
+                # Our end of its stdin closes when this process dies in any way, SIGKILL
+                # included: the emulator then stops (--exit-with-parent), never orphaned.
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log_file,
                 check=False,

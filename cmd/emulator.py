@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -69,6 +70,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
         ),
     )
 
+    parser.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help=(
+            "stop when standard input reaches end of file: a parent that holds the other end "
+            "of a pipe takes the emulator with it even when it is killed outright"
+        ),
+    )
+
+
+async def _stdin_closed() -> None:
+    """Returns once standard input is at end of file (its writer is gone)."""
+    stream = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    async with stream:
+        while await stream.receive_some():
+            pass
+
 
 def _positive_float(text: str) -> float:
     try:
@@ -109,9 +127,19 @@ async def _serve(args: argparse.Namespace) -> None:
             print(f"kubeconfig={emu.kubeconfig_path}", flush=True)
             if storage:
                 print(f"storage-backend={storage_url(emu.url)}", flush=True)
-            async for signum in signals:
-                logging.getLogger(__name__).info("stopping signal=%s", signum)
-                break
+            async with trio.open_nursery() as nursery:
+                if args.exit_with_parent:
+
+                    async def parent_gone() -> None:
+                        await _stdin_closed()
+                        logging.getLogger(__name__).info("stopping: the parent is gone")
+                        nursery.cancel_scope.cancel()
+
+                    nursery.start_soon(parent_gone)
+                async for signum in signals:
+                    logging.getLogger(__name__).info("stopping signal=%s", signum)
+                    break
+                nursery.cancel_scope.cancel()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import trio
@@ -238,6 +239,42 @@ async def test_a_closed_terminal_stops_the_embedded_cluster_too(tmp_path: Path) 
             async for chunk in process.stdout:
                 output += chunk
             assert await process.wait() == 0
+        with pytest.raises(ApiError) as gone:
+            await client.request("GET", "/version")
+        assert gone.value.status == 0, "the emulator still answers"
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_killed_manager_takes_the_embedded_cluster_with_it(tmp_path: Path) -> None:
+    """SIGKILL cannot be handled, yet the emulator child (own session) must not be orphaned:
+    it stops when the pipe on its stdin loses its writer."""
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            lambda task_status: trio.run_process(  # noqa: ASYNC105
+                run_command(tmp_path, "--machines", "1", "--keep-running"),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                check=False,
+                task_status=task_status,
+            )
+        )
+        assert process.stdout is not None
+        output = b""
+        with trio.fail_after(60):
+            async for chunk in process.stdout:
+                output += chunk
+                if b"kubeconfig: " in output and output.endswith(b"\n"):
+                    break
+        kubeconfig = output.split(b"kubeconfig: ", 1)[1].split(b"\n", 1)[0].decode()
+        client = Client.from_kubeconfig(kubeconfig, timeout=2)
+        await client.request("GET", "/version")
+        address = urlsplit(client.base_url)
+        # An idle connection to the emulator: it reads end-of-file when the emulator is gone.
+        connection = await trio.open_tcp_stream(address.hostname or "", address.port or 80)
+        process.kill()
+        await process.wait()
+        with trio.fail_after(20):
+            assert await connection.receive_some() == b""
         with pytest.raises(ApiError) as gone:
             await client.request("GET", "/version")
         assert gone.value.status == 0, "the emulator still answers"
