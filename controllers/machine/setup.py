@@ -13,6 +13,7 @@ from kubetrio.api.machine import Machine, MachineClass, MachineSpec
 from kubetrio.api.meta import KubeObject, ObjectMeta
 from kubetrio.api.storage import VolumeAttachment
 from kubetrio.controllers.machine.bootstrap import TOKEN_LABEL, TOKEN_NAMESPACE
+from kubetrio.controllers.machine.classes import MachineClassFinalizer
 from kubetrio.controllers.machine.context import (
     ATTACHMENT_NODE_INDEX,
     MACHINE_CLASS_INDEX,
@@ -101,6 +102,27 @@ def node_changed() -> Predicate:
     return Predicate(update=changed)
 
 
+def class_settings_changed() -> Predicate:
+    """Class updates that change what its machines get; its finalizer (this controller's own
+    write) does not, and reacting to it would cut a machine's retry delay short."""
+
+    def settings(c: MachineClass) -> tuple[Any, ...]:
+        return (c.provider, c.provider_spec, c.secret_ref, c.node_template)
+
+    return Predicate(update=lambda old, new: settings(old) != settings(new))
+
+
+def class_of_machine(machine: KubeObject) -> list[ObjectKey]:
+    assert isinstance(machine, Machine)
+    name = machine.spec.class_.name
+    return [ObjectKey(machine.namespace, name)] if name else []
+
+
+def class_changed() -> Predicate:
+    """Machines matter to their class when they come, go, or switch classes."""
+    return Predicate(update=lambda old, new: old.spec.class_ != new.spec.class_)
+
+
 def _keys(machines: Iterable[Machine]) -> list[ObjectKey]:
     return [ObjectKey(m.namespace, m.name) for m in machines]
 
@@ -169,11 +191,15 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     ).watches(
         MachineClass,
         by_index(machines, MACHINE_CLASS_INDEX, lambda c: c.name),
+        class_settings_changed(),
         namespace=namespace,
     ).watches(
         VolumeAttachment,
         by_index(machines, MACHINE_NODE_INDEX, lambda a: a.spec.node_name),
     ).complete(MachineReconciler(ctx))
+    manager.controller("machineclass").for_(MachineClass, namespace=namespace).watches(
+        Machine, class_of_machine, class_changed(), namespace=namespace
+    ).complete(MachineClassFinalizer(ctx))
     manager.add(OrphanVmCollector(ctx))
     return ctx
 

@@ -3,6 +3,8 @@ machines the controller manages."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import msgspec
 import trio
 import trio.testing
@@ -10,10 +12,21 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.machine import PHASE_RUNNING, Machine, MachineClass
+from kubetrio.controllers.machine.drain.watching import CacheChanges
+from kubetrio.controllers.machine.status import FINALIZER
 from kubetrio.runtime.emulator import Emulator
 
 from .conftest import Kubectl
-from .machines import Harness, install_crds, machine_doc, machine_manager, seed_class
+from .machines import (
+    MACHINE_API,
+    Harness,
+    install_crds,
+    machine_doc,
+    machine_manager,
+    seed_class,
+)
+
+NO_CLASS = msgspec.convert({"metadata": {"name": "-"}}, MachineClass)
 
 
 def ghost(name: str) -> Machine:
@@ -119,3 +132,29 @@ async def test_kubectl_sees_machines_with_their_phase(emu: Emulator, kubectl: Ku
         await kubectl.out("label", "machine", "m-1", "-n", "default", "force-deletion=true")
         await kubectl.out("delete", "machine", "m-1", "-n", "default", "--wait=false")
         await h.wait_gone("m-1")
+
+
+async def test_a_class_in_use_outlives_its_machines(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    seed_class(emu)
+    async with machine_manager(emu) as h:
+        classes = CacheChanges(h.manager.cache.informer(MachineClass, namespace="default"))
+
+        def small() -> MachineClass | None:
+            return h.ctx.classes.get("default", "small")
+
+        def until(condition: Callable[[], bool]) -> Awaitable[bool]:
+            return classes.wait_until(condition, trio.current_time() + 60)
+
+        await running_machine(emu, h)
+        assert await until(lambda: FINALIZER in (small() or NO_CLASS).metadata.finalizers)
+        emu.delete(MACHINE_API, "MachineClass", "small", "default")
+        assert await until(lambda: (small() or NO_CLASS).deleting)
+        await trio.sleep(60)
+        assert small() is not None  # kept while m-1 needs it
+        emu.delete(MACHINE_API, "Machine", "m-1", "default")
+        await h.wait_gone("m-1")  # the deletion flow still had its class
+        assert emu.cloud.vms == {}
+        assert await until(lambda: small() is None)
