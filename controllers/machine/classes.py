@@ -7,11 +7,10 @@ flow needs the class (and its secret) to ask the provider to delete the VM (MCM 
 
 from __future__ import annotations
 
-from kubetrio.api.machine import MachineClass
 from kubetrio.controllers.machine.context import MACHINE_CLASS_INDEX, MachineContext
+from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.status import FINALIZER
 from kubetrio.runtime.controller import Result
-from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.queue import ObjectKey
 
@@ -42,26 +41,7 @@ class MachineClassFinalizer:
                     machines=len(users),
                 )
             elif held:
-                await self._set(
-                    machine_class, [f for f in machine_class.metadata.finalizers if f != FINALIZER]
-                )
+                await set_finalizer(ctx.client, machine_class, present=False)
         elif users and not held:
-            await self._set(machine_class, [*machine_class.metadata.finalizers, FINALIZER])
+            await set_finalizer(ctx.client, machine_class, present=True)
         return Result()
-
-    async def _set(self, machine_class: MachineClass, finalizers: list[str]) -> None:
-        try:
-            await self.ctx.client.patch(
-                MachineClass,
-                machine_class.name,
-                {
-                    "metadata": {
-                        "resourceVersion": machine_class.metadata.resource_version,
-                        "finalizers": finalizers or None,
-                    }
-                },
-                namespace=machine_class.namespace,
-            )
-        except ApiError as error:
-            if error.status != 404:
-                raise

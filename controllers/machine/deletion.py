@@ -30,6 +30,7 @@ from kubetrio.controllers.machine.context import ATTACHMENT_NODE_INDEX, MachineC
 from kubetrio.controllers.machine.drain.drain import DrainOptions
 from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, MachineError
 from kubetrio.controllers.machine.driver.driver import SecretData
+from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.health import is_healthy
 from kubetrio.controllers.machine.options import (
     FORCE_DRAIN_TIMEOUT,
@@ -315,22 +316,7 @@ async def delete_node(flow: Deletion, machine: Machine) -> tuple[Machine | None,
 
 
 async def remove_finalizer(flow: Deletion, machine: Machine) -> tuple[Machine | None, float | None]:
-    remaining = [f for f in machine.metadata.finalizers if f != FINALIZER]
-    try:
-        await flow.ctx.client.patch(
-            Machine,
-            machine.name,
-            {
-                "metadata": {
-                    "resourceVersion": machine.metadata.resource_version,
-                    "finalizers": remaining or None,
-                }
-            },
-            namespace=machine.namespace,
-        )
-    except ApiError as error:
-        if error.status != 404:
-            raise
+    if await set_finalizer(flow.ctx.client, machine, present=False) is None:
         return None, None  # a pass on a stale cache: the finalizer went already
     took = seconds_since(parse_time(machine.metadata.deletion_timestamp))
     if took is not None and took >= 0:

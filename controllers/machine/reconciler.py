@@ -18,6 +18,7 @@ from kubetrio.api.machine import (
 )
 from kubetrio.controllers.machine import creation, deletion
 from kubetrio.controllers.machine.context import MachineContext
+from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.health_check import check_health
 from kubetrio.controllers.machine.nodetemplate import sync_node_template
 from kubetrio.controllers.machine.status import FINALIZER, NODE_LABEL, Operation
@@ -70,17 +71,10 @@ class MachineReconciler:
                 return Result()  # a pass on a stale cache: the machine is gone already
             return Result(requeue_after=retry)
         if FINALIZER not in machine.metadata.finalizers:
-            machine = await ctx.client.patch(
-                Machine,
-                machine.name,
-                {
-                    "metadata": {
-                        "resourceVersion": machine.metadata.resource_version,
-                        "finalizers": [*machine.metadata.finalizers, FINALIZER],
-                    }
-                },
-                namespace=machine.namespace,
-            )
+            added = await set_finalizer(ctx.client, machine, present=True)
+            if added is None:
+                return Result()  # deleted meanwhile
+            machine = added
         retry = LongRetry
         if machine.metadata.labels.get(NODE_LABEL) and machine.phase:
             machine, retry = await check_health(ctx, machine, options)

@@ -193,23 +193,32 @@ def _terminating_reason(node: Node, reasons: list[str]) -> None:
         reasons.append(condition.reason)
 
 
+async def machine_behind_a_budget(cluster: Emulator, h: Harness) -> None:
+    """m-1 Running, holding a pod whose budget blocks its eviction."""
+    await running_machine(cluster, h)
+    blocking_budget(cluster)
+    await h.wait_pods(lambda: _web_pods_running(h) == 1)
+
+
+async def deleted_by_force_at_once(cluster: Emulator, h: Harness) -> None:
+    started = trio.current_time()
+    delete_machine(cluster)
+    await h.wait_gone("m-1")
+    assert trio.current_time() - started < 5
+    assert "Force Drain successful" in await event_messages(h, "m-1")
+
+
 async def test_force_deletion_label_skips_the_budget(
     cluster: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     seed_class(cluster)
     async with machine_manager(cluster) as h:
-        await running_machine(cluster, h)
-        blocking_budget(cluster)
-        await h.wait_pods(lambda: _web_pods_running(h) == 1)
+        await machine_behind_a_budget(cluster, h)
         machine = cluster.get(MACHINE_API, "Machine", "m-1", "default")
         assert machine is not None
         machine["metadata"]["labels"]["force-deletion"] = "true"
         cluster.update(machine)
-        started = trio.current_time()
-        delete_machine(cluster)
-        await h.wait_gone("m-1")
-        assert trio.current_time() - started < 5
-        assert "Force Drain successful" in await event_messages(h, "m-1")
+        await deleted_by_force_at_once(cluster, h)
 
 
 async def test_node_unhealthy_for_five_minutes_is_drained_by_force(
@@ -217,15 +226,9 @@ async def test_node_unhealthy_for_five_minutes_is_drained_by_force(
 ) -> None:
     seed_class(cluster, conditionAfter=[{"type": "Ready", "status": "False", "afterSeconds": 30}])
     async with machine_manager(cluster) as h:
-        await running_machine(cluster, h)
-        blocking_budget(cluster)
-        await h.wait_pods(lambda: _web_pods_running(h) == 1)
+        await machine_behind_a_budget(cluster, h)
         await trio.sleep(400 - trio.current_time())  # NotReady since t=30: over five minutes
-        started = trio.current_time()
-        delete_machine(cluster)
-        await h.wait_gone("m-1")
-        assert trio.current_time() - started < 5
-        assert "Force Drain successful" in await event_messages(h, "m-1")
+        await deleted_by_force_at_once(cluster, h)
 
 
 async def test_failed_machine_marks_its_node_unhealthy_and_attachments_are_deleted(
