@@ -18,7 +18,6 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from kubetrio.cmd.config import (
-    DEFAULT_CONTROLLERS,
     ConfigError,
     ManagerConfig,
     add_config_flags,
@@ -121,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, PluginError) as error:
         return fail(str(error), 2)
     configure_logging(config.logging.format, config.logging.level)
-    controllers = enabled_controllers(config, registry, args)
+    controllers = list(config.controllers)
     try:
         return trio.run(serve, config, registry, controllers, args)
     except (
@@ -136,18 +135,6 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"the API server did not answer within {config.client.timeout:g}s")
     except LeadershipLost as error:
         return fail(f"{error}; exiting so a restart can campaign again")
-
-
-def enabled_controllers(
-    config: ManagerConfig, registry: ControllerRegistry, args: argparse.Namespace
-) -> list[str]:
-    if config.controllers == DEFAULT_CONTROLLERS:
-        # The default set as far as this build has it (the embedded demo shows what is there).
-        missing = [name for name in DEFAULT_CONTROLLERS if name not in registry.names()]
-        if missing:
-            log.warning("controllers not in this build, skipped", controllers=",".join(missing))
-        return [name for name in DEFAULT_CONTROLLERS if name in registry.names()]
-    return list(config.controllers)
 
 
 def make_client(

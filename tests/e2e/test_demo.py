@@ -16,7 +16,6 @@ import pytest
 import trio
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.example import HASH_ANNOTATION
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
@@ -24,10 +23,6 @@ from kubetrio.runtime.errors import ApiError
 # The README promises under a minute for the default four machines; two on a loaded CI
 # machine get the same bound.
 WALL_LIMIT = 60.0
-
-needs_machine_controller = pytest.mark.skipif(
-    "machine" not in BUILTIN_CONTROLLERS, reason="the machine controller is not registered yet"
-)
 
 
 def run_command(tmp_path: Path, *extra: str) -> list[str]:
@@ -58,7 +53,6 @@ def machine_lines(output: str, name: str) -> list[dict[str, str]]:
     return lines
 
 
-@needs_machine_controller
 async def test_demo_runs_to_its_summary(tmp_path: Path) -> None:
     started = time.monotonic()
     with trio.fail_after(WALL_LIMIT + 30):
@@ -180,7 +174,6 @@ async def test_duration_bounds_the_demo(tmp_path: Path) -> None:
     assert "summary machine=demo-1 " in output
 
 
-@needs_machine_controller
 async def test_ctrl_c_mid_demo_prints_the_summary_so_far(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
         process: trio.Process = await nursery.start(
