@@ -811,17 +811,24 @@ def _check_addresses(config: ManagerConfig, sources: _Sources, known: Collection
             parse_bind_address(value)
         except BindAddressError as exc:
             raise sources.error([field], str(exc)) from None
-    url = config.storage.backend_url
-    if url is not None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise sources.error(
-                ["storage", "backendURL"], f"expected an http(s) URL, got {_show(url)}"
-            )
-    if config.master is not None:
-        parts = urlsplit(config.master)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise sources.error(["master"], f"expected an http(s) URL, got {_show(config.master)}")
+    for path, url in (
+        (["storage", "backendURL"], config.storage.backend_url),
+        (["master"], config.master),
+    ):
+        problem = None if url is None else _url_problem(url)
+        if problem is not None:
+            raise sources.error(path, problem)
+
+
+def _url_problem(url: str) -> str | None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"expected an http(s) URL, got {_show(url)}"
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not 0-65535
+    except ValueError:
+        return f"invalid port in {_show(url)}"
+    return None
 
 
 def _check_logging(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:

@@ -27,7 +27,7 @@ def is_storage_node(node: Node, driver: str) -> bool:
         return False
     try:
         ids = json.loads(raw)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:  # deep nesting raises the latter
         log.warning(
             "malformed CSI node-id annotation, node ignored",
             node=node.metadata.name,

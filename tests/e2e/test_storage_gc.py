@@ -11,7 +11,8 @@ import trio
 import trio.testing
 
 from kubetrio.controllers.storage.sim import FaultRule, serve_storage_sim, storage_url
-from kubetrio.controllers.storagegc import ZERO_DELAY_SECONDS, StorageGC
+from kubetrio.controllers.storagegc import ZERO_DELAY_SECONDS, StorageGC, add_storage_gc
+from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager import Manager
 
@@ -119,12 +120,16 @@ async def test_gc_delay_zero_means_ten_seconds_and_refusals_are_counted(
         config = manager_config(storage_url(emu.url), gc_delay=0, gc_interval=3600)
         started = trio.current_time()
         async with running_manager(emu, config, ("storagegc",)) as manager:
-            await storage.wait_for(lambda: len(storage.records("delete")) == 1)
-            assert trio.current_time() - started == pytest.approx(ZERO_DELAY_SECONDS, abs=1)
-            await trio.sleep(1)
-            assert storage.records("delete")[0].status == 423
-            assert sample(manager, "kubetrio_storage_gc_errors_total") == 1
-            assert deletes(manager, "locked") == 1
+            await storage.wait_for(lambda: len(storage.records("delete")) == 3)
+            attempts = storage.records("delete")
+            # The pass, then retries of the refused node between passes (0.5 s, 1 s, ...).
+            assert [r.at - started for r in attempts] == pytest.approx(
+                [ZERO_DELAY_SECONDS, ZERO_DELAY_SECONDS + 0.5, ZERO_DELAY_SECONDS + 1.5], abs=0.3
+            )
+            assert {r.status for r in attempts} == {423}
+            await trio.sleep(0.1)  # the third refusal's bookkeeping
+            assert sample(manager, "kubetrio_storage_gc_errors_total") == 3
+            assert deletes(manager, "locked") == 3
             assert storage.node("locked") is not None
 
 
@@ -179,3 +184,49 @@ async def test_a_backend_that_hangs_is_given_up_after_the_delete_timeout(
 
 def test_storage_gc_is_a_leader_only_runnable() -> None:
     assert StorageGC.needs_leader_election is True
+
+
+async def test_gc_retries_a_refused_node_until_the_backend_allows_it(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """The usual case for the GC: the Node went while the manager was down, and at the first
+    pass the storage node is still locked. It must not wait an interval (1 h) for the next."""
+    async with serve_storage_sim(emu, seed=5) as storage:
+        for name in ("w1", "w2"):
+            add_ready_node(emu, name)
+        await registered(storage, "w1", "w2")
+        emu.delete("v1", "Node", "w2")  # no manager is running
+        config = manager_config(storage_url(emu.url), gc_delay=30, gc_interval=3600)
+        async with running_manager(emu, config, ("storagegc",)) as manager:
+            await storage.wait_for(lambda: storage.node("w2") is None)
+            assert storage.records("delete"), "the GC never tried"
+            refusals = deletes(manager, "locked") + deletes(manager, "in_use")
+            assert refusals >= 1  # the first pass was refused...
+            assert trio.current_time() < 120  # ...and the node went within a minute or so
+            assert sorted(storage.nodes) == ["w1"]
+
+
+class BrokenBackend:
+    """A plugin backend with a bug: the GC must survive it."""
+
+    async def list_nodes(self) -> list[object]:
+        raise RuntimeError("backend plugin bug")
+
+    async def delete_node(self, name: str) -> None:
+        raise AssertionError("not reached")
+
+
+async def test_a_gc_pass_that_raises_anything_is_not_the_managers_end(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    manager = Manager(
+        Client.from_kubeconfig(str(emu.kubeconfig_path)),
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+    )
+    add_storage_gc(manager, BrokenBackend(), delay=1, interval=60)  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        await trio.sleep(130)  # three passes; a crash would have ended this nursery
+        assert sample(manager, "kubetrio_storage_gc_errors_total") == 3
+        manager.stop()

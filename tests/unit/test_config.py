@@ -438,6 +438,10 @@ def file_error(tmp_path: Path, text: str, name: str = "x.yaml") -> str:
         ("machine: {creationTimeout: 0}\n", "machine.creationTimeout: must be greater than 0"),
         ("storage: {backendURL: 'storage:5705'}\n", "storage.backendURL: expected an http(s) URL"),
         ("master: 10.0.0.1\n", 'master: expected an http(s) URL, got "10.0.0.1"'),
+        (
+            "storage: {backendURL: 'http://h:abc'}\n",
+            'storage.backendURL: invalid port in "http://h:abc"',
+        ),
         ("- a\n- b\n", "expected a mapping at the top, got list"),
         ("a: [\n", "invalid YAML: "),
     ],

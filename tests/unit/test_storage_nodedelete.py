@@ -68,8 +68,9 @@ def test_malformed_annotations_warn_naming_the_node(caplog: pytest.LogCaptureFix
     assert not is_storage_node(node("bad-1", "{oops"), DRIVER)
     assert not is_storage_node(node("bad-2", "[1]"), DRIVER)
     assert not is_storage_node(node("fine", "{}"), DRIVER)
+    assert not is_storage_node(node("deep", "[" * 100_000), DRIVER)  # RecursionError in json
     events = [r.msg for r in caplog.records if isinstance(r.msg, dict)]
-    assert [e["node"] for e in events] == ["bad-1", "bad-2"]
+    assert [e["node"] for e in events] == ["bad-1", "bad-2", "deep"]
     assert "expected a JSON object, got list" in events[1]["error"]
 
 
