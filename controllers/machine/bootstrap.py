@@ -73,6 +73,11 @@ def expiry(now: datetime, creation_timeout: float) -> datetime:
     return now + timedelta(seconds=creation_timeout)
 
 
-def render_user_data(user_data: str, token: str) -> str:
-    """Put ``token`` where the class's user data asks for it (plain or URL-encoded marker)."""
-    return user_data.replace(PLACEHOLDER, token).replace(quote(PLACEHOLDER, safe=""), token)
+def render_user_data(user_data: bytes, token: str) -> bytes:
+    """Put ``token`` where the class's user data asks for it (plain or URL-encoded marker).
+    Bytes in, bytes out: user data may be binary (gzip-compressed cloud-init) and must pass
+    through untouched where it has no marker."""
+    value = token.encode()
+    return user_data.replace(PLACEHOLDER.encode(), value).replace(
+        quote(PLACEHOLDER, safe="").encode(), value
+    )

@@ -75,8 +75,7 @@ async def create(
         )
         return machine, ShortRetry
     token = await bootstrap_token(ctx, machine, options)
-    user_data = render_user_data(secret_data["userData"].decode(errors="replace"), token)
-    data = {**secret_data, "userData": user_data.encode()}
+    data = {**secret_data, "userData": render_user_data(secret_data["userData"], token)}
     driver = ctx.drivers.for_class(machine_class)
     node_name = machine.metadata.labels.get(NODE_LABEL, "")
     provider_id = machine.spec.provider_id
@@ -84,6 +83,8 @@ async def create(
     try:
         vm = await driver.get_machine_status(machine, machine_class, data)
         node_name, provider_id = vm.node_name or node_name, vm.provider_id or provider_id
+        if _foreign_node(ctx, machine, node_name, provider_id, fresh=False):
+            return await _stale_node(ctx, machine, machine_class, data, provider_id)
     except MachineError as error:
         if error.code == Code.Uninitialized:
             initialize = True
@@ -100,9 +101,10 @@ async def create(
             elapsed = seconds_since(parse_time(machine.metadata.creation_timestamp))
             if elapsed is not None and elapsed >= 0:
                 ctx.metrics.create.observe(elapsed)
-            if created.node_name != machine.name and ctx.nodes.get("", created.node_name):
+            node_name = created.node_name or machine.name
+            if _foreign_node(ctx, machine, node_name, created.provider_id, fresh=True):
                 return await _stale_node(ctx, machine, machine_class, data, created.provider_id)
-            node_name, provider_id = created.node_name, created.provider_id
+            provider_id = created.provider_id
     machine = await _point_at_vm(ctx, machine, node_name, provider_id)
     if initialize:
         try:
@@ -162,14 +164,18 @@ async def bootstrap_token(ctx: MachineContext, machine: Machine, options: Safety
 
 
 def _token_from(secret: Secret) -> str | None:
-    """The secret part of a token Secret that is still valid, else None."""
+    """The secret part of a token Secret that is still valid; None for an expired or
+    unreadable one (it is replaced, never a reason for creation to fail)."""
     raw: dict[str, Any] = dict(secret.string_data)
-    for key in ("token-secret", "expiration"):
-        if key in secret.data:
-            raw[key] = base64.b64decode(secret.data[key]).decode(errors="replace")
-    expires = parse_time(raw.get("expiration"))
-    value = raw.get("token-secret")
-    if not isinstance(value, str) or expires is None or expires <= now():
+    try:
+        for key in ("token-secret", "expiration"):
+            if key in secret.data:
+                raw[key] = base64.b64decode(secret.data[key], validate=True).decode()
+        expires = parse_time(raw.get("expiration"))
+        value = raw.get("token-secret")
+        if not isinstance(value, str) or expires is None or expires <= now():
+            return None
+    except (ValueError, TypeError):  # bad base64 or UTF-8, a time without a zone
         return None
     return value
 
@@ -208,9 +214,10 @@ async def _stale_node(
     try:
         await driver.delete_machine(with_id, machine_class, data)
     except MachineError as error:
+        # Failed all the same: the machine must never adopt that node. Its own deletion
+        # later deletes the VM by name.
         if error.code != Code.NotFound:
             log.warning("could not delete VM of stale node", machine=machine.name, error=str(error))
-            return machine, ShortRetry
     machine = await ctx.status.write(
         machine,
         Operation("VM using old node obj", STATE_FAILED, OPERATION_CREATE),
@@ -219,6 +226,22 @@ async def _stale_node(
         reason="StaleNode",
     )
     return machine, ShortRetry
+
+
+def _foreign_node(
+    ctx: MachineContext, machine: Machine, node_name: str, provider_id: str, *, fresh: bool
+) -> bool:
+    """Whether ``node_name`` is a Node this machine's VM must not take over: another machine
+    claims it, or it carries another VM's providerID. For a VM created just now (``fresh``) a
+    Node without a providerID counts too: the VM cannot have registered it yet (MCM's
+    "VM using old node obj"); a VM of an earlier pass may have, before its providerID was set."""
+    node = ctx.nodes.get("", node_name)
+    if node is None:
+        return False
+    if any(m.name != machine.name for m in ctx.machines_on_node(node_name)):
+        return True
+    node_id = node.spec.provider_id
+    return node_id != provider_id if (fresh or node_id) else False
 
 
 async def _point_at_vm(

@@ -9,9 +9,12 @@ must wait for the world returns when to look again.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+
+import trio
 
 from kubetrio.api.core import Node, Secret
 from kubetrio.api.machine import (
@@ -27,7 +30,8 @@ from kubetrio.api.meta import format_time, parse_time
 from kubetrio.api.storage import VolumeAttachment
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
 from kubetrio.controllers.machine.context import ATTACHMENT_NODE_INDEX, MachineContext
-from kubetrio.controllers.machine.drain.drain import DrainOptions
+from kubetrio.controllers.machine.drain.drain import DrainOptions, DrainResult
+from kubetrio.controllers.machine.drain.watching import CacheChanges
 from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, MachineError
 from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.finalizers import set_finalizer
@@ -181,7 +185,9 @@ async def drain(flow: Deletion, machine: Machine) -> tuple[Machine | None, float
     if node is None:
         next_step = f"Skipping drain as node object does not exist. {INITIATE_VM_DELETION}"
         return await flow.step_to(machine, next_step), None
-    forced_by = force_reason(flow, machine, node)
+    # The labels as the cache has them now: this pass's copy may predate a force-deletion label.
+    latest = ctx.machines.get(machine.namespace, machine.name) or machine
+    forced_by = force_reason(flow, latest, node)
     options = flow.options
     if forced_by is None:
         elapsed = seconds_since(parse_time(machine.metadata.deletion_timestamp)) or 0.0
@@ -211,7 +217,12 @@ async def drain(flow: Deletion, machine: Machine) -> tuple[Machine | None, float
             )
             return await flow.failed(machine, description, "DrainFailed"), ShortRetry
     started = time.perf_counter()
-    result = await ctx.drainer.drain(node_name, drain_options, node=flow.written_node)
+    if forced_by is None:
+        result = await _drain_unless_forced(flow, machine, node_name, drain_options)
+        if result is None:  # a reason to force came up meanwhile: drain again, by force
+            return machine, None
+    else:
+        result = await ctx.drainer.drain(node_name, drain_options, node=flow.written_node)
     ctx.metrics.drain.observe(time.perf_counter() - started)
     if result.succeeded:
         if forced_by is not None:
@@ -229,6 +240,65 @@ async def drain(flow: Deletion, machine: Machine) -> tuple[Machine | None, float
         f"Drain failed due to - {result.summary()}. Will retry in next sync. {INITIATE_DRAIN}"
     )
     return await flow.failed(machine, description, "DrainFailed"), ShortRetry
+
+
+async def _drain_unless_forced(
+    flow: Deletion, machine: Machine, node_name: str, options: DrainOptions
+) -> DrainResult | None:
+    """A gentle drain that gives way as soon as it should be forced (the force-deletion label
+    set, the node unhealthy for five minutes), instead of holding out until the drain timeout;
+    None when it gave way."""
+    result: DrainResult | None = None
+    async with trio.open_nursery() as nursery:
+
+        async def drain() -> None:
+            nonlocal result
+            result = await flow.ctx.drainer.drain(node_name, options, node=flow.written_node)
+            nursery.cancel_scope.cancel()
+
+        async def until_forced() -> None:
+            reason = await _forced(flow, machine, node_name)
+            log.info("drain to be forced", machine=machine.name, node=node_name, reason=reason)
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(drain)
+        nursery.start_soon(until_forced)
+    return result
+
+
+async def _forced(flow: Deletion, machine: Machine, node_name: str) -> str:
+    """Waits until the cached machine and node call for a forced drain; the reason."""
+    ctx = flow.ctx
+    while True:
+        current = ctx.machines.get(machine.namespace, machine.name) or machine
+        node = ctx.nodes.get("", node_name)
+        if node is not None:
+            reason = force_reason(flow, current, node)
+            if reason is not None:
+                return reason
+        # Nothing changes for five minutes of NotReady but the clock: wake then too.
+        with trio.move_on_at(_next_force_time(node)):
+            async with trio.open_nursery() as waits:
+                for changes in (ctx.machine_changes, ctx.drainer.cache.node_changes):
+                    waits.start_soon(_first_change, changes, waits.cancel_scope)
+
+
+async def _first_change(changes: CacheChanges, done: trio.CancelScope) -> None:
+    await changes.next_change()
+    done.cancel()
+
+
+def _next_force_time(node: Node | None) -> float:
+    """The trio time at which an unhealthy node condition reaches five minutes (inf: none)."""
+    soonest = math.inf
+    for kind, healthy_status in (("Ready", "True"), ("ReadonlyFilesystem", "False")):
+        condition = node.condition(kind) if node is not None else None
+        if condition is None or condition.status == healthy_status:
+            continue
+        since = seconds_since(parse_time(condition.last_transition_time))
+        if since is not None:
+            soonest = min(soonest, trio.current_time() + UNHEALTHY_NODE_FORCE_AFTER - since + 1)
+    return soonest
 
 
 async def delete_volume_attachments(
@@ -296,6 +366,13 @@ async def delete_node(flow: Deletion, machine: Machine) -> tuple[Machine | None,
     node_name = flow.node_name(machine)
     if not node_name:
         return await flow.step_to(machine, f"No node to delete. {INITIATE_FINALIZER_REMOVAL}"), None
+    cached = flow.ctx.nodes.get("", node_name)
+    if cached is not None and not _own_node(machine, cached):
+        description = (
+            f"Node {node_name!r} belongs to VM {cached.spec.provider_id!r}, not this machine's: "
+            f"left alone. {INITIATE_FINALIZER_REMOVAL}"
+        )
+        return await flow.step_to(machine, description, reason="NodeKept"), None
     try:
         await flow.ctx.client.delete(Node, node_name)
         description = (
@@ -313,6 +390,12 @@ async def delete_node(flow: Deletion, machine: Machine) -> tuple[Machine | None,
             f"{INITIATE_FINALIZER_REMOVAL}"
         )
     return await flow.step_to(machine, description, reason="NodeDeleted"), None
+
+
+def _own_node(machine: Machine, node: Node) -> bool:
+    """A node this machine may delete: not one that carries another VM's providerID."""
+    mine, theirs = machine.spec.provider_id, node.spec.provider_id
+    return not (mine and theirs and mine != theirs)
 
 
 async def remove_finalizer(flow: Deletion, machine: Machine) -> tuple[Machine | None, float | None]:

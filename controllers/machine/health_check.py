@@ -162,8 +162,7 @@ def _unchanged(machine: Machine) -> Operation:
 
 
 async def _joined(ctx: MachineContext, machine: Machine) -> tuple[Operation, str]:
-    last = machine.status.last_operation
-    if last.type == OPERATION_CREATE and last.state != STATE_SUCCESSFUL:
+    if machine.phase == PHASE_PENDING:
         # First join: the bootstrap token has served its purpose and must not outlive it.
         await ctx.client.delete(
             Secret,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from kubetrio.api.machine import (
     OPERATION_UPDATE,
     PHASE_CRASH_LOOP_BACK_OFF,
+    PHASE_FAILED,
     STATE_FAILED,
     Machine,
     NodeTemplate,
@@ -45,7 +46,10 @@ class MachineReconciler:
         machine = ctx.machines.get(key.namespace, key.name)
         if machine is None:
             return Result()
-        problems = validate_machine(machine)
+        # A deleting machine needs only its class and driver: a bad template edit must not
+        # stall its deletion (and drains never read the template).
+        deleting = machine.deleting
+        problems = [] if deleting else validate_machine(machine)
         if problems:
             return await self._invalid(machine, "; ".join(problems))
         class_name = machine.spec.class_.name
@@ -55,14 +59,14 @@ class MachineReconciler:
             return await self._invalid(
                 machine, f"MachineClass {class_name!r} not found in namespace {machine.namespace!r}"
             )
-        problems = validate_class(machine_class, list(ctx.drivers))
+        problems = validate_class(machine_class, list(ctx.drivers), provider_only=deleting)
         if problems:
             return await self._invalid(
                 machine, f"MachineClass {class_name!r}: " + "; ".join(problems)
             )
         options = ctx.options.for_machine(machine)
         data = ctx.secret_data(machine_class)
-        if machine.deleting:
+        if deleting:
             try:
                 retry = await deletion.delete(ctx, machine, machine_class, data, options)
             except ApiError as error:
@@ -79,17 +83,26 @@ class MachineReconciler:
         if machine.metadata.labels.get(NODE_LABEL) and machine.phase:
             machine, retry = await check_health(ctx, machine, options)
             await self._sync_template(machine, class_node_template(machine_class))
-        if not machine.spec.provider_id or machine.phase in ("", PHASE_CRASH_LOOP_BACK_OFF):
+        # A Failed machine stays Failed until deleted; "VM using old node obj" has no providerID
+        # and must not create (and adopt) again.
+        if machine.phase in ("", PHASE_CRASH_LOOP_BACK_OFF) or (
+            not machine.spec.provider_id and machine.phase != PHASE_FAILED
+        ):
             machine, retry = await creation.create(ctx, machine, machine_class, data, options)
         return Result(requeue_after=retry)
 
     async def _invalid(self, machine: Machine, problem: str) -> Result:
         """Say it on the machine (status and a Warning event, once) and wait for a fix: an
-        edit of the machine or its class brings the next pass."""
+        edit of the machine or its class brings the next pass. A deleting machine's
+        lastOperation holds its deletion step and a creating one's its creation: both are kept,
+        the problem goes to the log and an Event only."""
         log.warning("machine cannot be reconciled", machine=machine.name, problem=problem)
-        await self.ctx.status.write(
-            machine, Operation(problem, STATE_FAILED, OPERATION_UPDATE), reason="Invalid"
-        )
+        if machine.deleting or machine.phase:
+            await self.ctx.status.events_only(machine, "Warning", "Invalid", problem)
+        else:
+            await self.ctx.status.write(
+                machine, Operation(problem, STATE_FAILED, OPERATION_UPDATE), reason="Invalid"
+            )
         return Result(requeue_after=LongRetry)
 
     async def _sync_template(self, machine: Machine, class_template: NodeTemplate | None) -> None:
@@ -99,4 +112,14 @@ class MachineReconciler:
         node = self.ctx.nodes.get("", machine.metadata.labels.get(NODE_LABEL, ""))
         if template is None or node is None or node.deleting:
             return
-        await sync_node_template(self.ctx.client, node, template)
+        try:
+            await sync_node_template(self.ctx.client, node, template)
+        except ApiError as error:
+            if error.status != 422:
+                raise
+            # The API server refuses what validation let through (a taint value, a size):
+            # say so, and keep the machine's own schedule instead of failing every pass.
+            log.warning("node template rejected", machine=machine.name, error=str(error))
+            await self.ctx.status.events_only(
+                machine, "Warning", "NodeTemplateRejected", str(error)
+            )

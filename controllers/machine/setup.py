@@ -46,7 +46,7 @@ from kubetrio.controllers.machine.status import (
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.predicates import Predicate
+from kubetrio.runtime.predicates import Predicate, on_events
 from kubetrio.runtime.queue import ObjectKey
 from kubetrio.runtime.store import Lister
 
@@ -100,6 +100,24 @@ def node_changed() -> Predicate:
         return relevant(old) != relevant(new)
 
     return Predicate(update=changed)
+
+
+def machines_of_secret(ctx: MachineContext) -> Any:
+    """A class secret's change (its userData arriving, say) brings its machines' next pass."""
+
+    def mapper(secret: KubeObject) -> list[ObjectKey]:
+        classes = [
+            c.name
+            for c in ctx.classes.list(secret.metadata.namespace)
+            if c.secret_ref is not None and c.secret_ref.name == secret.metadata.name
+        ]
+        return [
+            key
+            for name in classes
+            for key in _keys(ctx.machines.by_index(MACHINE_CLASS_INDEX, name))
+        ]
+
+    return mapper
 
 
 def class_settings_changed() -> Predicate:
@@ -192,6 +210,11 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         MachineClass,
         by_index(machines, MACHINE_CLASS_INDEX, lambda c: c.name),
         class_settings_changed(),
+        namespace=namespace,
+    ).watches(
+        Secret,
+        machines_of_secret(ctx),
+        on_events(delete=False),
         namespace=namespace,
     ).watches(
         VolumeAttachment,

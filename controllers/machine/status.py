@@ -46,13 +46,11 @@ DELETION_STEPS = (
 
 
 def deletion_step(description: str) -> str | None:
-    """The deletion step a description hands over to. The marker at the end decides; an error
-    text quoted inside a description cannot then be mistaken for a step."""
+    """The deletion step a description hands over to: the marker it ends with. A marker
+    anywhere else may be quoted user text (an error message, a validation problem) and must
+    never send the flow to a later step; an unrecognised description restarts the flow."""
     for step in DELETION_STEPS:
         if description.endswith(step):
-            return step
-    for step in DELETION_STEPS:  # descriptions written by other tools
-        if step in description:
             return step
     return None
 
@@ -93,6 +91,15 @@ class StatusWriter:
     def __init__(self, client: Client, events: EventRecorder | None = None) -> None:
         self.client = client
         self.events = events
+        self._said: dict[tuple[str, str, str], str] = {}
+
+    async def events_only(self, machine: Machine, kind: str, reason: str, message: str) -> None:
+        """An Event without a status write, once per distinct message and machine."""
+        key = (machine.namespace, machine.name, reason)
+        if self.events is None or self._said.get(key) == message:
+            return
+        self._said[key] = message
+        await self.events.record(machine, kind, reason, message)
 
     async def write(
         self,

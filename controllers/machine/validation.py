@@ -9,6 +9,7 @@ import msgspec
 
 from kubetrio.api.machine import Machine, MachineClass, NodeTemplate, parse_duration
 
+MAX_DURATION = (2**63 - 1) / 1e9  # Go's time.Duration limit, in seconds
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 # A qualified name with an optional DNS-subdomain prefix, as labels and annotations use.
 _QUALIFIED = re.compile(
@@ -68,6 +69,11 @@ def validate_machine(machine: Machine) -> list[str]:
                 continue
             if seconds <= 0:
                 problems.append(f"spec.machineConfiguration.{field}: must be positive")
+            elif not seconds <= MAX_DURATION:  # also catches inf and nan
+                problems.append(
+                    f"spec.machineConfiguration.{field}: longer than Go's maximum duration "
+                    "(about 292 years)"
+                )
         if overrides.max_evict_retries is not None and overrides.max_evict_retries < 0:
             problems.append("spec.machineConfiguration.maxEvictRetries: must not be negative")
     if spec.node_template is not None:
@@ -82,14 +88,17 @@ def class_node_template(machine_class: MachineClass) -> NodeTemplate | None:
     return msgspec.convert(machine_class.node_template, NodeTemplate)
 
 
-def validate_class(machine_class: MachineClass, known_providers: list[str]) -> list[str]:
+def validate_class(
+    machine_class: MachineClass, known_providers: list[str], *, provider_only: bool = False
+) -> list[str]:
+    """``provider_only``: what a deletion needs (a driver), not what creation needs."""
     problems: list[str] = []
     if machine_class.provider not in known_providers:
         problems.append(
             f"provider: no machine driver for {machine_class.provider!r} "
             f"(known: {', '.join(known_providers) or 'none'})"
         )
-    if machine_class.node_template is not None:
+    if machine_class.node_template is not None and not provider_only:
         try:
             template = msgspec.convert(machine_class.node_template, NodeTemplate)
         except msgspec.ValidationError as error:

@@ -318,3 +318,39 @@ async def test_a_new_manager_finishes_a_deletion_its_predecessor_was_killed_in(
         await h2.wait_gone(web_node)
         await h2.wait_gone(other)
         assert cluster.cloud.vms == {}
+
+
+async def test_a_blocked_gentle_drain_gives_way_when_it_should_be_forced(
+    cluster: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """Not held until the 2 h drain timeout: the label set mid-drain, or the node's fifth
+    minute of NotReady during it, forces the drain then."""
+    seed_class(cluster)
+    seed_class(
+        cluster,
+        "sick",
+        conditionAfter=[{"type": "Ready", "status": "False", "afterSeconds": 60}],
+    )
+    async with machine_manager(cluster) as h:
+        await machine_behind_a_budget(cluster, h)
+        delete_machine(cluster)
+        await trio.sleep(60)
+        assert h.machine("m-1") is not None  # the budget holds the gentle drain
+        machine = cluster.get(MACHINE_API, "Machine", "m-1", "default")
+        assert machine is not None
+        machine["metadata"]["labels"]["force-deletion"] = "true"
+        labelled = trio.current_time()
+        cluster.update(machine)
+        await h.wait_gone("m-1")
+        assert trio.current_time() - labelled < 5
+
+        cluster.delete("policy/v1", "PodDisruptionBudget", "web-budget", "default")
+        await running_machine(
+            cluster, h, "m-2", **{"class": {"kind": "MachineClass", "name": "sick"}}
+        )
+        cluster.create(pdb("web-budget-2", "web", minAvailable=1))
+        await h.wait_pods(lambda: _web_pods_running(h) == 1)
+        booted = trio.current_time()
+        delete_machine(cluster, "m-2")  # NotReady from booted + 60 s: force at + 360 s
+        await h.wait_gone("m-2")
+        assert 355 <= trio.current_time() - booted <= 370

@@ -226,3 +226,37 @@ async def test_uninitialized_vm_is_initialized(
         await h.wait_phase("m-1", PHASE_RUNNING)
         vm = next(iter(emu.cloud.vms.values()))
         assert vm.initialized
+
+
+async def test_a_machine_never_takes_over_or_deletes_another_vms_node(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """Even when the provider fails to delete the VM that would register under a leftover
+    node, the machine is Failed, never adopts that node, and its deletion leaves it alone."""
+    install_crds(emu)
+    emu.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "old-node"},
+            "spec": {"providerID": "sim://eu-1/vm-elsewhere"},
+        }
+    )
+    seed_class(
+        emu,
+        bootSeconds=30,  # the cloud would re-register the old node as this VM's at boot
+        nodeName="old-node",
+        failNext={"delete": {"code": "Unavailable", "count": 1}},
+    )
+    async with machine_manager(emu) as h:
+        emu.create(machine_doc("m-1"))
+        failed = await h.wait_phase("m-1", PHASE_FAILED)
+        assert failed.status.last_operation.description == "VM using old node obj"
+        await trio.sleep(60)  # later passes must not adopt it either
+        machine = h.machine("m-1")
+        assert machine is not None and "node" not in machine.metadata.labels
+        assert machine.phase == PHASE_FAILED
+        emu.delete(MACHINE_API, "Machine", "m-1", "default")
+        await h.wait_gone("m-1")
+        assert emu.get("v1", "Node", "old-node") is not None
+        assert emu.cloud.vms == {}  # its VM went with it

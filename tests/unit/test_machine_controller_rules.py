@@ -40,7 +40,9 @@ def test_the_step_is_the_marker_a_description_ends_with() -> None:
         f"Drain failed due to - pod said '{INITIATE_VM_DELETION}'. Will retry. {INITIATE_DRAIN}"
     )
     assert deletion_step(quoted) == INITIATE_DRAIN
-    assert deletion_step(f"{DELETE_VOLUME_ATTACHMENTS} (older tool)") == DELETE_VOLUME_ATTACHMENTS
+    # A marker elsewhere may be quoted user text: never a reason to jump ahead.
+    assert deletion_step("invalid value 'Initiate machine object finalizer removal'!") is None
+    assert deletion_step(f"Now: {DELETE_VOLUME_ATTACHMENTS}") == DELETE_VOLUME_ATTACHMENTS
     assert deletion_step("Machine m successfully joined the cluster") is None
 
 
@@ -68,13 +70,19 @@ def test_machine_configuration_overrides_the_flags() -> None:
 def test_validation_names_the_field() -> None:
     assert validate_machine(machine()) == []
     bad = machine(
-        machineConfiguration={"creationTimeout": "0s", "maxEvictRetries": -1},
+        machineConfiguration={
+            "creationTimeout": "0s",
+            "healthTimeout": "30000000000h",
+            "maxEvictRetries": -1,
+        },
         nodeTemplate={
             "metadata": {"labels": {"bad key!": "x", "ok": "not ok!"}},
             "spec": {"taints": [{"key": "", "effect": "NoSchedule"}]},
         },
     )
     assert validate_machine(bad) == [
+        "spec.machineConfiguration.healthTimeout: longer than Go's maximum duration "
+        "(about 292 years)",
         "spec.machineConfiguration.creationTimeout: must be positive",
         "spec.machineConfiguration.maxEvictRetries: must not be negative",
         "spec.nodeTemplate.metadata.labels: invalid key 'bad key!'",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -142,6 +143,11 @@ def test_bootstrap_token_shape_and_secret() -> None:
 
 def test_user_data_gets_the_token_in_plain_or_url_encoded_marker() -> None:
     script = f"join --token {PLACEHOLDER}\ncurl 'https://x/?t=%3C%3CBOOTSTRAP_TOKEN%3E%3E'"
-    rendered = render_user_data(script, "abcdef.0123456789abcdef")
-    assert PLACEHOLDER not in rendered and "%3C%3C" not in rendered
-    assert rendered.count("abcdef.0123456789abcdef") == 2
+    rendered = render_user_data(script.encode(), "abcdef.0123456789abcdef")
+    assert PLACEHOLDER.encode() not in rendered and b"%3C%3C" not in rendered
+    assert rendered.count(b"abcdef.0123456789abcdef") == 2
+
+
+def test_binary_user_data_passes_through_untouched() -> None:
+    compressed = gzip.compress(b"#cloud-config\nruncmd: [kubeadm join]\n")
+    assert render_user_data(compressed, "abcdef.0123456789abcdef") == compressed

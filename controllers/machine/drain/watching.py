@@ -41,3 +41,7 @@ class CacheChanges:
                 await self._changed.wait()
             return True
         return condition()
+
+    async def next_change(self) -> None:
+        """Returns after the informer's next change (whatever it is)."""
+        await self._changed.wait()
