@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -204,29 +205,42 @@ async def test_ctrl_c_mid_demo_prints_the_summary_so_far(tmp_path: Path) -> None
         nursery.cancel_scope.cancel()
 
 
+async def kept_demo(
+    nursery: trio.Nursery, tmp_path: Path, ready: Callable[[bytes], bool]
+) -> tuple[trio.Process, bytes, Client]:
+    """``kubetrio run --embedded --keep-running`` started in ``nursery`` and read until
+    ``ready(output)``: the process, its output so far, and a client of its emulator."""
+    process: trio.Process = await nursery.start(
+        lambda task_status: trio.run_process(  # noqa: ASYNC105
+            run_command(tmp_path, "--machines", "1", "--keep-running"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            check=False,
+            task_status=task_status,
+        )
+    )
+    assert process.stdout is not None
+    output = b""
+    with trio.fail_after(60):
+        async for chunk in process.stdout:
+            output += chunk
+            if ready(output):
+                break
+    kubeconfig = output.split(b"kubeconfig: ", 1)[1].split(b"\n", 1)[0].decode()
+    client = Client.from_kubeconfig(kubeconfig, timeout=2)
+    await client.request("GET", "/version")
+    return process, output, client
+
+
 async def test_a_closed_terminal_stops_the_embedded_cluster_too(tmp_path: Path) -> None:
     """SIGHUP (the terminal went away) stops the manager and the emulator child, which runs in
     its own session and would otherwise be left serving."""
     async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            lambda task_status: trio.run_process(  # noqa: ASYNC105
-                run_command(tmp_path, "--machines", "1", "--keep-running"),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                check=False,
-                task_status=task_status,
-            )
+        # "demo=seeding": the manager is up and handles signals.
+        process, output, client = await kept_demo(
+            nursery, tmp_path, lambda out: b"demo=seeding" in out
         )
         assert process.stdout is not None
-        output = b""
-        with trio.fail_after(60):
-            async for chunk in process.stdout:
-                output += chunk
-                if b"demo=seeding" in output:  # the manager is up, signals handled
-                    break
-        kubeconfig = output.split(b"kubeconfig: ", 1)[1].split(b"\n", 1)[0].decode()
-        client = Client.from_kubeconfig(kubeconfig, timeout=2)
-        await client.request("GET", "/version")
         process.send_signal(signal.SIGHUP)
         with trio.fail_after(40):
             async for chunk in process.stdout:
@@ -242,25 +256,9 @@ async def test_a_killed_manager_takes_the_embedded_cluster_with_it(tmp_path: Pat
     """SIGKILL cannot be handled, yet the emulator child (own session) must not be orphaned:
     it stops when the pipe on its stdin loses its writer."""
     async with trio.open_nursery() as nursery:
-        process: trio.Process = await nursery.start(
-            lambda task_status: trio.run_process(  # noqa: ASYNC105
-                run_command(tmp_path, "--machines", "1", "--keep-running"),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                check=False,
-                task_status=task_status,
-            )
+        process, _, client = await kept_demo(
+            nursery, tmp_path, lambda out: b"kubeconfig: " in out and out.endswith(b"\n")
         )
-        assert process.stdout is not None
-        output = b""
-        with trio.fail_after(60):
-            async for chunk in process.stdout:
-                output += chunk
-                if b"kubeconfig: " in output and output.endswith(b"\n"):
-                    break
-        kubeconfig = output.split(b"kubeconfig: ", 1)[1].split(b"\n", 1)[0].decode()
-        client = Client.from_kubeconfig(kubeconfig, timeout=2)
-        await client.request("GET", "/version")
         address = urlsplit(client.base_url)
         # An idle connection to the emulator: it reads end-of-file when the emulator is gone.
         connection = await trio.open_tcp_stream(address.hostname or "", address.port or 80)
