@@ -45,6 +45,7 @@ class MachineReconciler:
         ctx = self.ctx
         machine = ctx.machines.get(key.namespace, key.name)
         if machine is None:
+            ctx.status.forget(key.namespace, key.name)
             return Result()
         # A deleting machine needs only its class and driver: a bad template edit must not
         # stall its deletion (and drains never read the template).

@@ -101,6 +101,11 @@ class StatusWriter:
         self._said[key] = message
         await self.events.record(machine, kind, reason, message)
 
+    def forget(self, namespace: str, name: str) -> None:
+        """A machine gone: what was said about it goes too."""
+        for key in [k for k in self._said if k[:2] == (namespace, name)]:
+            del self._said[key]
+
     async def write(
         self,
         machine: Machine,
