@@ -52,6 +52,17 @@ BUILTIN_KINDS: tuple[KindInfo, ...] = (
     KindInfo("v1", "Secret", "secrets", True),
     KindInfo("v1", "ConfigMap", "configmaps", True, ("cm",)),
     KindInfo("v1", "Event", "events", True, ("ev",)),
+    KindInfo("v1", "ServiceAccount", "serviceaccounts", True, ("sa",), ("token",)),
+    KindInfo("v1", "Service", "services", True, ("svc",), ("status",), ("all",)),
+    KindInfo("v1", "ResourceQuota", "resourcequotas", True, ("quota",), ("status",)),
+    KindInfo("batch/v1", "Job", "jobs", True, (), ("status",), ("all",)),
+    KindInfo("batch/v1", "CronJob", "cronjobs", True, ("cj",), ("status",), ("all",)),
+    KindInfo("networking.k8s.io/v1", "Ingress", "ingresses", True, ("ing",), ("status",)),
+    KindInfo("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False, ("pc",)),
+    KindInfo("rbac.authorization.k8s.io/v1", "Role", "roles", True),
+    KindInfo("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings", True),
+    KindInfo("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False),
+    KindInfo("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False),
     KindInfo(
         "policy/v1", "PodDisruptionBudget", "poddisruptionbudgets", True, ("pdb",), ("status",)
     ),
