@@ -14,6 +14,10 @@ import trio
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from kubetrio.runtime.emulator.gaps import plain_text
+
+    parser.epilog = plain_text()
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: pick one)")
     parser.add_argument(
         "--kubeconfig-out",

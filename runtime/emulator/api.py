@@ -11,7 +11,7 @@ import msgspec
 import trio
 import yaml
 
-from kubetrio.runtime.emulator import discovery, errors, openapi
+from kubetrio.runtime.emulator import discovery, errors, gaps, openapi
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry
 from kubetrio.runtime.emulator.eviction import evict
@@ -147,6 +147,8 @@ class KubeApi:
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
         if sub and sub not in rt.subresources:
+            if sub in gaps.UNSERVED_SUBRESOURCES.get(rt.key, ()):
+                raise gaps.unserved(rt.plural, sub)
             raise errors.no_such_resource()
         return Target(rt, version, ns, name, sub, watch_path)
 
