@@ -18,9 +18,10 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.runtime.emulator import errors
+from kubetrio.runtime.emulator import errors, services
 from kubetrio.runtime.emulator.clock import EmuClock
 from kubetrio.runtime.emulator.crd import crd_status, validate_crd
+from kubetrio.runtime.emulator.defaults import apply_defaults
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry, EventLog, WatchEvent
 from kubetrio.runtime.emulator.kinds import ResourceType, ResourceTypes, from_crd
@@ -41,13 +42,6 @@ Hook = Callable[[ResourceType, WatchEvent], None]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
-# The pod spec fields API defaulting fills in that deletion and scheduling read.
-_POD_SPEC_DEFAULTS: tuple[tuple[str, Any], ...] = (
-    ("restartPolicy", "Always"),
-    ("terminationGracePeriodSeconds", 30),
-    ("dnsPolicy", "ClusterFirst"),
-    ("schedulerName", "default-scheduler"),
-)
 CRD_KEY = "customresourcedefinitions.apiextensions.k8s.io"
 _SERVER_MANAGED = (
     "uid",
@@ -350,11 +344,12 @@ class Store:
 
     def _prepare_create(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Kind-specific defaults the apiserver applies on create (PrepareForCreate)."""
+        apply_defaults(rt.key, obj)
         if rt.key == "pods":
-            spec = obj.setdefault("spec", {})
-            for field, default in _POD_SPEC_DEFAULTS:
-                spec.setdefault(field, default)
             obj["status"] = {"phase": "Pending"}
+        elif rt.key == "services":
+            services.set_defaults(obj)
+            services.allocate(obj, (e.obj for e in self.iter(rt)))
         elif rt.key == "namespaces":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
@@ -455,6 +450,9 @@ class Store:
             if rt.key == CRD_KEY:
                 validate_crd(self.types, new)
                 new["status"] = crd_status(new, self.clock.wall_rfc3339())
+            apply_defaults(rt.key, new)
+            if rt.key == "services":
+                services.keep_allocated(new, old.obj, (e.obj for e in self.iter(rt)))
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
         if _spec_part(new) != _spec_part(old.obj):
@@ -643,6 +641,10 @@ class Store:
                     "",
                     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                 )
+        svc_rt = self.types.lookup("", "v1", "services")
+        assert svc_rt is not None
+        if self.find(svc_rt, "default", "kubernetes") is None:
+            self.create(svc_rt, "default", services.kubernetes_service())
 
     def load(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Put a persisted object back without an event (restoring, not writing)."""
