@@ -64,6 +64,14 @@ def definition_name(rt: ResourceType, version: str, kind: str | None = None) -> 
     return crd_name(rt.group, version, kind)
 
 
+def _own_schema(version: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the version's openAPIV3Schema; {} when absent or malformed (CRD validation
+    reports those, publishing must not fail on them)."""
+    holder = version.get("schema")
+    raw = holder.get("openAPIV3Schema") if isinstance(holder, dict) else None
+    return copy.deepcopy(raw) if isinstance(raw, dict) else {}
+
+
 def _standard(prop: str) -> dict[str, Any]:
     """The apiVersion/kind/metadata property as every built-in kind declares it."""
     pod = builtin_definitions()["io.k8s.api.core.v1.Pod"]["properties"]
@@ -77,8 +85,7 @@ def crd_definitions(rt: ResourceType, crd: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(v, dict) or v.get("name") not in rt.versions:
             continue
         version = v["name"]
-        raw = ((v.get("schema") or {}).get("openAPIV3Schema")) or {}
-        schema = copy.deepcopy(raw) if isinstance(raw, dict) else {}
+        schema = _own_schema(v)
         schema.setdefault("type", "object")
         props = schema.get("properties")
         props = dict(props) if isinstance(props, dict) else {}
@@ -196,8 +203,7 @@ def crd_definitions_v3(rt: ResourceType, crd: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(v, dict) or v.get("name") not in rt.versions:
             continue
         name = crd_name(rt.group, v["name"], rt.kind)
-        raw = ((v.get("schema") or {}).get("openAPIV3Schema")) or {}
-        schema = copy.deepcopy(raw) if isinstance(raw, dict) else {}
+        schema = _own_schema(v)
         schema.setdefault("type", "object")
         props = schema.get("properties")
         props = dict(props) if isinstance(props, dict) else {}
