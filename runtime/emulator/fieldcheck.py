@@ -59,45 +59,129 @@ def duplicate_fields(body: bytes) -> list[str]:
     return sorted(out)
 
 
-def prune_unknown(schema_name: str, obj: Any) -> list[str]:
-    """Remove from ``obj`` (in place) every field its schema does not declare; returns their
-    paths in document order."""
-    defs = builtin_definitions()
-    out: list[str] = []
-    _walk(defs, defs.get(schema_name, {}), obj, "", out)
-    return out
+class _Walk:
+    """One pass over an object against its schema: drops undeclared fields (remembering their
+    paths) and records the first value Go's JSON decoder would refuse for its type."""
 
+    def __init__(self) -> None:
+        self.defs = builtin_definitions()
+        self.unknown: list[str] = []
+        self.type_error: str | None = None
 
-def _resolve(defs: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    seen = 0
-    while "$ref" in schema and seen < 32:
-        schema = defs.get(schema["$ref"].removeprefix("#/definitions/"), {})
-        seen += 1
-    return schema
-
-
-def _walk(
-    defs: dict[str, Any], schema: dict[str, Any], value: Any, path: str, out: list[str]
-) -> None:
-    schema = _resolve(defs, schema)
-    if isinstance(value, dict):
+    def node(self, schema: dict[str, Any], value: Any, path: str, struct: str, go: str) -> None:
+        """``path`` names the field for messages about unknown fields (with list indexes);
+        ``struct`` and ``go`` are what Go's decoder names: the innermost struct type and the
+        field path without indexes or map keys."""
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            name = ref.removeprefix("#/definitions/")
+            target = self.defs.get(name, {})
+            if "properties" not in target and target.get("type") != "object":
+                return  # custom JSON form (Time, Quantity, IntOrString, JSON): not checked
+            if "properties" in target:
+                if value is not None and not isinstance(value, dict):
+                    self._mismatch(value, struct, go, _go_type(schema))
+                    return
+                struct = name.rpartition(".")[2]
+            schema = target
+        if value is None:
+            return  # null decodes into anything
         props = schema.get("properties")
         extra = schema.get("additionalProperties")
         if isinstance(props, dict):
+            if not isinstance(value, dict):
+                self._mismatch(value, struct, go, _go_type(schema))
+                return
             for key in list(value):
                 sub = f"{path}.{key}" if path else key
+                gosub = f"{go}.{key}" if go else key
                 if key in props:
-                    _walk(defs, props[key], value[key], sub, out)
+                    self.node(props[key], value[key], sub, struct, gosub)
                 else:
-                    out.append(sub)
+                    self.unknown.append(sub)
                     del value[key]
-        elif isinstance(extra, dict):
+            return
+        kind = schema.get("type")
+        if kind == "object" and isinstance(extra, dict):
+            if not isinstance(value, dict):
+                self._mismatch(value, struct, go, _go_type(schema))
+                return
             for key, item in value.items():
-                _walk(defs, extra, item, f"{path}.{key}" if path else key, out)
-        # Neither: a free-form object (RawExtension, FieldsV1, JSON) keeps whatever it holds.
-    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(value):
-            _walk(defs, schema["items"], item, f"{path}[{i}]", out)
+                self.node(extra, item, f"{path}.{key}" if path else key, struct, go)
+        elif kind == "array":
+            if not isinstance(value, list):
+                self._mismatch(value, struct, go, _go_type(schema))
+                return
+            items = schema.get("items")
+            if isinstance(items, dict):
+                for i, item in enumerate(value):
+                    self.node(items, item, f"{path}[{i}]", struct, go)
+        elif kind in _SCALARS and not _fits(kind, value):
+            self._mismatch(value, struct, go, _go_type(schema), integer=kind == "integer")
+        # Anything else is a free-form object (RawExtension, FieldsV1): it keeps what it holds.
+
+    def _mismatch(
+        self, value: Any, struct: str, go: str, type_: str, integer: bool = False
+    ) -> None:
+        if self.type_error is None:
+            self.type_error = (
+                f"json: cannot unmarshal {_json_kind(value, integer)} into Go struct field "
+                f"{struct}.{go} of type {type_}"
+            )
+
+
+_SCALARS = ("string", "integer", "number", "boolean")
+
+
+def _fits(kind: str, value: Any) -> bool:
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _json_kind(value: Any, integer: bool) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        # Go quotes the number only when it is a fraction given for an integer.
+        return f"number {value!r}" if integer and isinstance(value, float) else "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _go_type(schema: dict[str, Any]) -> str:
+    """The Go type the apiserver decodes a schema into, as its errors print it."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        parts = ref.split(".")
+        return f"{parts[-2]}.{parts[-1]}"
+    kind = schema.get("type")
+    if kind == "array":
+        return "[]" + _go_type(schema.get("items") or {})
+    if kind == "object":
+        return "map[string]" + _go_type(schema.get("additionalProperties") or {})
+    if kind == "integer":
+        return str(schema.get("format") or "int64")
+    if kind == "number":
+        return "float64"
+    if kind == "boolean":
+        return "bool"
+    if kind == "string" and schema.get("format") == "byte":
+        return "[]uint8"
+    return "string"
+
+
+def prune_unknown(schema_name: str, obj: Any) -> list[str]:
+    """Remove from ``obj`` (in place) every field its schema does not declare; returns their
+    paths."""
+    walk = _Walk()
+    walk.node({"$ref": "#/definitions/" + schema_name}, obj, "", "", "")
+    return walk.unknown
 
 
 def check(
@@ -121,7 +205,17 @@ def check(
         return []
     directive = mode(query)
     dups = duplicate_fields(body) if body and directive != "Ignore" else []
-    unknown = prune_unknown(name, obj)
+    walk = _Walk()
+    walk.node({"$ref": "#/definitions/" + name}, obj, "", "", "")
+    unknown = walk.unknown
+    av = f"{rt.group}/{version}" if rt.group else version
+    if walk.type_error is not None:
+        # Decoding fails whatever the directive, as it does in the apiserver.
+        if operation in ("create", "update"):
+            raise errors.bad_request(
+                f'{rt.kind} in version "{av}" cannot be handled as a {rt.kind}: {walk.type_error}'
+            )
+        raise errors.bad_request(walk.type_error)
     if operation == "apply" and unknown:
         gv = f"{rt.group}/{version}" if rt.group else f"/{version}"
         raise errors.bad_request(
@@ -135,7 +229,6 @@ def check(
     if directive == "Strict":
         detail = "strict decoding error: " + ", ".join(problems)
         if operation in ("create", "update"):
-            av = f"{rt.group}/{version}" if rt.group else version
             detail = f'{rt.kind} in version "{av}" cannot be handled as a {rt.kind}: {detail}'
         raise errors.bad_request(detail)
     return [("Warning", "299 - " + json.dumps(p)) for p in problems]

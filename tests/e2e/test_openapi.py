@@ -164,10 +164,12 @@ async def test_apply_custom_resource_twice_uses_merge_patch(
     await kubectl_v.apply([CRD])
     assert "gadget.example.com/g1 created" in await kubectl_v.apply([gadget("g1", 10)])
     second = await kubectl_v.run(
-        "apply", "-v=6", "-f", "-", stdin=yaml.safe_dump(gadget("g1", 12)).encode()
+        "apply", "-v=8", "-f", "-", stdin=yaml.safe_dump(gadget("g1", 12)).encode()
     )
     assert b"gadget.example.com/g1 configured" in second.stdout
-    assert b"PATCH" in second.stderr
+    # A strategic merge patch would be refused (415) for a custom resource.
+    assert b"application/merge-patch+json" in second.stderr
+    assert b"application/strategic-merge-patch+json" not in second.stderr
     got = await kubectl_v.json("get", "gadget", "g1")
     assert got["spec"]["gears"]["teeth"] == 12
 
@@ -384,6 +386,15 @@ async def test_field_validation_directives(
     assert ignore.status == 201
     assert "warning" not in ignore.headers
     assert "foo" not in ignore.json()["spec"]
+
+    wrong = pod("fv5")
+    wrong["spec"]["containers"] = "busybox"
+    refused = await client.request("POST", f"{PODS}?fieldValidation=Ignore", wrong)
+    assert refused.status == 400
+    assert refused.json()["message"] == (
+        'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go '
+        "struct field PodSpec.spec.containers of type []v1.Container"
+    )
 
     nonsense = await client.request("POST", f"{PODS}?fieldValidation=Loose", pod("fv4"))
     assert nonsense.status == 400

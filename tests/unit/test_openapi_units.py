@@ -169,3 +169,57 @@ def test_proto_round_trip_of_a_small_document() -> None:
     assert query.name == "fieldValidation"
     assert patch.responses.response_code[0].name == "200"
     assert patch.responses.response_code[0].value.response.schema.schema._ref == "#/definitions/A"
+
+
+@pytest.mark.parametrize(
+    ("obj", "message"),
+    [
+        ({"spec": "x"}, "string into Go struct field Pod.spec of type v1.PodSpec"),
+        (
+            {"spec": {"containers": {"name": "c"}}},
+            "object into Go struct field PodSpec.spec.containers of type []v1.Container",
+        ),
+        (
+            {"spec": {"containers": [{"name": 1}]}},
+            "number into Go struct field Container.spec.containers.name of type string",
+        ),
+        (
+            {"metadata": {"labels": {"a": 1}}},
+            "number into Go struct field ObjectMeta.metadata.labels of type string",
+        ),
+        (
+            {"spec": {"priority": 1.5}},
+            "number 1.5 into Go struct field PodSpec.spec.priority of type int32",
+        ),
+        (
+            {"spec": {"hostNetwork": "yes"}},
+            "string into Go struct field PodSpec.spec.hostNetwork of type bool",
+        ),
+    ],
+)
+def test_values_go_cannot_decode_fail_whatever_the_directive(obj: Any, message: str) -> None:
+    rt = from_kind_info(lookup("v1", "Pod"))
+    with pytest.raises(errors.ApiError) as err:
+        fieldcheck.check(rt, "v1", obj, {"fieldValidation": "Ignore"}, None, "create")
+    assert err.value.code == 400
+    assert err.value.message == (
+        f'Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal {message}'
+    )
+
+
+def test_custom_json_forms_and_nulls_are_accepted() -> None:
+    rt = from_kind_info(lookup("v1", "Pod"))
+    obj = {
+        "metadata": {"creationTimestamp": None, "labels": None},
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "resources": {"limits": {"cpu": 1, "memory": "1Gi"}},
+                    "livenessProbe": {"httpGet": {"port": 8080}},
+                    "readinessProbe": {"httpGet": {"port": "http"}},
+                }
+            ]
+        },
+    }
+    assert fieldcheck.check(rt, "v1", obj, {"fieldValidation": "Strict"}, None, "create") == []
