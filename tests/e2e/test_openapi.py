@@ -1,5 +1,6 @@
 """/openapi/v2 and /openapi/v3 as clients read them, and server-side field validation of
-built-in kinds: kubectl 1.27 (reads v2 protobuf), 1.30 and 1.33 (read v3), pykube and raw HTTP.
+built-in kinds: kubectl 1.27 to 1.33 (1.27 and 1.28 read v2 protobuf for explain and for
+whether the server validates fields; later ones read v3), pykube and raw HTTP.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .conftest import Kubectl
 
-VERSIONS = ("1.27", "1.30", "1.33")
+VERSIONS = ("1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
 
 CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -118,6 +119,9 @@ async def test_explain_builtin_kinds_and_fields(kubectl_v: Kubectl) -> None:
     # --recursive lists nested fields without descriptions, down to the leaves.
     for nested in ("livenessProbe", "readinessProbe", "httpGet", "volumeMounts", "mountPath"):
         assert nested in containers
+    # The v2 rendering, whichever document this release reads by default.
+    v2 = await kubectl_v.out("explain", "pods.spec.nodeName", "--output=plaintext-openapiv2")
+    assert "NodeName indicates in which node this pod is scheduled." in " ".join(v2.split())
     missing = await kubectl_v.run("explain", "pods.spec.noSuchField", check=False)
     assert missing.returncode != 0
     assert b"noSuchField" in missing.stderr
