@@ -40,7 +40,7 @@ def duplicate_fields(body: bytes) -> list[str]:
     caller's own decoding reports that)."""
     try:
         tree = json.loads(body, object_pairs_hook=_Pairs)
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     out: list[str] = []
     stack: list[tuple[str, Any]] = [("", tree)]
@@ -206,7 +206,10 @@ def check(
     directive = mode(query)
     dups = duplicate_fields(body) if body and directive != "Ignore" else []
     walk = _Walk()
-    walk.node({"$ref": "#/definitions/" + name}, obj, "", "", "")
+    try:
+        walk.node({"$ref": "#/definitions/" + name}, obj, "", "", "")
+    except RecursionError:
+        raise errors.bad_request("the request body is nested too deeply") from None
     unknown = walk.unknown
     av = f"{rt.group}/{version}" if rt.group else version
     if walk.type_error is not None:

@@ -90,7 +90,12 @@ def _fill(msg: Any, node: Any) -> None:
             pair.name = key
             _fill(pair.value, value)
         elif field is not None:
-            _set(msg, field, value)
+            try:
+                _set(msg, field, value)
+            except (TypeError, ValueError):
+                # A value of the wrong JSON type (a CRD schema can say anything): gnostic's
+                # compiler would reject the document; leaving the field out keeps it usable.
+                msg.ClearField(field.name)
 
 
 def _set(msg: Any, field: Any, value: Any) -> None:

@@ -223,3 +223,27 @@ def test_custom_json_forms_and_nulls_are_accepted() -> None:
         },
     }
     assert fieldcheck.check(rt, "v1", obj, {"fieldValidation": "Strict"}, None, "create") == []
+
+
+def test_proto_encoding_skips_values_of_the_wrong_type() -> None:
+    doc = {
+        "swagger": "2.0",
+        "definitions": {
+            "A": {
+                "type": 5,
+                "required": [1, {"x": 2}],
+                "description": ["not", "text"],
+                "maxLength": "long",
+                "uniqueItems": "yes",
+                "properties": {"p": "not a schema", "q": {"type": "string"}},
+                "items": 7,
+                "additionalProperties": "x",
+                "enum": "abc",
+            }
+        },
+    }
+    msg: Any = openapi_proto.decode(openapi_proto.encode(doc))
+    a = msg.definitions.additional_properties[0].value
+    assert [p.name for p in a.properties.additional_properties] == ["p", "q"]
+    assert list(a.properties.additional_properties[1].value.type.value) == ["string"]
+    assert a.max_length == 0
