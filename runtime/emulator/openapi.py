@@ -12,14 +12,16 @@ kubectl 1.27/1.28 ``explain`` and ``apply --validate`` read it; later ones read 
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
+from email.utils import formatdate
 from typing import Any
 
 import msgspec
 
 from kubetrio.runtime.emulator import errors, openapi_proto
 from kubetrio.runtime.emulator.errors import ApiError
-from kubetrio.runtime.emulator.http import Request, Response
+from kubetrio.runtime.emulator.http import JSON, Request, Response
 from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.openapi_paths import resource_paths
 from kubetrio.runtime.emulator.openapi_schemas import (
@@ -35,6 +37,7 @@ from kubetrio.runtime.emulator.store import CRD_KEY, Store
 
 _INFO = {"title": "Kubernetes", "version": "v1.33.0"}
 _V3_IMMUTABLE = "public, immutable"
+_YEAR = 365 * 24 * 3600
 
 
 @dataclass(slots=True)
@@ -176,7 +179,9 @@ class OpenApi:
         headers = [("Etag", f'"{doc.digest}"')]
         want = req.query.get("hash")
         if want == doc.digest:
+            # A hashed URL never changes content: clients may keep it (kubectl's disk cache).
             headers.append(("Cache-Control", _V3_IMMUTABLE))
+            headers.append(("Expires", formatdate(time.time() + _YEAR, usegmt=True)))
         elif want:
             # A stale hash: send the client to the current document, as kube-openapi does.
             return Response(
@@ -184,7 +189,7 @@ class OpenApi:
                 b"",
                 headers=[("Location", f"{req.path}?hash={doc.digest}")],
             )
-        return Response(200, doc.body, headers=headers)
+        return _conditional(req, doc, doc.body, headers)
 
     def _serve_v2(self, req: Request) -> Response:
         form = _negotiate(req.header("accept"))
@@ -193,16 +198,25 @@ class OpenApi:
         doc = self._v2_doc()
         headers = [("Etag", f'"{doc.digest}"')]
         if form == "json":
-            return Response(200, doc.body, headers=headers)
+            return _conditional(req, doc, doc.body, headers)
         if doc.proto is None:
             assert doc.tree is not None
             doc.proto = openapi_proto.encode(doc.tree)
         # The apiserver labels both accepted spellings with the one Go can parse.
-        return Response(200, doc.proto, openapi_proto.MIMES[1], headers)
+        return _conditional(req, doc, doc.proto, headers, openapi_proto.MIMES[1])
 
 
 _META_OBJ = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 _META_LIST = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta"
+
+
+def _conditional(
+    req: Request, doc: _Doc, body: bytes, headers: list[tuple[str, str]], ctype: str = JSON
+) -> Response:
+    """304 when the client already holds this version of the document."""
+    if req.header("if-none-match").strip() == f'"{doc.digest}"':
+        return Response(304, b"", ctype, headers)
+    return Response(200, body, ctype, headers)
 
 
 def _sub_bodies(rt: ResourceType) -> list[str]:

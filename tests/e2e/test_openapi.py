@@ -205,6 +205,10 @@ async def test_v3_index_hashes_follow_crds(
     doc = await client.get(url)
     assert doc.status == 200
     assert doc.headers["cache-control"] == "public, immutable"
+    assert doc.headers["expires"].endswith(" GMT")
+    again_same = await client.get(url, headers={"If-None-Match": doc.headers["etag"]})
+    assert again_same.status == 304
+    assert again_same.body == b""
     schemas = doc.json()["components"]["schemas"]
     gadget_schema = schemas["com.example.v1.Gadget"]
     assert gadget_schema["x-kubernetes-group-version-kind"] == [
