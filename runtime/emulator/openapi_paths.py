@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from kubetrio.runtime.emulator.kinds import ResourceType
-from kubetrio.runtime.emulator.openapi_schemas import META, definition_name
+from kubetrio.runtime.emulator.openapi_schemas import META, builtin_name, definition_name
 
 _PARAM_DOCS = {
     "allowWatchBookmarks": ("boolean", "Ask for BOOKMARK watch events."),
@@ -235,7 +235,7 @@ def resource_paths(rt: ResourceType, version: str, v3: bool) -> dict[str, Any]:
         cap = sub[:1].upper() + sub[1:]
         if sub in _POST_SUBS:
             g, v, k = _POST_SUBS[sub]
-            body = definition_name(_builtin_rt(g, v, k), v)
+            body = builtin_name(g, v, k) or k
             paths[f"{item}/{sub}"] = {
                 "parameters": named_params,
                 "post": o.build(
@@ -249,18 +249,16 @@ def resource_paths(rt: ResourceType, version: str, v3: bool) -> dict[str, Any]:
                 ),
             }
             continue
-        result = (
-            obj
-            if sub == "status"
-            else definition_name(_builtin_rt("autoscaling", "v1", "Scale"), "v1")
-        )
+        # status reads and writes the object itself; scale an autoscaling/v1 Scale.
+        sub_gvk = gvk if sub == "status" else ("autoscaling", "v1", "Scale")
+        result = obj if sub == "status" else builtin_name(*sub_gvk) or "Scale"
         paths[f"{item}/{sub}"] = {
             "parameters": named_params,
-            "get": o.build("get", f"read{tag}{ns}{kind}{cap}", gvk, [], result),
+            "get": o.build("get", f"read{tag}{ns}{kind}{cap}", sub_gvk, [], result),
             "put": o.build(
                 "put",
                 f"replace{tag}{ns}{kind}{cap}",
-                gvk,
+                sub_gvk,
                 _WRITE,
                 result,
                 result,
@@ -269,7 +267,7 @@ def resource_paths(rt: ResourceType, version: str, v3: bool) -> dict[str, Any]:
             "patch": o.build(
                 "patch",
                 f"patch{tag}{ns}{kind}{cap}",
-                gvk,
+                sub_gvk,
                 [*_WRITE, "force"],
                 result,
                 META + "Patch",
@@ -278,10 +276,6 @@ def resource_paths(rt: ResourceType, version: str, v3: bool) -> dict[str, Any]:
             ),
         }
     return paths
-
-
-def _builtin_rt(group: str, version: str, kind: str) -> ResourceType:
-    return ResourceType(group, (version,), kind, kind.lower() + "s", kind.lower(), True)
 
 
 def _path_params(

@@ -8,8 +8,9 @@ import pytest
 
 from kubetrio.api.registry import BUILTIN_KINDS, lookup
 from kubetrio.runtime.emulator import errors, fieldcheck, openapi_proto
-from kubetrio.runtime.emulator.kinds import from_crd, from_kind_info
+from kubetrio.runtime.emulator.kinds import ResourceTypes, from_crd, from_kind_info
 from kubetrio.runtime.emulator.openapi import _negotiate
+from kubetrio.runtime.emulator.openapi_paths import resource_paths
 from kubetrio.runtime.emulator.openapi_schemas import (
     builtin_definitions,
     crd_definitions,
@@ -247,3 +248,41 @@ def test_proto_encoding_skips_values_of_the_wrong_type() -> None:
     assert [p.name for p in a.properties.additional_properties] == ["p", "q"]
     assert list(a.properties.additional_properties[1].value.type.value) == ["string"]
     assert a.max_length == 0
+
+
+def _refs_in(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        own = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
+        return own.union(*(_refs_in(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_refs_in(v) for v in node))
+    return set()
+
+
+def test_every_builtin_operation_refers_to_a_shipped_definition() -> None:
+    defs = builtin_definitions()
+    for rt in ResourceTypes().all():
+        for v in rt.versions:
+            refs = _refs_in(resource_paths(rt, v, v3=False))
+            assert refs, rt.key
+            missing = {r for r in refs if r.removeprefix("#/definitions/") not in defs}
+            assert not missing, (rt.key, missing)
+
+
+def test_scale_subresource_operations_speak_autoscaling_scale() -> None:
+    crd = _crd({"openAPIV3Schema": {"type": "object"}})
+    crd["spec"]["versions"][0]["subresources"] = {"scale": {}, "status": {}}
+    paths = resource_paths(from_crd(crd), "v2", v3=True)
+    scale = paths["/apis/a.example.org/v2/things/{name}/scale"]
+    assert scale["get"]["x-kubernetes-group-version-kind"] == {
+        "group": "autoscaling",
+        "kind": "Scale",
+        "version": "v1",
+    }
+    assert scale["put"]["requestBody"]["content"]["*/*"]["schema"] == {
+        "$ref": "#/components/schemas/io.k8s.api.autoscaling.v1.Scale"
+    }
+    status = paths["/apis/a.example.org/v2/things/{name}/status"]["patch"]
+    assert status["x-kubernetes-group-version-kind"]["kind"] == "Thing"
+    assert "application/strategic-merge-patch+json" not in status["requestBody"]["content"]
+    assert "/apis/a.example.org/v2/things" in paths  # cluster-scoped: no namespace, no "all"
