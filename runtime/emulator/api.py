@@ -11,7 +11,7 @@ import msgspec
 import trio
 import yaml
 
-from kubetrio.runtime.emulator import discovery, errors, gaps, openapi
+from kubetrio.runtime.emulator import discovery, errors, fieldcheck, gaps
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry
 from kubetrio.runtime.emulator.eviction import evict
@@ -19,6 +19,7 @@ from kubetrio.runtime.emulator.faults import Counters, Faults, reason_for
 from kubetrio.runtime.emulator.http import JSON, Request, Response, StreamResponse, json_response
 from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.meta import check_type_meta, sub_object
+from kubetrio.runtime.emulator.openapi import OpenApi
 from kubetrio.runtime.emulator.options import DeleteOptions, parse_delete_options
 from kubetrio.runtime.emulator.patch import json_patch, merge_patch, strategic_merge
 from kubetrio.runtime.emulator.selectors import FieldSelector, LabelSelector, combine
@@ -84,6 +85,7 @@ class KubeApi:
         self.settings = settings
         # Unfiltered LIST bodies of unchanged resources, reused as the watch cache would be.
         self._list_cache: dict[tuple[str, str | None, str], tuple[int, bytes]] = {}
+        self.openapi = OpenApi(store)
 
     async def __call__(self, req: Request) -> Response | StreamResponse:
         try:
@@ -104,7 +106,7 @@ class KubeApi:
         if head in ("healthz", "readyz", "livez"):
             return Response(200, b"ok", "text/plain; charset=utf-8")
         if head == "openapi":
-            return openapi.serve(req, self.types, parts[1:])
+            return self.openapi.serve(req, parts[1:])
         if head == "api":
             if len(parts) == 1:
                 return json_response(discovery.api_versions(self.settings.server_address))
@@ -218,13 +220,15 @@ class KubeApi:
             if t.name:
                 raise errors.method_not_allowed()
             obj = self._body_object(req, t)
+            warnings = fieldcheck.check(t.rt, t.version, obj, req.query, req.body, "create")
             entry = self.store.create(t.rt, ns, obj, dry_run=dry_run)
-            return self._object(req, t, entry, 201)
+            return self._object(req, t, entry, 201, warnings)
         if verb == "update":
             self._check_writable_sub(t)
             obj = self._body_object(req, t)
+            warnings = fieldcheck.check(t.rt, t.version, obj, req.query, req.body, "update")
             entry = self.store.update(t.rt, ns, t.name, obj, t.sub, dry_run=dry_run)
-            return self._object(req, t, entry, 200)
+            return self._object(req, t, entry, 200, warnings)
         if verb == "patch":
             self._check_writable_sub(t)
             return self._patch(req, t, dry_run)
@@ -257,13 +261,22 @@ class KubeApi:
         obj["apiVersion"] = want
         return msgspec.json.encode(obj)
 
-    def _object(self, req: Request, t: Target, entry: Entry, code: int) -> Response:
+    def _object(
+        self,
+        req: Request,
+        t: Target,
+        entry: Entry,
+        code: int,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> Response:
         if _wants_table(req):
             rv = entry.rv or None
             return json_response(
-                table(t.rt, [entry.obj], rv, req.query.get("includeObject", "Metadata")), code
+                table(t.rt, [entry.obj], rv, req.query.get("includeObject", "Metadata")),
+                code,
+                headers,
             )
-        return Response(code, self._raw_for(t, entry))
+        return Response(code, self._raw_for(t, entry), headers=headers or [])
 
     def _selectors(self, req: Request, t: Target) -> Any:
         label = LabelSelector(req.query.get("labelSelector", ""))
@@ -437,8 +450,9 @@ class KubeApi:
                 f"the name of the object ({md.get('name')}) does not match the name on the URL "
                 f"({t.name})"
             )
+        warnings = fieldcheck.check(t.rt, t.version, new, req.query, req.body, "patch")
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
-        return self._object(req, t, entry, 200)
+        return self._object(req, t, entry, 200, warnings)
 
     def _apply(self, req: Request, t: Target, dry_run: bool) -> Response:
         """Server-side apply, approximated: create when missing, otherwise merge the applied
@@ -460,6 +474,7 @@ class KubeApi:
                 f"the name of the object ({(md or {}).get('name')}) does not match the name on "
                 f"the URL ({t.name})"
             )
+        fieldcheck.check(t.rt, t.version, applied, req.query, None, "apply")
         ns = t.namespace or ""
         current = self.store.find(t.rt, ns, t.name)
         if current is None:
