@@ -133,6 +133,7 @@ class KubeApi:
         if self.access.serves(target.rt, target.sub):
             ns = target.namespace or ""
             return json_response(self.access.serve(req, target.rt, ns, target.name, user), 201)
+        self.access.check_write(req, target.rt, target.namespace or "", user)
         return await self._resource(req, target)
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:

@@ -194,3 +194,14 @@ async def test_auth_whoami(version: str, emu: Emulator, tmp_path: Path) -> None:
     assert info["extra"]["authentication.kubernetes.io/credential-id"][0].startswith("JTI=")
     impersonated = await admin.json("auth", "whoami", "--as", SA_USER)
     assert impersonated["status"]["userInfo"]["username"] == SA_USER
+
+
+async def test_kubectl_127_whoami_needs_an_api_a_133_server_no_longer_serves(
+    emu: Emulator, tmp_path: Path
+) -> None:
+    """kubectl 1.27 asks for SelfSubjectReview v1beta1/v1alpha1, removed by 1.33 (which the
+    emulator is): it reports the API as not enabled, as against a real 1.33 cluster."""
+    k = kubectl_version("1.27", emu, tmp_path)
+    proc = await k.run("auth", "whoami", check=False)
+    assert proc.returncode == 1
+    assert "the selfsubjectreviews API is not enabled in the cluster" in proc.stderr.decode()

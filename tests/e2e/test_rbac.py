@@ -550,3 +550,68 @@ async def test_the_kubeconfig_speaks_tls_with_the_admin_token(
     kube = Client.from_kubeconfig(str(emu.kubeconfig_path))
     assert kube.base_url.startswith("https://")
     assert (await kube.list(Node)).items == []
+
+
+async def test_rbac_writes_cannot_escalate(
+    emu: Emulator, client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    sa = await bot(client, emu)
+    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+    await role(
+        client,
+        "rbac-writer",
+        [
+            rule(["create", "update"], ["roles", "rolebindings"], ["rbac.authorization.k8s.io"]),
+            rule(["get", "list"], ["pods"]),
+        ],
+    )
+    await bind(client, "bot-writes-rbac", "Role", "rbac-writer", [sa_subject("bot")])
+
+    def role_doc(name: str, *rules: dict[str, object]) -> dict[str, object]:
+        return {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": name},
+            "rules": list(rules),
+        }
+
+    # What it holds it may hand on; more it may not.
+    held = role_doc("reads", rule(["get"], ["pods"]))
+    assert (await sa.request("POST", f"{rbac}/roles", held)).status == 201
+    more = role_doc("deletes", rule(["get", "delete"], ["pods", "secrets"], resourceNames=["x"]))
+    refused = (await sa.request("POST", f"{rbac}/roles", more)).json()
+    assert refused["code"] == 403
+    assert refused["message"] == (
+        'roles.rbac.authorization.k8s.io "deletes" is forbidden: user '
+        '"system:serviceaccount:default:bot" (groups=["system:serviceaccounts" '
+        '"system:serviceaccounts:default" "system:authenticated"]) is attempting to grant RBAC '
+        "permissions not currently held:\n"
+        '{APIGroups:[""], Resources:["pods"], ResourceNames:["x"], Verbs:["delete"]}\n'
+        '{APIGroups:[""], Resources:["secrets"], ResourceNames:["x"], Verbs:["get" "delete"]}'
+    )
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "b"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [sa_subject("bot")],
+    }
+    assert (await sa.request("POST", f"{rbac}/rolebindings", binding)).status == 403
+    binding["roleRef"]["name"] = "reads"  # type: ignore[index]
+    binding["roleRef"]["kind"] = "Role"  # type: ignore[index]
+    assert (await sa.request("POST", f"{rbac}/rolebindings", binding)).status == 201
+    # The escalate and bind verbs lift the check.
+    await role(
+        client,
+        "escalator",
+        [rule(["escalate", "bind"], ["roles", "clusterroles"], ["rbac.authorization.k8s.io"])],
+    )
+    await bind(client, "bot-escalates", "Role", "escalator", [sa_subject("bot")])
+    assert (await sa.request("POST", f"{rbac}/roles", more)).status == 201
+    binding["metadata"] = {"name": "b2"}
+    binding["roleRef"] = {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "edit",
+    }
+    assert (await sa.request("POST", f"{rbac}/rolebindings", binding)).status == 201

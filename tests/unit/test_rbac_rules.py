@@ -7,6 +7,7 @@ import pytest
 
 from kubetrio.runtime.emulator.auth.access import forbidden
 from kubetrio.runtime.emulator.auth.attributes import Attributes, request_attributes
+from kubetrio.runtime.emulator.auth.escalation import covers
 from kubetrio.runtime.emulator.auth.rbac import rule_allows
 from kubetrio.runtime.emulator.auth.reviews import impersonated_user
 from kubetrio.runtime.emulator.auth.users import UserInfo, split_service_account
@@ -172,3 +173,60 @@ def test_impersonated_groups() -> None:
     )
     assert split_service_account("system:serviceaccount:ns:a:b") is None
     assert split_service_account("system:serviceaccount:ns:a") == ("ns", "a")
+
+
+@pytest.mark.parametrize(
+    ("owner", "atom", "covered"),
+    [
+        (
+            {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+            ("apps", "deployments", "", "get"),
+            True,
+        ),
+        (
+            {"apiGroups": [""], "resources": ["*/status"], "verbs": ["get"]},
+            ("", "pods/status", "", "get"),
+            True,
+        ),
+        (
+            {"apiGroups": [""], "resources": ["*/status"], "verbs": ["get"]},
+            ("", "pods", "", "get"),
+            False,
+        ),
+        # Owning a name covers only that name; owning all names covers any.
+        (
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"], "resourceNames": ["a"]},
+            ("", "pods", "a", "get"),
+            True,
+        ),
+        (
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"], "resourceNames": ["a"]},
+            ("", "pods", "", "get"),
+            False,
+        ),
+        (
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+            ("", "pods", "b", "get"),
+            True,
+        ),
+        (
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+            ("", "pods", "", "list"),
+            False,
+        ),
+    ],
+)
+def test_escalation_coverage(
+    owner: dict[str, object], atom: tuple[str, str, str, str], covered: bool
+) -> None:
+    group, resource, name, verb = atom
+    want = {"apiGroups": [group], "resources": [resource], "verbs": [verb]}
+    if name:
+        want["resourceNames"] = [name]
+    assert covers(owner, want) is covered
+
+
+def test_escalation_coverage_of_paths() -> None:
+    owner = {"nonResourceURLs": ["/apis/*"], "verbs": ["get"]}
+    assert covers(owner, {"nonResourceURLs": ["/apis/apps"], "verbs": ["get"]})
+    assert not covers(owner, {"nonResourceURLs": ["/api"], "verbs": ["get"]})

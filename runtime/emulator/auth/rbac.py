@@ -99,7 +99,7 @@ class RbacAuthorizer:
         self.store = store
         self.t = types
 
-    def _role_rules(self, ref: Any, binding_ns: str) -> tuple[list[dict[str, Any]], str | None]:
+    def role_rules(self, ref: Any, binding_ns: str) -> tuple[list[dict[str, Any]], str | None]:
         """The referenced role's rules, or the error text the apiserver gives for a dangling
         reference."""
         if not isinstance(ref, dict):
@@ -139,7 +139,7 @@ class RbacAuthorizer:
         ref = binding.get("roleRef")
         if not isinstance(ref, dict):
             return
-        rules, error = self._role_rules(ref, ns)
+        rules, error = self.role_rules(ref, ns)
         if error is not None:
             errors.append(error)
             return
