@@ -130,10 +130,11 @@ class KubeApi:
                 raise errors.no_such_resource()
             return json_response(doc)
         target = self._target(group, version, rest)
+        ns, body = target.namespace or "", lambda: _decode(req.body)
         if self.access.serves(target.rt, target.sub):
-            ns = target.namespace or ""
-            return json_response(self.access.serve(req, target.rt, ns, target.name, user), 201)
-        self.access.check_write(req, target.rt, target.namespace or "", user)
+            answer = self.access.serve(req.method, target.rt, ns, target.name, user, body)
+            return json_response(answer, 201)
+        self.access.check_write(req.method, target.rt, ns, user, body)
         return await self._resource(req, target)
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:

@@ -81,3 +81,18 @@ async def test_standalone_state_and_signals(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         with trio.fail_after(20):
             assert await proc.wait() == 0
+
+
+async def test_authorization_mode_always_allow(tmp_path: Path) -> None:
+    for flags, anonymous_status in (((), 403), (("--no-rbac",), 200)):
+        proc, url = await _start(tmp_path, *flags)
+        try:
+            assert (await EmuClient(url).get("/api/v1/nodes")).status == anonymous_status
+            # Authentication stays on either way.
+            assert (await EmuClient(url, "forged").get("/api/v1/nodes")).status == 401
+            admin = EmuClient(url, admin_token(tmp_path))
+            assert (await admin.get("/api/v1/nodes")).status == 200
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(20):
+                assert await proc.wait() == 0

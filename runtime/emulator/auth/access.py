@@ -5,10 +5,9 @@ the store directly and never come through here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from kubetrio.runtime.emulator import errors
 from kubetrio.runtime.emulator.auth.attributes import Attributes, request_attributes
@@ -192,18 +191,21 @@ class Access:
             return True, ""
         return self.rbac.authorize(a)
 
-    def check_write(self, req: Request, rt: ResourceType, namespace: str, user: UserInfo) -> None:
-        """RBAC's escalation check for a create/replace of a role or binding. (A PATCH is not
-        checked: the result is only known inside the store.)"""
-        if rt.group != GROUP or req.method not in ("POST", "PUT") or not self.rbac_enabled:
+    def check_write(
+        self,
+        method: str,
+        rt: ResourceType,
+        namespace: str,
+        user: UserInfo,
+        body: Callable[[], Any],
+    ) -> None:
+        """RBAC's escalation check for a create/replace of a role or binding; ``body`` decodes
+        the request body (only called when it matters). A PATCH is not checked: its result is
+        only known inside the store."""
+        if rt.group != GROUP or method not in ("POST", "PUT") or not self.rbac_enabled:
             return
-        if is_master(user):
-            return
-        try:
-            obj = msgspec.json.decode(req.body)
-        except msgspec.DecodeError:
-            return  # the store's path answers the bad body
-        self.escalation.check(user, rt.plural, namespace, obj)
+        if not is_master(user):
+            self.escalation.check(user, rt.plural, namespace, body())
 
     # -- the endpoints that answer from here rather than from the store
 
@@ -211,10 +213,17 @@ class Access:
         return rt.key in _VIRTUAL_KEYS or (rt is self.service_accounts and sub == "token")
 
     def serve(
-        self, req: Request, rt: ResourceType, namespace: str, name: str, user: UserInfo
+        self,
+        method: str,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        user: UserInfo,
+        body: Callable[[], Any],
     ) -> dict[str, Any]:
-        if req.method != "POST" or (rt.key in _VIRTUAL_KEYS and name):
+        """The answer (201) to a review or TokenRequest; ``body`` decodes the request body."""
+        if method != "POST" or (rt.key in _VIRTUAL_KEYS and name):
             raise errors.method_not_allowed()
         if rt.key in _VIRTUAL_KEYS:
-            return self.reviews.handle(rt, namespace, req.body, user)  # type: ignore[no-any-return]
-        return self.reviews.token_request(rt, namespace, name, req.body)
+            return self.reviews.handle(rt, namespace, body(), user)  # type: ignore[no-any-return]
+        return self.reviews.token_request(rt, namespace, name, body())

@@ -10,8 +10,6 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-import msgspec
-
 from kubetrio.runtime.emulator import errors
 from kubetrio.runtime.emulator.auth.attributes import Attributes
 from kubetrio.runtime.emulator.auth.authn import Authenticator
@@ -52,13 +50,7 @@ VIRTUAL_TYPES: tuple[ResourceType, ...] = (
 Authorize = Callable[[Attributes], tuple[bool, str]]
 
 
-def decode(body: bytes, group: str, kind: str) -> dict[str, Any]:
-    if not body:
-        raise errors.bad_request("the request body is empty")
-    try:
-        obj = msgspec.json.decode(body)
-    except msgspec.DecodeError as exc:
-        raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+def decode(obj: Any, group: str, kind: str) -> dict[str, Any]:
     return check_type_meta(obj, (f"{group}/v1",), kind)
 
 
@@ -111,7 +103,7 @@ class Reviews:
         self.authorize = authorize
         self.rbac_enabled = rbac_enabled
 
-    def handle(self, rt: ResourceType, namespace: str, body: bytes, user: UserInfo) -> Any:
+    def handle(self, rt: ResourceType, namespace: str, body: Any, user: UserInfo) -> Any:
         obj = decode(body, rt.group, rt.kind)
         spec = sub_object(obj, "spec", "spec")
         if rt.plural == "tokenreviews":
@@ -251,7 +243,7 @@ class Reviews:
     # -- TokenRequest
 
     def token_request(
-        self, sa_rt: ResourceType, namespace: str, name: str, body: bytes
+        self, sa_rt: ResourceType, namespace: str, name: str, body: Any
     ) -> dict[str, Any]:
         obj = decode(body, AUTHN, "TokenRequest")
         spec = sub_object(obj, "spec", "spec")
