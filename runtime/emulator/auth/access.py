@@ -91,7 +91,7 @@ class Access:
             cluster_role_bindings=_rt(store, rbac_g, "clusterrolebindings"),
         )
         self.service_accounts = _rt(store, "", "serviceaccounts")
-        self.issuer = TokenIssuer(load_or_create_key(key_path))
+        self.issuer = TokenIssuer(lambda: load_or_create_key(key_path))
         self.authn = Authenticator(store, clock, self.issuer, {admin_token: ADMIN})
         self.rbac = RbacAuthorizer(store, types)
         self.escalation = EscalationCheck(self.rbac, self.authorize)

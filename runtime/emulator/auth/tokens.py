@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,17 +66,32 @@ class Claims:
     issued: int
     jti: str
     bound: BoundObject | None = None
+    not_before: int = 0
+
+
+def _kid(key: rsa.RSAPrivateKey) -> str:
+    """The key id the apiserver uses: the public key's SHA-256, base64url."""
+    der = key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return base64.urlsafe_b64encode(hashlib.sha256(der).digest()).decode().rstrip("=")
 
 
 class TokenIssuer:
-    def __init__(self, key: rsa.RSAPrivateKey) -> None:
-        self._key = key
-        self._public = key.public_key()
-        der = self._public.public_bytes(
-            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-        # The key id the apiserver uses: the key's SHA-256, base64url.
-        self.kid = base64.urlsafe_b64encode(hashlib.sha256(der).digest()).decode().rstrip("=")
+    def __init__(self, key_source: Callable[[], rsa.RSAPrivateKey]) -> None:
+        # Made (or read) when first needed: most emulators never see a ServiceAccount token,
+        # and an RSA key takes ~0.1 s to generate.
+        self._key_source = key_source
+        self._key: rsa.RSAPrivateKey | None = None
+        # Verified signatures (a token's claims never change): an RS256 check costs ~0.15 ms,
+        # paid once per token rather than per request; times and the ServiceAccount are still
+        # checked every time.
+        self._verified: dict[str, Claims] = {}
+
+    def _signing_key(self) -> rsa.RSAPrivateKey:
+        if self._key is None:
+            self._key = self._key_source()
+        return self._key
 
     def issue(
         self,
@@ -104,17 +120,31 @@ class TokenIssuer:
             "nbf": now,
             "sub": f"system:serviceaccount:{namespace}:{name}",
         }
-        token = jwt.encode(payload, self._key, algorithm="RS256", headers={"kid": self.kid})
-        claims = Claims(namespace, name, sa_uid, audiences, now + seconds, now, jti, bound)
+        key = self._signing_key()
+        token = jwt.encode(payload, key, algorithm="RS256", headers={"kid": _kid(key)})
+        claims = Claims(namespace, name, sa_uid, audiences, now + seconds, now, jti, bound, now)
         return token, claims
 
     def verify(self, token: str, now: int) -> Claims:
         """The claims of a token this issuer signed, checked against ``now`` (emulator time)
         rather than the process clock."""
+        claims = self._verified.get(token)
+        if claims is None:
+            claims = self._decode(token)
+            if len(self._verified) >= 4096:
+                self._verified.clear()
+            self._verified[token] = claims
+        if now >= claims.expires:
+            raise TokenError("invalid bearer token: token has expired")
+        if now < claims.not_before:
+            raise TokenError("invalid bearer token: token is not valid yet")
+        return claims
+
+    def _decode(self, token: str) -> Claims:
         try:
             payload = jwt.decode(
                 token,
-                self._public,
+                self._signing_key().public_key(),
                 algorithms=["RS256"],
                 options={
                     "verify_exp": False,
@@ -139,7 +169,7 @@ class TokenIssuer:
                 if isinstance(ref, dict):
                     bound = BoundObject(kind, str(ref["name"]), str(ref["uid"]))
                     break
-            claims = Claims(
+            return Claims(
                 str(kube["namespace"]),
                 str(sa["name"]),
                 str(sa["uid"]),
@@ -148,11 +178,7 @@ class TokenIssuer:
                 int(payload["iat"]),
                 str(payload.get("jti", "")),
                 bound,
+                nbf,
             )
         except (KeyError, TypeError, ValueError):
             raise TokenError("invalid bearer token: malformed claims") from None
-        if now >= exp:
-            raise TokenError("invalid bearer token: token has expired")
-        if now < nbf:
-            raise TokenError("invalid bearer token: token is not valid yet")
-        return claims
