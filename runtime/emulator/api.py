@@ -12,6 +12,7 @@ import trio
 import yaml
 
 from kubetrio.runtime.emulator import discovery, errors, fieldcheck, gaps
+from kubetrio.runtime.emulator.auth import Access
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry
 from kubetrio.runtime.emulator.eviction import evict
@@ -42,7 +43,6 @@ class Target:
 
 @dataclass(slots=True)
 class ApiSettings:
-    token: str | None = None
     bookmark_interval: float = 60.0
     server_address: str = "127.0.0.1:0"
 
@@ -76,9 +76,15 @@ def _int_param(req: Request, name: str) -> int | None:
 
 class KubeApi:
     def __init__(
-        self, store: Store, faults: Faults, counters: Counters, settings: ApiSettings
+        self,
+        store: Store,
+        faults: Faults,
+        counters: Counters,
+        settings: ApiSettings,
+        access: Access,
     ) -> None:
         self.store = store
+        self.access = access
         self.types = store.types
         self.faults = faults
         self.counters = counters
@@ -94,9 +100,7 @@ class KubeApi:
             return json_response(exc.status(), exc.code, exc.headers)
 
     async def _handle(self, req: Request) -> Response | StreamResponse:
-        token = self.settings.token
-        if token and req.header("authorization") != f"Bearer {token}":
-            raise errors.unauthorized()
+        user = self.access.admit(req)  # 401/403 before anything else, as the apiserver
         parts = [p for p in req.path.split("/") if p]
         if not parts:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/version"]})
@@ -128,6 +132,11 @@ class KubeApi:
                 raise errors.no_such_resource()
             return json_response(doc)
         target = self._target(group, version, rest)
+        ns, body = target.namespace or "", lambda: _decode(req.body)
+        if self.access.serves(target.rt, target.sub):
+            answer = self.access.serve(req.method, target.rt, ns, target.name, user, body)
+            return json_response(answer, 201)
+        self.access.check_write(req.method, target.rt, ns, user, body)
         return await self._resource(req, target)
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:

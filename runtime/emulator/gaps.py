@@ -54,8 +54,9 @@ GAPS: tuple[Gap, ...] = (
         "aggregation",
     ),
     Gap(
-        "TLS, client certificates, OIDC and webhook authentication",
-        "plain HTTP on 127.0.0.1; bearer tokens only (admin token and ServiceAccount tokens)",
+        "client certificates, OIDC and webhook authentication; RBAC role aggregation",
+        "bearer tokens only (the admin token, ServiceAccount tokens); admin/edit/view are "
+        "flat roles",
     ),
     Gap(
         "controllers of kube-controller-manager beyond garbage collection, namespaces and "

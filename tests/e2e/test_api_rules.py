@@ -450,7 +450,7 @@ async def test_eviction_rules(
 
 async def test_watch_older_than_window_is_gone(mock_clock: trio.testing.MockClock) -> None:
     async with serve_emulator(window=3) as emu:
-        client = EmuClient(emu.url)
+        client = EmuClient(emu.url, emu.token)
         rvs = []
         for i in range(6):
             r = await client.request("POST", CMS, cm(f"w{i}"))

@@ -163,7 +163,7 @@ def _body(template: dict[str, Any] | None, field: str, value: Any, replace_whole
 
 async def _scenario(reqs: list[tuple[int, str, Any, str]], label: str, fields: str) -> None:
     async with serve_emulator() as emu:
-        client = EmuClient(emu.url)
+        client = EmuClient(emu.url, emu.token)
         for body in (NODE, POD):
             path = "/api/v1/nodes" if body is NODE else PODS
             assert (await client.request("POST", path, body)).status == 201
