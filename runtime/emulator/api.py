@@ -21,6 +21,7 @@ from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.meta import check_type_meta, sub_object
 from kubetrio.runtime.emulator.options import DeleteOptions, parse_delete_options
 from kubetrio.runtime.emulator.patch import json_patch, merge_patch, strategic_merge
+from kubetrio.runtime.emulator.schema_admit import field_validation
 from kubetrio.runtime.emulator.selectors import FieldSelector, LabelSelector, combine
 from kubetrio.runtime.emulator.store import Store
 from kubetrio.runtime.emulator.tables import table
@@ -83,7 +84,7 @@ class KubeApi:
         self.counters = counters
         self.settings = settings
         # Unfiltered LIST bodies of unchanged resources, reused as the watch cache would be.
-        self._list_cache: dict[tuple[str, str | None, str], tuple[int, bytes]] = {}
+        self._list_cache: dict[tuple[str, str | None, str], tuple[object, bytes]] = {}
 
     async def __call__(self, req: Request) -> Response | StreamResponse:
         try:
@@ -216,13 +217,15 @@ class KubeApi:
             if t.name:
                 raise errors.method_not_allowed()
             obj = self._body_object(req, t)
+            warnings = self._unknown_fields(req, t, obj)
             entry = self.store.create(t.rt, ns, obj, dry_run=dry_run)
-            return self._object(req, t, entry, 201)
+            return self._object(req, t, entry, 201, warnings)
         if verb == "update":
             self._check_writable_sub(t)
             obj = self._body_object(req, t)
+            warnings = self._unknown_fields(req, t, obj)
             entry = self.store.update(t.rt, ns, t.name, obj, t.sub, dry_run=dry_run)
-            return self._object(req, t, entry, 200)
+            return self._object(req, t, entry, 200, warnings)
         if verb == "patch":
             self._check_writable_sub(t)
             return self._patch(req, t, dry_run)
@@ -245,6 +248,14 @@ class KubeApi:
             _decode(req.body), (t.rt.api_version(t.version), *api_versions), t.rt.kind
         )
 
+    def _unknown_fields(
+        self, req: Request, t: Target, obj: dict[str, Any]
+    ) -> list[tuple[str, str]]:
+        """fieldValidation for custom resources (built-in kinds decode into their Go types)."""
+        if t.rt.builtin:
+            return []
+        return field_validation(self.store.crd_of(t.rt), obj, req.query.get("fieldValidation"))
+
     def _raw_for(self, t: Target, entry: Entry) -> bytes:
         """The object as the requested version names it (stored once, converted on the way
         out only when a CRD serves several versions)."""
@@ -255,13 +266,22 @@ class KubeApi:
         obj["apiVersion"] = want
         return msgspec.json.encode(obj)
 
-    def _object(self, req: Request, t: Target, entry: Entry, code: int) -> Response:
+    def _object(
+        self,
+        req: Request,
+        t: Target,
+        entry: Entry,
+        code: int,
+        warnings: list[tuple[str, str]] | None = None,
+    ) -> Response:
         if _wants_table(req):
             rv = entry.rv or None
             return json_response(
-                table(t.rt, [entry.obj], rv, req.query.get("includeObject", "Metadata")), code
+                table(t.rt, [entry.obj], rv, req.query.get("includeObject", "Metadata")),
+                code,
+                warnings,
             )
-        return Response(code, self._raw_for(t, entry))
+        return Response(code, self._raw_for(t, entry), headers=warnings or [])
 
     def _selectors(self, req: Request, t: Target) -> Any:
         label = LabelSelector(req.query.get("labelSelector", ""))
@@ -277,7 +297,10 @@ class KubeApi:
         joined: bytes | None = None
         cache_key = (t.rt.key, t.namespace, t.version)
         plain = pred is None and not limit and not cont and not table_wanted and exact is None
-        stamp = self.store.log_for(t.rt).end  # moves with every write to this resource
+        # Moves with every write to this resource and with every change of its CRD (which may
+        # re-default stored objects without a write).
+        crd = None if t.rt.builtin else self.store.crd_of(t.rt)
+        stamp = (self.store.log_for(t.rt).end, crd and crd["metadata"].get("resourceVersion"))
         if plain:
             hit = self._list_cache.get(cache_key)
             if hit is not None and hit[0] == stamp:
@@ -435,8 +458,9 @@ class KubeApi:
                 f"the name of the object ({md.get('name')}) does not match the name on the URL "
                 f"({t.name})"
             )
+        warnings = self._unknown_fields(req, t, new)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
-        return self._object(req, t, entry, 200)
+        return self._object(req, t, entry, 200, warnings)
 
     def _apply(self, req: Request, t: Target, dry_run: bool) -> Response:
         """Server-side apply, approximated: create when missing, otherwise merge the applied
@@ -459,16 +483,17 @@ class KubeApi:
                 f"the URL ({t.name})"
             )
         ns = t.namespace or ""
+        warnings = self._unknown_fields(req, t, applied)
         current = self.store.find(t.rt, ns, t.name)
         if current is None:
             if t.sub:
                 raise errors.not_found(t.rt.group, t.rt.plural, t.name)
             entry = self.store.create(t.rt, ns, applied, dry_run=dry_run)
-            return self._object(req, t, entry, 201)
+            return self._object(req, t, entry, 201, warnings)
         merge = strategic_merge if t.rt.builtin else merge_patch
         new = merge(current.clone(), applied)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
-        return self._object(req, t, entry, 200)
+        return self._object(req, t, entry, 200, warnings)
 
     def _delete_options(self, req: Request) -> DeleteOptions:
         body: Any = _decode(req.body) if req.body else {}

@@ -1,0 +1,285 @@
+"""Whether a CRD's ``openAPIV3Schema`` is one apiextensions-apiserver serves: structural (every
+field typed outside value validations, metadata left to ObjectMeta) with defaults that pass the
+schema they sit in. A CRD that fails is rejected with one cause per offending schema node, so
+the author sees exactly what kube-apiserver would tell them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from kubetrio.runtime.emulator.schema_prune import prune
+from kubetrio.runtime.emulator.schema_validate import (
+    Cause,
+    Schema,
+    compile_pattern,
+    go_value,
+    validate,
+)
+
+_ROOT, _ITEM, _FIELD = "root", "item", "field"
+_EMPTY_TYPE = {
+    _ROOT: "must not be empty at the root",
+    _ITEM: "must not be empty for specified array items",
+    _FIELD: "must not be empty for specified object fields",
+}
+_JUNCTORS = ("allOf", "anyOf", "oneOf")
+# What a value validation (inside allOf/anyOf/oneOf/not) may not say, and how kube words it.
+_NESTED_FORBIDDEN = (
+    ("type", "must be empty to be structural"),
+    ("default", "must be undefined to be structural"),
+    ("title", "must be empty to be structural"),
+    ("description", "must be empty to be structural"),
+    ("nullable", "must be false to be structural"),
+    ("externalDocs", "must be undefined to be structural"),
+    ("additionalProperties", "must be undefined to be structural"),
+    ("x-kubernetes-preserve-unknown-fields", "must be false to be structural"),
+    ("x-kubernetes-embedded-resource", "must be false to be structural"),
+    ("x-kubernetes-int-or-string", "must be false to be structural"),
+    ("x-kubernetes-list-map-keys", "must be empty to be structural"),
+    ("x-kubernetes-list-type", "must be undefined to be structural"),
+    ("x-kubernetes-map-type", "must be undefined to be structural"),
+    ("x-kubernetes-validations", "must be empty to be structural"),
+)
+_INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]
+
+
+def check_crd(crd: dict[str, Any]) -> list[Cause]:
+    """Every reason the CRD's version schemas cannot be served, sorted as kube sorts them."""
+    spec = crd.get("spec")
+    versions = spec.get("versions") if isinstance(spec, dict) else None
+    out: list[Cause] = []
+    for i, v in enumerate(versions if isinstance(versions, list) else []):
+        schema = ((v or {}).get("schema") or {}) if isinstance(v, dict) else {}
+        root = schema.get("openAPIV3Schema") if isinstance(schema, dict) else None
+        if root is None:
+            continue
+        at = f"spec.versions[{i}].schema.openAPIV3Schema"
+        if not isinstance(root, dict):
+            out.append(_c("FieldValueInvalid", at, "Invalid value: must be an object"))
+            continue
+        found: list[Cause] = []
+        _structural(root, _ROOT, at, found)
+        found.sort(key=lambda c: f"{c.field}: {c.message}")
+        if not found:
+            _defaults(root, at, found, in_meta=False)
+        out.extend(found)
+    return out
+
+
+def _c(reason: str, field: str, message: str) -> Cause:
+    return Cause(reason, field, message)
+
+
+def _required(field: str, detail: str) -> Cause:
+    return _c("FieldValueRequired", field, f"Required value: {detail}")
+
+
+def _forbidden(field: str, detail: str) -> Cause:
+    return _c("FieldValueForbidden", field, f"Forbidden: {detail}")
+
+
+def _invalid(field: str, value: Any, detail: str) -> Cause:
+    return _c("FieldValueInvalid", field, f"Invalid value: {go_value(value)}: {detail}")
+
+
+def _structural(s: Any, level: str, at: str, out: list[Cause]) -> None:
+    if not isinstance(s, dict):
+        out.append(_invalid(at, str(type(s).__name__), "must be a schema object"))
+        return
+    typ = s.get("type", "")
+    if typ not in ("", "object", "array", "string", "integer", "number", "boolean"):
+        out.append(
+            _c(
+                "FieldValueNotSupported",
+                f"{at}.type",
+                f'Unsupported value: {json.dumps(typ)}: supported values: "array", "boolean", '
+                '"integer", "number", "object", "string"',
+            )
+        )
+    embedded = bool(s.get("x-kubernetes-embedded-resource"))
+    int_or_string = bool(s.get("x-kubernetes-int-or-string"))
+    preserve = bool(s.get("x-kubernetes-preserve-unknown-fields"))
+    if typ == "array" and not isinstance(s.get("items"), dict):
+        out.append(_required(f"{at}.items", "must be specified"))
+    if isinstance(s.get("items"), dict):
+        _structural(s["items"], _ITEM, f"{at}.items", out)
+    props = s.get("properties") or {}
+    for k, ps in props.items():
+        _structural(ps, _FIELD, f"{at}.properties[{k}]", out)
+    extra = s.get("additionalProperties")
+    if extra is not None:
+        if level == _ROOT:
+            out.append(_forbidden(f"{at}.additionalProperties", "must not be used at the root"))
+        if props:
+            out.append(
+                _forbidden(
+                    f"{at}.additionalProperties",
+                    "additionalProperties and properties are mutual exclusive",
+                )
+            )
+        if isinstance(extra, dict):
+            _structural(extra, _FIELD, f"{at}.additionalProperties", out)
+    if int_or_string and preserve:
+        out.append(
+            _invalid(
+                f"{at}.x-kubernetes-preserve-unknown-fields",
+                True,
+                "must be false if x-kubernetes-int-or-string is true",
+            )
+        )
+    if int_or_string and embedded:
+        out.append(
+            _invalid(
+                f"{at}.x-kubernetes-embedded-resource",
+                True,
+                "must be false if x-kubernetes-int-or-string is true",
+            )
+        )
+    skip_any_of = s.get("anyOf") == _INT_OR_STRING
+    all_of = s.get("allOf") or []
+    skip_first = (
+        bool(all_of) and isinstance(all_of[0], dict) and all_of[0].get("anyOf") == (_INT_OR_STRING)
+    )
+    _value_validation(s, at, out, skip_any_of, skip_first)
+    if embedded and typ != "object":
+        if not typ:
+            out.append(
+                _required(f"{at}.type", "must be object if x-kubernetes-embedded-resource is true")
+            )
+        else:
+            out.append(
+                _invalid(
+                    f"{at}.type", typ, "must be object if x-kubernetes-embedded-resource is true"
+                )
+            )
+    elif not typ and not int_or_string and not preserve:
+        out.append(_required(f"{at}.type", _EMPTY_TYPE[level]))
+    if embedded and extra is not None:
+        out.append(
+            _forbidden(
+                f"{at}.additionalProperties",
+                "must not be used if x-kubernetes-embedded-resource is set",
+            )
+        )
+    if level == _ROOT and typ and typ != "object":
+        out.append(_invalid(f"{at}.type", typ, "must be object at the root"))
+    check_meta = level == _ROOT or embedded
+    for key in ("kind", "apiVersion"):
+        sub = props.get(key)
+        if check_meta and isinstance(sub, dict) and sub.get("type") != "string":
+            out.append(
+                _invalid(f"{at}.properties[{key}].type", sub.get("type", ""), "must be string")
+            )
+    meta = props.get("metadata")
+    if isinstance(meta, dict):
+        _metadata(meta, check_meta, level, f"{at}.properties[metadata]", out)
+    if embedded and not preserve and not props:
+        out.append(
+            _required(
+                f"{at}.properties",
+                "must not be empty if x-kubernetes-embedded-resource is true without "
+                "x-kubernetes-preserve-unknown-fields",
+            )
+        )
+    if s.get("uniqueItems") is True:
+        out.append(
+            _forbidden(
+                f"{at}.uniqueItems",
+                "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+            )
+        )
+    if s.get("x-kubernetes-list-type") == "map" and not s.get("x-kubernetes-list-map-keys"):
+        out.append(
+            _required(
+                f"{at}.x-kubernetes-list-map-keys",
+                "must not be empty if x-kubernetes-list-type is map",
+            )
+        )
+
+
+def _metadata(meta: Schema, check: bool, level: str, at: str, out: list[Cause]) -> None:
+    """metadata is ObjectMeta: at the root a schema may only constrain name and
+    generateName."""
+    if check and meta.get("type") != "object":
+        out.append(_invalid(f"{at}.type", meta.get("type", ""), "must be object"))
+    if level != _ROOT:
+        return
+    rest = {k: v for k, v in meta.items() if k not in ("type", "default", "description")}
+    props = rest.pop("properties", None) or {}
+    if set(props) - {"name", "generateName"} or rest:
+        out.append(
+            _forbidden(
+                at,
+                "must not specify anything other than name and generateName, but metadata is "
+                "implicitly specified",
+            )
+        )
+
+
+def _value_validation(
+    s: Schema, at: str, out: list[Cause], skip_any_of: bool, skip_first_all_of: bool
+) -> None:
+    for junctor in _JUNCTORS:
+        for i, sub in enumerate(s.get(junctor) or []):
+            skip = junctor == "anyOf" and skip_any_of
+            skip_nested = junctor == "allOf" and i == 0 and skip_first_all_of
+            if not skip:
+                _nested(sub, f"{at}.{junctor}[{i}]", out, skip_nested)
+    if isinstance(s.get("not"), dict):
+        _nested(s["not"], f"{at}.not", out, False)
+    pattern = s.get("pattern")
+    if isinstance(pattern, str) and pattern and compile_pattern(pattern) is None:
+        out.append(
+            _invalid(
+                f"{at}.pattern",
+                pattern,
+                "must be a valid regular expression, but isn't: error parsing regexp",
+            )
+        )
+
+
+def _nested(v: Any, at: str, out: list[Cause], skip_any_of: bool) -> None:
+    if not isinstance(v, dict):
+        return
+    _value_validation(v, at, out, skip_any_of, False)
+    if isinstance(v.get("items"), dict):
+        _nested(v["items"], f"{at}.items", out, False)
+    for k, sub in (v.get("properties") or {}).items():
+        _nested(sub, f"{at}.properties[{k}]", out, False)
+    for key, detail in _NESTED_FORBIDDEN:
+        value = v.get(key)
+        if value not in (None, False, "", [], {}):
+            out.append(_forbidden(f"{at}.{key}", detail))
+    if "metadata" in (v.get("properties") or {}):
+        out.append(
+            _forbidden(f"{at}.properties[metadata]", "must not be specified in a nested context")
+        )
+
+
+def _defaults(s: Schema, at: str, out: list[Cause], in_meta: bool) -> None:
+    """Each default must survive pruning unchanged and pass its own schema."""
+    if "default" in s and not in_meta:
+        value = s["default"]
+        if isinstance(value, dict):
+            pruned = copy.deepcopy(value)
+            if prune(s, pruned, root=embedded_default(s)):
+                out.append(_invalid(f"{at}.default", value, "must not have unknown fields"))
+                return
+        for c in validate(s, value):
+            field = f"{at}.default" + (f".{c.field}" if c.field else "")
+            out.append(_c(c.reason, field, c.message))
+    if isinstance(s.get("items"), dict):
+        _defaults(s["items"], f"{at}.items", out, in_meta)
+    embedded = bool(s.get("x-kubernetes-embedded-resource"))
+    for k, sub in (s.get("properties") or {}).items():
+        if isinstance(sub, dict):
+            meta = in_meta or (embedded and k in ("metadata", "apiVersion", "kind"))
+            _defaults(sub, f"{at}.properties[{k}]", out, meta)
+
+
+def embedded_default(s: Schema) -> bool:
+    """An embedded resource's default keeps its TypeMeta and ObjectMeta when pruned."""
+    return bool(s.get("x-kubernetes-embedded-resource"))
