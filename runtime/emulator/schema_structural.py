@@ -54,9 +54,11 @@ def check_crd(crd: dict[str, Any]) -> list[Cause]:
     for i, v in enumerate(versions if isinstance(versions, list) else []):
         schema = ((v or {}).get("schema") or {}) if isinstance(v, dict) else {}
         root = schema.get("openAPIV3Schema") if isinstance(schema, dict) else None
-        if root is None:
-            continue
         at = f"spec.versions[{i}].schema.openAPIV3Schema"
+        if root is None:
+            # apiextensions.k8s.io/v1 serves nothing unstructured.
+            out.append(_required(at, "schemas are required"))
+            continue
         if not isinstance(root, dict):
             out.append(_c("FieldValueInvalid", at, "Invalid value: must be an object"))
             continue

@@ -895,3 +895,19 @@ async def test_kubectl_prints_the_causes_of_a_bad_machine(
         assert 'Warning: unknown field "spec.bogus"' in proc.stderr.decode()
     got = await kubectl.json("get", "machine", "m1")
     assert got["spec"] == {"providerID": "sim://1"}
+
+
+async def test_crd_without_a_schema_is_refused(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    body = crd()
+    del body["spec"]["versions"][0]["schema"]
+    r = await post(emu, CRDS, body)
+    assert r.status_code == 422
+    assert causes(r.json()) == [
+        (
+            "FieldValueRequired",
+            "spec.versions[0].schema.openAPIV3Schema",
+            "Required value: schemas are required",
+        )
+    ]
