@@ -12,10 +12,33 @@ import json
 from typing import Any
 
 from kubetrio.runtime.emulator import errors
+from kubetrio.runtime.emulator.schema_cel import MISSING, check_rules, has_rules
 from kubetrio.runtime.emulator.schema_prune import default, prune
-from kubetrio.runtime.emulator.schema_validate import Cause, Schema, Token, validate
+from kubetrio.runtime.emulator.schema_validate import (
+    Cause,
+    Schema,
+    Token,
+    embedded_resources,
+    validate,
+)
 
-_MISSING = object()
+_MISSING = MISSING
+# Errors after which kube does not run CEL rules, saying so in a cause of its own.
+_BLOCKING = frozenset(
+    {
+        "FieldValueNotSupported",
+        "FieldValueRequired",
+        "FieldValueTooLong",
+        "FieldValueTooMany",
+        "FieldValueTypeInvalid",
+    }
+)
+_RULES_SKIPPED = Cause(
+    "FieldValueInvalid",
+    "<nil>",
+    "Invalid value: null: some validation rules were not checked because the object was "
+    "invalid; correct the existing errors to complete validation",
+)
 _NAME_FIELDS = ("name", "generateName")
 
 
@@ -50,9 +73,14 @@ def admit(
         return
     prune(schema, obj)
     default(schema, obj)
-    causes = validate(schema, _validation_view(obj))
+    causes = validate(schema, _validation_view(obj)) + embedded_resources(schema, obj)
     if old is not None:
         causes = [c for c in causes if not _unchanged(c.path, obj, old)]
+    if has_rules(schema):
+        if any(c.reason in _BLOCKING for c in causes):
+            causes.append(_RULES_SKIPPED)
+        else:
+            causes.extend(check_rules(schema, obj, _MISSING if old is None else old))
     if causes:
         name = str((obj.get("metadata") or {}).get("name", ""))
         raise errors.invalid(group, kind, name, [c.triple() for c in _dedup(causes)])

@@ -10,12 +10,14 @@ import copy
 import json
 from typing import Any
 
+from kubetrio.runtime.emulator.schema_cel import compile_error
 from kubetrio.runtime.emulator.schema_prune import prune
 from kubetrio.runtime.emulator.schema_validate import (
     Cause,
     Schema,
     compile_pattern,
     go_value,
+    pattern_error,
     validate,
 )
 
@@ -51,6 +53,15 @@ def check_crd(crd: dict[str, Any]) -> list[Cause]:
     spec = crd.get("spec")
     versions = spec.get("versions") if isinstance(spec, dict) else None
     out: list[Cause] = []
+    if isinstance(spec, dict) and spec.get("preserveUnknownFields") is True:
+        out.append(
+            _invalid(
+                "spec.preserveUnknownFields",
+                True,
+                "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in "
+                "spec.versions[*].schema instead",
+            )
+        )
     for i, v in enumerate(versions if isinstance(versions, list) else []):
         schema = ((v or {}).get("schema") or {}) if isinstance(v, dict) else {}
         root = schema.get("openAPIV3Schema") if isinstance(schema, dict) else None
@@ -76,7 +87,9 @@ def _c(reason: str, field: str, message: str) -> Cause:
 
 
 def _required(field: str, detail: str) -> Cause:
-    return _c("FieldValueRequired", field, f"Required value: {detail}")
+    return _c(
+        "FieldValueRequired", field, f"Required value: {detail}" if detail else "Required value"
+    )
 
 
 def _forbidden(field: str, detail: str) -> Cause:
@@ -186,6 +199,7 @@ def _structural(s: Any, level: str, at: str, out: list[Cause]) -> None:
                 "x-kubernetes-preserve-unknown-fields",
             )
         )
+    _rules(s, at, out)
     if s.get("uniqueItems") is True:
         out.append(
             _forbidden(
@@ -200,6 +214,20 @@ def _structural(s: Any, level: str, at: str, out: list[Cause]) -> None:
                 "must not be empty if x-kubernetes-list-type is map",
             )
         )
+
+
+def _rules(s: Schema, at: str, out: list[Cause]) -> None:
+    """x-kubernetes-validations rules must be there and compile."""
+    rules = s.get("x-kubernetes-validations")
+    for i, rule in enumerate(rules if isinstance(rules, list) else []):
+        where = f"{at}.x-kubernetes-validations[{i}].rule"
+        text = rule.get("rule") if isinstance(rule, dict) else None
+        if not isinstance(text, str) or not text.strip():
+            out.append(_required(where, ""))
+            continue
+        why = compile_error(text)
+        if why is not None:
+            out.append(_invalid(where, rule, f"compilation failed: {why}"))
 
 
 def _metadata(meta: Schema, check: bool, level: str, at: str, out: list[Cause]) -> None:
@@ -238,7 +266,8 @@ def _value_validation(
             _invalid(
                 f"{at}.pattern",
                 pattern,
-                "must be a valid regular expression, but isn't: error parsing regexp",
+                f"must be a valid regular expression, but isn't: error parsing regexp: "
+                f"{pattern_error(pattern)}",
             )
         )
 

@@ -19,6 +19,8 @@ from datetime import date, datetime
 from functools import lru_cache
 from typing import Any
 
+import re2
+
 Schema = dict[str, Any]
 Token = str | int  # one step of a field path: a property name or a list index
 
@@ -361,6 +363,42 @@ def validate(schema: Schema, value: Any, path: tuple[Token, ...] = ()) -> list[C
     return v.out
 
 
+def embedded_resources(schema: Schema, value: Any, path: tuple[Token, ...] = ()) -> list[Cause]:
+    """x-kubernetes-embedded-resource objects need their own apiVersion and kind (strings),
+    as kube's ObjectMeta/TypeMeta check of embedded resources demands."""
+    out: list[Cause] = []
+    _embedded(schema, value, path, out)
+    return out
+
+
+def _embedded(s: Any, v: Any, path: tuple[Token, ...], out: list[Cause]) -> None:
+    if not isinstance(s, dict):
+        return
+    if isinstance(v, dict):
+        if s.get("x-kubernetes-embedded-resource"):
+            for key in ("apiVersion", "kind"):
+                p = (*path, key)
+                if key not in v or v[key] == "":
+                    out.append(Cause("FieldValueRequired", path_text(p), "Required value", p))
+                elif not isinstance(v[key], str):
+                    out.append(
+                        Cause(
+                            "FieldValueInvalid",
+                            path_text(p),
+                            f"Invalid value: {go_value(v[key])}: must be a string",
+                            p,
+                        )
+                    )
+        props = s.get("properties") or {}
+        extra = s.get("additionalProperties")
+        for k in sorted(v):
+            sub = props.get(k, extra)
+            _embedded(sub, v[k], (*path, k), out)
+    elif isinstance(v, list):
+        for i, item in enumerate(v):
+            _embedded(s.get("items"), item, (*path, i), out)
+
+
 def _fewest(failures: list[list[Cause]]) -> list[Cause]:
     """The alternative that came closest, whose errors kube reports with the composite one."""
     best = failures[0]
@@ -395,13 +433,27 @@ def _equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a bad pattern is reported to the client, not to stderr
+
+
 @lru_cache(maxsize=512)
-def compile_pattern(pattern: str) -> re.Pattern[str] | None:
-    """The schema's ECMA/RE2 pattern as a Python regex (None when Python cannot read it)."""
+def _compile(pattern: str) -> tuple[Any, str]:
     try:
-        return re.compile(pattern)
-    except re.error:
-        return None
+        return re2.compile(pattern, _RE2_OPTIONS), ""
+    except re2.error as exc:
+        why = exc.args[0] if exc.args else exc
+        return None, why.decode() if isinstance(why, bytes) else str(why)
+
+
+def compile_pattern(pattern: str) -> Any:
+    """The schema's pattern as kube compiles it: RE2, Go's regexp syntax (None if invalid)."""
+    return _compile(pattern)[0]
+
+
+def pattern_error(pattern: str) -> str:
+    """Why RE2 refuses ``pattern`` ("" when it compiles)."""
+    return _compile(pattern)[1]
 
 
 def _datetime(v: str) -> bool:

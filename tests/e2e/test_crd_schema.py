@@ -383,6 +383,14 @@ RULES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
         ],
     ),
     (
+        "embedded resource TypeMeta",
+        {"template": {"kind": 5, "spec": {"x": "y"}}},
+        [
+            ("FieldValueRequired", "spec.template.apiVersion", "Required value"),
+            ("FieldValueInvalid", "spec.template.kind", "Invalid value: 5: must be a string"),
+        ],
+    ),
+    (
         "oneOf",
         {"choice": {"a": "1", "b": "2"}},
         [
@@ -767,6 +775,18 @@ BAD_SCHEMAS: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
         ],
     ),
     (
+        "pattern RE2 cannot compile",
+        {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(?=a)"}}},
+        [
+            (
+                "FieldValueInvalid",
+                "spec.versions[0].schema.openAPIV3Schema.properties[s].pattern",
+                'Invalid value: "^(?=a)": must be a valid regular expression, but isn\'t: '
+                "error parsing regexp: invalid perl operator: (?=",
+            )
+        ],
+    ),
+    (
         "default of the wrong type",
         {
             "type": "object",
@@ -909,5 +929,122 @@ async def test_crd_without_a_schema_is_refused(
             "FieldValueRequired",
             "spec.versions[0].schema.openAPIV3Schema",
             "Required value: schemas are required",
+        )
+    ]
+
+
+CEL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.min <= self.max", "message": "min must not exceed max"},
+                {
+                    "rule": "!has(self.mode) || self.mode != 'off' || self.max == 0",
+                    "reason": "FieldValueForbidden",
+                    "fieldPath": ".max",
+                    "message": "must be 0 when mode is off",
+                },
+            ],
+            "properties": {
+                "min": {"type": "integer"},
+                "max": {"type": "integer", "maximum": 100},
+                "mode": {"type": "string"},
+                "zone": {
+                    "type": "string",
+                    "x-kubernetes-validations": [
+                        {"rule": "self == oldSelf", "message": "zone is immutable"}
+                    ],
+                },
+                "title": {
+                    "type": "string",
+                    "x-kubernetes-validations": [{"rule": "self.startsWith('w-')"}],
+                },
+            },
+        }
+    },
+}
+
+
+def cel_widget(**spec: Any) -> dict[str, Any]:
+    body = widget(**spec)
+    del body["spec"]["size"]
+    return body
+
+
+async def test_cel_rules_speak_as_kube_does(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    await with_crd(emu, CEL_SCHEMA)
+    r = await post(emu, WIDGETS, cel_widget(min=5, max=1, mode="off", title="x"))
+    assert r.status_code == 422, r.text
+    assert causes(r.json()) == [
+        (
+            "FieldValueInvalid",
+            "spec.title",
+            "Invalid value: \"string\": failed rule: self.startsWith('w-')",
+        ),
+        ("FieldValueInvalid", "spec", 'Invalid value: "object": min must not exceed max'),
+        ("FieldValueForbidden", "spec.max", "Forbidden: must be 0 when mode is off"),
+    ]
+    # A schema error stops the rules, and kube says so in a cause without a field.
+    r = await post(emu, WIDGETS, cel_widget(min=5, max=101))
+    assert r.status_code == 422
+    assert causes(r.json()) == [
+        (
+            "FieldValueInvalid",
+            "spec.max",
+            "Invalid value: 101: spec.max in body should be less than or equal to 100",
+        )
+    ]
+    r = await post(emu, WIDGETS, cel_widget(min="5", max=1))
+    assert causes(r.json())[-1] == (
+        "FieldValueInvalid",
+        "<nil>",
+        "Invalid value: null: some validation rules were not checked because the object was "
+        "invalid; correct the existing errors to complete validation",
+    )
+    # Transition rules: only on update, against the old value.
+    r = await post(emu, WIDGETS, cel_widget(min=1, max=2, zone="a", title="w-1"))
+    assert r.status_code == 201, r.text
+    raw = EmuClient(emu.url)
+    bad = await raw.request("PATCH", WIDGETS + "/w1", {"spec": {"zone": "b"}}, content_type=MERGE)
+    assert bad.status == 422
+    assert causes(bad.json()) == [
+        ("FieldValueInvalid", "spec.zone", 'Invalid value: "string": zone is immutable')
+    ]
+    ok = await raw.request("PATCH", WIDGETS + "/w1", {"spec": {"max": 3}}, content_type=MERGE)
+    assert ok.status == 200, ok.body
+
+
+async def test_crd_with_a_rule_that_does_not_compile_is_refused(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    schema = copy.deepcopy(CEL_SCHEMA)
+    schema["properties"]["spec"]["x-kubernetes-validations"] = [{"rule": "self.min <="}]
+    r = await post(emu, CRDS, crd(schema))
+    assert r.status_code == 422
+    [(reason, field, message)] = causes(r.json())
+    assert reason == "FieldValueInvalid"
+    assert field == (
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+    )
+    assert "compilation failed: " in message
+
+
+async def test_crd_asking_to_preserve_unknown_fields_everywhere_is_refused(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    body = crd()
+    body["spec"]["preserveUnknownFields"] = True
+    r = await post(emu, CRDS, body)
+    assert r.status_code == 422
+    assert causes(r.json()) == [
+        (
+            "FieldValueInvalid",
+            "spec.preserveUnknownFields",
+            "Invalid value: true: cannot set to true, set x-kubernetes-preserve-unknown-fields "
+            "to true in spec.versions[*].schema instead",
         )
     ]
