@@ -19,6 +19,7 @@ from kubetrio.runtime.emulator.schema_validate import (
     Schema,
     Token,
     embedded_resources,
+    list_sets_and_maps,
     validate,
 )
 
@@ -73,7 +74,8 @@ def admit(
         return
     prune(schema, obj)
     default(schema, obj)
-    causes = validate(schema, _validation_view(obj)) + embedded_resources(schema, obj)
+    causes = validate(schema, _validation_view(obj))
+    causes += embedded_resources(schema, obj) + list_sets_and_maps(schema, obj)
     if old is not None:
         causes = [c for c in causes if not _unchanged(c.path, obj, old)]
     if has_rules(schema):

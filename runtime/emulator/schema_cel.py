@@ -73,8 +73,14 @@ def check_rules(schema: Schema, value: Any, old: Any = _MISSING) -> list[Cause]:
 
 
 def _walk(s: Schema, v: Any, old: Any, path: tuple[Token, ...], out: list[Cause]) -> None:
+    """The node's own rules, then its children's, in kube's order."""
     if v is None:
         return
+    for rule in s.get("x-kubernetes-validations") or []:
+        if isinstance(rule, dict) and isinstance(rule.get("rule"), str):
+            cause = _evaluate(s, rule, v, old, path)
+            if cause is not None:
+                out.append(cause)
     if isinstance(v, dict):
         props: dict[str, Schema] = s.get("properties") or {}
         extra = s.get("additionalProperties")
@@ -86,11 +92,6 @@ def _walk(s: Schema, v: Any, old: Any, path: tuple[Token, ...], out: list[Cause]
     elif isinstance(v, list) and isinstance(s.get("items"), dict):
         for i, item in enumerate(v):
             _walk(s["items"], item, _MISSING, (*path, i), out)
-    for rule in s.get("x-kubernetes-validations") or []:
-        if isinstance(rule, dict) and isinstance(rule.get("rule"), str):
-            cause = _evaluate(s, rule, v, old, path)
-            if cause is not None:
-                out.append(cause)
 
 
 def _evaluate(

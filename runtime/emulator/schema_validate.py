@@ -248,7 +248,6 @@ class _Validator:
             self._too_many(path, len(v), mx)
         if s.get("uniqueItems") and any(_equal(a, b) for i, a in enumerate(v) for b in v[i + 1 :]):
             self._invalid(path, "", f"{name} in body shouldn't contain duplicates")
-        self._list_type(s, v, path)
 
     def _too_many(self, path: tuple[Token, ...], actual: int, most: int) -> None:
         unit = "item" if most == 1 else "items"
@@ -260,30 +259,6 @@ class _Validator:
                 path,
             )
         )
-
-    def _list_type(self, s: Schema, v: list[Any], path: tuple[Token, ...]) -> None:
-        """x-kubernetes-list-type set/map: a duplicate is reported at its own index."""
-        kind = s.get("x-kubernetes-list-type")
-        seen: list[Any] = []
-        for i, item in enumerate(v):
-            if kind == "set":
-                key: Any = item
-            elif kind == "map" and isinstance(item, dict):
-                keys = s.get("x-kubernetes-list-map-keys") or []
-                key = {k: item[k] for k in keys if k in item}
-            else:
-                continue
-            if any(_equal(key, k) for k in seen):
-                self.out.append(
-                    Cause(
-                        "FieldValueDuplicate",
-                        path_text((*path, i)),
-                        f"Duplicate value: {go_value(key)}",
-                        (*path, i),
-                    )
-                )
-            else:
-                seen.append(key)
 
     def _object(self, s: Schema, v: dict[str, Any], path: tuple[Token, ...], name: str) -> None:
         mn, mx = s.get("minProperties"), s.get("maxProperties")
@@ -361,6 +336,63 @@ def validate(schema: Schema, value: Any, path: tuple[Token, ...] = ()) -> list[C
     v = _Validator()
     v.check(schema, value, path)
     return v.out
+
+
+def list_sets_and_maps(schema: Schema, value: Any) -> list[Cause]:
+    """x-kubernetes-list-type set/map uniqueness, checked after the schema as kube does: the
+    first repeat of an element (set) or key (map) is a Duplicate at its own index."""
+    out: list[Cause] = []
+    _lists(schema, value, (), out)
+    return out
+
+
+def _lists(s: Any, v: Any, path: tuple[Token, ...], out: list[Cause]) -> None:
+    if not isinstance(s, dict):
+        return
+    if isinstance(v, dict):
+        props = s.get("properties") or {}
+        extra = s.get("additionalProperties")
+        for k in sorted(v):
+            sub = props.get(k, extra if isinstance(extra, dict) else None)
+            _lists(sub, v[k], (*path, k), out)
+    elif isinstance(v, list):
+        kind = s.get("x-kubernetes-list-type")
+        if kind == "set":
+            keys: list[Any] = list(v)
+        elif kind == "map":
+            bad = next(
+                (i for i, x in enumerate(v) if x is not None and not isinstance(x, dict)), None
+            )
+            if bad is not None:
+                p = (*path, bad)
+                out.append(
+                    Cause(
+                        "FieldValueInvalid",
+                        path_text(p),
+                        f"Invalid value: {go_value(v[bad])}: must be an object for an array of "
+                        "list-type map",
+                        p,
+                    )
+                )
+                keys = []
+            else:
+                names = s.get("x-kubernetes-list-map-keys") or []
+                keys = [{k: x[k] for k in names if k in x} if x else {} for x in v]
+        else:
+            keys = []
+        seen: dict[tuple[str, str], int] = {}
+        for i, key in enumerate(keys):
+            ident = (type(key).__name__, json.dumps(key, sort_keys=True))
+            seen[ident] = seen.get(ident, 0) + 1
+            if seen[ident] == 2:
+                p = (*path, i)
+                out.append(
+                    Cause(
+                        "FieldValueDuplicate", path_text(p), f"Duplicate value: {go_value(key)}", p
+                    )
+                )
+        for i, item in enumerate(v):
+            _lists(s.get("items"), item, (*path, i), out)
 
 
 def embedded_resources(schema: Schema, value: Any, path: tuple[Token, ...] = ()) -> list[Cause]:

@@ -306,6 +306,24 @@ RULES: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
         [("FieldValueTooMany", "spec.tags", "Too many: 3: must have at most 2 items")],
     ),
     (
+        "list-type set reports a repeat once",
+        {"tags": ["a", "a", "a"], "ports": [{"name": "x"}, 3]},
+        [
+            (
+                "FieldValueTypeInvalid",
+                "spec.ports[1]",
+                'Invalid value: "integer": spec.ports[1] in body must be of type object: "integer"',
+            ),
+            ("FieldValueTooMany", "spec.tags", "Too many: 3: must have at most 2 items"),
+            (
+                "FieldValueInvalid",
+                "spec.ports[1]",
+                "Invalid value: 3: must be an object for an array of list-type map",
+            ),
+            ("FieldValueDuplicate", "spec.tags[1]", 'Duplicate value: "a"'),
+        ],
+    ),
+    (
         "list-type set",
         {"tags": ["a", "a"]},
         [("FieldValueDuplicate", "spec.tags[1]", 'Duplicate value: "a"')],
@@ -980,13 +998,13 @@ async def test_cel_rules_speak_as_kube_does(
     r = await post(emu, WIDGETS, cel_widget(min=5, max=1, mode="off", title="x"))
     assert r.status_code == 422, r.text
     assert causes(r.json()) == [
+        ("FieldValueInvalid", "spec", 'Invalid value: "object": min must not exceed max'),
+        ("FieldValueForbidden", "spec.max", "Forbidden: must be 0 when mode is off"),
         (
             "FieldValueInvalid",
             "spec.title",
             "Invalid value: \"string\": failed rule: self.startsWith('w-')",
         ),
-        ("FieldValueInvalid", "spec", 'Invalid value: "object": min must not exceed max'),
-        ("FieldValueForbidden", "spec.max", "Forbidden: must be 0 when mode is off"),
     ]
     # A schema error stops the rules, and kube says so in a cause without a field.
     r = await post(emu, WIDGETS, cel_widget(min=5, max=101))
