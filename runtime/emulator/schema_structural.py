@@ -75,6 +75,7 @@ def check_crd(crd: dict[str, Any]) -> list[Cause]:
             continue
         found: list[Cause] = []
         _structural(root, _ROOT, at, found)
+        _complete(root, root, at, at, found)
         found.sort(key=lambda c: f"{c.field}: {c.message}")
         if not found:
             _defaults(root, at, found, in_meta=False)
@@ -228,6 +229,34 @@ def _rules(s: Schema, at: str, out: list[Cause]) -> None:
         why = compile_error(text)
         if why is not None:
             out.append(_invalid(where, rule, f"compilation failed: {why}"))
+
+
+def _complete(v: Schema, s: Any, s_at: str, v_at: str, out: list[Cause]) -> None:
+    """Every field a value validation names at the root's junctors must also be specified
+    structurally (kube checks this from the root's allOf/anyOf/oneOf/not only)."""
+    for junctor in _JUNCTORS:
+        for i, sub in enumerate(v.get(junctor) or []):
+            _complete_nested(sub, s, s_at, f"{v_at}.{junctor}[{i}]", out)
+    if isinstance(v.get("not"), dict):
+        _complete_nested(v["not"], s, s_at, f"{v_at}.not", out)
+
+
+def _complete_nested(v: Any, s: Any, s_at: str, v_at: str, out: list[Cause]) -> None:
+    if not isinstance(v, dict):
+        return
+    if not isinstance(s, dict):
+        out.append(_required(s_at, f"because it is defined in {v_at}"))
+        return
+    _complete(v, s, s_at, v_at, out)
+    if isinstance(v.get("items"), dict):
+        _complete_nested(v["items"], s.get("items"), f"{s_at}.items", f"{v_at}.items", out)
+    props = s.get("properties") or {}
+    for k, sub in (v.get("properties") or {}).items():
+        where = f"{v_at}.properties[{k}]"
+        if k not in props:
+            out.append(_required(f"{s_at}.properties[{k}]", f"because it is defined in {where}"))
+        else:
+            _complete_nested(sub, props[k], f"{s_at}.properties[{k}]", where, out)
 
 
 def _metadata(meta: Schema, check: bool, level: str, at: str, out: list[Cause]) -> None:

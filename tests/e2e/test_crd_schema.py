@@ -776,6 +776,22 @@ BAD_SCHEMAS: list[tuple[str, dict[str, Any], list[tuple[str, str, str]]]] = [
         ],
     ),
     (
+        "value validation naming an unspecified field",
+        {
+            "type": "object",
+            "properties": {"a": {"type": "string"}},
+            "anyOf": [{"properties": {"b": {"minLength": 1}}}],
+        },
+        [
+            (
+                "FieldValueRequired",
+                "spec.versions[0].schema.openAPIV3Schema.properties[b]",
+                "Required value: because it is defined in "
+                "spec.versions[0].schema.openAPIV3Schema.anyOf[0].properties[b]",
+            )
+        ],
+    ),
+    (
         "metadata beyond name",
         {
             "type": "object",
