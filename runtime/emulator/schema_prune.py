@@ -16,8 +16,27 @@ from typing import Any
 from kubetrio.runtime.emulator.schema_validate import Schema, Token, path_text
 
 # Kept at the root and in embedded resources: ObjectMeta and TypeMeta are not described by the
-# schema (kube prunes ObjectMeta by its own Go type, which the store already does).
+# schema (kube prunes ObjectMeta by its own Go type instead).
 _TYPE_AND_OBJECT_META = ("apiVersion", "kind", "metadata")
+_OBJECT_META_FIELDS = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    }
+)
 
 
 def prune(schema: Schema, obj: Any, root: bool = True) -> list[str]:
@@ -37,7 +56,9 @@ def _prune(s: Schema, v: Any, path: tuple[Token, ...], dropped: list[str], root:
         preserve = bool(s.get("x-kubernetes-preserve-unknown-fields")) or extra is True
         for k in list(v):
             if keep_meta and k in _TYPE_AND_OBJECT_META:
-                if k != "metadata" and k in props:
+                if k == "metadata":
+                    _prune_object_meta(v[k], (*path, k), dropped)
+                elif k in props:
                     _prune(props[k], v[k], (*path, k), dropped, False)
                 continue
             if k in props:
@@ -52,6 +73,16 @@ def _prune(s: Schema, v: Any, path: tuple[Token, ...], dropped: list[str], root:
         if isinstance(items, dict):
             for i, item in enumerate(v):
                 _prune(items, item, (*path, i), dropped, False)
+
+
+def _prune_object_meta(md: Any, path: tuple[Token, ...], dropped: list[str]) -> None:
+    """ObjectMeta decodes into its Go type: fields it does not have are dropped."""
+    if not isinstance(md, dict):
+        return
+    for k in list(md):
+        if k not in _OBJECT_META_FIELDS:
+            del md[k]
+            dropped.append(path_text((*path, k)))
 
 
 def default(schema: Schema, obj: Any) -> None:

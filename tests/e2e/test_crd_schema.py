@@ -539,12 +539,14 @@ async def test_pruning_drops_undeclared_fields_and_keeps_preserved_ones(
         ports=[{"name": "http", "port": 80, "proto": "TCP"}],
     )
     body["topLevel"] = "gone"
+    body["metadata"]["bogus"] = "gone too"
     r = await post(emu, WIDGETS, body, "?fieldValidation=Ignore")
     assert r.status_code == 201, r.text
     assert "Warning" not in r.headers
     client = Client.from_url(emu.url)
     raw = json.loads(await client.request("GET", WIDGETS + "/w1"))
     assert "topLevel" not in raw
+    assert "bogus" not in raw["metadata"]
     spec = raw["spec"]
     assert "bogus" not in spec
     assert spec["extra"] == {"anything": {"goes": [1, 2]}}

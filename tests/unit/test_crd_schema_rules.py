@@ -73,8 +73,8 @@ def test_prune_reports_paths_and_keeps_type_and_object_meta() -> None:
         "other": True,
     }
     dropped = prune(SCHEMA, obj)
-    assert sorted(dropped) == ["other", "spec.l[0].b", "spec.zz"]
-    assert obj["metadata"] == {"name": "a", "whatever": 1}
+    assert sorted(dropped) == ["metadata.whatever", "other", "spec.l[0].b", "spec.zz"]
+    assert obj["metadata"] == {"name": "a"}  # ObjectMeta's own fields only
     assert obj["spec"] == {"n": 1, "l": [{"a": "x"}], "keep": {"any": {"thing": 1}}}
 
 
