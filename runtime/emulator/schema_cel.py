@@ -54,14 +54,30 @@ def compile_error(rule: str) -> str | None:
     return None
 
 
-def has_rules(s: Any) -> bool:
+# Stored CRDs are never mutated, so a schema object's answer holds while it is alive; the
+# entry keeps the schema itself so that a recycled id() is never mistaken for it.
+_HAS_RULES: dict[int, tuple[Schema, bool]] = {}
+
+
+def has_rules(schema: Schema) -> bool:
     """Whether any node of the schema carries x-kubernetes-validations."""
+    hit = _HAS_RULES.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    answer = _any_rules(schema)
+    if len(_HAS_RULES) >= 256:
+        _HAS_RULES.clear()
+    _HAS_RULES[id(schema)] = (schema, answer)
+    return answer
+
+
+def _any_rules(s: Any) -> bool:
     if isinstance(s, dict):
         if s.get("x-kubernetes-validations"):
             return True
-        return any(has_rules(v) for v in s.values() if isinstance(v, (dict, list)))
+        return any(_any_rules(v) for v in s.values() if isinstance(v, (dict, list)))
     if isinstance(s, list):
-        return any(has_rules(v) for v in s)
+        return any(_any_rules(v) for v in s)
     return False
 
 
