@@ -23,6 +23,7 @@ from kubetrio.runtime.emulator.meta import check_type_meta, sub_object
 from kubetrio.runtime.emulator.openapi import OpenApi
 from kubetrio.runtime.emulator.options import DeleteOptions, parse_delete_options
 from kubetrio.runtime.emulator.patch import json_patch, merge_patch, strategic_merge
+from kubetrio.runtime.emulator.schema_admit import field_validation
 from kubetrio.runtime.emulator.selectors import FieldSelector, LabelSelector, combine
 from kubetrio.runtime.emulator.store import Store
 from kubetrio.runtime.emulator.tables import table
@@ -90,7 +91,7 @@ class KubeApi:
         self.counters = counters
         self.settings = settings
         # Unfiltered LIST bodies of unchanged resources, reused as the watch cache would be.
-        self._list_cache: dict[tuple[str, str | None, str], tuple[int, bytes]] = {}
+        self._list_cache: dict[tuple[str, str | None, str], tuple[object, bytes]] = {}
         self.openapi = OpenApi(store)
 
     async def __call__(self, req: Request) -> Response | StreamResponse:
@@ -229,13 +230,13 @@ class KubeApi:
             if t.name:
                 raise errors.method_not_allowed()
             obj = self._body_object(req, t)
-            warnings = fieldcheck.check(t.rt, t.version, obj, req.query, req.body, "create")
+            warnings = self._field_warnings(req, t, obj, "create", req.body)
             entry = self.store.create(t.rt, ns, obj, dry_run=dry_run)
             return self._object(req, t, entry, 201, warnings)
         if verb == "update":
             self._check_writable_sub(t)
             obj = self._body_object(req, t)
-            warnings = fieldcheck.check(t.rt, t.version, obj, req.query, req.body, "update")
+            warnings = self._field_warnings(req, t, obj, "update", req.body)
             entry = self.store.update(t.rt, ns, t.name, obj, t.sub, dry_run=dry_run)
             return self._object(req, t, entry, 200, warnings)
         if verb == "patch":
@@ -260,6 +261,16 @@ class KubeApi:
             _decode(req.body), (t.rt.api_version(t.version), *api_versions), t.rt.kind
         )
 
+    def _field_warnings(
+        self, req: Request, t: Target, obj: dict[str, Any], operation: str, body: bytes | None
+    ) -> list[tuple[str, str]]:
+        """fieldValidation: built-in kinds against their OpenAPI schema (what decoding into the
+        Go type does), custom resources against their CRD's structural schema; returns the
+        Warning headers to send."""
+        if t.rt.builtin:
+            return fieldcheck.check(t.rt, t.version, obj, req.query, body, operation)
+        return field_validation(self.store.crd_of(t.rt), obj, req.query.get("fieldValidation"))
+
     def _raw_for(self, t: Target, entry: Entry) -> bytes:
         """The object as the requested version names it (stored once, converted on the way
         out only when a CRD serves several versions)."""
@@ -276,16 +287,16 @@ class KubeApi:
         t: Target,
         entry: Entry,
         code: int,
-        headers: list[tuple[str, str]] | None = None,
+        warnings: list[tuple[str, str]] | None = None,
     ) -> Response:
         if _wants_table(req):
             rv = entry.rv or None
             return json_response(
                 table(t.rt, [entry.obj], rv, req.query.get("includeObject", "Metadata")),
                 code,
-                headers,
+                warnings,
             )
-        return Response(code, self._raw_for(t, entry), headers=headers or [])
+        return Response(code, self._raw_for(t, entry), headers=warnings or [])
 
     def _selectors(self, req: Request, t: Target) -> Any:
         label = LabelSelector(req.query.get("labelSelector", ""))
@@ -301,7 +312,10 @@ class KubeApi:
         joined: bytes | None = None
         cache_key = (t.rt.key, t.namespace, t.version)
         plain = pred is None and not limit and not cont and not table_wanted and exact is None
-        stamp = self.store.log_for(t.rt).end  # moves with every write to this resource
+        # Moves with every write to this resource and with every change of its CRD (which may
+        # re-default stored objects without a write).
+        crd = None if t.rt.builtin else self.store.crd_of(t.rt)
+        stamp = (self.store.log_for(t.rt).end, crd and crd["metadata"].get("resourceVersion"))
         if plain:
             hit = self._list_cache.get(cache_key)
             if hit is not None and hit[0] == stamp:
@@ -459,7 +473,7 @@ class KubeApi:
                 f"the name of the object ({md.get('name')}) does not match the name on the URL "
                 f"({t.name})"
             )
-        warnings = fieldcheck.check(t.rt, t.version, new, req.query, req.body, "patch")
+        warnings = self._field_warnings(req, t, new, "patch", req.body)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
         return self._object(req, t, entry, 200, warnings)
 
@@ -483,18 +497,18 @@ class KubeApi:
                 f"the name of the object ({(md or {}).get('name')}) does not match the name on "
                 f"the URL ({t.name})"
             )
-        fieldcheck.check(t.rt, t.version, applied, req.query, None, "apply")
         ns = t.namespace or ""
+        warnings = self._field_warnings(req, t, applied, "apply", None)
         current = self.store.find(t.rt, ns, t.name)
         if current is None:
             if t.sub:
                 raise errors.not_found(t.rt.group, t.rt.plural, t.name)
             entry = self.store.create(t.rt, ns, applied, dry_run=dry_run)
-            return self._object(req, t, entry, 201)
+            return self._object(req, t, entry, 201, warnings)
         merge = strategic_merge if t.rt.builtin else merge_patch
         new = merge(current.clone(), applied)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
-        return self._object(req, t, entry, 200)
+        return self._object(req, t, entry, 200, warnings)
 
     def _delete_options(self, req: Request) -> DeleteOptions:
         body: Any = _decode(req.body) if req.body else {}

@@ -34,6 +34,7 @@ from kubetrio.runtime.emulator.meta import (
     metadata_of,
     new_uid,
 )
+from kubetrio.runtime.emulator.schema_admit import admit, default_stored
 
 log = logging.getLogger(__name__)
 
@@ -309,6 +310,8 @@ class Store:
         md["creationTimestamp"] = self.clock.wall_rfc3339()
         md["generation"] = 1
         self._prepare_create(rt, obj)
+        if not rt.builtin:
+            admit(self.crd_of(rt), rt.group, rt.kind, obj)
         if dry_run:
             return Entry(obj, 0)
         md["resourceVersion"] = str(self._next_rv())
@@ -453,6 +456,8 @@ class Store:
             apply_defaults(rt.key, new)
             if rt.key == "services":
                 services.keep_allocated(new, old.obj, (e.obj for e in self.iter(rt)))
+        if not rt.builtin:
+            admit(self.crd_of(rt), rt.group, rt.kind, new, old.obj)
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
         if _spec_part(new) != _spec_part(old.obj):
@@ -613,6 +618,20 @@ class Store:
         rt = from_crd(obj)
         if rt.key != CRD_KEY:
             self.types.add(rt)
+            for entry in list(self.iter(rt)):
+                self._default_stored(rt, entry)
+
+    def crd_of(self, rt: ResourceType) -> dict[str, Any] | None:
+        """The CRD that serves ``rt`` (None for built-ins)."""
+        entry = self._objects.get(CRD_KEY, {}).get(("", rt.key))
+        return entry.obj if entry is not None else None
+
+    def _default_stored(self, rt: ResourceType, entry: Entry) -> None:
+        """Reads from storage see the current schema's defaults, as kube defaults on every
+        read from etcd: the stored entry is replaced, its resourceVersion kept."""
+        new = default_stored(self.crd_of(rt), entry.obj)
+        if new is not None:
+            self.bucket(rt)[_key_of(new)] = Entry(_ordered(new), entry.rv)
 
     def _unregister_crd(self, obj: dict[str, Any]) -> None:
         """The CRD is gone, so are its objects (the apiextensions cleanup finalizer's job)."""
@@ -650,6 +669,8 @@ class Store:
         """Put a persisted object back without an event (restoring, not writing)."""
         rv = int(obj["metadata"].get("resourceVersion") or 0)
         self.bucket(rt)[_key_of(obj)] = Entry(obj, rv)
+        if not rt.builtin:
+            self._default_stored(rt, Entry(obj, rv))
         self._sorted.pop(rt.key, None)
         if rt.key == CRD_KEY:
             self._register_crd(obj)

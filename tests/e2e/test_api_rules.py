@@ -49,7 +49,19 @@ MACHINE_CRD: dict[str, Any] = {
             "shortNames": ["mach"],
         },
         "versions": [
-            {"name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}}}
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                # apiextensions.k8s.io/v1 requires a schema; this one keeps every field.
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
         ],
     },
 }
