@@ -543,7 +543,7 @@ async def test_pruning_drops_undeclared_fields_and_keeps_preserved_ones(
     r = await post(emu, WIDGETS, body, "?fieldValidation=Ignore")
     assert r.status_code == 201, r.text
     assert "Warning" not in r.headers
-    client = Client.from_url(emu.url)
+    client = Client.from_url(emu.url, token=emu.token)
     raw = json.loads(await client.request("GET", WIDGETS + "/w1"))
     assert "topLevel" not in raw
     assert "bogus" not in raw["metadata"]
@@ -570,7 +570,7 @@ async def test_field_validation_strict_warn_and_default(
         'strict decoding error: unknown field "spec.bar", unknown field "spec.foo"'
     )
     # Absent, the server warns (kube's default is Warn), one header value per field.
-    raw = EmuClient(emu.url)
+    raw = EmuClient(emu.url, emu.token)
     reply = await raw.request("POST", WIDGETS, widget("w2", foo=1))
     assert reply.status == 201
     assert reply.headers["warning"] == '299 - "unknown field \\"spec.foo\\""'
@@ -598,14 +598,14 @@ async def test_defaults_on_create_and_on_read_of_older_objects(
     assert r.status_code == 201 and "mode" not in r.json()["spec"]
     old_rv = r.json()["metadata"]["resourceVersion"]
 
-    raw = EmuClient(emu.url)
+    raw = EmuClient(emu.url, emu.token)
     current = (await raw.get(CRDS + "/widgets.example.com")).json()
     current["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = SCHEMA
     reply = await raw.request("PUT", CRDS + "/widgets.example.com", current)
     assert reply.status == 200, reply.body
 
     # Stored before the default existed: a read fills it in, without a new resourceVersion.
-    client = Client.from_url(emu.url)
+    client = Client.from_url(emu.url, token=emu.token)
     old = json.loads(await client.request("GET", WIDGETS + "/old"))
     assert old["spec"]["mode"] == "auto"
     assert old["metadata"]["resourceVersion"] == old_rv
@@ -625,7 +625,7 @@ async def test_status_subresource_is_validated_and_defaulted(
 ) -> None:
     await with_crd(emu)
     assert (await post(emu, WIDGETS, widget())).status_code == 201
-    raw = EmuClient(emu.url)
+    raw = EmuClient(emu.url, emu.token)
     bad = await raw.request(
         "PATCH",
         WIDGETS + "/w1/status",
@@ -669,7 +669,7 @@ async def test_tightened_schema_ratchets_unchanged_values(
     loose["properties"]["spec"]["properties"]["size"]["maximum"] = 100
     await with_crd(emu, loose)
     assert (await post(emu, WIDGETS, widget(size=50))).status_code == 201
-    raw = EmuClient(emu.url)
+    raw = EmuClient(emu.url, emu.token)
     current = (await raw.get(CRDS + "/widgets.example.com")).json()
     current["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = SCHEMA
     assert (await raw.request("PUT", CRDS + "/widgets.example.com", current)).status == 200
@@ -691,7 +691,7 @@ MERGE = "application/merge-patch+json"
 
 async def test_apply_is_validated(emu: Emulator, mock_clock: trio.testing.MockClock) -> None:
     await with_crd(emu)
-    raw = EmuClient(emu.url)
+    raw = EmuClient(emu.url, emu.token)
     body = yaml.safe_dump(widget(size=0)).encode()
     r = await raw.request(
         "PATCH",
@@ -711,7 +711,7 @@ async def test_machine_with_numeric_provider_id_is_refused(
             if doc:
                 r = await post(emu, CRDS, doc)
                 assert r.status_code == 201, r.text
-    client = Client.from_url(emu.url)
+    client = Client.from_url(emu.url, token=emu.token)
     machine = {
         "metadata": {"name": "m1", "namespace": "default"},
         "spec": {"class": {"kind": "MachineClass", "name": "small"}, "providerID": 12345},
@@ -876,7 +876,7 @@ async def test_crd_with_unservable_schema_is_refused(
     )
     # The same schema is refused on update of a served CRD too.
     assert (await post(emu, CRDS, crd())).status_code == 201
-    raw = EmuClient(emu.url)
+    raw = EmuClient(emu.url, emu.token)
     current = (await raw.get(CRDS + "/widgets.example.com")).json()
     current["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema
     r2 = await raw.request("PUT", CRDS + "/widgets.example.com", current)
@@ -1044,7 +1044,7 @@ async def test_cel_rules_speak_as_kube_does(
     # Transition rules: only on update, against the old value.
     r = await post(emu, WIDGETS, cel_widget(min=1, max=2, zone="a", title="w-1"))
     assert r.status_code == 201, r.text
-    raw = EmuClient(emu.url)
+    raw = EmuClient(emu.url, emu.token)
     bad = await raw.request("PATCH", WIDGETS + "/w1", {"spec": {"zone": "b"}}, content_type=MERGE)
     assert bad.status == 422
     assert causes(bad.json()) == [
