@@ -1,0 +1,233 @@
+"""Every imperative ``kubectl create`` subcommand and ``kubectl run``, across kubectl versions.
+
+kubectl 1.32 and later send built-in kinds as protobuf; 1.27-1.31 send JSON. Whatever the
+encoding, what is read back as JSON must carry the fields the command sets.
+"""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubetrio.runtime.emulator import Emulator
+
+from .conftest import Kubectl
+
+VERSIONS = ["1.27", "1.31", "1.32", "1.33"]
+
+
+@pytest.fixture(params=VERSIONS)
+def kubectl_v(
+    request: pytest.FixtureRequest, kubectl_binary: str, emu: Emulator, tmp_path: Path
+) -> Kubectl:
+    binary = Path(kubectl_binary).parent / f"kubectl.{request.param}"
+    if not binary.exists():
+        pytest.skip(f"kubectl.{request.param} not installed beside {kubectl_binary}")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "KUBECONFIG": str(emu.kubeconfig_path),
+        "KUBECACHEDIR": str(tmp_path / "kube-cache"),
+    }
+    return Kubectl(str(binary), env)
+
+
+def tls_pair(tmp_path: Path) -> tuple[Path, Path]:
+    crt, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(crt),
+            "-subj",
+            "/CN=example",
+            "-days",
+            "1",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return crt, key
+
+
+def b64(text: str | bytes) -> str:
+    return base64.b64encode(text.encode() if isinstance(text, str) else text).decode()
+
+
+async def test_every_imperative_create(kubectl_v: Kubectl, tmp_path: Path) -> None:
+    k = kubectl_v
+    crt, key = tls_pair(tmp_path)
+    (tmp_path / "greeting.txt").write_text("hello\n")
+    creates = [
+        ("namespace", "team"),
+        ("clusterrole", "reader", "--verb=get,list", "--resource=pods"),
+        ("clusterrolebinding", "reader", "--clusterrole=reader", "--user=alice"),
+        ("configmap", "cm", "--from-literal=a=b", f"--from-file={tmp_path / 'greeting.txt'}"),
+        ("cronjob", "cj", "--image=busybox", "--schedule=*/5 * * * *", "--", "echo", "hi"),
+        ("deployment", "web", "--image=nginx", "--replicas=2", "--port=80"),
+        ("ingress", "ing", "--rule=foo.com/bar=svc1:8080,tls=my-cert"),
+        ("job", "once", "--image=busybox", "--", "echo", "hi"),
+        ("job", "from-cj", "--from=cronjob/cj"),
+        ("poddisruptionbudget", "pdb", "--selector=app=web", "--min-available=1"),
+        ("priorityclass", "high", "--value=1000", "--description=important"),
+        ("quota", "q", "--hard=cpu=1,memory=1G,pods=2"),
+        ("role", "pod-reader", "--verb=get", "--resource=pods"),
+        ("rolebinding", "rb", "--role=pod-reader", "--serviceaccount=default:bot"),
+        (
+            "secret",
+            "docker-registry",
+            "pull",
+            "--docker-username=u",
+            "--docker-password=p",
+            "--docker-server=r.example",
+        ),
+        ("secret", "generic", "gen", "--from-literal=k=v"),
+        ("secret", "tls", "cert", f"--cert={crt}", f"--key={key}"),
+        ("service", "clusterip", "svc-c", "--tcp=80:8080"),
+        ("service", "externalname", "svc-e", "--external-name=ex.example"),
+        ("service", "loadbalancer", "svc-l", "--tcp=80:8080"),
+        ("service", "nodeport", "svc-n", "--tcp=80:8080", "--node-port=30080"),
+        ("serviceaccount", "bot"),
+    ]
+    for args in creates:
+        out = await k.out("create", *args)
+        assert "created" in out, (args, out)
+    # Which encoding this version speaks (so the protobuf path is known to be exercised).
+    verbose = (await k.run("create", "serviceaccount", "probe", "-v=8")).stderr.decode()
+    sent_protobuf = "Content-Type: application/vnd.kubernetes.protobuf" in verbose
+    version = tuple(int(p) for p in k.binary.rsplit("kubectl.", 1)[1].split("."))
+    assert sent_protobuf == (version >= (1, 32)), verbose[-2000:]
+    out = await k.out("run", "pod1", "--image=nginx", "--labels=app=x", "--env=A=B", "--port=80")
+    assert "pod/pod1 created" in out
+
+    got: dict[tuple[str, str], Any] = {}
+    doc = await k.json("get", "namespace,clusterrole,clusterrolebinding,priorityclass")
+    doc2 = await k.json(
+        "get",
+        "configmap,cronjob,deployment,ingress,job,pdb,quota,role,rolebinding,secret,service,"
+        "serviceaccount,pod",
+    )
+    for item in doc["items"] + doc2["items"]:
+        got[(item["kind"], item["metadata"]["name"])] = item
+    for item in got.values():
+        assert item["metadata"]["uid"] and item["metadata"]["creationTimestamp"]
+
+    assert got[("Namespace", "team")]["spec"] == {"finalizers": ["kubernetes"]}
+    assert got[("ClusterRole", "reader")]["rules"] == [
+        {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}
+    ]
+    crb = got[("ClusterRoleBinding", "reader")]
+    assert crb["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "reader",
+    }
+    assert crb["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}
+    ]
+    assert got[("ConfigMap", "cm")]["data"] == {"a": "b", "greeting.txt": "hello\n"}
+
+    cj = got[("CronJob", "cj")]
+    assert cj["spec"]["schedule"] == "*/5 * * * *"
+    cj_pod = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert cj_pod["containers"][0]["command"] == ["echo", "hi"]
+    assert cj_pod["restartPolicy"] == "OnFailure"
+
+    web = got[("Deployment", "web")]
+    assert web["spec"]["replicas"] == 2
+    assert web["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+    container = web["spec"]["template"]["spec"]["containers"][0]
+    assert (container["image"], container["ports"]) == ("nginx", [{"containerPort": 80}])
+    # Zero-valued structs travel as in Go's JSON: present and empty, with a null timestamp.
+    assert web["spec"]["template"]["metadata"]["creationTimestamp"] is None
+    assert container["resources"] == {}
+
+    ing = got[("Ingress", "ing")]["spec"]
+    assert ing["rules"] == [
+        {
+            "host": "foo.com",
+            "http": {
+                "paths": [
+                    {
+                        "backend": {"service": {"name": "svc1", "port": {"number": 8080}}},
+                        "path": "/bar",
+                        "pathType": "Exact",
+                    }
+                ]
+            },
+        }
+    ]
+    assert ing["tls"] == [{"hosts": ["foo.com"], "secretName": "my-cert"}]
+
+    once = got[("Job", "once")]["spec"]["template"]["spec"]
+    assert once["containers"][0]["command"] == ["echo", "hi"]
+    assert once["restartPolicy"] == "Never"
+    from_cj = got[("Job", "from-cj")]
+    assert from_cj["metadata"]["annotations"] == {"cronjob.kubernetes.io/instantiate": "manual"}
+    assert from_cj["metadata"]["ownerReferences"][0]["kind"] == "CronJob"
+    assert from_cj["metadata"]["ownerReferences"][0]["uid"] == cj["metadata"]["uid"]
+
+    pdb = got[("PodDisruptionBudget", "pdb")]["spec"]
+    # IntOrString: an int stays an int.
+    assert pdb == {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}
+    pc = got[("PriorityClass", "high")]
+    assert (pc["value"], pc["description"]) == (1000, "important")
+    assert got[("ResourceQuota", "q")]["spec"]["hard"] == {"cpu": "1", "memory": "1G", "pods": "2"}
+    assert got[("Role", "pod-reader")]["rules"][0]["verbs"] == ["get"]
+    rb = got[("RoleBinding", "rb")]
+    assert rb["subjects"] == [{"kind": "ServiceAccount", "name": "bot", "namespace": "default"}]
+
+    pull = got[("Secret", "pull")]
+    assert pull["type"] == "kubernetes.io/dockerconfigjson"
+    assert b"r.example" in base64.b64decode(pull["data"][".dockerconfigjson"])
+    assert got[("Secret", "gen")]["data"] == {"k": b64("v")}
+    cert = got[("Secret", "cert")]
+    assert cert["type"] == "kubernetes.io/tls"
+    assert base64.b64decode(cert["data"]["tls.crt"]) == crt.read_bytes()
+    assert base64.b64decode(cert["data"]["tls.key"]) == key.read_bytes()
+
+    svc_c = got[("Service", "svc-c")]["spec"]
+    assert svc_c["type"] == "ClusterIP"
+    assert svc_c["selector"] == {"app": "svc-c"}
+    port = svc_c["ports"][0]
+    # targetPort is an IntOrString.
+    assert (port["name"], port["port"], port["targetPort"]) == ("80-8080", 80, 8080)
+    svc_e = got[("Service", "svc-e")]["spec"]
+    assert (svc_e["type"], svc_e["externalName"]) == ("ExternalName", "ex.example")
+    assert got[("Service", "svc-l")]["spec"]["type"] == "LoadBalancer"
+    svc_n = got[("Service", "svc-n")]["spec"]
+    assert (svc_n["type"], svc_n["ports"][0]["nodePort"]) == ("NodePort", 30080)
+    assert ("ServiceAccount", "bot") in got
+
+    pod = got[("Pod", "pod1")]
+    assert pod["metadata"]["labels"] == {"app": "x"}
+    c = pod["spec"]["containers"][0]
+    assert (c["image"], c["env"], c["ports"]) == (
+        "nginx",
+        [{"name": "A", "value": "B"}],
+        [{"containerPort": 80}],
+    )
+
+
+async def test_yaml_replace_delete_after_protobuf_create(kubectl: Kubectl, tmp_path: Path) -> None:
+    """kubectl 1.33 creates in protobuf; reading, replacing and deleting the object then work."""
+    assert "created" in await kubectl.out("create", "configmap", "cm", "--from-literal=a=b")
+    text = await kubectl.out("get", "configmap", "cm", "-o", "yaml")
+    assert "a: b" in text
+    (tmp_path / "cm.yaml").write_text(text.replace("a: b", "a: c"))
+    assert "replaced" in await kubectl.out("replace", "-f", str(tmp_path / "cm.yaml"))
+    assert (await kubectl.json("get", "configmap", "cm"))["data"] == {"a": "c"}
+    assert "deleted" in await kubectl.out("delete", "configmap", "cm")
+    proc = await kubectl.run("get", "configmap", "cm", check=False)
+    assert proc.returncode != 0 and b"NotFound" in proc.stderr
