@@ -231,3 +231,80 @@ async def test_yaml_replace_delete_after_protobuf_create(kubectl: Kubectl, tmp_p
     assert "deleted" in await kubectl.out("delete", "configmap", "cm")
     proc = await kubectl.run("get", "configmap", "cm", check=False)
     assert proc.returncode != 0 and b"NotFound" in proc.stderr
+
+
+async def test_printer_columns_of_created_kinds(kubectl: Kubectl) -> None:
+    """``kubectl get -o wide`` prints kube's columns for the kinds imperative create makes."""
+    for args in [
+        ("service", "clusterip", "svc-c", "--tcp=80:8080"),
+        ("service", "externalname", "svc-e", "--external-name=ex.example"),
+        ("service", "loadbalancer", "svc-l", "--tcp=80:8080"),
+        ("service", "nodeport", "svc-n", "--tcp=80:8080", "--node-port=30080"),
+        ("serviceaccount", "bot"),
+        ("job", "once", "--image=busybox"),
+        ("cronjob", "cj", "--image=busybox", "--schedule=*/5 * * * *"),
+        ("ingress", "ing", "--rule=foo.com/bar=svc1:8080,tls=my-cert"),
+        ("ingress", "plain", "--class=nginx", "--rule=/path=svc:80"),
+        ("priorityclass", "high", "--value=1000"),
+        ("quota", "q", "--hard=cpu=1,pods=2,limits.cpu=2"),
+        ("role", "pod-reader", "--verb=get", "--resource=pods"),
+        ("rolebinding", "rb", "--role=pod-reader", "--serviceaccount=default:bot", "--user=al"),
+        ("clusterrole", "reader", "--verb=get", "--resource=pods"),
+        ("clusterrolebinding", "crb", "--clusterrole=reader", "--group=devs"),
+    ]:
+        await kubectl.run("create", *args)
+
+    async def rows(resource: str) -> list[list[str]]:
+        out = await kubectl.out("get", resource, "-o", "wide")
+        lines = [line for line in out.splitlines() if "system:" not in line]
+        return [[cell for cell in line.split("  ") if cell.strip()] for line in lines]
+
+    def strip(table: list[list[str]]) -> list[list[str]]:
+        return [[c.strip() for c in row] for row in table]
+
+    svc = strip(await rows("services"))
+    assert svc[0] == [
+        "NAME",
+        "TYPE",
+        "CLUSTER-IP",
+        "EXTERNAL-IP",
+        "PORT(S)",
+        "AGE",
+        "SELECTOR",
+    ]
+    by_name = {r[0]: r for r in svc[1:]}
+    assert by_name["svc-e"][1:5] == ["ExternalName", "<none>", "ex.example", "<none>"]
+    assert by_name["svc-l"][3:5] == ["<pending>", "80/TCP"]
+    assert by_name["svc-n"][4] == "80:30080/TCP" and by_name["svc-n"][6] == "app=svc-n"
+    assert strip(await rows("serviceaccounts"))[0] == ["NAME", "SECRETS", "AGE"]
+    jobs = strip(await rows("jobs"))
+    assert jobs[0][:5] == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+    assert jobs[1][:3] == ["once", "Running", "0/1"]
+    cj = strip(await rows("cronjobs"))
+    assert cj[0][:7] == [
+        "NAME",
+        "SCHEDULE",
+        "TIMEZONE",
+        "SUSPEND",
+        "ACTIVE",
+        "LAST SCHEDULE",
+        "AGE",
+    ]
+    assert cj[1][:6] == ["cj", "*/5 * * * *", "<none>", "False", "0", "<none>"]
+    ing = {r[0]: r for r in strip(await rows("ingresses"))}
+    assert ing["NAME"] == ["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"]
+    assert ing["ing"][1:3] == ["<none>", "foo.com"] and "80, 443" in ing["ing"]
+    assert ing["plain"][1:3] == ["nginx", "*"]
+    pc = strip(await rows("priorityclasses"))
+    assert pc[0] == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+    assert next(r for r in pc if r[0] == "high")[1:3] == ["1000", "false"]
+    quota = strip(await rows("resourcequotas"))
+    assert quota[0] == ["NAME", "AGE", "REQUEST", "LIMIT"]
+    assert quota[1][2:] == ["cpu: 0/1, pods: 0/2", "limits.cpu: 0/2"]
+    assert strip(await rows("roles"))[0] == ["NAME", "CREATED AT"]
+    assert strip(await rows("clusterroles"))[0] == ["NAME", "CREATED AT"]
+    rb = strip(await rows("rolebindings"))
+    assert rb[0] == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    assert rb[1][:2] == ["rb", "Role/pod-reader"] and rb[1][-1] == "default/bot"
+    crb = {r[0]: r for r in strip(await rows("clusterrolebindings"))}
+    assert crb["crb"][1] == "ClusterRole/reader" and crb["crb"][-1] == "devs"
