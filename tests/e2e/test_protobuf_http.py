@@ -214,6 +214,16 @@ async def test_garbage_and_custom_resources(
         assert r.status == 400, (body, r.status)
         assert status_of(r).reason == "BadRequest"
 
+    # An envelope without typeMeta decodes as the type the URL names (Go decodes "into" it).
+    bare = msg("k8s.io.apimachinery.pkg.runtime.Unknown")
+    bare.raw = configmap("untyped", a="1").SerializeToString()
+    r = await pb_post(client, CMS, b"k8s\x00" + bare.SerializeToString())
+    assert r.status == 201, r.body
+    assert (await client.get(f"{CMS}/untyped")).json()["data"] == {"a": "1"}
+    # An envelope naming another kind than the URL: the apiserver's 400, not a silent store.
+    r = await pb_post(client, CMS, envelope("v1", "Secret", configmap("s")))
+    assert r.status == 400 and status_of(r).reason == "BadRequest"
+
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

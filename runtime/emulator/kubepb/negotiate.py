@@ -98,4 +98,6 @@ def status_protobuf(accept: str) -> bool:
 
 
 def is_protobuf_body(content_type: str) -> bool:
-    return content_type.split(";", 1)[0].strip().lower() == PROTOBUF
+    return "protobuf" in content_type and (
+        content_type.split(";", 1)[0].strip().lower() == PROTOBUF
+    )

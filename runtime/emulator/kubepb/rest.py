@@ -39,7 +39,10 @@ def read_body(body: bytes, rt: ResourceType) -> dict[str, Any]:
     if not body:
         raise errors.bad_request("the request body is empty")
     try:
-        return codec.decode(body)
+        api_version, kind, raw = codec.unwrap(body)
+        if not kind:  # an envelope without typeMeta: the type the URL names, as Go decodes "into"
+            api_version, kind = rt.api_version(), rt.kind
+        return codec.decode_raw(api_version, kind, raw)
     except codec.CodecError as exc:
         raise errors.bad_request(f"the request body is not valid protobuf: {exc}") from None
 
