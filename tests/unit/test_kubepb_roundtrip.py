@@ -20,7 +20,7 @@ from kubetrio.runtime.emulator.kubepb import codec, jsonmap
 from kubetrio.runtime.emulator.kubepb.jsonmap import is_map, is_repeated
 
 MAX_DEPTH = 7
-EXAMPLES = 20
+EXAMPLES = 40
 
 Json = Any
 
