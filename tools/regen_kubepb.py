@@ -1,14 +1,16 @@
 """Regenerate the protobuf descriptors the emulator serves built-in kinds with (dev-time only).
 
     .venv/bin/pip install grpcio-tools
-    .venv/bin/python tools/regen_kubepb.py [API_GIT_DIR] [APIMACHINERY_GIT_DIR]
+    .venv/bin/python tools/regen_kubepb.py [API_GIT_DIR] [APIMACHINERY_GIT_DIR] [APIEXT_GIT_DIR]
 
-Reads k8s.io/api's and k8s.io/apimachinery's ``generated.proto`` files out of git mirrors (bare
+Reads k8s.io/api's, k8s.io/apimachinery's and k8s.io/apiextensions-apiserver's ``generated.proto``
+files out of git mirrors (bare
 repositories are fine: files are read with ``git show``), compiles the groups the emulator serves
 plus their imports into one FileDescriptorSet, and writes next to it what the .proto files do not
-say but the JSON form needs: which fields are Go structs embedded inline, and which are
-``omitempty``. Both come from the Go struct tags (matched by protobuf field number), so nothing is
-maintained by hand. Not run in CI: the outputs are committed as package data.
+say but the JSON form needs: which fields are Go structs embedded inline, which are
+``omitempty``, and the JSON names that differ from the proto names (``$ref``,
+``x-kubernetes-*``). All come from the Go struct tags (matched by protobuf field number), so
+nothing is maintained by hand. Not run in CI: the outputs are committed as package data.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ API_GROUPS = [
     "storage/v1",
     "coordination/v1",
 ]
+APIEXTENSIONS = ["pkg/apis/apiextensions/v1"]
 MACHINERY = [
     "pkg/apis/meta/v1",
     "pkg/api/resource",
@@ -75,6 +78,11 @@ def _go_tags(repo: str, pkg_dir: str, package: str, out: dict[str, dict[str, lis
             json_name, _, opts = tags["json"].partition(",")
             info = out.setdefault(f"{package}.{struct}", {"inline": [], "omitempty": []})
             anonymous = fm.group(1) is None
+            proto_name = dict(p.split("=", 1) for p in tags["protobuf"].split(",") if "=" in p).get(
+                "name"
+            )
+            if json_name not in ("", "-") and proto_name and json_name != proto_name:
+                info.setdefault("names", {})[str(number)] = json_name
             if anonymous and json_name == "":
                 info["inline"].append(number)
             elif "omitempty" in opts.split(",") and not fm.group(2).startswith("*"):
@@ -85,21 +93,33 @@ def _go_tags(repo: str, pkg_dir: str, package: str, out: dict[str, dict[str, lis
 def main() -> None:
     api = sys.argv[1] if len(sys.argv) > 1 else "/work/.mirror/kubernetes+api/repo"
     machinery = sys.argv[2] if len(sys.argv) > 2 else "/work/.mirror/kubernetes+apimachinery/repo"
+    apiext = (
+        sys.argv[3]
+        if len(sys.argv) > 3
+        else "/work/.mirror/kubernetes+apiextensions-apiserver/repo"
+    )
+    repos = {
+        "k8s.io/api": api,
+        "k8s.io/apimachinery": machinery,
+        "k8s.io/apiextensions-apiserver": apiext,
+    }
     from grpc_tools import protoc  # dev-time only
 
     tags: dict[str, dict[str, list[int]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         wanted: list[str] = []
-        todo = [("k8s.io/api", d) for d in API_GROUPS] + [
-            ("k8s.io/apimachinery", d) for d in MACHINERY
-        ]
+        todo = (
+            [("k8s.io/api", d) for d in API_GROUPS]
+            + [("k8s.io/apimachinery", d) for d in MACHINERY]
+            + [("k8s.io/apiextensions-apiserver", d) for d in APIEXTENSIONS]
+        )
         while todo:
             prefix, d = todo.pop()
             path = f"{prefix}/{d}/generated.proto"
             if path in wanted:
                 continue
-            repo = api if prefix == "k8s.io/api" else machinery
+            repo = repos[prefix]
             src = _git(repo, "show", f"HEAD:{d}/generated.proto")
             dest = root / path
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -110,7 +130,9 @@ def main() -> None:
             _go_tags(repo, d, package.group(1), tags)
             # Groups import each other (batch/v1 imports a scheduling alpha): follow them.
             for imp in re.findall(
-                r'^import "(k8s\.io/(?:api|apimachinery))/(.+)/generated\.proto";', src, re.M
+                r'^import "(k8s\.io/[\w-]+)/(.+)/generated\.proto";',
+                src,
+                re.M,
             ):
                 todo.append(imp)
         fds = OUT / "k8s.fds"

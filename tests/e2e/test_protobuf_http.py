@@ -224,31 +224,38 @@ async def test_garbage_and_custom_resources(
     r = await pb_post(client, CMS, envelope("v1", "Secret", configmap("s")))
     assert r.status == 400 and status_of(r).reason == "BadRequest"
 
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {
-            "group": "example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
-    r = await client.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    # A CustomResourceDefinition itself is a built-in kind: protobuf both ways, with the
+    # JSON-schema names ($ref, x-kubernetes-*) mapped.
+    ext = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1"
+    crd = msg(f"{ext}.CustomResourceDefinition")
+    crd.metadata.name = "widgets.example.com"
+    crd.spec.group, crd.spec.scope = "example.com", "Namespaced"
+    names = crd.spec.names
+    names.plural, names.singular, names.kind = "widgets", "widget", "Widget"
+    version = crd.spec.versions.add()
+    version.name, version.served, version.storage = "v1", True, True
+    schema = version.schema.openAPIV3Schema
+    schema.type = "object"
+    schema.xKubernetesPreserveUnknownFields = True
+    schema.properties["spec"].type = "object"
+    schema.properties["spec"].properties["size"].type = "integer"
+    schema.properties["spec"].properties["size"].maximum = 10
+    r = await pb_post(
+        client,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", crd),
+    )
     assert r.status == 201, r.body
+    _, created = open_envelope(r.body, f"{ext}.CustomResourceDefinition")
+    assert created.spec.versions[0].schema.openAPIV3Schema.xKubernetesPreserveUnknownFields
+    js = (
+        await client.get(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com"
+        )
+    ).json()
+    stored = js["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert stored["x-kubernetes-preserve-unknown-fields"] is True
+    assert stored["properties"]["spec"]["properties"]["size"] == {"type": "integer", "maximum": 10}
     widgets = "/apis/example.com/v1/namespaces/default/widgets"
     # A custom resource has no protobuf form: 415 with a Status, never a JSON parse error.
     cm = envelope("example.com/v1", "Widget", configmap("w"))

@@ -1,6 +1,7 @@
 """Built-in kinds as protobuf: which kinds have a message, and the ``k8s\\x00`` envelope.
 
-The descriptors are compiled from k8s.io/api's and apimachinery's generated.proto files
+The descriptors are compiled from k8s.io/api's, apimachinery's and apiextensions-apiserver's
+generated.proto files
 (tools/regen_kubepb.py) and loaded once into a private descriptor pool, so message classes are
 built from the same schema the apiserver serves rather than hand-written.
 
@@ -57,10 +58,15 @@ def message_class(full_name: str) -> type[Message] | None:
     return message_factory.GetMessageClass(desc)
 
 
+# Groups whose types live outside k8s.io/api.
+_PACKAGES = {"apiextensions.k8s.io": "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions"}
+
+
 def _package(api_version: str) -> str:
-    """k8s.io/api's proto package for a built-in group version: the group's first label."""
+    """The proto package of a built-in group version: k8s.io/api's is the group's first label."""
     group, _, version = api_version.rpartition("/")
-    return f"k8s.io.api.{group.split('.')[0] if group else 'core'}.{version}"
+    base = _PACKAGES.get(group) or f"k8s.io.api.{group.split('.')[0] if group else 'core'}"
+    return f"{base}.{version}"
 
 
 def class_for(api_version: str, kind: str) -> type[Message] | None:

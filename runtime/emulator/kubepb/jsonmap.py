@@ -28,12 +28,17 @@ VERBS = _META + "Verbs"
 INT_OR_STRING = "k8s.io.apimachinery.pkg.util.intstr.IntOrString"
 QUANTITY = "k8s.io.apimachinery.pkg.api.resource.Quantity"
 RAW_EXTENSION = "k8s.io.apimachinery.pkg.runtime.RawExtension"
+_APIEXT = "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1."
+APIEXT_JSON = _APIEXT + "JSON"
+SCHEMA_OR_ARRAY = _APIEXT + "JSONSchemaPropsOrArray"
+SCHEMA_OR_BOOL = _APIEXT + "JSONSchemaPropsOrBool"
+SCHEMA_OR_STRINGS = _APIEXT + "JSONSchemaPropsOrStringArray"
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # Go's zero time.Time as Unix seconds: what a non-pointer Time field carries when unset.
 _GO_ZERO_SECONDS = -62135596800
 
-GoTags = dict[str, dict[str, list[int]]]
+GoTags = dict[str, dict[str, Any]]  # message -> inline/omitempty field numbers, JSON names
 
 
 class MappingError(Exception):
@@ -110,6 +115,7 @@ _OUT: dict[str, Callable[[Any], Any]] = {
     INT_OR_STRING: _int_or_string_out,
     QUANTITY: lambda m: str(m.string),
     RAW_EXTENSION: lambda m: _raw_out(m.raw),
+    APIEXT_JSON: lambda m: _raw_out(m.raw),
     FIELDS_V1: lambda m: _raw_out(m.Raw),
     VERBS: lambda m: list(m.items),
 }
@@ -119,10 +125,13 @@ _IN: dict[str, Callable[[Any, Any], None]] = {
     INT_OR_STRING: _int_or_string_in,
     QUANTITY: _quantity_in,
     RAW_EXTENSION: _set_raw("raw"),
+    APIEXT_JSON: _set_raw("raw"),
     FIELDS_V1: _set_raw("Raw"),
     VERBS: _verbs_in,
 }
-SPECIAL = frozenset(_OUT)
+# JSON-schema unions (apiextensions): one of a schema, a list or a bool, by the JSON value's type.
+UNIONS = frozenset({SCHEMA_OR_ARRAY, SCHEMA_OR_BOOL, SCHEMA_OR_STRINGS})
+SPECIAL = frozenset(_OUT) | UNIONS
 
 _INTS = frozenset(
     {
@@ -155,7 +164,7 @@ class JsonMap:
 
     def __init__(self, gotags: GoTags) -> None:
         self._tags = gotags
-        self._cache: dict[str, tuple[frozenset[int], frozenset[int]]] = {}
+        self._cache: dict[str, tuple[frozenset[int], frozenset[int], dict[int, str]]] = {}
         self._plans: dict[str, dict[str, tuple[tuple[FieldDescriptor, ...], FieldDescriptor]]] = {}
 
     def inline(self, desc: Descriptor) -> frozenset[int]:
@@ -166,11 +175,19 @@ class JsonMap:
         """Numbers of the non-pointer fields Go's JSON drops when zero."""
         return self._sets(desc)[1]
 
-    def _sets(self, desc: Any) -> tuple[frozenset[int], frozenset[int]]:
+    def json_names(self, desc: Descriptor) -> dict[int, str]:
+        """Field number -> JSON name, where it is not the proto name (``$ref``, ``apiGroup``)."""
+        return self._sets(desc)[2]
+
+    def _sets(self, desc: Any) -> tuple[frozenset[int], frozenset[int], dict[int, str]]:
         sets = self._cache.get(desc.full_name)
         if sets is None:
             tags = self._tags.get(desc.full_name, {})
-            sets = (frozenset(tags.get("inline", ())), frozenset(tags.get("omitempty", ())))
+            sets = (
+                frozenset(tags.get("inline", ())),
+                frozenset(tags.get("omitempty", ())),
+                {int(k): v for k, v in tags.get("names", {}).items()},
+            )
             self._cache[desc.full_name] = sets
         return sets
 
@@ -181,21 +198,53 @@ class JsonMap:
         special = _OUT.get(desc.full_name)
         if special is not None:
             return special(msg)
-        inline, omitempty = self._sets(desc)
+        if desc.full_name in UNIONS:
+            return self._union_out(msg)
+        inline, omitempty, names = self._sets(desc)
         out: dict[str, Any] = {}
         for fd, value in msg.ListFields():
+            key = names.get(fd.number, fd.name)
             if fd.number in inline:
                 out.update(self.to_json(value))
             elif is_map(fd):
                 vfd = _map_value(fd)
-                out[fd.name] = {k: self._value_out(vfd, v) for k, v in value.items()}
+                out[key] = {k: self._value_out(vfd, v) for k, v in value.items()}
             elif is_repeated(fd):
-                out[fd.name] = [self._value_out(fd, v) for v in value]
+                out[key] = [self._value_out(fd, v) for v in value]
             elif fd.number in omitempty and fd.message_type is None and not value:
                 continue
             else:
-                out[fd.name] = self._value_out(fd, value)
+                out[key] = self._value_out(fd, value)
         return out
+
+    def _union_out(self, msg: Any) -> Any:
+        """Go's MarshalJSON of the schema unions: the list if any, else the schema, else the
+        bool (OrBool) or null."""
+        name = msg.DESCRIPTOR.full_name
+        if name == SCHEMA_OR_BOOL:
+            return self.to_json(msg.schema) if msg.HasField("schema") else bool(msg.allows)
+        items = msg.jSONSchemas if name == SCHEMA_OR_ARRAY else msg.property
+        if items:
+            return [self.to_json(i) for i in items] if name == SCHEMA_OR_ARRAY else list(items)
+        return self.to_json(msg.schema) if msg.HasField("schema") else None
+
+    def _union_in(self, msg: Any, data: Any, where: str, lenient: bool) -> None:
+        name = msg.DESCRIPTOR.full_name
+        if isinstance(data, dict):
+            if name == SCHEMA_OR_BOOL:
+                msg.allows = True
+            self.from_json(msg.schema, data, where, lenient)
+        elif name == SCHEMA_OR_BOOL and isinstance(data, bool):
+            msg.allows = data
+        elif name == SCHEMA_OR_ARRAY and isinstance(data, list):
+            for i, item in enumerate(data):
+                self.from_json(msg.jSONSchemas.add(), item, f"{where}[{i}]", lenient)
+        elif name == SCHEMA_OR_STRINGS and isinstance(data, list):
+            if not all(isinstance(v, str) for v in data):
+                raise MappingError(f"{where}: expected a list of strings")
+            msg.property.extend(data)
+        else:
+            raise MappingError(f"{where or '<root>'}: unexpected {type(data).__name__} value")
 
     def _value_out(self, fd: FieldDescriptor, value: Any) -> Any:
         if fd.message_type is not None:
@@ -212,12 +261,13 @@ class JsonMap:
         if plan is None:
             plan = {}
             inline = self.inline(desc)
+            names = self.json_names(desc)
             for fd in desc.fields:
                 if fd.number in inline:
                     for key, (path, leaf) in self._plan(fd.message_type).items():
                         plan.setdefault(key, ((fd, *path), leaf))
                 else:
-                    plan[fd.name] = ((), fd)
+                    plan[names.get(fd.number, fd.name)] = ((), fd)
             self._plans[desc.full_name] = plan
         return plan
 
@@ -233,6 +283,9 @@ class JsonMap:
                 special(msg, data)
             except MappingError as exc:
                 raise MappingError(f"{where or '<root>'}: {exc}") from None
+            return
+        if desc.full_name in UNIONS:
+            self._union_in(msg, data, where, lenient)
             return
         if not isinstance(data, dict):
             raise MappingError(f"{where or '<root>'}: expected an object")
@@ -274,9 +327,9 @@ class JsonMap:
             container = getattr(target, fd.name)
             for i, item in enumerate(value):
                 if fd.message_type is not None:
-                    self.from_json(
-                        container.add(), {} if item is None else item, f"{where}[{i}]", lenient
-                    )
+                    if item is None and fd.message_type.full_name not in _IN:
+                        item = {}  # a null struct in a list decodes as Go's zero struct
+                    self.from_json(container.add(), item, f"{where}[{i}]", lenient)
                 elif item is not None:
                     try:
                         container.append(_scalar_in(fd, item, f"{where}[{i}]"))
