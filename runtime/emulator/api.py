@@ -419,7 +419,7 @@ class KubeApi:
             cut_after=cut_after,
             encode=encode,
             initial_events=initial_events,
-            encode_error=pb.watch_error(t.rt, t.version) if proto else None,
+            encode_error=pb.watch_error if proto else None,
         )
         if t.name:
             name = t.name

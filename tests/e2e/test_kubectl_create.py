@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from kubetrio.runtime.emulator import Emulator
 
@@ -367,3 +368,53 @@ async def test_protobuf_and_json_creates_store_the_same(kubectl: Kubectl, tmp_pa
     ]
     for a, b in zip(json_made, protobuf_made, strict=True):
         assert a == b, a["kind"]
+
+
+def event(name: str, message: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": "default"},
+        "involvedObject": {"kind": "Pod", "name": "p1", "namespace": "default"},
+        "reason": "Testing",
+        "message": message,
+        "type": "Normal",
+        "count": 1,
+        "source": {"component": "test"},
+    }
+
+
+@pytest.mark.parametrize("version", ["1.31", "1.33"])
+async def test_kubectl_events_watch(kubectl: Kubectl, emu: Emulator, version: str) -> None:
+    """``kubectl events --watch`` lists then watches with client-go's typed client: protobuf
+    from 1.32 on (length-framed WatchEvents), JSON before."""
+    k = versioned(kubectl, version)
+    emu.create(event("e1", "before the watch"))
+    proc = await trio.lowlevel.open_process(
+        [k.binary, "events", "--watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=k.env
+    )
+    assert proc.stdout is not None
+    out = b""
+    try:
+        with trio.fail_after(30):
+            while b"before the watch" not in out:
+                data = await proc.stdout.receive_some(4096)
+                assert data, out
+                out += data
+            emu.create(event("e2", "during the watch"))
+            while b"during the watch" not in out:
+                data = await proc.stdout.receive_some(4096)
+                assert data, out
+                out += data
+    finally:
+        proc.kill()
+        await proc.wait()
+    assert out.decode().splitlines()[0].split() == [
+        "LAST",
+        "SEEN",
+        "TYPE",
+        "REASON",
+        "OBJECT",
+        "MESSAGE",
+    ]
+    assert b"Pod/p1" in out

@@ -148,11 +148,12 @@ def frame(data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + data
 
 
-def watch_event(api_version: str, type_: str, enveloped_object: bytes) -> bytes:
-    """A framed, enveloped metav1.WatchEvent whose object holds ``enveloped_object``."""
+def watch_event(type_: str, enveloped_object: bytes) -> bytes:
+    """One frame of a protobuf watch: a bare metav1.WatchEvent (the stream serializer writes no
+    envelope) whose object holds the enveloped object."""
     cls = message_class(f"{_META}.WatchEvent")
     assert cls is not None
     ev: Any = cls()
     ev.type = type_
     ev.object.raw = enveloped_object
-    return frame(wrap(api_version, "WatchEvent", ev.SerializeToString()))
+    return frame(ev.SerializeToString())

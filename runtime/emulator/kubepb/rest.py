@@ -67,22 +67,17 @@ def status_response(
 
 
 def watch_encoder(rt: ResourceType, version: str) -> Callable[[str, Entry], bytes]:
-    """Frames for a protobuf watch: each a length-prefixed, enveloped WatchEvent whose object
-    is the enveloped object (bookmarks included: they are objects with only metadata)."""
+    """Frames for a protobuf watch: each a length-prefixed WatchEvent whose object is the
+    enveloped object (bookmarks included: they are objects with only metadata)."""
     api_version = rt.api_version(version)
 
     def encode(type_: str, entry: Entry) -> bytes:
         inner = codec.encode(entry.obj, api_version, rt.kind)
-        return codec.watch_event(api_version, type_, inner)
+        return codec.watch_event(type_, inner)
 
     return encode
 
 
-def watch_error(rt: ResourceType, version: str) -> Callable[[dict[str, Any]], bytes]:
+def watch_error(status: dict[str, Any]) -> bytes:
     """An ERROR event (410 Expired and the like) carrying a Status."""
-    api_version = rt.api_version(version)
-
-    def encode(status: dict[str, Any]) -> bytes:
-        return codec.watch_event(api_version, "ERROR", codec.encode(status, "v1", "Status"))
-
-    return encode
+    return codec.watch_event("ERROR", codec.encode(status, "v1", "Status"))
