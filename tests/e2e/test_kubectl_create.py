@@ -211,6 +211,14 @@ async def test_every_imperative_create(kubectl_v: Kubectl, tmp_path: Path) -> No
     assert (svc_n["type"], svc_n["ports"][0]["nodePort"]) == ("NodePort", 30080)
     assert ("ServiceAccount", "bot") in got
 
+    # Errors come back as a Status client-go decodes (protobuf for 1.32+).
+    proc = await k.run("create", "namespace", "team", check=False)
+    assert b'Error from server (AlreadyExists): namespaces "team" already exists' in proc.stderr
+    proc = await k.run("create", "job", "j", "--from=cronjob/missing", check=False)
+    assert b'Error from server (NotFound): cronjobs.batch "missing" not found' in proc.stderr
+    proc = await k.run("create", "configmap", "Bad_Name", check=False)
+    assert b'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value' in proc.stderr
+
     pod = got[("Pod", "pod1")]
     assert pod["metadata"]["labels"] == {"app": "x"}
     c = pod["spec"]["containers"][0]
