@@ -298,8 +298,13 @@ class KubeApi:
         joined: bytes | None = None
         cache_key = (t.rt.key, t.namespace, t.version)
         plain = (
-            pred is None and not limit and not cont and not table_wanted and exact is None
-        ) and not t.pb
+            pred is None
+            and not limit
+            and not cont
+            and not table_wanted
+            and exact is None
+            and not t.pb
+        )
         stamp = self.store.log_for(t.rt).end  # moves with every write to this resource
         if plain:
             hit = self._list_cache.get(cache_key)
@@ -529,8 +534,7 @@ class KubeApi:
         opts = self._delete_options(req, t)
         pred = self._selectors(req, t)
         result = self.store.list_entries(t.rt, t.namespace, pred)
-        items = []
-        objs = []
+        deleted: list[Entry] = []
         for e in result.entries:
             md = e.obj["metadata"]
             try:
@@ -545,12 +549,11 @@ class KubeApi:
                 if exc.code == 404:
                     continue
                 raise
-            if t.pb:
-                objs.append(entry.obj)
-            else:
-                items.append(self._raw_for(t, entry))
+            deleted.append(entry)
         if t.pb:
-            return pb.list_response(t.rt, t.version, {"resourceVersion": str(self.store.rv)}, objs)
+            meta = {"resourceVersion": str(self.store.rv)}
+            return pb.list_response(t.rt, t.version, meta, [e.obj for e in deleted])
+        items = [self._raw_for(t, e) for e in deleted]
         head = (
             b'{"kind":"'
             + t.rt.kind.encode()
