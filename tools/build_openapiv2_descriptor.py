@@ -1,6 +1,6 @@
 """Compile gnostic's OpenAPIv2.proto into the descriptor set the emulator ships.
 
-Dev-time only: needs grpcio-tools (``pip install -e '.[dev]'``) and a copy of
+Dev-time only: needs grpcio-tools (``pip install -e '.[protoc]'``) and a copy of
 ``openapiv2/OpenAPIv2.proto`` from github.com/google/gnostic-models. Usage::
 
     python tools/build_openapiv2_descriptor.py path/to/OpenAPIv2.proto

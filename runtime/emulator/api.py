@@ -19,6 +19,8 @@ from kubetrio.runtime.emulator.eviction import evict
 from kubetrio.runtime.emulator.faults import Counters, Faults, reason_for
 from kubetrio.runtime.emulator.http import JSON, Request, Response, StreamResponse, json_response
 from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.runtime.emulator.kubepb import negotiate as pbneg
+from kubetrio.runtime.emulator.kubepb import rest as pb
 from kubetrio.runtime.emulator.meta import check_type_meta, sub_object
 from kubetrio.runtime.emulator.openapi import OpenApi
 from kubetrio.runtime.emulator.options import DeleteOptions, parse_delete_options
@@ -27,7 +29,7 @@ from kubetrio.runtime.emulator.schema_admit import field_validation
 from kubetrio.runtime.emulator.selectors import FieldSelector, LabelSelector, combine
 from kubetrio.runtime.emulator.store import Store
 from kubetrio.runtime.emulator.tables import table
-from kubetrio.runtime.emulator.watch import Watch, WatchSpec
+from kubetrio.runtime.emulator.watch import Encoder, Watch, WatchSpec
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,7 @@ class Target:
     name: str
     sub: str
     watch_path: bool
+    pb: bool = False  # the response is protobuf (negotiated from Accept)
 
 
 @dataclass(slots=True)
@@ -55,6 +58,22 @@ def _decode(body: bytes) -> Any:
         return msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
         raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
+
+
+def _read(req: Request, rt: ResourceType) -> Any:
+    """A request body by its Content-Type: protobuf for built-in kinds, otherwise JSON."""
+    if pbneg.is_protobuf_body(req.header("content-type")):
+        return pb.read_body(req.body, rt)
+    return _decode(req.body)
+
+
+def _status(
+    req: Request, status: dict[str, Any], code: int, headers: list[tuple[str, str]] | None = None
+) -> Response:
+    """A Status body (error or success), protobuf when the client prefers it."""
+    if pbneg.status_protobuf(req.header("accept")):
+        return pb.status_response(status, code, headers)
+    return json_response(status, code, headers)
 
 
 def _wants_table(req: Request) -> bool:
@@ -98,7 +117,7 @@ class KubeApi:
         try:
             return await self._handle(req)
         except ApiError as exc:
-            return json_response(exc.status(), exc.code, exc.headers)
+            return _status(req, exc.status(), exc.code, exc.headers)
 
     async def _handle(self, req: Request) -> Response | StreamResponse:
         user = self.access.admit(req)  # 401/403 before anything else, as the apiserver
@@ -133,9 +152,11 @@ class KubeApi:
                 raise errors.no_such_resource()
             return json_response(doc)
         target = self._target(group, version, rest)
-        ns, body = target.namespace or "", lambda: _decode(req.body)
+        ns, body = target.namespace or "", lambda: _read(req, target.rt)
         if self.access.serves(target.rt, target.sub):
             answer = self.access.serve(req.method, target.rt, ns, target.name, user, body)
+            if pb.wants_protobuf(req.header("accept"), target.rt):
+                return pb.review_response(answer)
             return json_response(answer, 201)
         self.access.check_write(req.method, target.rt, ns, user, body)
         return await self._resource(req, target)
@@ -184,6 +205,7 @@ class KubeApi:
     async def _resource(self, req: Request, t: Target) -> Response | StreamResponse:
         verb = self._verb(req, t)
         self.counters.inc(verb, t.rt.plural, t.sub)
+        t.pb = pb.wants_protobuf(req.header("accept"), t.rt)
         decision = self.faults.decide(verb, t.rt.plural, t.sub, t.namespace or "", t.name)
         if decision.latency > 0:
             await trio.sleep(decision.latency)
@@ -222,9 +244,8 @@ class KubeApi:
                 pods = t.rt
                 pdbs = self.types.lookup("policy", "v1", "poddisruptionbudgets")
                 assert pdbs is not None
-                return json_response(
-                    evict(self.store, pods, pdbs, ns, t.name, _decode(req.body), dry_run), 201
-                )
+                status = evict(self.store, pods, pdbs, ns, t.name, _read(req, t.rt), dry_run)
+                return _status(req, status, 201)
             if t.sub == "binding":
                 return self._bind(req, t, dry_run)
             if t.name:
@@ -258,7 +279,7 @@ class KubeApi:
     def _body_object(self, req: Request, t: Target) -> dict[str, Any]:
         api_versions = tuple(t.rt.api_version(v) for v in t.rt.versions)
         return check_type_meta(
-            _decode(req.body), (t.rt.api_version(t.version), *api_versions), t.rt.kind
+            _read(req, t.rt), (t.rt.api_version(t.version), *api_versions), t.rt.kind
         )
 
     def _field_warnings(
@@ -296,6 +317,8 @@ class KubeApi:
                 code,
                 warnings,
             )
+        if t.pb:
+            return pb.object_response(t.rt, t.version, entry.obj, code, warnings)
         return Response(code, self._raw_for(t, entry), headers=warnings or [])
 
     def _selectors(self, req: Request, t: Target) -> Any:
@@ -311,7 +334,14 @@ class KubeApi:
         exact = self._exact_rv(req)
         joined: bytes | None = None
         cache_key = (t.rt.key, t.namespace, t.version)
-        plain = pred is None and not limit and not cont and not table_wanted and exact is None
+        plain = (
+            pred is None
+            and not limit
+            and not cont
+            and not table_wanted
+            and exact is None
+            and not t.pb
+        )
         # Moves with every write to this resource and with every change of its CRD (which may
         # re-default stored objects without a write).
         crd = None if t.rt.builtin else self.store.crd_of(t.rt)
@@ -339,6 +369,8 @@ class KubeApi:
                 meta["continue"] = result.continue_token
             if result.remaining is not None:
                 meta["remainingItemCount"] = result.remaining
+            if t.pb:
+                return pb.list_response(t.rt, t.version, meta, [e.obj for e in result.entries])
             if len(t.rt.versions) == 1:
                 joined = b",".join([e.raw for e in result.entries])
             else:
@@ -394,18 +426,23 @@ class KubeApi:
                     f'resourceVersion: Invalid value: "{rv}": must be a non-negative integer'
                 ) from None
         timeout = _int_param(req, "timeoutSeconds")
-        encode = None
+        encode: Encoder | None = None
+        proto = t.pb and not _wants_table(req)
         if _wants_table(req):
             first = [True]
             rt = t.rt
 
-            def encode(type_: str, entry: Entry) -> bytes:
+            def table_line(type_: str, entry: Entry) -> bytes:
                 if type_ == "BOOKMARK":
                     obj: Any = entry.obj
                 else:
                     obj = table(rt, [entry.obj], entry.rv, headers=first[0])
                     first[0] = False
                 return msgspec.json.encode({"type": type_, "object": obj}) + b"\n"
+
+            encode = table_line
+        elif proto:
+            encode = pb.watch_encoder(t.rt, t.version)
 
         initial_events = _bool_param(req.query.get("sendInitialEvents"))
         if initial_events and (
@@ -427,6 +464,7 @@ class KubeApi:
             cut_after=cut_after,
             encode=encode,
             initial_events=initial_events,
+            encode_error=pb.watch_error if proto else None,
         )
         if t.name:
             name = t.name
@@ -437,6 +475,8 @@ class KubeApi:
 
             spec.pred = by_name
         watch = Watch(self.store, self.faults, spec)
+        if proto:
+            return StreamResponse(watch.run, content_type=pbneg.PROTOBUF_WATCH)
         return StreamResponse(watch.run)
 
     def _patch(self, req: Request, t: Target, dry_run: bool) -> Response:
@@ -510,8 +550,8 @@ class KubeApi:
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
         return self._object(req, t, entry, 200, warnings)
 
-    def _delete_options(self, req: Request) -> DeleteOptions:
-        body: Any = _decode(req.body) if req.body else {}
+    def _delete_options(self, req: Request, t: Target) -> DeleteOptions:
+        body: Any = _read(req, t.rt) if req.body else {}
         if isinstance(body, dict):
             grace = _int_param(req, "gracePeriodSeconds")
             if grace is not None:
@@ -521,7 +561,7 @@ class KubeApi:
         return parse_delete_options(body)
 
     def _delete(self, req: Request, t: Target, dry_run: bool) -> Response:
-        opts = self._delete_options(req)
+        opts = self._delete_options(req, t)
         entry, _removed = self.store.delete(
             t.rt,
             t.namespace or "",
@@ -533,10 +573,10 @@ class KubeApi:
         return self._object(req, t, entry, 200)
 
     def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:
-        opts = self._delete_options(req)
+        opts = self._delete_options(req, t)
         pred = self._selectors(req, t)
         result = self.store.list_entries(t.rt, t.namespace, pred)
-        items = []
+        deleted: list[Entry] = []
         for e in result.entries:
             md = e.obj["metadata"]
             try:
@@ -551,7 +591,11 @@ class KubeApi:
                 if exc.code == 404:
                     continue
                 raise
-            items.append(self._raw_for(t, entry))
+            deleted.append(entry)
+        if t.pb:
+            meta = {"resourceVersion": str(self.store.rv)}
+            return pb.list_response(t.rt, t.version, meta, [e.obj for e in deleted])
+        items = [self._raw_for(t, e) for e in deleted]
         head = (
             b'{"kind":"'
             + t.rt.kind.encode()
@@ -564,7 +608,7 @@ class KubeApi:
         return Response(200, [head, b",".join(items), b"]}"], JSON)
 
     def _bind(self, req: Request, t: Target, dry_run: bool) -> Response:
-        body = _decode(req.body)
+        body = _read(req, t.rt)
         if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
             raise errors.bad_request("the request body must be a Binding")
         node = sub_object(body, "target", "target").get("name")
@@ -584,4 +628,4 @@ class KubeApi:
         new = pod.clone()
         new.setdefault("spec", {})["nodeName"] = node
         self.store.update(t.rt, ns, t.name, new, dry_run=dry_run)
-        return json_response(errors.success(201), 201)
+        return _status(req, errors.success(201), 201)

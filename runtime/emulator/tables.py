@@ -287,6 +287,308 @@ _BUILTIN: dict[str, tuple[list[Column], Callable[[dict[str, Any], dt.datetime], 
     ),
 }
 
+
+def _labels(selector: Any) -> str:
+    """labels.FormatLabels: sorted ``k=v`` pairs, or <none>."""
+    if not isinstance(selector, dict) or not selector:
+        return "<none>"
+    return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
+
+
+def _lb_ingress(o: dict[str, Any]) -> str:
+    ingress = (_status(o).get("loadBalancer") or {}).get("ingress") or []
+    return ",".join(i.get("ip") or i.get("hostname") or "" for i in ingress if isinstance(i, dict))
+
+
+def _service_external_ip(o: dict[str, Any]) -> str:
+    spec = _spec(o)
+    kind = spec.get("type", "ClusterIP")
+    external = list(spec.get("externalIPs") or [])
+    if kind in ("ClusterIP", "NodePort"):
+        return ",".join(external) or "<none>"
+    if kind == "LoadBalancer":
+        lb = _lb_ingress(o)
+        return ",".join([*([lb] if lb else []), *external]) or "<pending>"
+    if kind == "ExternalName":
+        return str(spec.get("externalName", ""))
+    return "<unknown>"
+
+
+def _service_ports(o: dict[str, Any]) -> str:
+    out = []
+    for p in _spec(o).get("ports") or []:
+        proto = p.get("protocol", "TCP")
+        node = p.get("nodePort")
+        out.append(f"{p.get('port')}:{node}/{proto}" if node else f"{p.get('port')}/{proto}")
+    return ",".join(out) or "<none>"
+
+
+def _service_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    spec = _spec(o)
+    ips = spec.get("clusterIPs") or ([spec["clusterIP"]] if spec.get("clusterIP") else [])
+    return [
+        _md(o).get("name"),
+        spec.get("type", "ClusterIP"),
+        ips[0] if ips else "<none>",
+        _service_external_ip(o),
+        _service_ports(o),
+        age(_md(o).get("creationTimestamp"), now),
+        _labels(spec.get("selector")),
+    ]
+
+
+def _conditions(o: dict[str, Any]) -> set[str]:
+    return {
+        str(c.get("type"))
+        for c in _status(o).get("conditions") or []
+        if isinstance(c, dict) and c.get("status") == "True"
+    }
+
+
+def _template_containers(pod_template: Any) -> tuple[str, str]:
+    containers = ((pod_template or {}).get("spec") or {}).get("containers") or []
+    return (
+        ",".join(str(c.get("name", "")) for c in containers),
+        ",".join(str(c.get("image", "")) for c in containers),
+    )
+
+
+def _selector_string(selector: Any) -> str:
+    """metav1.FormatLabelSelector for the matchLabels/matchExpressions kubectl shows."""
+    if not isinstance(selector, dict):
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for e in selector.get("matchExpressions") or []:
+        op, values = e.get("operator", ""), ",".join(e.get("values") or [])
+        if op in ("In", "NotIn"):
+            parts.append(f"{e.get('key')} {op.lower()} ({values})")
+        elif op == "Exists":
+            parts.append(str(e.get("key")))
+        elif op == "DoesNotExist":
+            parts.append(f"!{e.get('key')}")
+    return ",".join(parts) or "<none>"
+
+
+def _job_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    spec, st = _spec(o), _status(o)
+    conds = _conditions(o)
+    if "Complete" in conds:
+        status = "Complete"
+    elif "Failed" in conds:
+        status = "Failed"
+    elif _md(o).get("deletionTimestamp"):
+        status = "Terminating"
+    elif "Suspended" in conds:
+        status = "Suspended"
+    elif "FailureTarget" in conds:
+        status = "FailureTarget"
+    elif "SuccessCriteriaMet" in conds:
+        status = "SuccessCriteriaMet"
+    else:
+        status = "Running"
+    succeeded = st.get("succeeded", 0)
+    if spec.get("completions") is not None:
+        completions = f"{succeeded}/{spec['completions']}"
+    elif (spec.get("parallelism") or 0) > 1:
+        completions = f"{succeeded}/1 of {spec['parallelism']}"
+    else:
+        completions = f"{succeeded}/1"
+    start, end = (parse_rfc3339(str(st.get(k, ""))) for k in ("startTime", "completionTime"))
+    duration = "" if start is None else human_duration(((end or now) - start).total_seconds())
+    names, images = _template_containers(spec.get("template"))
+    return [
+        _md(o).get("name"),
+        status,
+        completions,
+        duration,
+        age(_md(o).get("creationTimestamp"), now),
+        names,
+        images,
+        _selector_string(spec.get("selector")),
+    ]
+
+
+def _cronjob_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    spec, st = _spec(o), _status(o)
+    job_spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    names, images = _template_containers(job_spec.get("template"))
+    last = st.get("lastScheduleTime")
+    return [
+        _md(o).get("name"),
+        spec.get("schedule", ""),
+        spec.get("timeZone") or "<none>",
+        "True" if spec.get("suspend") else "False",  # the apiserver defaults suspend to false
+        len(st.get("active") or []),
+        age(last, now) if last else "<none>",
+        age(_md(o).get("creationTimestamp"), now),
+        names,
+        images,
+        _selector_string(job_spec.get("selector")),
+    ]
+
+
+def _ingress_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    spec = _spec(o)
+    hosts = [r["host"] for r in spec.get("rules") or [] if isinstance(r, dict) and r.get("host")]
+    shown = ",".join(hosts[:3]) + (f" + {len(hosts) - 3} more..." if len(hosts) > 3 else "")
+    return [
+        _md(o).get("name"),
+        spec.get("ingressClassName") or "<none>",
+        shown or "*",
+        _lb_ingress(o),
+        "80, 443" if spec.get("tls") else "80",
+        age(_md(o).get("creationTimestamp"), now),
+    ]
+
+
+def _quota_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    hard = _spec(o).get("hard") or {}
+    used = _status(o).get("used") or {}
+    requests: list[str] = []
+    limits: list[str] = []
+    for name in sorted(hard):
+        cell = f"{name}: {used.get(name, '0')}/{hard[name]}"
+        (limits if name.startswith("limits") else requests).append(cell)
+    return [
+        _md(o).get("name"),
+        age(_md(o).get("creationTimestamp"), now),
+        ", ".join(requests),
+        ", ".join(limits),
+    ]
+
+
+def _binding_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    ref = o.get("roleRef") or {}
+    subjects = [s for s in o.get("subjects") or [] if isinstance(s, dict)]
+
+    def names(kind: str) -> str:
+        return ", ".join(str(s.get("name", "")) for s in subjects if s.get("kind") == kind)
+
+    accounts = ", ".join(
+        f"{s.get('namespace', '')}/{s.get('name', '')}"
+        for s in subjects
+        if s.get("kind") == "ServiceAccount"
+    )
+    return [
+        _md(o).get("name"),
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        age(_md(o).get("creationTimestamp"), now),
+        names("User"),
+        names("Group"),
+        accounts,
+    ]
+
+
+_CREATED_AT: tuple[list[Column], Callable[[dict[str, Any], dt.datetime], Row]] = (
+    [("Name", "string", 0), ("Created At", "date", 0)],
+    lambda o, now: [_md(o).get("name"), _md(o).get("creationTimestamp")],
+)
+_BINDING_COLUMNS: list[Column] = [
+    ("Name", "string", 0),
+    ("Role", "string", 0),
+    ("Age", "string", 0),
+    ("Users", "string", 1),
+    ("Groups", "string", 1),
+    ("ServiceAccounts", "string", 1),
+]
+_TEMPLATE_COLUMNS: list[Column] = [
+    ("Containers", "string", 1),
+    ("Images", "string", 1),
+    ("Selector", "string", 1),
+]
+
+# Kinds kubectl's imperative create makes, printed as kube's printers
+# (pkg/printers/internalversion) print them.
+_BUILTIN.update(
+    {
+        "services": (
+            [
+                ("Name", "string", 0),
+                ("Type", "string", 0),
+                ("Cluster-IP", "string", 0),
+                ("External-IP", "string", 0),
+                ("Port(s)", "string", 0),
+                ("Age", "string", 0),
+                ("Selector", "string", 1),
+            ],
+            _service_row,
+        ),
+        "serviceaccounts": (
+            [("Name", "string", 0), ("Secrets", "string", 0), ("Age", "string", 0)],
+            lambda o, now: [
+                _md(o).get("name"),
+                len(o.get("secrets") or []),
+                age(_md(o).get("creationTimestamp"), now),
+            ],
+        ),
+        "jobs.batch": (
+            [
+                ("Name", "string", 0),
+                ("Status", "string", 0),
+                ("Completions", "string", 0),
+                ("Duration", "string", 0),
+                ("Age", "string", 0),
+                *_TEMPLATE_COLUMNS,
+            ],
+            _job_row,
+        ),
+        "cronjobs.batch": (
+            [
+                ("Name", "string", 0),
+                ("Schedule", "string", 0),
+                ("Timezone", "string", 0),
+                ("Suspend", "boolean", 0),
+                ("Active", "integer", 0),
+                ("Last Schedule", "string", 0),
+                ("Age", "string", 0),
+                *_TEMPLATE_COLUMNS,
+            ],
+            _cronjob_row,
+        ),
+        "ingresses.networking.k8s.io": (
+            [
+                ("Name", "string", 0),
+                ("Class", "string", 0),
+                ("Hosts", "string", 0),
+                ("Address", "string", 0),
+                ("Ports", "string", 0),
+                ("Age", "string", 0),
+            ],
+            _ingress_row,
+        ),
+        "priorityclasses.scheduling.k8s.io": (
+            [
+                ("Name", "string", 0),
+                ("Value", "integer", 0),
+                ("Global-Default", "boolean", 0),
+                ("Age", "string", 0),
+                ("PreemptionPolicy", "string", 0),
+            ],
+            lambda o, now: [
+                _md(o).get("name"),
+                o.get("value", 0),
+                bool(o.get("globalDefault")),
+                age(_md(o).get("creationTimestamp"), now),
+                o.get("preemptionPolicy") or "PreemptLowerPriority",  # the apiserver's default
+            ],
+        ),
+        "resourcequotas": (
+            [
+                ("Name", "string", 0),
+                ("Age", "string", 0),
+                ("Request", "string", 0),
+                ("Limit", "string", 0),
+            ],
+            _quota_row,
+        ),
+        "roles.rbac.authorization.k8s.io": _CREATED_AT,
+        "clusterroles.rbac.authorization.k8s.io": _CREATED_AT,
+        "rolebindings.rbac.authorization.k8s.io": (_BINDING_COLUMNS, _binding_row),
+        "clusterrolebindings.rbac.authorization.k8s.io": (_BINDING_COLUMNS, _binding_row),
+    }
+)
+
+
 _DEFAULT: tuple[list[Column], Callable[[dict[str, Any], dt.datetime], Row]] = (
     [("Name", "string", 0), ("Age", "string", 0)],
     lambda o, now: [_md(o).get("name"), age(_md(o).get("creationTimestamp"), now)],

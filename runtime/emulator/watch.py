@@ -36,14 +36,15 @@ class WatchSpec:
     cut_after: float | None
     encode: Encoder | None = None  # None: the shared cached line
     initial_events: bool = False  # sendInitialEvents: state, then an initial-events-end bookmark
+    encode_error: Callable[[dict[str, Any]], bytes] | None = None  # None: a JSON ERROR line
 
 
 def plain_line(type_: str, entry: Entry) -> bytes:
     return b'{"type":"' + type_.encode() + b'","object":' + entry.raw + b"}\n"
 
 
-def expired_line(exc: TooOld) -> bytes:
-    status = {
+def expired_status(exc: TooOld) -> dict[str, Any]:
+    return {
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
@@ -52,7 +53,10 @@ def expired_line(exc: TooOld) -> bytes:
         "reason": "Expired",
         "code": 410,
     }
-    return msgspec.json.encode({"type": "ERROR", "object": status}) + b"\n"
+
+
+def expired_line(exc: TooOld) -> bytes:
+    return msgspec.json.encode({"type": "ERROR", "object": expired_status(exc)}) + b"\n"
 
 
 class Watch:
@@ -81,6 +85,10 @@ class Watch:
             except TooOld as exc:
                 self.error = exc
                 self.seq = self.log.end
+
+    def _expired(self, exc: TooOld) -> bytes:
+        enc = self.spec.encode_error
+        return expired_line(exc) if enc is None else enc(expired_status(exc))
 
     def _line(self, type_: str, ev: WatchEvent) -> bytes:
         enc = self.spec.encode
@@ -140,7 +148,7 @@ class Watch:
             # The state sent so far is as of the snapshot taken at open; later events follow.
             await out.send(self._bookmark(initial_events_end=True))
         if self.error is not None:
-            await out.send(expired_line(self.error))
+            await out.send(self._expired(self.error))
             return
         spec = self.spec
         next_bookmark = trio.current_time() + spec.bookmark_interval
@@ -151,7 +159,7 @@ class Watch:
                 # Fell behind the window: the position it needs is gone (410, like a re-watch
                 # from its last resourceVersion would get).
                 await out.send(
-                    expired_line(TooOld(self.last_rv, self.log.oldest_rv(self.store.rv)))
+                    self._expired(TooOld(self.last_rv, self.log.oldest_rv(self.store.rv)))
                 )
                 return
             if events:

@@ -3,9 +3,8 @@ prints it, ``auth can-i`` (exit codes, --as, --list, subresources, cluster scope
 ``auth whoami``.
 
 Since 1.32 kubectl's typed commands (create serviceaccount/role/rolebinding/token, auth can-i,
-auth whoami) send protobuf bodies, which the emulator does not decode on this branch; those run
-on the newest JSON-speaking kubectl (1.31) beside 1.27 (and 1.28 for whoami, which 1.27 lacks).
-Reads and refusals need no request body and run on 1.27 and 1.33.
+auth whoami) send protobuf bodies, so they run on 1.27 and 1.31 (JSON) and 1.33 (protobuf); 1.28
+stands in for 1.27 where whoami is missing.
 """
 
 from __future__ import annotations
@@ -53,7 +52,7 @@ async def bot_token(k: Kubectl, *flags: str) -> str:
     return (await k.out("create", "token", "bot", *flags)).strip()
 
 
-@pytest.mark.parametrize("version", ["1.27", "1.31"])
+@pytest.mark.parametrize("version", ["1.27", "1.31", "1.33"])
 async def test_create_token_then_forbidden_then_allowed(
     version: str, emu: Emulator, tmp_path: Path
 ) -> None:
@@ -127,7 +126,7 @@ async def test_forbidden_messages_as_kubectl_prints_them(
     assert "bot" in await k.out("get", "serviceaccounts")
 
 
-@pytest.mark.parametrize("version", ["1.27", "1.31"])
+@pytest.mark.parametrize("version", ["1.27", "1.31", "1.33"])
 async def test_auth_can_i(version: str, emu: Emulator, tmp_path: Path) -> None:
     admin = kubectl_version(version, emu, tmp_path)
     token = await bot_token(admin)
@@ -173,7 +172,7 @@ async def test_auth_can_i(version: str, emu: Emulator, tmp_path: Path) -> None:
     assert "pods/eviction" not in elsewhere
 
 
-@pytest.mark.parametrize("version", ["1.28", "1.31"])
+@pytest.mark.parametrize("version", ["1.28", "1.31", "1.33"])
 async def test_auth_whoami(version: str, emu: Emulator, tmp_path: Path) -> None:
     admin = kubectl_version(version, emu, tmp_path)
     me = await admin.json("auth", "whoami")
