@@ -299,7 +299,11 @@ async def pb_watch(client: EmuClient, path: str) -> AsyncIterator[Any]:
     stream = await trio.open_tcp_stream(client.host, client.port)
     async with stream:
         conn = h11.Connection(h11.CLIENT)
-        headers = [("Host", f"{client.host}:{client.port}"), ("Accept", PB_ACCEPT["Accept"])]
+        headers = [
+            ("Host", f"{client.host}:{client.port}"),
+            ("Accept", PB_ACCEPT["Accept"]),
+            ("Authorization", f"Bearer {client.token}"),
+        ]
         await stream.send_all(
             conn.send(h11.Request(method="GET", target=path, headers=headers))
             + conn.send(h11.EndOfMessage())
