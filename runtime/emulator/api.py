@@ -16,6 +16,7 @@ from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry
 from kubetrio.runtime.emulator.eviction import evict
 from kubetrio.runtime.emulator.faults import Counters, Faults, reason_for
+from kubetrio.runtime.emulator.gc.policy import delete_warning
 from kubetrio.runtime.emulator.http import JSON, Request, Response, StreamResponse, json_response
 from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.meta import check_type_meta, sub_object
@@ -478,6 +479,13 @@ class KubeApi:
                 body["gracePeriodSeconds"] = grace
             if "propagationPolicy" in req.query:
                 body["propagationPolicy"] = req.query["propagationPolicy"]
+            orphan = req.query.get("orphanDependents")
+            if orphan is not None:
+                if orphan not in ("true", "false"):
+                    raise errors.bad_request(
+                        f'orphanDependents: Invalid value: "{orphan}": must be a boolean'
+                    )
+                body["orphanDependents"] = orphan == "true"
         return parse_delete_options(body)
 
     def _delete(self, req: Request, t: Target, dry_run: bool) -> Response:
@@ -489,8 +497,14 @@ class KubeApi:
             grace=opts.grace_period,
             preconditions=opts.preconditions,
             dry_run=dry_run or opts.dry_run,
+            propagation=opts.propagation,
+            orphan_dependents=opts.orphan_dependents,
         )
-        return self._object(req, t, entry, 200)
+        response = self._object(req, t, entry, 200)
+        warning = delete_warning(t.rt, opts.propagation, opts.orphan_dependents)
+        if warning:
+            response.headers.append(("Warning", f'299 - "{warning}"'))
+        return response
 
     def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:
         opts = self._delete_options(req)
@@ -506,6 +520,8 @@ class KubeApi:
                     md["name"],
                     grace=opts.grace_period,
                     dry_run=dry_run or opts.dry_run,
+                    propagation=opts.propagation,
+                    orphan_dependents=opts.orphan_dependents,
                 )
             except ApiError as exc:
                 if exc.code == 404:
