@@ -23,8 +23,8 @@ from kubetrio.runtime.emulator.clock import EmuClock
 from kubetrio.runtime.emulator.crd import crd_status, validate_crd
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry, EventLog, WatchEvent
-from kubetrio.runtime.emulator.gc.ownerrefs import check_owner_references
 from kubetrio.runtime.emulator.gc.policy import deletion_finalizers
+from kubetrio.runtime.emulator.gc.validation import check_gc_metadata
 from kubetrio.runtime.emulator.kinds import ResourceType, ResourceTypes, from_crd
 from kubetrio.runtime.emulator.meta import (
     check_finalizers,
@@ -309,7 +309,7 @@ class Store:
         check_string_map(rt.group, rt.kind, name, md, "labels")
         check_string_map(rt.group, rt.kind, name, md, "annotations")
         check_finalizers(rt.group, rt.kind, name, md)
-        check_owner_references(rt.group, rt.kind, name, md)
+        check_gc_metadata(rt.group, rt.kind, name, md)
         if self.find(rt, ns, name) is not None:
             raise errors.already_exists(rt.group, rt.plural, name)
         for f in _SERVER_MANAGED:
@@ -417,7 +417,7 @@ class Store:
             check_string_map(rt.group, rt.kind, name, md, "labels")
             check_string_map(rt.group, rt.kind, name, md, "annotations")
             check_finalizers(rt.group, rt.kind, name, md)
-            check_owner_references(rt.group, rt.kind, name, md)
+            check_gc_metadata(rt.group, rt.kind, name, md)
             new = obj
             if rt.has_status:
                 if "status" in old.obj:

@@ -513,3 +513,19 @@ async def test_nothing_indexed_for_objects_without_owners(
         emu.create(cm(f"plain-{i}"))
     emu.delete("v1", "ConfigMap", "plain-7", "default")
     assert not emu.gc._dependents and not emu.gc._to_delete and not emu.gc._to_orphan
+
+
+async def test_orphan_and_foreground_finalizers_exclude_each_other(
+    client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    body = cm("both", finalizers=("orphan", "foregroundDeletion"))
+    r = await client.request("POST", CMS, body)
+    assert r.status == 422
+    assert r.json()["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: []string{"orphan", "foregroundDeletion"}: finalizer orphan '
+            "and foregroundDeletion cannot be both set",
+            "field": "metadata.finalizers",
+        }
+    ]

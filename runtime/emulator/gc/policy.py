@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubetrio.runtime.emulator.errors import invalid
 from kubetrio.runtime.emulator.kinds import ResourceType
 
 ORPHAN = "orphan"
@@ -73,3 +74,23 @@ def delete_warning(rt: ResourceType, propagation: str | None, orphan: bool | Non
     if propagation is None and orphan is None and orphans_by_default(rt):
         return JOB_DELETE_WARNING
     return None
+
+
+def check_gc_finalizers(group: str, kind: str, name: str, md: dict[str, Any]) -> None:
+    """ValidateFinalizers: an object cannot ask to orphan and to delete its dependents."""
+    finalizers = md.get("finalizers")
+    if not isinstance(finalizers, list) or not set(GC_FINALIZERS) <= set(finalizers):
+        return
+    shown = "[]string{" + ", ".join(f'"{f}"' for f in finalizers) + "}"
+    raise invalid(
+        group,
+        kind,
+        name,
+        [
+            (
+                "FieldValueInvalid",
+                "metadata.finalizers",
+                f"Invalid value: {shown}: finalizer {ORPHAN} and {FOREGROUND} cannot be both set",
+            )
+        ],
+    )
