@@ -6,6 +6,7 @@ collection, namespace and graceful-pod paths; ownerReferences validation."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pykube
@@ -15,7 +16,7 @@ import trio.testing
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.runtime.client import Client
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .gc_helpers import cm, cm_of, ref, ref_uids, settle, until
@@ -529,3 +530,22 @@ async def test_orphan_and_foreground_finalizers_exclude_each_other(
             "field": "metadata.finalizers",
         }
     ]
+
+
+async def test_a_restored_state_is_verified_on_start(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    """Objects restored from a state file are checked as the real collector's first sync
+    checks what its informers list: one whose owner vanished meanwhile is collected."""
+    state = tmp_path / "state.json"
+    async with serve_emulator(state=state) as first:
+        owner = first.create(cm("owner"))
+        first.create(cm("child", ref(owner)))
+        first.create(cm("kept", ref(first.create(cm("stays")))))
+    doc = json.loads(state.read_text())
+    doc["objects"] = [o for o in doc["objects"] if o["object"]["metadata"]["name"] != "owner"]
+    state.write_text(json.dumps(doc))
+    async with serve_emulator(state=state) as second:
+        await until(second, lambda: gone(second, "child"))
+        await settle(second)
+        assert cm_of(second, "kept") is not None

@@ -49,9 +49,12 @@ class GarbageCollector:
         self._reported: set[tuple[str, str]] = set()
         self._wakeup = trio.Event()
         self._pass_done = trio.Event()
+        # What a restored state holds is verified as the real collector's first sync does.
         for rt in self.types.all():
             for entry in store.iter(rt):
                 self._observe(rt, entry.obj, None)
+        if self._to_delete or self._to_orphan:
+            self._wakeup.set()
         store.subscribe(self._on_change)
 
     # ----------------------------------------------------------------- graph (store hook)
