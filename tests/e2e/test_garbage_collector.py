@@ -17,6 +17,7 @@ import trio.testing
 from kubetrio.api.core import ConfigMap
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
+from kubetrio.runtime.emulator.cluster import ClusterSimulation
 from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .gc_helpers import cm, cm_of, ref, ref_uids, settle, until
@@ -549,3 +550,60 @@ async def test_a_restored_state_is_verified_on_start(
         await until(second, lambda: gone(second, "child"))
         await settle(second)
         assert cm_of(second, "kept") is not None
+
+
+async def test_foreground_deployment_waits_for_its_pods_to_terminate(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """With the simulated cluster: the Deployment, then its ReplicaSet, stay (foreground)
+    until the kubelet has ended every pod's grace period, on the emulator's clock."""
+    async with serve_emulator(simulate=ClusterSimulation(grace_factor=1.0)) as sim:
+        sim.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
+        labels = {"app": "web"}
+        sim.create(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": labels},
+                    "template": {
+                        "metadata": {"labels": labels},
+                        "spec": {
+                            "terminationGracePeriodSeconds": 20,
+                            "containers": [{"name": "c", "image": "busybox"}],
+                        },
+                    },
+                },
+            }
+        )
+        pods_rt, sets_rt = sim.resource("pods"), sim.resource("replicasets", "apps")
+
+        def running() -> int:
+            return sum(
+                1
+                for e in sim.store.iter(pods_rt, "default")
+                if (e.obj.get("status") or {}).get("phase") == "Running"
+            )
+
+        await until(sim, lambda: running() == 2)
+        start = trio.current_time()
+        sim.store.delete(
+            sim.resource("deployments", "apps"), "default", "web", propagation="Foreground"
+        )
+        await until(
+            sim,
+            lambda: all(
+                e.obj["metadata"].get("deletionTimestamp")
+                for e in sim.store.iter(pods_rt, "default")
+            ),
+        )
+        for kind, rt in (("Deployment", sim.resource("deployments", "apps")), ("RS", sets_rt)):
+            held = [e.obj["metadata"] for e in sim.store.iter(rt, "default")]
+            assert [m.get("finalizers") for m in held] == [["foregroundDeletion"]], kind
+        await until(sim, lambda: not list(sim.store.iter(pods_rt, "default")))
+        # Each pod took its grace period: meanwhile the owners stayed, held by their finalizer.
+        assert trio.current_time() - start >= 20
+        await until(sim, lambda: sim.get("apps/v1", "Deployment", "web", "default") is None)
+        assert not list(sim.store.iter(sets_rt, "default"))
