@@ -60,6 +60,11 @@ def _wants_table(req: Request) -> bool:
     return "as=Table" in req.header("accept")
 
 
+_GO_BOOLS = {v: True for v in ("1", "t", "T", "true", "TRUE", "True")} | {
+    v: False for v in ("0", "f", "F", "false", "FALSE", "False")
+}
+
+
 def _bool_param(v: str | None) -> bool:
     return v in ("1", "true", "True")
 
@@ -480,12 +485,12 @@ class KubeApi:
             if "propagationPolicy" in req.query:
                 body["propagationPolicy"] = req.query["propagationPolicy"]
             orphan = req.query.get("orphanDependents")
-            if orphan is not None:
-                if orphan not in ("true", "false"):
+            if orphan is not None:  # Go's strconv.ParseBool spellings
+                if orphan not in _GO_BOOLS:
                     raise errors.bad_request(
                         f'orphanDependents: Invalid value: "{orphan}": must be a boolean'
                     )
-                body["orphanDependents"] = orphan == "true"
+                body["orphanDependents"] = _GO_BOOLS[orphan]
         return parse_delete_options(body)
 
     def _delete(self, req: Request, t: Target, dry_run: bool) -> Response:
