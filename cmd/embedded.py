@@ -90,7 +90,7 @@ async def embedded_cluster(
         )
         try:
             url = await _read_url(process)
-            client = Client.from_url(url)
+            client = Client.from_url(url, token=admin_token(kubeconfig))
             await install_crds(client, crd_dir)
             storage = await serves_storage(client)
             yield EmbeddedCluster(url, kubeconfig, workdir, storage)
@@ -102,6 +102,12 @@ async def embedded_cluster(
             if process.returncode is None:
                 process.kill()
             log_file.close()
+
+
+def admin_token(kubeconfig: Path) -> str:
+    """The admin's bearer token from the kubeconfig the emulator wrote."""
+    doc = yaml.safe_load(kubeconfig.read_text())
+    return str(doc["users"][0]["user"]["token"])
 
 
 async def _read_url(process: trio.Process) -> str:

@@ -14,6 +14,10 @@ import trio
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
+    from kubetrio.runtime.emulator.gaps import plain_text
+
+    parser.epilog = plain_text()
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: pick one)")
     parser.add_argument(
         "--kubeconfig-out",
@@ -24,7 +28,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--state", type=Path, default=None, help="persist the store to FILE and restore it on start"
     )
-    parser.add_argument("--token", default=None, help="require this bearer token on API requests")
+    parser.add_argument(
+        "--token",
+        default=None,
+        help=(
+            "the admin's bearer token (user kubernetes-admin in system:masters, written to the "
+            "kubeconfig); default: a random one"
+        ),
+    )
+    parser.add_argument(
+        "--authorization-mode",
+        choices=("RBAC", "AlwaysAllow"),
+        default="RBAC",
+        help=(
+            "RBAC (default): requests may do what Roles and bindings grant; AlwaysAllow: "
+            "anything (tokens are still checked)"
+        ),
+    )
+    parser.add_argument(
+        "--no-rbac",
+        dest="authorization_mode",
+        action="store_const",
+        const="AlwaysAllow",
+        help="same as --authorization-mode=AlwaysAllow",
+    )
     parser.add_argument(
         "--watch-window",
         type=int,
@@ -110,6 +137,7 @@ async def _serve(args: argparse.Namespace) -> None:
         window=args.watch_window,
         bookmark_interval=args.bookmark_interval,
         simulate=ClusterSimulation.realistic() if args.simulate else None,
+        rbac=args.authorization_mode == "RBAC",
     )
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with serve_emulator(options=options) as emu, contextlib.AsyncExitStack() as stack:

@@ -9,7 +9,10 @@ injected latency; ``kubetrio emulator`` runs it standalone. The pieces:
 - ``emu.faults`` / ``emu.counters``: injected errors, latency, cut watches, expired history;
   requests per (verb, resource, subresource). Also over HTTP under ``/_emulator/`` (which, like
   routes added with ``emu.mount(prefix, handler)``, needs no token).
-- ``emu.kubeconfig_path``: a kubeconfig kubectl and pykube-ng use as is.
+- ``emu.kubeconfig_path``: a kubeconfig kubectl and pykube-ng use as is: the same port over TLS
+  (``emu.https_url``) with the admin's token ``emu.token`` (system:masters); clients of the
+  plain ``emu.url`` pass ``emu.token`` themselves. ``emu.access`` is authentication and RBAC
+  (``auth/``): ServiceAccount tokens, the bootstrap policy, reviews, impersonation.
 - ``serve_emulator(simulate=ClusterSimulation(...))`` (``kubetrio emulator --simulate``): the
   simulated cluster of ``cluster/`` (kubelets, scheduler, attach/detach, workload, disruption
   and node lifecycle controllers) runs behind the API on the same clock; ``emu.simulation``.

@@ -11,7 +11,8 @@ import msgspec
 import trio
 import yaml
 
-from kubetrio.runtime.emulator import discovery, errors, openapi
+from kubetrio.runtime.emulator import discovery, errors, fieldcheck, gaps
+from kubetrio.runtime.emulator.auth import Access
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry
 from kubetrio.runtime.emulator.eviction import evict
@@ -20,8 +21,10 @@ from kubetrio.runtime.emulator.gc.policy import delete_warning
 from kubetrio.runtime.emulator.http import JSON, Request, Response, StreamResponse, json_response
 from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.meta import check_type_meta, sub_object
+from kubetrio.runtime.emulator.openapi import OpenApi
 from kubetrio.runtime.emulator.options import DeleteOptions, parse_delete_options
 from kubetrio.runtime.emulator.patch import json_patch, merge_patch, strategic_merge
+from kubetrio.runtime.emulator.schema_admit import field_validation
 from kubetrio.runtime.emulator.selectors import FieldSelector, LabelSelector, combine
 from kubetrio.runtime.emulator.store import Store
 from kubetrio.runtime.emulator.tables import table
@@ -42,7 +45,6 @@ class Target:
 
 @dataclass(slots=True)
 class ApiSettings:
-    token: str | None = None
     bookmark_interval: float = 60.0
     server_address: str = "127.0.0.1:0"
 
@@ -81,15 +83,22 @@ def _int_param(req: Request, name: str) -> int | None:
 
 class KubeApi:
     def __init__(
-        self, store: Store, faults: Faults, counters: Counters, settings: ApiSettings
+        self,
+        store: Store,
+        faults: Faults,
+        counters: Counters,
+        settings: ApiSettings,
+        access: Access,
     ) -> None:
         self.store = store
+        self.access = access
         self.types = store.types
         self.faults = faults
         self.counters = counters
         self.settings = settings
         # Unfiltered LIST bodies of unchanged resources, reused as the watch cache would be.
-        self._list_cache: dict[tuple[str, str | None, str], tuple[int, bytes]] = {}
+        self._list_cache: dict[tuple[str, str | None, str], tuple[object, bytes]] = {}
+        self.openapi = OpenApi(store)
 
     async def __call__(self, req: Request) -> Response | StreamResponse:
         try:
@@ -98,9 +107,7 @@ class KubeApi:
             return json_response(exc.status(), exc.code, exc.headers)
 
     async def _handle(self, req: Request) -> Response | StreamResponse:
-        token = self.settings.token
-        if token and req.header("authorization") != f"Bearer {token}":
-            raise errors.unauthorized()
+        user = self.access.admit(req)  # 401/403 before anything else, as the apiserver
         parts = [p for p in req.path.split("/") if p]
         if not parts:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/version"]})
@@ -110,7 +117,7 @@ class KubeApi:
         if head in ("healthz", "readyz", "livez"):
             return Response(200, b"ok", "text/plain; charset=utf-8")
         if head == "openapi":
-            return openapi.serve(req, self.types, parts[1:])
+            return self.openapi.serve(req, parts[1:])
         if head == "api":
             if len(parts) == 1:
                 return json_response(discovery.api_versions(self.settings.server_address))
@@ -132,6 +139,11 @@ class KubeApi:
                 raise errors.no_such_resource()
             return json_response(doc)
         target = self._target(group, version, rest)
+        ns, body = target.namespace or "", lambda: _decode(req.body)
+        if self.access.serves(target.rt, target.sub):
+            answer = self.access.serve(req.method, target.rt, ns, target.name, user, body)
+            return json_response(answer, 201)
+        self.access.check_write(req.method, target.rt, ns, user, body)
         return await self._resource(req, target)
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:
@@ -153,6 +165,8 @@ class KubeApi:
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
         if sub and sub not in rt.subresources:
+            if sub in gaps.UNSERVED_SUBRESOURCES.get(rt.key, ()):
+                raise gaps.unserved(rt.plural, sub)
             raise errors.no_such_resource()
         return Target(rt, version, ns, name, sub, watch_path)
 
@@ -222,13 +236,15 @@ class KubeApi:
             if t.name:
                 raise errors.method_not_allowed()
             obj = self._body_object(req, t)
+            warnings = self._field_warnings(req, t, obj, "create", req.body)
             entry = self.store.create(t.rt, ns, obj, dry_run=dry_run)
-            return self._object(req, t, entry, 201)
+            return self._object(req, t, entry, 201, warnings)
         if verb == "update":
             self._check_writable_sub(t)
             obj = self._body_object(req, t)
+            warnings = self._field_warnings(req, t, obj, "update", req.body)
             entry = self.store.update(t.rt, ns, t.name, obj, t.sub, dry_run=dry_run)
-            return self._object(req, t, entry, 200)
+            return self._object(req, t, entry, 200, warnings)
         if verb == "patch":
             self._check_writable_sub(t)
             return self._patch(req, t, dry_run)
@@ -251,6 +267,16 @@ class KubeApi:
             _decode(req.body), (t.rt.api_version(t.version), *api_versions), t.rt.kind
         )
 
+    def _field_warnings(
+        self, req: Request, t: Target, obj: dict[str, Any], operation: str, body: bytes | None
+    ) -> list[tuple[str, str]]:
+        """fieldValidation: built-in kinds against their OpenAPI schema (what decoding into the
+        Go type does), custom resources against their CRD's structural schema; returns the
+        Warning headers to send."""
+        if t.rt.builtin:
+            return fieldcheck.check(t.rt, t.version, obj, req.query, body, operation)
+        return field_validation(self.store.crd_of(t.rt), obj, req.query.get("fieldValidation"))
+
     def _raw_for(self, t: Target, entry: Entry) -> bytes:
         """The object as the requested version names it (stored once, converted on the way
         out only when a CRD serves several versions)."""
@@ -261,13 +287,22 @@ class KubeApi:
         obj["apiVersion"] = want
         return msgspec.json.encode(obj)
 
-    def _object(self, req: Request, t: Target, entry: Entry, code: int) -> Response:
+    def _object(
+        self,
+        req: Request,
+        t: Target,
+        entry: Entry,
+        code: int,
+        warnings: list[tuple[str, str]] | None = None,
+    ) -> Response:
         if _wants_table(req):
             rv = entry.rv or None
             return json_response(
-                table(t.rt, [entry.obj], rv, req.query.get("includeObject", "Metadata")), code
+                table(t.rt, [entry.obj], rv, req.query.get("includeObject", "Metadata")),
+                code,
+                warnings,
             )
-        return Response(code, self._raw_for(t, entry))
+        return Response(code, self._raw_for(t, entry), headers=warnings or [])
 
     def _selectors(self, req: Request, t: Target) -> Any:
         label = LabelSelector(req.query.get("labelSelector", ""))
@@ -283,7 +318,10 @@ class KubeApi:
         joined: bytes | None = None
         cache_key = (t.rt.key, t.namespace, t.version)
         plain = pred is None and not limit and not cont and not table_wanted and exact is None
-        stamp = self.store.log_for(t.rt).end  # moves with every write to this resource
+        # Moves with every write to this resource and with every change of its CRD (which may
+        # re-default stored objects without a write).
+        crd = None if t.rt.builtin else self.store.crd_of(t.rt)
+        stamp = (self.store.log_for(t.rt).end, crd and crd["metadata"].get("resourceVersion"))
         if plain:
             hit = self._list_cache.get(cache_key)
             if hit is not None and hit[0] == stamp:
@@ -441,8 +479,9 @@ class KubeApi:
                 f"the name of the object ({md.get('name')}) does not match the name on the URL "
                 f"({t.name})"
             )
+        warnings = self._field_warnings(req, t, new, "patch", req.body)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
-        return self._object(req, t, entry, 200)
+        return self._object(req, t, entry, 200, warnings)
 
     def _apply(self, req: Request, t: Target, dry_run: bool) -> Response:
         """Server-side apply, approximated: create when missing, otherwise merge the applied
@@ -465,16 +504,17 @@ class KubeApi:
                 f"the URL ({t.name})"
             )
         ns = t.namespace or ""
+        warnings = self._field_warnings(req, t, applied, "apply", None)
         current = self.store.find(t.rt, ns, t.name)
         if current is None:
             if t.sub:
                 raise errors.not_found(t.rt.group, t.rt.plural, t.name)
             entry = self.store.create(t.rt, ns, applied, dry_run=dry_run)
-            return self._object(req, t, entry, 201)
+            return self._object(req, t, entry, 201, warnings)
         merge = strategic_merge if t.rt.builtin else merge_patch
         new = merge(current.clone(), applied)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
-        return self._object(req, t, entry, 200)
+        return self._object(req, t, entry, 200, warnings)
 
     def _delete_options(self, req: Request) -> DeleteOptions:
         body: Any = _decode(req.body) if req.body else {}

@@ -6,6 +6,7 @@ from typing import Any
 
 from kubetrio.runtime.emulator import errors
 from kubetrio.runtime.emulator.kinds import ResourceTypes, from_crd
+from kubetrio.runtime.emulator.schema_structural import check_crd
 
 
 def validate_crd(types: ResourceTypes, obj: dict[str, Any]) -> None:
@@ -21,6 +22,11 @@ def validate_crd(types: ResourceTypes, obj: dict[str, Any]) -> None:
             name,
             [("FieldValueInvalid", fld, msg)],
         ) from None
+    causes = check_crd(obj)
+    if causes:
+        raise errors.invalid(
+            "apiextensions.k8s.io", "CustomResourceDefinition", name, [c.triple() for c in causes]
+        )
     want = f"{rt.plural}.{rt.group}"
     if name != want:
         raise errors.invalid(

@@ -59,7 +59,7 @@ def _resource(rt: ResourceType) -> list[dict[str, Any]]:
         "singularName": rt.singular,
         "namespaced": rt.namespaced,
         "kind": rt.kind,
-        "verbs": VERBS,
+        "verbs": list(rt.verbs) or VERBS,
     }
     if rt.short_names:
         main["shortNames"] = list(rt.short_names)
@@ -96,6 +96,18 @@ def _resource(rt: ResourceType) -> list[dict[str, Any]]:
                     "singularName": "",
                     "namespaced": rt.namespaced,
                     "kind": "Binding",
+                    "verbs": ["create"],
+                }
+            )
+        elif sub == "token":
+            out.append(
+                {
+                    "name": f"{rt.plural}/token",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "group": "authentication.k8s.io",
+                    "version": "v1",
+                    "kind": "TokenRequest",
                     "verbs": ["create"],
                 }
             )

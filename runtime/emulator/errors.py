@@ -98,7 +98,8 @@ def invalid(group: str, kind: str, name: str, causes: list[tuple[str, str, str]]
         details["group"] = group
     details["kind"] = kind
     details["causes"] = [{"reason": t, "message": m, "field": f} for t, f, m in causes]
-    return ApiError(422, "Invalid", f'{kind} "{name}" is invalid: {text}', details)
+    qualified_kind = f"{kind}.{group}" if group else kind  # schema.GroupKind's String()
+    return ApiError(422, "Invalid", f'{qualified_kind} "{name}" is invalid: {text}', details)
 
 
 def no_such_resource() -> ApiError:

@@ -113,7 +113,7 @@ class HttpServer:
     def __init__(self, handler: Callable[[Request], Awaitable[Response | StreamResponse]]) -> None:
         self._handler = handler
 
-    async def serve_connection(self, stream: trio.SocketStream) -> None:
+    async def serve_connection(self, stream: trio.abc.Stream) -> None:
         conn = h11.Connection(h11.SERVER, max_incomplete_event_size=1024 * 1024)
         try:
             while True:
@@ -180,7 +180,7 @@ class HttpServer:
                 )
 
     async def _respond(
-        self, conn: h11.Connection, stream: trio.SocketStream, resp: Response | StreamResponse
+        self, conn: h11.Connection, stream: trio.abc.Stream, resp: Response | StreamResponse
     ) -> bool:
         if isinstance(resp, StreamResponse):
             return await self._stream(conn, stream, resp)
@@ -215,7 +215,7 @@ class HttpServer:
         return True
 
     async def _stream(
-        self, conn: h11.Connection, stream: trio.SocketStream, resp: StreamResponse
+        self, conn: h11.Connection, stream: trio.abc.Stream, resp: StreamResponse
     ) -> bool:
         headers = [
             ("Content-Type", resp.content_type),

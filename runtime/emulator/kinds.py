@@ -37,6 +37,8 @@ class ResourceType:
     builtin: bool = True
     printer_columns: tuple[PrinterColumn, ...] = ()
     field_labels: tuple[str, ...] = field(default=())
+    # Only these verbs (create-only reviews, never stored); empty: every usual verb.
+    verbs: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

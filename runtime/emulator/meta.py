@@ -24,7 +24,22 @@ def generate_name(prefix: str) -> str:
     return prefix + "".join(_rand.choice(_GENERATE_ALPHABET) for _ in range(5))
 
 
+def _check_path_segment(group: str, kind: str, name: str, field: str) -> None:
+    """RBAC objects are named like system:discovery: any name usable as one URL segment."""
+    problem = (
+        f"may not be '{name}'"
+        if name in (".", "..")
+        else next((f"may not contain '{c}'" for c in ("/", "%") if c in name), None)
+    )
+    if problem is not None:
+        raise invalid(
+            group, kind, name, [("FieldValueInvalid", field, f'Invalid value: "{name}": {problem}')]
+        )
+
+
 def check_name(group: str, kind: str, name: str, field: str = "metadata.name") -> None:
+    if group == "rbac.authorization.k8s.io":
+        return _check_path_segment(group, kind, name, field)
     if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
         raise invalid(
             group,

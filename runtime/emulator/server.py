@@ -3,7 +3,9 @@ or standalone (``kubetrio emulator``)."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import secrets
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
@@ -19,6 +21,7 @@ import yaml
 from kubetrio.runtime.emulator.admin import PREFIX as ADMIN_PREFIX
 from kubetrio.runtime.emulator.admin import Admin
 from kubetrio.runtime.emulator.api import ApiSettings, KubeApi
+from kubetrio.runtime.emulator.auth import Access
 from kubetrio.runtime.emulator.clock import EmuClock
 from kubetrio.runtime.emulator.cloud import PREFIX as CLOUD_PREFIX
 from kubetrio.runtime.emulator.cloud import CloudApi, SimulatedCloud
@@ -31,16 +34,19 @@ from kubetrio.runtime.emulator.http import Handler, HttpServer, Router
 from kubetrio.runtime.emulator.kinds import ResourceType, ResourceTypes
 from kubetrio.runtime.emulator.persistence import Persister, load_state
 from kubetrio.runtime.emulator.store import Store
+from kubetrio.runtime.emulator.tls import ServingCert, sniffing
 
 CONTEXT = "kubetrio-emulator"
 
 
-def kubeconfig(url: str, token: str | None) -> dict[str, Any]:
+def kubeconfig(url: str, token: str, ca_pem: bytes) -> dict[str, Any]:
+    """The admin's kubeconfig: ``url`` is the https one (kubectl sends tokens only over TLS)."""
+    cluster = {"server": url, "certificate-authority-data": base64.b64encode(ca_pem).decode()}
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": CONTEXT, "cluster": {"server": url}}],
-        "users": [{"name": CONTEXT, "user": {"token": token} if token else {}}],
+        "clusters": [{"name": CONTEXT, "cluster": cluster}],
+        "users": [{"name": CONTEXT, "user": {"token": token}}],
         "contexts": [
             {
                 "name": CONTEXT,
@@ -56,7 +62,7 @@ def kubeconfig(url: str, token: str | None) -> dict[str, Any]:
 class EmulatorOptions:
     port: int = 0
     host: str = "127.0.0.1"
-    token: str | None = None
+    token: str | None = None  # the admin's (system:masters) bearer token; made up when None
     state_path: Path | None = None
     kubeconfig_path: Path | None = None
     window: int = 10_000
@@ -64,10 +70,12 @@ class EmulatorOptions:
     persist_debounce: float = 0.5
     fault_seed: int = 0
     simulate: ClusterSimulation | None = None  # run the simulated cluster behaviours
+    rbac: bool = True  # False: every authenticated or anonymous request is allowed
 
 
 class Emulator:
-    """A served emulator: ``url``, ``store`` (Python access), ``faults``, ``counters``,
+    """A served emulator: ``url``, ``token`` (the admin's bearer token), ``store`` (Python
+    access), ``faults``, ``counters``, ``access`` (authentication and RBAC),
     ``kubeconfig_path``, ``cloud`` (the simulated cloud at ``/_cloud/``); ``mount(prefix,
     handler)`` adds further APIs on the same port."""
 
@@ -87,10 +95,18 @@ class Emulator:
         if self.persister is not None:
             self.store.on_change = self.persister.mark_dirty
         self.gc = GarbageCollector(self.store)
-        self.settings = ApiSettings(
-            token=options.token, bookmark_interval=options.bookmark_interval
+        self.settings = ApiSettings(bookmark_interval=options.bookmark_interval)
+        # The admin credential every in-tree client uses (the kubeconfig carries it).
+        self.token = options.token or secrets.token_urlsafe(32)
+        key_path = (
+            options.state_path.with_name(options.state_path.name + ".sa.key")
+            if options.state_path is not None
+            else None
         )
-        self.api = KubeApi(self.store, self.faults, self.counters, self.settings)
+        self.access = Access(
+            self.store, self.clock, self.token, rbac=options.rbac, key_path=key_path
+        )
+        self.api = KubeApi(self.store, self.faults, self.counters, self.settings, self.access)
         self.router = Router(self.api)
         self.router.mount(ADMIN_PREFIX, Admin(self.store, self.faults, self.counters))
         # The simulated cloud (what the sim machine driver calls) is always there; idle until
@@ -98,11 +114,13 @@ class Emulator:
         self.cloud = SimulatedCloud(self.store)
         self.router.mount(CLOUD_PREFIX, CloudApi(self.cloud))
         self.http = HttpServer(self._dispatch)
+        self.tls = ServingCert(options.host)
         self.simulation = (
             SimulatedCluster(self.store, options.simulate) if options.simulate else None
         )
         self.port = 0
-        self.url = ""
+        self.url = ""  # plain HTTP; the same port speaks TLS at https_url
+        self.https_url = ""
         self.kubeconfig_path = Path()
 
     async def _dispatch(self, req: Any) -> Any:
@@ -202,10 +220,16 @@ async def serve_emulator(
     try:
         async with trio.open_nursery() as nursery:
             listeners = await nursery.start(
-                partial(trio.serve_tcp, emu.http.serve_connection, opts.port, host=opts.host)
+                partial(
+                    trio.serve_tcp,
+                    sniffing(emu.http.serve_connection, emu.tls),
+                    opts.port,
+                    host=opts.host,
+                )
             )
             emu.port = listeners[0].socket.getsockname()[1]
             emu.url = f"http://{opts.host}:{emu.port}"
+            emu.https_url = f"https://{opts.host}:{emu.port}"
             emu.settings.server_address = f"{opts.host}:{emu.port}"
             if opts.kubeconfig_path is None:
                 tmpdir = tempfile.mkdtemp(prefix="kubetrio-emulator-")
@@ -213,7 +237,9 @@ async def serve_emulator(
             else:
                 emu.kubeconfig_path = opts.kubeconfig_path
             emu.kubeconfig_path.parent.mkdir(parents=True, exist_ok=True)
-            emu.kubeconfig_path.write_text(yaml.safe_dump(kubeconfig(emu.url, opts.token)))
+            emu.kubeconfig_path.write_text(
+                yaml.safe_dump(kubeconfig(emu.https_url, emu.token, emu.tls.ca_pem))
+            )
             if emu.persister is not None:
                 nursery.start_soon(emu.persister.run)
             if emu.simulation is not None:

@@ -18,9 +18,10 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.runtime.emulator import errors
+from kubetrio.runtime.emulator import errors, services
 from kubetrio.runtime.emulator.clock import EmuClock
 from kubetrio.runtime.emulator.crd import crd_status, validate_crd
+from kubetrio.runtime.emulator.defaults import apply_defaults
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry, EventLog, WatchEvent
 from kubetrio.runtime.emulator.gc.policy import deletion_finalizers
@@ -35,6 +36,7 @@ from kubetrio.runtime.emulator.meta import (
     metadata_of,
     new_uid,
 )
+from kubetrio.runtime.emulator.schema_admit import admit, default_stored
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +45,6 @@ Hook = Callable[[ResourceType, WatchEvent], None]
 
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
-# The pod spec fields API defaulting fills in that deletion and scheduling read.
-_POD_SPEC_DEFAULTS: tuple[tuple[str, Any], ...] = (
-    ("restartPolicy", "Always"),
-    ("terminationGracePeriodSeconds", 30),
-    ("dnsPolicy", "ClusterFirst"),
-    ("schedulerName", "default-scheduler"),
-)
 CRD_KEY = "customresourcedefinitions.apiextensions.k8s.io"
 _SERVER_MANAGED = (
     "uid",
@@ -318,6 +313,8 @@ class Store:
         md["creationTimestamp"] = self.clock.wall_rfc3339()
         md["generation"] = 1
         self._prepare_create(rt, obj)
+        if not rt.builtin:
+            admit(self.crd_of(rt), rt.group, rt.kind, obj)
         if dry_run:
             return Entry(obj, 0)
         md["resourceVersion"] = str(self._next_rv())
@@ -353,11 +350,12 @@ class Store:
 
     def _prepare_create(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Kind-specific defaults the apiserver applies on create (PrepareForCreate)."""
+        apply_defaults(rt.key, obj)
         if rt.key == "pods":
-            spec = obj.setdefault("spec", {})
-            for field, default in _POD_SPEC_DEFAULTS:
-                spec.setdefault(field, default)
             obj["status"] = {"phase": "Pending"}
+        elif rt.key == "services":
+            services.set_defaults(obj)
+            services.allocate(obj, (e.obj for e in self.iter(rt)))
         elif rt.key == "namespaces":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
@@ -459,6 +457,11 @@ class Store:
             if rt.key == CRD_KEY:
                 validate_crd(self.types, new)
                 new["status"] = crd_status(new, self.clock.wall_rfc3339())
+            apply_defaults(rt.key, new)
+            if rt.key == "services":
+                services.keep_allocated(new, old.obj, (e.obj for e in self.iter(rt)))
+        if not rt.builtin:
+            admit(self.crd_of(rt), rt.group, rt.kind, new, old.obj)
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
         if _spec_part(new) != _spec_part(old.obj):
@@ -633,6 +636,20 @@ class Store:
         rt = from_crd(obj)
         if rt.key != CRD_KEY:
             self.types.add(rt)
+            for entry in list(self.iter(rt)):
+                self._default_stored(rt, entry)
+
+    def crd_of(self, rt: ResourceType) -> dict[str, Any] | None:
+        """The CRD that serves ``rt`` (None for built-ins)."""
+        entry = self._objects.get(CRD_KEY, {}).get(("", rt.key))
+        return entry.obj if entry is not None else None
+
+    def _default_stored(self, rt: ResourceType, entry: Entry) -> None:
+        """Reads from storage see the current schema's defaults, as kube defaults on every
+        read from etcd: the stored entry is replaced, its resourceVersion kept."""
+        new = default_stored(self.crd_of(rt), entry.obj)
+        if new is not None:
+            self.bucket(rt)[_key_of(new)] = Entry(_ordered(new), entry.rv)
 
     def _unregister_crd(self, obj: dict[str, Any]) -> None:
         """The CRD is gone, so are its objects (the apiextensions cleanup finalizer's job)."""
@@ -661,11 +678,17 @@ class Store:
                     "",
                     {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
                 )
+        svc_rt = self.types.lookup("", "v1", "services")
+        assert svc_rt is not None
+        if self.find(svc_rt, "default", "kubernetes") is None:
+            self.create(svc_rt, "default", services.kubernetes_service())
 
     def load(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Put a persisted object back without an event (restoring, not writing)."""
         rv = int(obj["metadata"].get("resourceVersion") or 0)
         self.bucket(rt)[_key_of(obj)] = Entry(obj, rv)
+        if not rt.builtin:
+            self._default_stored(rt, Entry(obj, rv))
         self._sorted.pop(rt.key, None)
         if rt.key == CRD_KEY:
             self._register_crd(obj)

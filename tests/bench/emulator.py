@@ -88,6 +88,11 @@ def make_pod(i: int, owner_uids: list[str]) -> dict[str, Any]:
     }
 
 
+# The admin's bearer token the benchmark's emulator is started with (RBAC is on).
+TOKEN = "kubetrio-bench"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
 class Conn:
     """One keep-alive HTTP/1.1 connection (http.client), as a client library keeps them."""
 
@@ -98,7 +103,7 @@ class Conn:
         self, method: str, path: str, body: Any = None, ctype: str = "application/json"
     ) -> bytes:
         data = None if body is None else json.dumps(body).encode()
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", **AUTH}
         if data is not None:
             headers["Content-Type"] = ctype
         self.c.request(method, path, body=data, headers=headers)
@@ -111,7 +116,7 @@ class Conn:
 
 def start_emulator() -> tuple[subprocess.Popen[bytes], int]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kubetrio.cmd.main", "emulator", "--port", "0"],
+        [sys.executable, "-m", "kubetrio.cmd.main", "emulator", "--port", "0", "--token", TOKEN],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
@@ -200,7 +205,11 @@ def measure_watch(port: int, watchers: int, events: int) -> float:
 
     def watch(_: int) -> int:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        conn.request("GET", f"/api/v1/namespaces/{NS}/configmaps?watch=true&resourceVersion={rv}")
+        conn.request(
+            "GET",
+            f"/api/v1/namespaces/{NS}/configmaps?watch=true&resourceVersion={rv}",
+            headers=AUTH,
+        )
         resp = conn.getresponse()
         ready.wait()
         seen = 0

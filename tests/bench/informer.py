@@ -56,6 +56,8 @@ NAMESPACES = 20
 VARIANTS = ("kt", "kt_unthrottled", "pykube", "k8s_client")
 MEMORY_VARIANTS = ("kt", "pykube", "k8s_client")
 KIB = 1024
+TOKEN = "kubetrio-bench"  # the admin's bearer token the benchmark's emulator is started with
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 # --------------------------------------------------------------------------- the data set
 
@@ -326,6 +328,8 @@ def start_emulator(
             str(state),
             "--kubeconfig-out",
             str(kubeconfig),
+            "--token",
+            TOKEN,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -341,6 +345,7 @@ def start_emulator(
             try:
                 conn.request("GET", "/version")
                 if conn.getresponse().status == 200:
+                    plain_http(kubeconfig)
                     return proc
             finally:
                 conn.close()
@@ -361,8 +366,19 @@ def stop_emulator(proc: subprocess.Popen[bytes]) -> None:
 
 
 def server_url(kubeconfig: Path) -> str:
+    """The plain-HTTP URL of the emulator's port (its kubeconfig names the TLS one)."""
     doc = yaml.safe_load(kubeconfig.read_text())
-    return str(doc["clusters"][0]["cluster"]["server"])
+    return str(doc["clusters"][0]["cluster"]["server"]).replace("https://", "http://", 1)
+
+
+def plain_http(kubeconfig: Path) -> None:
+    """Point the kubeconfig at plain HTTP (with the admin token), as the benchmark measured
+    before the emulator spoke TLS: the clients compared here pay no TLS cost."""
+    doc = yaml.safe_load(kubeconfig.read_text())
+    cluster = doc["clusters"][0]["cluster"]
+    cluster["server"] = server_url(kubeconfig)
+    cluster.pop("certificate-authority-data", None)
+    kubeconfig.write_text(yaml.safe_dump(doc))
 
 
 def paged_list(url: str) -> tuple[int, int]:
@@ -374,7 +390,7 @@ def paged_list(url: str) -> tuple[int, int]:
     query = f"limit={PAGE}&resourceVersion=0"
     try:
         while True:
-            conn.request("GET", f"/api/v1/pods?{query}")
+            conn.request("GET", f"/api/v1/pods?{query}", headers=AUTH)
             resp = conn.getresponse()
             body = resp.read()
             if resp.status != 200:

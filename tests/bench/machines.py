@@ -130,6 +130,7 @@ MACHINES_PATH = f"/apis/{MACHINE_API}/namespaces/{NS}/machines"
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
 USER_DATA = "#!/bin/sh\nkubeadm join --token <<BOOTSTRAP_TOKEN>>\n"
 IN_FLIGHT = 16  # the driver's concurrent requests
+TOKEN = "kubetrio-bench"  # the admin's bearer token the emulator child is started with
 POLL = 0.05
 TIMEOUT = 1800.0
 SETTLE = 1.0  # after the last machine is gone: trailing requests still count
@@ -312,7 +313,8 @@ def emulator_child(window: int) -> None:
     from kubetrio.runtime.emulator.http import Request, Response, json_response
 
     async def main() -> None:
-        async with serve_emulator(options=EmulatorOptions(window=window)) as emu:
+        options = EmulatorOptions(window=window, token=TOKEN)
+        async with serve_emulator(options=options) as emu:
             for path in sorted(CRD_DIR.glob("*.yaml")):
                 emu.create(yaml.safe_load(path.read_text()))
             for doc in class_docs():
@@ -369,7 +371,7 @@ def manager_child(url: str, workers: int, qps: float, burst: int) -> None:
 
     async def main() -> None:
         config = ManagerConfig(workers={"machine": workers})
-        client = Client.from_url(url, qps=qps, burst=burst)
+        client = Client.from_url(url, token=TOKEN, qps=qps, burst=burst)
         manager = Manager(
             client,
             metrics_bind_address="0",
@@ -475,7 +477,7 @@ class Driver:
     def __init__(self, url: str) -> None:
         from kubetrio.runtime.client import Client
 
-        self.client = Client.from_url(url, qps=0, max_concurrency=IN_FLIGHT)
+        self.client = Client.from_url(url, token=TOKEN, qps=0, max_concurrency=IN_FLIGHT)
 
     async def create(self, names: list[str]) -> None:
         async def post(name: str) -> None:

@@ -57,7 +57,7 @@ async def emu() -> AsyncIterator[Emulator]:
 
 @pytest.fixture
 def client(emu: Emulator) -> EmuClient:
-    return EmuClient(emu.url)
+    return EmuClient(emu.url, emu.token)
 
 
 @dataclass

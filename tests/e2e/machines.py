@@ -123,7 +123,7 @@ async def machine_manager(
     emu: Emulator, *, workers: int = 5, **machine_options: Any
 ) -> AsyncIterator[Harness]:
     """A manager running only the machine controller; stopped (gracefully) on exit."""
-    client = Client.from_url(emu.url)
+    client = Client.from_url(emu.url, token=emu.token)
     config = ManagerConfig(machine=MachineConfig(**machine_options), workers={"machine": workers})
     manager = Manager(
         client,

@@ -49,7 +49,19 @@ MACHINE_CRD: dict[str, Any] = {
             "shortNames": ["mach"],
         },
         "versions": [
-            {"name": "v1alpha1", "served": True, "storage": True, "subresources": {"status": {}}}
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                # apiextensions.k8s.io/v1 requires a schema; this one keeps every field.
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
         ],
     },
 }
@@ -450,7 +462,7 @@ async def test_eviction_rules(
 
 async def test_watch_older_than_window_is_gone(mock_clock: trio.testing.MockClock) -> None:
     async with serve_emulator(window=3) as emu:
-        client = EmuClient(emu.url)
+        client = EmuClient(emu.url, emu.token)
         rvs = []
         for i in range(6):
             r = await client.request("POST", CMS, cm(f"w{i}"))

@@ -13,6 +13,12 @@ import yaml
 from kubetrio.runtime.emulator.testclient import EmuClient
 
 
+def admin_token(tmp_path: Path) -> str:
+    """The admin's token from the kubeconfig ``_start`` had the emulator write."""
+    config = yaml.safe_load((tmp_path / "kubeconfig").read_text())
+    return str(config["users"][0]["user"]["token"])
+
+
 async def _start(tmp_path: Path, *extra: str) -> tuple[trio.Process, str]:
     proc = await trio.lowlevel.open_process(
         [
@@ -43,10 +49,14 @@ async def test_standalone_state_and_signals(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
     proc, url = await _start(tmp_path, "--state", str(state), "--token", "t0k")
     config = yaml.safe_load((tmp_path / "kubeconfig").read_text())
-    assert config["clusters"][0]["cluster"]["server"] == url
+    # The kubeconfig names the same port over TLS: kubectl sends tokens only over https.
+    assert config["clusters"][0]["cluster"]["server"] == url.replace("http://", "https://")
+    assert config["clusters"][0]["cluster"]["certificate-authority-data"]
     assert config["users"][0]["user"] == {"token": "t0k"}
     client = EmuClient(url, token="t0k")
-    assert (await EmuClient(url).get("/api/v1/namespaces")).status == 401
+    assert (await EmuClient(url, token="wrong").get("/api/v1/namespaces")).status == 401
+    # No token at all is system:anonymous, which RBAC lets do nothing here.
+    assert (await EmuClient(url).get("/api/v1/namespaces")).status == 403
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -71,3 +81,18 @@ async def test_standalone_state_and_signals(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         with trio.fail_after(20):
             assert await proc.wait() == 0
+
+
+async def test_authorization_mode_always_allow(tmp_path: Path) -> None:
+    for flags, anonymous_status in (((), 403), (("--no-rbac",), 200)):
+        proc, url = await _start(tmp_path, *flags)
+        try:
+            assert (await EmuClient(url).get("/api/v1/nodes")).status == anonymous_status
+            # Authentication stays on either way.
+            assert (await EmuClient(url, "forged").get("/api/v1/nodes")).status == 401
+            admin = EmuClient(url, admin_token(tmp_path))
+            assert (await admin.get("/api/v1/nodes")).status == 200
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            with trio.fail_after(20):
+                assert await proc.wait() == 0

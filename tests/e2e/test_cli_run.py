@@ -118,8 +118,9 @@ def environment(plugins: Path | None = None) -> dict[str, str]:
 def run_args(emu: Emulator, *extra: str) -> list[str]:
     return kubetrio(
         "run",
-        "--master",
-        emu.url,
+        # The emulator's kubeconfig: its server and the admin's token (RBAC is on).
+        "--kubeconfig",
+        str(emu.kubeconfig_path),
         "--metrics-bind-address",
         "127.0.0.1:0",
         "--health-probe-bind-address",
@@ -213,7 +214,7 @@ async def test_bad_config_file_flag_and_unreachable_server(tmp_path: Path) -> No
 
 
 async def test_sigterm_lets_a_slow_reconcile_finish(emu: Emulator, plugin_path: Path) -> None:
-    client = Client.from_url(emu.url)
+    client = Client.from_url(emu.url, token=emu.token)
     watcher = Watcher(Informer(client, ConfigMap))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watcher.informer.run)
@@ -260,7 +261,7 @@ async def test_leader_election_fails_over_without_two_leaders(
         "--leader-elect-retry-period",
         "0.5s",
     ]
-    client = Client.from_url(emu.url)
+    client = Client.from_url(emu.url, token=emu.token)
     maps = Watcher(Informer(client, ConfigMap))
     leases = Watcher(Informer(client, Lease, namespace="default"))
     async with trio.open_nursery() as nursery:

@@ -144,9 +144,9 @@ async def test_unreachable_and_unauthorized_errors_are_clear(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     async with serve_emulator(token="s3cret") as emu:
-        anonymous = Client.from_url(emu.url)
+        wrong = Client.from_url(emu.url, token="not-the-token")
         with pytest.raises(ApiError) as caught:
-            await anonymous.list(Pod)
+            await wrong.list(Pod)
         assert is_unauthorized(caught.value)
         assert "s3cret" not in str(caught.value)
         authorised = Client.from_url(emu.url, token="s3cret")

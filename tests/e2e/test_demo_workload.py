@@ -25,7 +25,7 @@ async def test_demo_workload_spreads_over_sim_machines(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     async with serve_emulator(simulate=ClusterSimulation.realistic()) as emu:
-        client = Client.from_url(emu.url)
+        client = Client.from_url(emu.url, token=emu.token)
         await install_crds(client)
         await install_crds(client)  # a second start on kept state: no error
         await seed.seed_machines(client, 2)

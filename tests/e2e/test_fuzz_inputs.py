@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubetrio.runtime.emulator import serve_emulator
+from kubetrio.runtime.emulator.schema_validate import validate
 from kubetrio.runtime.emulator.testclient import EmuClient
 
 FIELDS = [
@@ -88,6 +89,16 @@ PDB = {
     "metadata": {"name": "b"},
     "spec": {"selector": {}},
 }
+# A typed custom resource, so fuzzed bodies also exercise schema validation and pruning.
+SPEC = {
+    "type": "object",
+    "properties": {
+        "phase": {"type": "string", "enum": ["", "x"]},
+        "values": {"type": "array", "items": {"type": "integer"}, "maxItems": 2},
+        "data": {"type": "object", "additionalProperties": {"type": "string"}},
+        "selector": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    },
+}
 CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
@@ -96,10 +107,20 @@ CRD = {
         "group": "example.com",
         "scope": "Namespaced",
         "names": {"plural": "things", "kind": "Thing"},
-        "versions": [{"name": "v1", "served": True, "storage": True}],
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": SPEC}}},
+            }
+        ],
     },
 }
 PODS = "/api/v1/namespaces/default/pods"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+THINGS = "/apis/example.com/v1/namespaces/default/things"
+THING = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {}}
 TARGETS: list[tuple[str, str, str, dict[str, Any] | None]] = [
     ("POST", PODS, "application/json", POD),
     ("PUT", f"{PODS}/p", "application/json", POD),
@@ -129,7 +150,11 @@ TARGETS: list[tuple[str, str, str, dict[str, Any] | None]] = [
         "application/json",
         PDB,
     ),
-    ("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", CRD),
+    ("POST", CRDS, "application/json", CRD),
+    ("POST", THINGS + "?fieldValidation=Strict", "application/json", THING),
+    ("PUT", f"{THINGS}/t", "application/json", THING),
+    ("PATCH", f"{THINGS}/t", "application/merge-patch+json", None),
+    ("PATCH", f"{THINGS}/t/status", "application/json-patch+json", None),
 ]
 
 requests = st.lists(
@@ -163,11 +188,13 @@ def _body(template: dict[str, Any] | None, field: str, value: Any, replace_whole
 
 async def _scenario(reqs: list[tuple[int, str, Any, str]], label: str, fields: str) -> None:
     async with serve_emulator() as emu:
-        client = EmuClient(emu.url)
+        client = EmuClient(emu.url, emu.token)
         for body in (NODE, POD):
             path = "/api/v1/nodes" if body is NODE else PODS
             assert (await client.request("POST", path, body)).status == 201
         await client.request("POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", PDB)
+        await client.request("POST", f"{CRDS}?fieldValidation=Strict", CRD)
+        assert (await client.request("POST", THINGS, THING)).status == 201
         for index, field, value, where in reqs:
             method, path, ctype, template = TARGETS[index]
             body = _body(template, field, value, where)
@@ -175,7 +202,11 @@ async def _scenario(reqs: list[tuple[int, str, Any, str]], label: str, fields: s
             assert r.status != 500 and r.status < 600, (method, path, body, r.body)
             assert r.headers["content-type"] == "application/json"
             r.json()
-        for path in (PODS, "/api/v1/nodes", "/apis/policy/v1/poddisruptionbudgets"):
+        # Whatever was accepted for the custom resource holds to its schema.
+        schema = CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]  # type: ignore[index]
+        for thing in (await client.get(THINGS)).json()["items"]:
+            assert validate(schema, thing) == [], thing
+        for path in (PODS, "/api/v1/nodes", "/apis/policy/v1/poddisruptionbudgets", THINGS):
             for accept in ("application/json", "application/json;as=Table;v=v1;g=meta.k8s.io"):
                 query = f"?labelSelector={quote(label)}&fieldSelector={quote(fields)}"
                 r = await client.get(path + query, headers={"Accept": accept})

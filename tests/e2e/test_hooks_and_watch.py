@@ -171,7 +171,7 @@ async def test_persistence_restores_objects_and_resource_versions(
 ) -> None:
     state = tmp_path / "state.json"
     async with serve_emulator(state=state) as emu:
-        client = EmuClient(emu.url)
+        client = EmuClient(emu.url, emu.token)
         from .test_api_rules import MACHINE_CRD
 
         await client.request(
@@ -192,7 +192,7 @@ async def test_persistence_restores_objects_and_resource_versions(
         rv_before = emu.store.rv
     assert state.exists()
     async with serve_emulator(state=state) as emu:
-        client = EmuClient(emu.url)
+        client = EmuClient(emu.url, emu.token)
         r = await client.get(f"{CMS}/kept")
         assert r.status == 200 and r.json()["data"] == {"a": "1"}
         r = await client.get("/apis/machine.sapcloud.io/v1alpha1/namespaces/default/machines/m1")

@@ -221,7 +221,7 @@ async def test_refused_access_is_logged_clearly_and_retried(
     caplog: pytest.LogCaptureFixture, mock_clock: trio.testing.MockClock
 ) -> None:
     async with serve_emulator(token="t0ken") as emu:
-        informer = Informer(Client.from_url(emu.url), Pod)
+        informer = Informer(Client.from_url(emu.url, token="not-t0ken"), Pod)
         caplog.set_level(logging.WARNING, logger="kubetrio.informer")
         with trio.move_on_after(10):
             await informer.run()

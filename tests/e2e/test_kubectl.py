@@ -155,7 +155,10 @@ async def test_label_annotate_patch(kubectl: Kubectl, emu: Emulator) -> None:
     p = await kubectl.json("get", "pod", "p1")
     assert p["metadata"]["labels"] == {"app": "web", "color": "red", "m": "1", "j": "2"}
     assert p["metadata"]["annotations"]["note"] == "hello"
-    assert p["spec"]["containers"] == [{"name": "c", "image": "busybox:2"}]
+    # Merged by name: one container, its image replaced, API defaults (set at create) kept.
+    [container] = p["spec"]["containers"]
+    assert (container["name"], container["image"]) == ("c", "busybox:2")
+    assert container["terminationMessagePath"] == "/dev/termination-log"
     failed = await kubectl.run(
         "patch",
         "pod",

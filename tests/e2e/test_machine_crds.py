@@ -40,7 +40,7 @@ async def test_crds_apply_and_serve_typed_objects(emu: Emulator, kubectl: Kubect
     assert "machineclasses.machine.sapcloud.io created" in out
     await kubectl.apply([MACHINE_CLASS, MACHINE])
 
-    client = Client.from_url(emu.url)
+    client = Client.from_url(emu.url, token=emu.token)
     cls = await client.get(MachineClass, "small", "default")
     assert cls.provider == "sim"
     assert cls.provider_spec["failNext"] == {"create": {"count": 1}}

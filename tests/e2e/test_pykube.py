@@ -181,11 +181,28 @@ async def test_bearer_token_required(mock_clock: trio.testing.MockClock) -> None
         api = api_for(emu)  # the kubeconfig carries the token
         names = await blocking(lambda: [n.name for n in pykube.Namespace.objects(api)])
         assert "kube-system" in names
-        anonymous = pykube.HTTPClient(pykube.KubeConfig.from_url(emu.url))
+        wrong = pykube.HTTPClient(
+            pykube.KubeConfig(
+                {
+                    "clusters": [{"name": "c", "cluster": {"server": emu.url}}],
+                    "users": [{"name": "u", "user": {"token": "not-the-token"}}],
+                    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+                    "current-context": "x",
+                }
+            )
+        )
         with pytest.raises(pykube.exceptions.HTTPError) as err:
-            await blocking(lambda: pykube.Namespace.objects(anonymous).get_by_name("default"))
+            await blocking(lambda: pykube.Namespace.objects(wrong).get_by_name("default"))
         assert err.value.code == 401
-        r = await blocking(lambda: anonymous.get(url="namespaces", version="v1"))
+        r = await blocking(lambda: wrong.get(url="namespaces", version="v1"))
         assert r.status_code == 401
         assert r.headers["Content-Type"] == "application/json"
         assert r.json()["reason"] == "Unauthorized"
+        # No token is the anonymous user, not an authentication failure: RBAC refuses it.
+        anonymous = pykube.HTTPClient(pykube.KubeConfig.from_url(emu.url))
+        r = await blocking(lambda: anonymous.get(url="namespaces", version="v1"))
+        assert r.status_code == 403
+        assert r.json()["message"] == (
+            'namespaces is forbidden: User "system:anonymous" cannot list resource '
+            '"namespaces" in API group "" at the cluster scope'
+        )

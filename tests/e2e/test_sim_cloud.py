@@ -52,7 +52,7 @@ async def code_of(call: Any) -> Code:
 async def test_create_boots_and_registers_node(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    client = Client.from_url(emu.url)
+    client = Client.from_url(emu.url, token=emu.token)
     registry = DriverRegistry()
     register_sim(registry, client)
     driver = registry.for_class(machine_class())
@@ -86,7 +86,7 @@ async def test_create_boots_and_registers_node(
 
 
 async def test_scripted_create_errors(emu: Emulator, mock_clock: trio.testing.MockClock) -> None:
-    driver = SimDriver(Client.from_url(emu.url))
+    driver = SimDriver(Client.from_url(emu.url, token=emu.token))
     cls = machine_class(failNext={"create": {"code": "ResourceExhausted", "count": 2}})
     m = machine("m-1")
     assert await code_of(driver.create_machine(m, cls, NO_SECRET)) is Code.ResourceExhausted
@@ -95,7 +95,7 @@ async def test_scripted_create_errors(emu: Emulator, mock_clock: trio.testing.Mo
     assert (await driver.create_machine(machine("m-2"), cls, NO_SECRET)).provider_id
 
     # Scripted from outside: the next delete of the class is Unavailable, then it works.
-    client = Client.from_url(emu.url)
+    client = Client.from_url(emu.url, token=emu.token)
     body = {"class": "default/small", "operation": "delete", "code": "Unavailable", "count": 1}
     await client.request("POST", "/_cloud/v1/script", body=msgspec.json.encode(body))
     with pytest.raises(MachineError) as info:
@@ -112,7 +112,7 @@ async def test_scripted_create_errors(emu: Emulator, mock_clock: trio.testing.Mo
 
 
 async def test_list_and_delete(emu: Emulator, mock_clock: trio.testing.MockClock) -> None:
-    client = Client.from_url(emu.url)
+    client = Client.from_url(emu.url, token=emu.token)
     driver = SimDriver(client)
     small, large = machine_class("small"), machine_class("large")
     a = await driver.create_machine(machine("a"), small, NO_SECRET)
@@ -141,7 +141,7 @@ async def test_list_and_delete(emu: Emulator, mock_clock: trio.testing.MockClock
 async def test_initialization_when_scripted(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    driver = SimDriver(Client.from_url(emu.url))
+    driver = SimDriver(Client.from_url(emu.url, token=emu.token))
     plain, needs = machine_class("plain"), machine_class("needs", needsInitialization=True)
     await driver.create_machine(machine("p"), plain, NO_SECRET)
     assert await code_of(driver.initialize_machine(machine("p"), plain, NO_SECRET)) is (
@@ -156,7 +156,7 @@ async def test_initialization_when_scripted(
 
 
 async def test_get_volume_ids_pairs_by_name(emu: Emulator) -> None:
-    driver = SimDriver(Client.from_url(emu.url))
+    driver = SimDriver(Client.from_url(emu.url, token=emu.token))
     pvs = [
         msgspec.convert(
             {"metadata": {"name": name}, "spec": {"csi": {"driver": drv, "volumeHandle": h}}},
@@ -174,7 +174,7 @@ async def test_get_volume_ids_pairs_by_name(emu: Emulator) -> None:
 
 async def test_never_ready_and_later_condition(mock_clock: trio.testing.MockClock) -> None:
     async with serve_emulator(simulate=ClusterSimulation()) as emu:
-        client = Client.from_url(emu.url)
+        client = Client.from_url(emu.url, token=emu.token)
         driver = SimDriver(client)
         never = machine_class("never", neverReady=True, nodeName="stale-node")
         going_bad = machine_class(

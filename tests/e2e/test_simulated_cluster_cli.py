@@ -12,14 +12,14 @@ import trio
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.informer import Informer
 
-from .test_cli import _start
+from .test_cli import _start, admin_token
 from .test_simulated_cluster import SimPod, Watched, node, pod
 
 
 async def test_standalone_emulator_simulates_the_cluster(tmp_path: Path) -> None:
     proc, url = await _start(tmp_path, "--simulate")
     try:
-        client = Client.from_url(url)
+        client = Client.from_url(url, token=admin_token(tmp_path))
         informer: Informer[SimPod] = Informer(client, SimPod)
         pods = Watched(informer)
         async with trio.open_nursery() as nursery:

@@ -14,14 +14,14 @@ from kubetrio.controllers.storage import list_storage_nodes
 from kubetrio.controllers.storage.sim import NODE_ID_ANNOTATION, storage_url
 from kubetrio.runtime.emulator.testclient import EmuClient
 
-from .test_cli import _start
+from .test_cli import _start, admin_token
 
 
 @pytest.mark.parametrize("flag", ["--storage-sim", "--simulate"])
 async def test_standalone_emulator_serves_the_storage_service(tmp_path: Path, flag: str) -> None:
     proc, url = await _start(tmp_path, flag)
     try:
-        client = EmuClient(url)
+        client = EmuClient(url, admin_token(tmp_path))
         node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "w1"}}
         created = await client.request("POST", "/api/v1/nodes", node)
         assert created.status == 201
@@ -50,7 +50,8 @@ async def test_standalone_emulator_serves_the_storage_service(tmp_path: Path, fl
 async def test_plain_emulator_has_no_storage_service(tmp_path: Path) -> None:
     proc, url = await _start(tmp_path)
     try:
-        assert (await EmuClient(url).get("/_storage/v1/nodes")).status == 404
+        admin = EmuClient(url, admin_token(tmp_path))
+        assert (await admin.get("/_storage/v1/nodes")).status == 404
     finally:
         proc.send_signal(signal.SIGTERM)
         with trio.fail_after(20):

@@ -135,10 +135,12 @@ async def test_offline_then_lock_then_master_volume_then_deleted(
             await backend.delete_node("w1")
         assert info.value.reason.startswith("node still in use")
 
-        reply = await EmuClient(emu.url).get("/_storage/v1/volumes")
+        reply = await EmuClient(emu.url, emu.token).get("/_storage/v1/volumes")
         solo = next(v for v in reply.json()["items"] if v["name"] == "solo")
         assert (
-            await EmuClient(emu.url).request("DELETE", f"/_storage/v1/volumes/{solo['id']}")
+            await EmuClient(emu.url, emu.token).request(
+                "DELETE", f"/_storage/v1/volumes/{solo['id']}"
+            )
         ).status == 200
         await backend.delete_node("w1")
         assert storage.node("w1") is None
@@ -170,7 +172,7 @@ async def test_scripted_failures_and_hangs(
     async with storage_for(emu) as storage:
         storage.add_node("gone", offline=True, lock_expired=True)
         backend = HttpStorageBackend(storage_url(emu.url), timeout=20)
-        admin = EmuClient(emu.url)
+        admin = EmuClient(emu.url, emu.token)
         reply = await admin.request(
             "POST", "/_storage/v1/faults", {"op": "list", "count": 2, "status": 503}
         )
@@ -214,14 +216,14 @@ async def test_bad_requests_name_the_problem(
 ) -> None:
     async with storage_for(emu) as storage:
         storage.add_node("dup")
-        reply = await EmuClient(emu.url).request(method, path, body)
+        reply = await EmuClient(emu.url, emu.token).request(method, path, body)
         assert reply.status == status
         assert message in reply.json()["error"]
 
 
 async def test_admin_api_adds_nodes_and_volumes(emu: Emulator) -> None:
     async with storage_for(emu) as storage:
-        admin = EmuClient(emu.url)
+        admin = EmuClient(emu.url, emu.token)
         reply = await admin.request(
             "POST", "/_storage/v1/nodes", {"name": "a", "offline": True, "lockExpired": True}
         )

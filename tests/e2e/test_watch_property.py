@@ -52,7 +52,7 @@ async def _apply(client: EmuClient, op: Op, counter: list[int]) -> None:
 
 async def _scenario(ops: list[Op], watchers: list[tuple[int, float, bool]], writers: int) -> None:
     async with serve_emulator() as emu:
-        client = EmuClient(emu.url)
+        client = EmuClient(emu.url, emu.token)
         rt = emu.resource("configmaps")
         reached = [trio.Event() for _ in range(len(ops) + 1)]
         reached[0].set()

@@ -1,0 +1,229 @@
+"""The one gate every Kubernetes API request passes, in the apiserver's filter order:
+authenticate (bearer token, else anonymous), impersonate (itself authorized), authorize
+(system:masters, then RBAC unless it is switched off). In-process cluster behaviours write to
+the store directly and never come through here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubetrio.runtime.emulator import errors
+from kubetrio.runtime.emulator.auth.attributes import Attributes, request_attributes
+from kubetrio.runtime.emulator.auth.authn import Authenticator
+from kubetrio.runtime.emulator.auth.bootstrap import DefaultServiceAccounts, bootstrap_policy
+from kubetrio.runtime.emulator.auth.escalation import EscalationCheck
+from kubetrio.runtime.emulator.auth.rbac import GROUP, RbacAuthorizer, RbacTypes
+from kubetrio.runtime.emulator.auth.reviews import (
+    VIRTUAL_TYPES,
+    Reviews,
+    impersonated_user,
+    is_master,
+)
+from kubetrio.runtime.emulator.auth.tokens import TokenError, TokenIssuer, load_or_create_key
+from kubetrio.runtime.emulator.auth.users import (
+    ADMIN,
+    ANONYMOUS_USER,
+    UserInfo,
+    split_service_account,
+)
+from kubetrio.runtime.emulator.clock import EmuClock
+from kubetrio.runtime.emulator.errors import ApiError
+from kubetrio.runtime.emulator.http import Request
+from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.runtime.emulator.store import Store
+
+_VIRTUAL_KEYS = frozenset(rt.key for rt in VIRTUAL_TYPES)
+
+
+def forbidden(a: Attributes, reason: str = "") -> ApiError:
+    """403 worded as responsewriters.Forbidden words it (kubectl prints it verbatim)."""
+    who = a.user.name
+    if not a.resource_request:
+        msg = f'User "{who}" cannot {a.verb} path "{a.path}"'
+    else:
+        resource = f"{a.resource}/{a.subresource}" if a.subresource else a.resource
+        where = f'in the namespace "{a.namespace}"' if a.namespace else "at the cluster scope"
+        msg = f'User "{who}" cannot {a.verb} resource "{resource}" in API group "{a.group}" {where}'
+    if reason:
+        msg = f"{msg}: {reason}"
+    details: dict[str, Any] = {}
+    if a.resource_request and a.resource:
+        qualified = f"{a.resource}.{a.group}" if a.group else a.resource
+        head = f'{qualified} "{a.name}"' if a.name else qualified
+        msg = f"{head} is forbidden: {msg}"
+        if a.name:
+            details["name"] = a.name
+        if a.group:
+            details["group"] = a.group
+        details["kind"] = a.resource
+    else:
+        msg = f"forbidden: {msg}"
+    return ApiError(403, "Forbidden", msg, details)
+
+
+def _rt(store: Store, group: str, plural: str) -> ResourceType:
+    rt = store.types.lookup(group, "v1", plural)
+    assert rt is not None, f"{plural} is a built-in kind"
+    return rt
+
+
+class Access:
+    def __init__(
+        self,
+        store: Store,
+        clock: EmuClock,
+        admin_token: str,
+        *,
+        rbac: bool = True,
+        key_path: Path | None = None,
+    ) -> None:
+        self.store = store
+        self.rbac_enabled = rbac
+        for rt in VIRTUAL_TYPES:
+            store.types.add(rt)
+        rbac_g = "rbac.authorization.k8s.io"
+        types = RbacTypes(
+            roles=_rt(store, rbac_g, "roles"),
+            role_bindings=_rt(store, rbac_g, "rolebindings"),
+            cluster_roles=_rt(store, rbac_g, "clusterroles"),
+            cluster_role_bindings=_rt(store, rbac_g, "clusterrolebindings"),
+        )
+        self.service_accounts = _rt(store, "", "serviceaccounts")
+        self.issuer = TokenIssuer(lambda: load_or_create_key(key_path))
+        self.authn = Authenticator(store, clock, self.issuer, {admin_token: ADMIN})
+        self.rbac = RbacAuthorizer(store, types)
+        self.escalation = EscalationCheck(self.rbac, self.authorize)
+        self.reviews = Reviews(
+            store, self.authn, self.rbac, self.authorize, lambda: self.rbac_enabled
+        )
+        bootstrap_policy(store, types.cluster_roles, types.cluster_role_bindings)
+        DefaultServiceAccounts(store, _rt(store, "", "namespaces"), self.service_accounts).start()
+
+    # -- the filter chain
+
+    def admit(self, req: Request) -> UserInfo:
+        """The user the request acts as, once it may do what it asks; raises 401/403."""
+        user = self._authenticate(req)
+        user = self._impersonate(req, user)
+        if is_master(user) or not self.rbac_enabled:
+            return user  # the common case (every in-tree client) skips parsing the URL
+        a = request_attributes(req, user)
+        allowed, reason = self.authorize(a)
+        if not allowed:
+            raise forbidden(a, reason)
+        return user
+
+    def _authenticate(self, req: Request) -> UserInfo:
+        scheme, _, token = req.header("authorization").strip().partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            return ANONYMOUS_USER
+        try:
+            return self.authn.authenticate(token).user
+        except TokenError:
+            raise errors.unauthorized() from None
+
+    def _impersonate(self, req: Request, actor: UserInfo) -> UserInfo:
+        if not any(k.startswith("impersonate-") for k in req.headers):
+            return actor
+        name = req.header("impersonate-user")
+        groups = [g.strip() for g in req.header("impersonate-group").split(",") if g.strip()]
+        uid = req.header("impersonate-uid")
+        extras = {k: v for k, v in req.headers.items() if k.startswith("impersonate-extra-")}
+        if not name:
+            if groups or uid or extras:
+                raise errors.bad_request(
+                    "requested impersonation of groups, uid or extra without impersonating a user"
+                )
+            return actor
+        sa = split_service_account(name)
+        checks = [
+            Attributes(
+                actor, "impersonate", True, resource="serviceaccounts", namespace=sa[0], name=sa[1]
+            )
+            if sa
+            else Attributes(actor, "impersonate", True, resource="users", name=name)
+        ]
+        checks += [
+            Attributes(actor, "impersonate", True, resource="groups", name=g) for g in groups
+        ]
+        if uid:
+            checks.append(
+                Attributes(
+                    actor,
+                    "impersonate",
+                    True,
+                    group="authentication.k8s.io",
+                    resource="uids",
+                    name=uid,
+                )
+            )
+        extra: dict[str, list[str]] = {}
+        for header, value in extras.items():
+            key = header[len("impersonate-extra-") :]
+            values = [v.strip() for v in value.split(",")]
+            extra[key] = values
+            checks += [
+                Attributes(
+                    actor,
+                    "impersonate",
+                    True,
+                    group="authentication.k8s.io",
+                    resource="userextras",
+                    subresource=key,
+                    name=v,
+                )
+                for v in values
+            ]
+        for check in checks:
+            allowed, reason = self.authorize(check)
+            if not allowed:
+                raise forbidden(check, reason)
+        user = impersonated_user(name, groups, uid)
+        if extra:
+            user = UserInfo(user.name, user.groups, user.uid, extra)
+        return user
+
+    def authorize(self, a: Attributes) -> tuple[bool, str]:
+        if is_master(a.user) or not self.rbac_enabled:
+            return True, ""
+        return self.rbac.authorize(a)
+
+    def check_write(
+        self,
+        method: str,
+        rt: ResourceType,
+        namespace: str,
+        user: UserInfo,
+        body: Callable[[], Any],
+    ) -> None:
+        """RBAC's escalation check for a create/replace of a role or binding; ``body`` decodes
+        the request body (only called when it matters). A PATCH is not checked: its result is
+        only known inside the store."""
+        if rt.group != GROUP or method not in ("POST", "PUT") or not self.rbac_enabled:
+            return
+        if not is_master(user):
+            self.escalation.check(user, rt.plural, namespace, body())
+
+    # -- the endpoints that answer from here rather than from the store
+
+    def serves(self, rt: ResourceType, sub: str) -> bool:
+        return rt.key in _VIRTUAL_KEYS or (rt is self.service_accounts and sub == "token")
+
+    def serve(
+        self,
+        method: str,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        user: UserInfo,
+        body: Callable[[], Any],
+    ) -> dict[str, Any]:
+        """The answer (201) to a review or TokenRequest; ``body`` decodes the request body."""
+        if method != "POST" or (rt.key in _VIRTUAL_KEYS and name):
+            raise errors.method_not_allowed()
+        if rt.key in _VIRTUAL_KEYS:
+            return self.reviews.handle(rt, namespace, body(), user)  # type: ignore[no-any-return]
+        return self.reviews.token_request(rt, namespace, name, body())
