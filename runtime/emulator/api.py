@@ -545,11 +545,11 @@ class KubeApi:
             propagation=opts.propagation,
             orphan_dependents=opts.orphan_dependents,
         )
-        response = self._object(req, t, entry, 200)
         warning = delete_warning(t.rt, opts.propagation, opts.orphan_dependents)
-        if warning:
-            response.headers.append(("Warning", f'299 - "{warning}"'))
-        return response
+        warnings = (
+            [("Warning", "299 - " + msgspec.json.encode(warning).decode())] if warning else []
+        )
+        return self._object(req, t, entry, 200, warnings)
 
     def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:
         opts = self._delete_options(req)

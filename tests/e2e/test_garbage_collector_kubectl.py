@@ -156,11 +156,8 @@ async def test_deployment_cascades_through_the_collector(
     sim: Emulator, tmp_path: Path, version: str
 ) -> None:
     kctl = kubectl_for(version, sim, tmp_path)
-    # --validate=false: kubectl 1.27 validates against /openapi/v2, which the emulator lacks.
     for name in ("web", "keep"):
-        await kctl.run(
-            "create", "--validate=false", "-f", "-", stdin=json.dumps(deployment(name, 2)).encode()
-        )
+        await kctl.run("create", "-f", "-", stdin=json.dumps(deployment(name, 2)).encode())
     await until(
         sim, lambda: len(workload(sim, "web")[1]) == 2 and len(workload(sim, "keep")[1]) == 2
     )
