@@ -17,6 +17,7 @@ from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry
 from kubetrio.runtime.emulator.eviction import evict
 from kubetrio.runtime.emulator.faults import Counters, Faults, reason_for
+from kubetrio.runtime.emulator.gc.policy import delete_warning
 from kubetrio.runtime.emulator.http import JSON, Request, Response, StreamResponse, json_response
 from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.kubepb import negotiate as pbneg
@@ -78,6 +79,11 @@ def _status(
 
 def _wants_table(req: Request) -> bool:
     return "as=Table" in req.header("accept")
+
+
+_GO_BOOLS = {v: True for v in ("1", "t", "T", "true", "TRUE", "True")} | {
+    v: False for v in ("0", "f", "F", "false", "FALSE", "False")
+}
 
 
 def _bool_param(v: str | None) -> bool:
@@ -558,6 +564,13 @@ class KubeApi:
                 body["gracePeriodSeconds"] = grace
             if "propagationPolicy" in req.query:
                 body["propagationPolicy"] = req.query["propagationPolicy"]
+            orphan = req.query.get("orphanDependents")
+            if orphan is not None:  # Go's strconv.ParseBool spellings
+                if orphan not in _GO_BOOLS:
+                    raise errors.bad_request(
+                        f'orphanDependents: Invalid value: "{orphan}": must be a boolean'
+                    )
+                body["orphanDependents"] = _GO_BOOLS[orphan]
         return parse_delete_options(body)
 
     def _delete(self, req: Request, t: Target, dry_run: bool) -> Response:
@@ -569,8 +582,14 @@ class KubeApi:
             grace=opts.grace_period,
             preconditions=opts.preconditions,
             dry_run=dry_run or opts.dry_run,
+            propagation=opts.propagation,
+            orphan_dependents=opts.orphan_dependents,
         )
-        return self._object(req, t, entry, 200)
+        warning = delete_warning(t.rt, opts.propagation, opts.orphan_dependents)
+        warnings = (
+            [("Warning", "299 - " + msgspec.json.encode(warning).decode())] if warning else []
+        )
+        return self._object(req, t, entry, 200, warnings)
 
     def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:
         opts = self._delete_options(req, t)
@@ -586,6 +605,8 @@ class KubeApi:
                     md["name"],
                     grace=opts.grace_period,
                     dry_run=dry_run or opts.dry_run,
+                    propagation=opts.propagation,
+                    orphan_dependents=opts.orphan_dependents,
                 )
             except ApiError as exc:
                 if exc.code == 404:

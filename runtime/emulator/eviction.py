@@ -169,5 +169,7 @@ def evict(
         grace=options.grace_period,
         preconditions=options.preconditions,
         dry_run=dry_run,
+        propagation=options.propagation,
+        orphan_dependents=options.orphan_dependents,
     )
     return errors.success(201)

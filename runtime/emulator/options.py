@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrio.runtime.emulator.errors import bad_request
+from kubetrio.runtime.emulator.errors import ApiError, bad_request
 
 PROPAGATION_POLICIES = ("Orphan", "Background", "Foreground")
 
@@ -16,7 +16,8 @@ class DeleteOptions:
     grace_period: int | None = None
     preconditions: dict[str, Any] | None = None
     dry_run: bool = False
-    propagation: str | None = None  # accepted; there is no garbage collector to act on it
+    propagation: str | None = None  # Orphan / Background / Foreground (see gc.policy)
+    orphan_dependents: bool | None = None  # the deprecated form of the same choice
 
 
 def parse_delete_options(body: Any, prefix: str = "") -> DeleteOptions:
@@ -40,14 +41,53 @@ def parse_delete_options(body: Any, prefix: str = "") -> DeleteOptions:
     if dry is not None and (not isinstance(dry, list) or any(d != "All" for d in dry)):
         raise bad_request(f'{prefix}dryRun: Unsupported value: {dry!r}: supported values: "All"')
     policy = body.get("propagationPolicy")
-    if policy is not None and policy not in PROPAGATION_POLICIES:
-        raise bad_request(
-            f'{prefix}propagationPolicy: Unsupported value: "{policy}": supported values: '
-            '"Foreground", "Background", "Orphan"'
-        )
+    if policy is not None and not isinstance(policy, str):
+        raise bad_request(f"{prefix}propagationPolicy: Invalid value: must be a string")
+    orphan = body.get("orphanDependents")
+    if orphan is not None and not isinstance(orphan, bool):
+        raise bad_request(f"{prefix}orphanDependents: Invalid value: must be a boolean")
+    _validate_propagation(policy, orphan, prefix)
     return DeleteOptions(
         grace_period=grace,
         preconditions=pre or None,
         dry_run=bool(dry),
         propagation=policy,
+        orphan_dependents=orphan,
+    )
+
+
+def _validate_propagation(policy: str | None, orphan: bool | None, prefix: str) -> None:
+    """ValidateDeleteOptions: 422 on DeleteOptions.meta.k8s.io, naming the field."""
+    causes: list[tuple[str, str]] = []
+    field = f"{prefix}propagationPolicy"
+    if policy is not None and orphan is not None:
+        causes.append(
+            (
+                "FieldValueInvalid",
+                f'Invalid value: "{policy}": orphanDependents and deletionPropagation cannot be '
+                "both set",
+            )
+        )
+    if policy is not None and policy not in PROPAGATION_POLICIES:
+        causes.append(
+            (
+                "FieldValueNotSupported",
+                f'Unsupported value: "{policy}": supported values: "Foreground", "Background", '
+                '"Orphan", "nil"',
+            )
+        )
+    if not causes:
+        return
+    text = ", ".join(f"{field}: {m}" for _, m in causes)
+    if len(causes) > 1:
+        text = f"[{text}]"
+    raise ApiError(
+        422,
+        "Invalid",
+        f'DeleteOptions.meta.k8s.io "" is invalid: {text}',
+        {
+            "group": "meta.k8s.io",
+            "kind": "DeleteOptions",
+            "causes": [{"reason": t, "message": m, "field": field} for t, m in causes],
+        },
     )

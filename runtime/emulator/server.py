@@ -29,6 +29,7 @@ from kubetrio.runtime.emulator.cluster import ClusterSimulation, SimulatedCluste
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry
 from kubetrio.runtime.emulator.faults import Counters, Faults
+from kubetrio.runtime.emulator.gc.collector import GarbageCollector
 from kubetrio.runtime.emulator.http import Handler, HttpServer, Router
 from kubetrio.runtime.emulator.kinds import ResourceType, ResourceTypes
 from kubetrio.runtime.emulator.persistence import Persister, load_state
@@ -93,6 +94,7 @@ class Emulator:
         self.store.ensure_default_namespaces()
         if self.persister is not None:
             self.store.on_change = self.persister.mark_dirty
+        self.gc = GarbageCollector(self.store)
         self.settings = ApiSettings(bookmark_interval=options.bookmark_interval)
         # The admin credential every in-tree client uses (the kubeconfig carries it).
         self.token = options.token or secrets.token_urlsafe(32)
@@ -243,6 +245,7 @@ async def serve_emulator(
             if emu.simulation is not None:
                 nursery.start_soon(emu.simulation.run)
             nursery.start_soon(emu.cloud.run)
+            nursery.start_soon(emu.gc.run)
             try:
                 yield emu
             finally:

@@ -24,6 +24,8 @@ from kubetrio.runtime.emulator.crd import crd_status, validate_crd
 from kubetrio.runtime.emulator.defaults import apply_defaults
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry, EventLog, WatchEvent
+from kubetrio.runtime.emulator.gc.policy import deletion_finalizers
+from kubetrio.runtime.emulator.gc.validation import check_gc_metadata
 from kubetrio.runtime.emulator.kinds import ResourceType, ResourceTypes, from_crd
 from kubetrio.runtime.emulator.meta import (
     check_finalizers,
@@ -302,6 +304,7 @@ class Store:
         check_string_map(rt.group, rt.kind, name, md, "labels")
         check_string_map(rt.group, rt.kind, name, md, "annotations")
         check_finalizers(rt.group, rt.kind, name, md)
+        check_gc_metadata(rt.group, rt.kind, name, md)
         if self.find(rt, ns, name) is not None:
             raise errors.already_exists(rt.group, rt.plural, name)
         for f in _SERVER_MANAGED:
@@ -412,6 +415,7 @@ class Store:
             check_string_map(rt.group, rt.kind, name, md, "labels")
             check_string_map(rt.group, rt.kind, name, md, "annotations")
             check_finalizers(rt.group, rt.kind, name, md)
+            check_gc_metadata(rt.group, rt.kind, name, md)
             new = obj
             if rt.has_status:
                 if "status" in old.obj:
@@ -490,8 +494,11 @@ class Store:
         grace: int | None = None,
         preconditions: dict[str, Any] | None = None,
         dry_run: bool = False,
+        propagation: str | None = None,
+        orphan_dependents: bool | None = None,
     ) -> tuple[Entry, bool]:
-        """Delete or mark deleting; returns (object, removed now)."""
+        """Delete or mark deleting; returns (object, removed now). ``propagation`` /
+        ``orphan_dependents`` set the garbage collector's finalizers (see gc.policy)."""
         old = self.get(rt, ns, name)
         if rt.key == "namespaces" and name in PROTECTED_NAMESPACES:
             raise errors.forbidden("", "namespaces", name, "this namespace may not be deleted")
@@ -518,14 +525,17 @@ class Store:
                     f"ResourceVersion in object meta: {md.get('resourceVersion')}",
                 )
         period = self._grace_period(rt, old.obj, grace)
-        finalizers = md.get("finalizers") or []
+        gc_finalizers = deletion_finalizers(rt, md, propagation, orphan_dependents)
+        finalizers = md.get("finalizers") or [] if gc_finalizers is None else gc_finalizers
         if dry_run:
             return old, not finalizers and not period
         if md.get("deletionTimestamp"):
             current = md.get("deletionGracePeriodSeconds") or 0
             if period < current:
                 return self._mark_deleting(rt, old, period, finalizers)
-            return old, False
+            if current or gc_finalizers is None:
+                return old, False  # graceful deletion pending: its options are settled
+            return self._mark_deleting(rt, old, 0, finalizers)
         if finalizers or period > 0:
             return self._mark_deleting(rt, old, period, finalizers)
         new = old.clone()
@@ -541,8 +551,13 @@ class Store:
         nmd = new["metadata"]
         if not nmd.get("deletionTimestamp") and isinstance(nmd.get("generation"), int):
             nmd["generation"] += 1  # the apiserver bumps generation when deletion starts
-        nmd["deletionTimestamp"] = self.clock.now_rfc3339(period)
+        if not nmd.get("deletionTimestamp") or nmd.get("deletionGracePeriodSeconds"):
+            nmd["deletionTimestamp"] = self.clock.now_rfc3339(period)
         nmd["deletionGracePeriodSeconds"] = period
+        if finalizers:
+            nmd["finalizers"] = finalizers
+        else:
+            nmd.pop("finalizers", None)
         nmd["resourceVersion"] = str(self._next_rv())
         entry = Entry(new, self.rv)
         if period == 0 and not finalizers:
@@ -593,7 +608,10 @@ class Store:
                 continue
             for entry in list(self.iter(content_rt, name)):
                 if not entry.obj["metadata"].get("deletionTimestamp"):
-                    self.delete(content_rt, name, entry.obj["metadata"]["name"])
+                    # The namespace controller deletes in the background.
+                    self.delete(
+                        content_rt, name, entry.obj["metadata"]["name"], propagation="Background"
+                    )
         self._finish_namespace_if_empty(name)
         current = self.find(rt, "", name)
         return (current or marked), current is None

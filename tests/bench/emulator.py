@@ -33,7 +33,24 @@ from typing import Any
 NS = "bench"
 
 
-def make_pod(i: int) -> dict[str, Any]:
+def make_replicaset(k: int) -> dict[str, Any]:
+    """The owner of every 50th pod: without it the garbage collector takes the pods away."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": f"app-{k}-7d9f8c6b5", "namespace": NS},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": f"app-{k}"}},
+            "template": {
+                "metadata": {"labels": {"app": f"app-{k}"}},
+                "spec": {"containers": [{"name": "main", "image": "app"}]},
+            },
+        },
+    }
+
+
+def make_pod(i: int, owner_uids: list[str]) -> dict[str, Any]:
     """A pod of about 4 KB, shaped like a real scheduled workload pod."""
     env = [{"name": f"VAR_{k}", "value": f"value-{i}-{k}-" + "x" * 24} for k in range(24)]
     return {
@@ -49,7 +66,7 @@ def make_pod(i: int) -> dict[str, Any]:
                     "apiVersion": "apps/v1",
                     "kind": "ReplicaSet",
                     "name": f"app-{i % 50}-7d9f8c6b5",
-                    "uid": f"00000000-0000-0000-0000-{i % 50:012d}",
+                    "uid": owner_uids[i % 50],
                     "controller": True,
                     "blockOwnerDeletion": True,
                 }
@@ -120,12 +137,19 @@ def seed(port: int, pods: int) -> float:
         "/api/v1/namespaces",
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}},
     )
+    conn = Conn(port)
+    owner_uids = [
+        json.loads(
+            conn.call("POST", f"/apis/apps/v1/namespaces/{NS}/replicasets", make_replicaset(k))
+        )["metadata"]["uid"]
+        for k in range(50)
+    ]
     start = time.perf_counter()
 
     def worker(k: int) -> int:
         c = Conn(port)
         for i in range(k, pods, 4):
-            c.call("POST", f"/api/v1/namespaces/{NS}/pods", make_pod(i))
+            c.call("POST", f"/api/v1/namespaces/{NS}/pods", make_pod(i, owner_uids))
         return 0
 
     parallel(4, worker)

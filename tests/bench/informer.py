@@ -70,7 +70,8 @@ def make_pod(i: int, rng: random.Random, rv: int) -> dict[str, Any]:
     suffix = "".join(rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
     name = f"{app}-{template_hash}-{suffix}"
     uid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
-    rs_uid = str(uuid.UUID(int=(i % 250) * 7919 + 1, version=4))
+    # One ReplicaSet per namespace and template (write_state stores them: owners must exist).
+    rs_uid = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{ns}/{app}-{template_hash}"))
     node = f"ip-10-0-{i % 64}-{i % 200}.eu-west-1.compute.internal"
     pod_ip = f"10.{100 + (i >> 16) % 100}.{(i >> 8) & 255}.{i & 255}"
     host_ip = f"10.0.{i % 64}.{i % 200}"
@@ -280,11 +281,30 @@ def write_state(path: Path, pods: int) -> float:
         }
         items.append(b'{"resource":"namespaces","object":' + msgspec.json.encode(ns) + b"}")
     pod_bytes = 0
+    owners: dict[tuple[str, str], str] = {}
     for i in range(pods):
         rv += 1
-        raw = msgspec.json.encode(make_pod(i, rng, rv))
+        pod = make_pod(i, rng, rv)
+        raw = msgspec.json.encode(pod)
         pod_bytes += len(raw)
         items.append(b'{"resource":"pods","object":' + raw + b"}")
+        owner = pod["metadata"]["ownerReferences"][0]
+        owners[(pod["metadata"]["namespace"], owner["name"])] = owner["uid"]
+    for (ns_name, rs_name), rs_uid in sorted(owners.items()):
+        rv += 1
+        rs = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {
+                "name": rs_name,
+                "namespace": ns_name,
+                "uid": rs_uid,
+                "resourceVersion": str(rv),
+                "creationTimestamp": "2026-10-01T00:00:00Z",
+            },
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": rs_name}}},
+        }
+        items.append(b'{"resource":"replicasets.apps","object":' + msgspec.json.encode(rs) + b"}")
     head = b'{"version":1,"resourceVersion":' + str(rv).encode() + b',"objects":['
     path.write_bytes(head + b",\n".join(items) + b"]}\n")
     return pod_bytes / max(pods, 1)

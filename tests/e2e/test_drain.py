@@ -17,7 +17,7 @@ from kubetrio.controllers.machine.drain.drain import Drainer, DrainOptions
 from kubetrio.controllers.machine.drain.metrics import drain_metrics
 from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.events import EventRecorder
 
 
@@ -34,6 +34,30 @@ def node(name: str) -> dict[str, Any]:
     }
 
 
+# The uids of the ReplicaSet and DaemonSet "o" that the test pods name as their controller.
+OWNER_UIDS: dict[str, str] = {}
+
+
+@pytest.fixture
+async def emu() -> AsyncIterator[Emulator]:
+    """The emulator with the owners the test pods name: a pod whose owner does not exist is
+    the garbage collector's, as in a real cluster (no controller runs here: the owners only
+    have to exist)."""
+    selector = {"matchLabels": {"app": "o"}}
+    template = {
+        "metadata": {"labels": {"app": "o"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]},
+    }
+    async with serve_emulator() as served:
+        for kind, spec in (
+            ("ReplicaSet", {"replicas": 0, "selector": selector, "template": template}),
+            ("DaemonSet", {"selector": selector, "template": template}),
+        ):
+            owner = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": "o"}, "spec": spec}
+            OWNER_UIDS[kind] = served.create(owner)["metadata"]["uid"]
+        yield served
+
+
 def pod(
     name: str,
     node_name: str = "n1",
@@ -45,7 +69,13 @@ def pod(
     meta: dict[str, Any] = {"name": name, "namespace": "default", "labels": dict(labels or {})}
     if owner:
         meta["ownerReferences"] = [
-            {"apiVersion": "apps/v1", "kind": owner, "name": "o", "uid": "u1", "controller": True}
+            {
+                "apiVersion": "apps/v1",
+                "kind": owner,
+                "name": "o",
+                "uid": OWNER_UIDS[owner],
+                "controller": True,
+            }
         ]
     return {
         "apiVersion": "v1",

@@ -216,21 +216,26 @@ async def test_parity_with_kubectl_drain(tmp_path: Path, kubectl: Kubectl, emu: 
     async with serve_emulator(simulate=sim) as emu2, drain_setup(emu2) as d:
         runner = Kubectl(kubectl.binary, {**kubectl.env, "KUBECONFIG": str(emu2.kubeconfig_path)})
         # kubectl deletes (with --force) DaemonSet pods whose DaemonSet is gone; MCM and we
-        # always leave DaemonSet pods. With the DaemonSet present both agree.
-        emu2.create(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "metadata": {"name": "ds", "namespace": "default"},
-                "spec": {
-                    "selector": {"matchLabels": {"app": "ds"}},
-                    "template": {
-                        "metadata": {"labels": {"app": "ds"}},
-                        "spec": {"containers": [{"name": "c", "image": "i"}]},
-                    },
+        # always leave DaemonSet pods. With the DaemonSet present both agree. The owners must
+        # exist anyway: the garbage collector takes pods whose owner is gone.
+        uids: dict[str, str] = {}
+        for kind, owner in (("DaemonSet", "ds"), ("ReplicaSet", "rs")):
+            spec: dict[str, Any] = {
+                "selector": {"matchLabels": {"app": owner}},
+                "template": {
+                    "metadata": {"labels": {"app": owner}},
+                    "spec": {"containers": [{"name": "c", "image": "i"}]},
                 },
             }
-        )
+            created = emu2.create(
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": kind,
+                    "metadata": {"name": owner, "namespace": "default"},
+                    "spec": spec,
+                }
+            )
+            uids[owner] = created["metadata"]["uid"]
         for name in ("ours", "theirs"):
             emu2.create(node(name))
             for kind, extra in (
@@ -242,7 +247,7 @@ async def test_parity_with_kubectl_drain(tmp_path: Path, kubectl: Kubectl, emu: 
                                 "apiVersion": "apps/v1",
                                 "kind": "ReplicaSet",
                                 "name": "rs",
-                                "uid": "u-rs",
+                                "uid": uids["rs"],
                                 "controller": True,
                             }
                         ]
@@ -256,7 +261,7 @@ async def test_parity_with_kubectl_drain(tmp_path: Path, kubectl: Kubectl, emu: 
                                 "apiVersion": "apps/v1",
                                 "kind": "DaemonSet",
                                 "name": "ds",
-                                "uid": "u-ds",
+                                "uid": uids["ds"],
                                 "controller": True,
                             }
                         ]
@@ -266,7 +271,7 @@ async def test_parity_with_kubectl_drain(tmp_path: Path, kubectl: Kubectl, emu: 
                 ("bare", {}),
                 ("scratch", {}),
             ):
-                spec: dict[str, Any] = {
+                spec = {
                     "nodeName": name,
                     "terminationGracePeriodSeconds": 1,
                     "containers": [{"name": "c", "image": "i"}],

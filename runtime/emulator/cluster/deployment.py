@@ -1,7 +1,7 @@
 """The Deployment controller, reduced to what a simulated cluster needs: the current pod template
 has one ReplicaSet ``<deployment>-<template hash>`` at ``spec.replicas``; ReplicaSets of older
-templates are scaled to zero at once (a Recreate rollout), and ReplicaSets whose Deployment is
-gone are deleted (the garbage collector's part)."""
+templates are scaled to zero at once (a Recreate rollout). ReplicaSets whose Deployment is gone
+are the garbage collector's (``gc.collector``)."""
 
 from __future__ import annotations
 

@@ -149,8 +149,8 @@ def owned_by_kind(obj: Obj, kind: str) -> bool:
 def owners_with_children(
     objs: Objects, owners: ResourceType, children: ResourceType, kind: str
 ) -> list[tuple[Obj, list[Obj]]]:
-    """Each live owner with the children it controls. Children of ``kind`` whose owner is gone
-    are deleted on the way (the garbage collector's job, which the simulation does here)."""
+    """Each live owner with the children it controls. Children whose owner is gone are left to
+    the garbage collector, as in a real cluster."""
     by_uid = {str(o["metadata"]["uid"]): o for o in objs.all(owners)}
     owned: dict[str, list[Obj]] = {uid: [] for uid in by_uid}
     for child in objs.all(children):
@@ -159,8 +159,6 @@ def owners_with_children(
         uid = controller_uid(child)
         if uid in owned:
             owned[uid].append(child)
-        elif not deleting(child):
-            objs.delete(children, child)
     return [(owner, owned[uid]) for uid, owner in by_uid.items() if not deleting(owner)]
 
 

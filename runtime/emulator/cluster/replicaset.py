@@ -1,6 +1,6 @@
 """The ReplicaSet controller: as many active pods as ``spec.replicas`` (a deleted pod is replaced
-at once, under a new name), surplus pods deleted not-ready first, status counts kept current,
-and pods whose ReplicaSet is gone deleted (the garbage collector's part)."""
+at once, under a new name), surplus pods deleted not-ready first, status counts kept current.
+Pods whose ReplicaSet is gone are the garbage collector's (``gc.collector``)."""
 
 from __future__ import annotations
 
