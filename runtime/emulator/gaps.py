@@ -44,8 +44,10 @@ GAPS: tuple[Gap, ...] = (
         "apply-no-conflicts",
     ),
     Gap(
-        "CRD conversion between versions (conversion webhooks)",
-        "served versions differ only in apiVersion",
+        "CRD conversion between versions (conversion webhooks); CEL's type-checked compile, "
+        "cost budgets and kube's CEL library extensions",
+        "served versions differ only in apiVersion; CEL rules are evaluated untyped, without "
+        "budgets or kube's extension functions",
         "crd-no-conversion",
     ),
     Gap(
