@@ -15,12 +15,14 @@ data) by polling Prometheus's API, under one deadline.
 
 from __future__ import annotations
 
+import base64
 import functools
 import importlib.util
 import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import time
@@ -280,7 +282,7 @@ async def test_dashboards_and_rules_have_data_in_a_real_prometheus(tmp_path: Pat
                 # series; the demo itself has no driver failures.
                 kubeconfig = tmp_path / "embedded" / "kubeconfig"
                 await poll(lambda: api_server(kubeconfig) is not None)
-                await trio.to_thread.run_sync(script_delete_failure, api_server(kubeconfig))
+                await trio.to_thread.run_sync(script_delete_failure, kubeconfig)
 
                 def all_required_have_data() -> bool:
                     evaluate(api, items, start)
@@ -360,8 +362,14 @@ def api_server(kubeconfig: Path) -> str | None:
     return server
 
 
-def script_delete_failure(server: str | None) -> None:
+def script_delete_failure(kubeconfig: Path) -> None:
+    """Script the simulated cloud over the kubeconfig's server (TLS, trusting its CA)."""
     from kubetrio.cmd.demo_seed import CLASS_NAME, NAMESPACE
+
+    cluster = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
+    server = cluster["server"]
+    ca = cluster.get("certificate-authority-data")
+    context = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
 
     body = {
         "class": f"{NAMESPACE}/{CLASS_NAME}",
@@ -376,7 +384,7 @@ def script_delete_failure(server: str | None) -> None:
         headers={"Content-Type": "application/json"},
         method="POST",
     )
-    with urllib.request.urlopen(request, timeout=10) as response:
+    with urllib.request.urlopen(request, timeout=10, context=context) as response:
         assert response.status == 200
 
 
