@@ -13,6 +13,7 @@ import yaml
 
 from kubetrio.runtime.emulator import discovery, errors, fieldcheck, gaps
 from kubetrio.runtime.emulator.auth import Access
+from kubetrio.runtime.emulator.auth.users import ANONYMOUS_USER, UserInfo
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry
 from kubetrio.runtime.emulator.eviction import evict
@@ -44,6 +45,7 @@ class Target:
     sub: str
     watch_path: bool
     pb: bool = False  # the response is protobuf (negotiated from Accept)
+    user: UserInfo = ANONYMOUS_USER  # who asks (authenticated and authorized already)
 
 
 @dataclass(slots=True)
@@ -61,10 +63,26 @@ def _decode(body: bytes) -> Any:
         raise errors.bad_request(f"the request body is not valid JSON: {exc}") from None
 
 
-def _read(req: Request, rt: ResourceType) -> Any:
-    """A request body by its Content-Type: protobuf for built-in kinds, otherwise JSON."""
+_TOKEN_REQUEST = ("authentication.k8s.io/v1", "TokenRequest")
+_EVICTION = ("policy/v1", "Eviction")
+_BINDING = ("v1", "Binding")
+_DELETE_OPTIONS = ("meta.k8s.io/v1", "DeleteOptions")
+_PATCH_TYPES = frozenset(
+    {
+        "application/merge-patch+json",
+        "application/json-patch+json",
+        "application/strategic-merge-patch+json",
+    }
+)
+
+
+def _read(req: Request, rt: ResourceType, expect: tuple[str, str] | None = None) -> Any:
+    """A request body by its Content-Type: protobuf for built-in kinds, otherwise JSON.
+    ``expect`` names the kind an endpoint takes when it is not the resource's own (an
+    Eviction, a Binding, DeleteOptions, a TokenRequest): a protobuf body without type meta
+    decodes as that, as Go decodes "into" the handler's type."""
     if pbneg.is_protobuf_body(req.header("content-type")):
-        return pb.read_body(req.body, rt)
+        return pb.read_body(req.body, rt, expect)
     return _decode(req.body)
 
 
@@ -121,7 +139,12 @@ class KubeApi:
 
     async def __call__(self, req: Request) -> Response | StreamResponse:
         try:
-            return await self._handle(req)
+            try:
+                return await self._handle(req)
+            except RecursionError:
+                # Python's recursion limit, not Go's decoder's depth limit, is what a deeply
+                # nested body meets first (in decoding, pruning or validating): refuse it.
+                raise errors.bad_request("the request body is nested too deeply") from None
         except ApiError as exc:
             return _status(req, exc.status(), exc.code, exc.headers)
 
@@ -158,13 +181,20 @@ class KubeApi:
                 raise errors.no_such_resource()
             return json_response(doc)
         target = self._target(group, version, rest)
-        ns, body = target.namespace or "", lambda: _read(req, target.rt)
+        target.user = user
         if self.access.serves(target.rt, target.sub):
-            answer = self.access.serve(req.method, target.rt, ns, target.name, user, body)
+            expect = _TOKEN_REQUEST if target.sub == "token" else None
+            answer = self.access.serve(
+                req.method,
+                target.rt,
+                target.namespace or "",
+                target.name,
+                user,
+                lambda: _read(req, target.rt, expect),
+            )
             if pb.wants_protobuf(req.header("accept"), target.rt):
                 return pb.review_response(answer)
             return json_response(answer, 201)
-        self.access.check_write(req.method, target.rt, ns, user, body)
         return await self._resource(req, target)
 
     def _target(self, group: str, version: str, rest: list[str]) -> Target:
@@ -179,6 +209,12 @@ class KubeApi:
             if rt is not None and rt.namespaced:
                 ns, rest = rest[1], rest[2:]
         rt = self.types.lookup(group, version, rest[0])
+        if (
+            rt is not None
+            and len(rest) > 3
+            and rest[2] in gaps.UNSERVED_SUBRESOURCES.get(rt.key, ())
+        ):
+            raise gaps.unserved(rt.plural, rest[2])  # proxy/<path> and the like
         if rt is None or len(rest) > 3:
             raise errors.no_such_resource()
         if rt.namespaced is False and ns is not None:
@@ -195,7 +231,9 @@ class KubeApi:
     def _verb(req: Request, t: Target) -> str:
         m = req.method
         if m == "GET":
-            if t.watch_path or _bool_param(req.query.get("watch")):
+            # A named GET ignores ?watch (only the list route watches), as the apiserver's
+            # request info and routes agree; the /watch/ path prefix watches one object.
+            if t.watch_path or (not t.name and _bool_param(req.query.get("watch"))):
                 return "watch"
             return "get" if t.name else "list"
         if m == "POST":
@@ -250,7 +288,9 @@ class KubeApi:
                 pods = t.rt
                 pdbs = self.types.lookup("policy", "v1", "poddisruptionbudgets")
                 assert pdbs is not None
-                status = evict(self.store, pods, pdbs, ns, t.name, _read(req, t.rt), dry_run)
+                status = evict(
+                    self.store, pods, pdbs, ns, t.name, _read(req, t.rt, _EVICTION), dry_run
+                )
                 return _status(req, status, 201)
             if t.sub == "binding":
                 return self._bind(req, t, dry_run)
@@ -258,12 +298,14 @@ class KubeApi:
                 raise errors.method_not_allowed()
             obj = self._body_object(req, t)
             warnings = self._field_warnings(req, t, obj, "create", req.body)
+            self.access.check_write(t.rt, ns, t.user, obj)
             entry = self.store.create(t.rt, ns, obj, dry_run=dry_run)
             return self._object(req, t, entry, 201, warnings)
         if verb == "update":
             self._check_writable_sub(t)
             obj = self._body_object(req, t)
             warnings = self._field_warnings(req, t, obj, "update", req.body)
+            self.access.check_write(t.rt, ns, t.user, obj)
             entry = self.store.update(t.rt, ns, t.name, obj, t.sub, dry_run=dry_run)
             return self._object(req, t, entry, 200, warnings)
         if verb == "patch":
@@ -295,6 +337,8 @@ class KubeApi:
         Go type does), custom resources against their CRD's structural schema; returns the
         Warning headers to send."""
         if t.rt.builtin:
+            if body is not None and pbneg.is_protobuf_body(req.header("content-type")):
+                body = None  # repeated keys are a JSON matter
             return fieldcheck.check(t.rt, t.version, obj, req.query, body, operation)
         return field_validation(self.store.crd_of(t.rt), obj, req.query.get("fieldValidation"))
 
@@ -490,6 +534,10 @@ class KubeApi:
         ns = t.namespace or ""
         if ctype == "application/apply-patch+yaml":
             return self._apply(req, t, dry_run)
+        if ctype not in _PATCH_TYPES or (
+            ctype == "application/strategic-merge-patch+json" and not t.rt.builtin
+        ):
+            raise errors.unsupported_media_type(ctype)
         current = self.store.get(t.rt, ns, t.name)
         patch_body = _decode(req.body)
         base = current.clone()
@@ -520,6 +568,7 @@ class KubeApi:
                 f"({t.name})"
             )
         warnings = self._field_warnings(req, t, new, "patch", req.body)
+        self.access.check_write(t.rt, ns, t.user, new)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
         return self._object(req, t, entry, 200, warnings)
 
@@ -549,15 +598,19 @@ class KubeApi:
         if current is None:
             if t.sub:
                 raise errors.not_found(t.rt.group, t.rt.plural, t.name)
+            # A patch that creates is a create too: the apiserver asks for both verbs.
+            self.access.require(t.user, "create", t.rt, ns, t.name)
+            self.access.check_write(t.rt, ns, t.user, applied)
             entry = self.store.create(t.rt, ns, applied, dry_run=dry_run)
             return self._object(req, t, entry, 201, warnings)
         merge = strategic_merge if t.rt.builtin else merge_patch
         new = merge(current.clone(), applied)
+        self.access.check_write(t.rt, ns, t.user, new)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
         return self._object(req, t, entry, 200, warnings)
 
     def _delete_options(self, req: Request, t: Target) -> DeleteOptions:
-        body: Any = _read(req, t.rt) if req.body else {}
+        body: Any = _read(req, t.rt, _DELETE_OPTIONS) if req.body else {}
         if isinstance(body, dict):
             grace = _int_param(req, "gracePeriodSeconds")
             if grace is not None:
@@ -629,7 +682,7 @@ class KubeApi:
         return Response(200, [head, b",".join(items), b"]}"], JSON)
 
     def _bind(self, req: Request, t: Target, dry_run: bool) -> Response:
-        body = _read(req, t.rt)
+        body = _read(req, t.rt, _BINDING)
         if not isinstance(body, dict) or body.get("kind", "Binding") != "Binding":
             raise errors.bad_request("the request body must be a Binding")
         node = sub_object(body, "target", "target").get("name")

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kubetrio.runtime.emulator import services
+
 Obj = dict[str, Any]
 
 _POD_SPEC: tuple[tuple[str, Any], ...] = (
@@ -234,6 +236,7 @@ DEFAULTERS: dict[str, Callable[[Obj, str], None]] = {
     "jobs.batch": job,
     "cronjobs.batch": cronjob,
     "priorityclasses.scheduling.k8s.io": priorityclass,
+    "services": lambda obj, uid: services.set_defaults(obj),
 }
 
 

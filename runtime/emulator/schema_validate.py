@@ -216,8 +216,15 @@ class _Validator:
     def _number(self, s: Schema, v: float, path: tuple[Token, ...], name: str) -> None:
         mult: Any = s.get("multipleOf")
         if _is_num(mult) and mult > 0:
-            q = v / mult
-            if not (math.isfinite(q) and abs(q - round(q)) < 1e-9):
+            if isinstance(v, int) and isinstance(mult, int):
+                multiple = v % mult == 0  # exact, however large the integers
+            else:
+                try:
+                    q = v / mult
+                except OverflowError:
+                    q = math.inf
+                multiple = math.isfinite(q) and abs(q - round(q)) < 1e-9
+            if not multiple:
                 self._invalid(path, v, f"{name} in body should be a multiple of {go_number(mult)}")
         mn: Any = s.get("minimum")
         mx: Any = s.get("maximum")

@@ -105,7 +105,6 @@ def keep_allocated(
     spec, old_spec = svc.get("spec"), old.get("spec") or {}
     if not isinstance(spec, dict):
         return
-    set_defaults(svc)
     for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
         if key in old_spec and not spec.get(key):
             spec[key] = old_spec[key]
@@ -119,20 +118,19 @@ def keep_allocated(
             kept = old_ports.get((port.get("port"), port.get("protocol")))
             if kept and spec.get("type") in ("NodePort", "LoadBalancer"):
                 port["nodePort"] = kept
-    name = (old.get("metadata") or {}).get("name")
-    others = [
-        o
-        for o in existing
-        if (o.get("metadata") or {}).get("name") != name
-        or (o.get("metadata") or {}).get("namespace")
-        != (old.get("metadata") or {}).get("namespace")
-    ]
     needs_ip = spec.get("type") != "ExternalName" and not spec.get("clusterIP")
     needs_ports = spec.get("type") in ("NodePort", "LoadBalancer") and any(
         isinstance(p, dict) and not p.get("nodePort") for p in spec.get("ports") or []
     )
-    if needs_ip or needs_ports:
-        allocate(svc, others)
+    if not (needs_ip or needs_ports):
+        return
+    this = _key(old)
+    allocate(svc, (o for o in existing if _key(o) != this))
+
+
+def _key(svc: dict[str, Any]) -> tuple[Any, Any]:
+    md = svc.get("metadata") or {}
+    return md.get("namespace"), md.get("name")
 
 
 def _cluster_ip(name: str, wanted: Any, used: set[str]) -> str:

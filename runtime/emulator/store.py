@@ -354,7 +354,6 @@ class Store:
         if rt.key == "pods":
             obj["status"] = {"phase": "Pending"}
         elif rt.key == "services":
-            services.set_defaults(obj)
             services.allocate(obj, (e.obj for e in self.iter(rt)))
         elif rt.key == "namespaces":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])

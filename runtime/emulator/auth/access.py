@@ -191,21 +191,25 @@ class Access:
             return True, ""
         return self.rbac.authorize(a)
 
-    def check_write(
-        self,
-        method: str,
-        rt: ResourceType,
-        namespace: str,
-        user: UserInfo,
-        body: Callable[[], Any],
-    ) -> None:
-        """RBAC's escalation check for a create/replace of a role or binding; ``body`` decodes
-        the request body (only called when it matters). A PATCH is not checked: its result is
-        only known inside the store."""
-        if rt.group != GROUP or method not in ("POST", "PUT") or not self.rbac_enabled:
+    def check_write(self, rt: ResourceType, namespace: str, user: UserInfo, obj: Any) -> None:
+        """RBAC's escalation check on the object a write of a role or binding would store
+        (create, replace, patch or apply alike: the check sees the result, never the request
+        shape)."""
+        if rt.group != GROUP or not self.rbac_enabled or is_master(user):
             return
-        if not is_master(user):
-            self.escalation.check(user, rt.plural, namespace, body())
+        self.escalation.check(user, rt.plural, namespace, obj)
+
+    def require(
+        self, user: UserInfo, verb: str, rt: ResourceType, namespace: str, name: str
+    ) -> None:
+        """403 unless ``user`` may ``verb`` the object: for requests that need a second verb
+        (an apply that creates needs ``create`` besides ``patch``)."""
+        a = Attributes(
+            user, verb, True, group=rt.group, resource=rt.plural, namespace=namespace, name=name
+        )
+        allowed, reason = self.authorize(a)
+        if not allowed:
+            raise forbidden(a, reason)
 
     # -- the endpoints that answer from here rather than from the store
 

@@ -32,16 +32,23 @@ def wants_protobuf(accept: str, rt: ResourceType) -> bool:
     return protobuf_response(accept, has_codec(rt), rt.builtin)
 
 
-def read_body(body: bytes, rt: ResourceType) -> dict[str, Any]:
-    """A protobuf request body as k8s JSON; 415 for a kind served without protobuf."""
-    if not has_codec(rt):
+# Kinds every resource's endpoints take whatever the resource (custom ones included).
+_META_BODIES = frozenset({("meta.k8s.io/v1", "DeleteOptions")})
+
+
+def read_body(
+    body: bytes, rt: ResourceType, expect: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """A protobuf request body as k8s JSON; 415 for a kind served without protobuf.
+    ``expect`` is the kind the endpoint takes when it is not the resource's own."""
+    if not has_codec(rt) and expect not in _META_BODIES:
         raise unsupported_body(False)
     if not body:
         raise errors.bad_request("the request body is empty")
     try:
         api_version, kind, raw = codec.unwrap(body)
-        if not kind:  # an envelope without typeMeta: the type the URL names, as Go decodes "into"
-            api_version, kind = rt.api_version(), rt.kind
+        if not kind:  # an envelope without typeMeta: the endpoint's type, as Go decodes "into"
+            api_version, kind = expect or (rt.api_version(), rt.kind)
         return codec.decode_raw(api_version, kind, raw)
     except codec.CodecError as exc:
         raise errors.bad_request(f"the request body is not valid protobuf: {exc}") from None
