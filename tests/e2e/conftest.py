@@ -1,7 +1,9 @@
-"""Fixtures for end-to-end tests against the emulator over HTTP.
+"""Fixtures and helpers for end-to-end tests against the emulator over HTTP.
 
 ``emu`` serves the emulator inside the test's own trio run (same clock); ``client`` is an async
-HTTP client on that run; ``kubectl`` runs the real kubectl 1.33 binary against it.
+HTTP client on that run; ``kube`` is our typed client on it; ``kubectl`` runs the real kubectl
+1.33 binary against it and ``kubectl_of`` any other release. ``blocking``/``pykube_api`` run
+pykube-ng in worker threads; ``configmap`` builds a plain ConfigMap.
 """
 
 from __future__ import annotations
@@ -9,19 +11,23 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
+import pykube
 import pytest
 import trio
 import trio.testing
 import yaml
 
+from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
+
+T = TypeVar("T")
 
 
 def find_kubectl() -> str | None:
@@ -58,6 +64,32 @@ async def emu() -> AsyncIterator[Emulator]:
 @pytest.fixture
 def client(emu: Emulator) -> EmuClient:
     return EmuClient(emu.url, emu.token)
+
+
+@pytest.fixture
+def kube(emu: Emulator) -> Client:
+    """Our typed async client, from the emulator's kubeconfig."""
+    return Client.from_kubeconfig(str(emu.kubeconfig_path))
+
+
+async def blocking(fn: Callable[[], T]) -> T:
+    """Run a blocking call (pykube-ng) in a worker thread."""
+    return await trio.to_thread.run_sync(fn)
+
+
+def pykube_api(emu: Emulator) -> pykube.HTTPClient:
+    """A pykube-ng client from the emulator's kubeconfig."""
+    return pykube.HTTPClient(pykube.KubeConfig.from_file(str(emu.kubeconfig_path)), timeout=(5, 30))
+
+
+def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
+    """A ConfigMap with no namespace (the request path gives it), ``labels`` and ``data``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": labels or {}},
+        "data": data,
+    }
 
 
 @dataclass
@@ -110,12 +142,27 @@ def kubectl_binary() -> str:
     return binary
 
 
+def kubectl_env(emu: Emulator, home: Path) -> dict[str, str]:
+    """kubectl's environment: the emulator's kubeconfig, and a HOME and cache of its own."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "KUBECONFIG": str(emu.kubeconfig_path),
+        "KUBECACHEDIR": str(home / "kube-cache"),
+    }
+
+
 @pytest.fixture
 def kubectl(kubectl_binary: str, emu: Emulator, tmp_path: Path) -> Kubectl:
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "KUBECONFIG": str(emu.kubeconfig_path),
-        "KUBECACHEDIR": str(tmp_path / "kube-cache"),
-    }
-    return Kubectl(kubectl_binary, env)
+    return Kubectl(kubectl_binary, kubectl_env(emu, tmp_path))
+
+
+def kubectl_of(version: str, emu: Emulator, home: Path) -> Kubectl:
+    """kubectl ``version`` (e.g. "1.27"): ``kubectl.<version>`` beside the real kubectl (the one
+    on PATH is a gcloud dispatcher), with the ``kubectl`` fixture's environment; the test is
+    skipped when that binary is missing."""
+    which = shutil.which("kubectl")
+    binary = Path(os.path.realpath(which)).parent / f"kubectl.{version}" if which else None
+    if binary is None or not binary.exists():
+        pytest.skip(f"kubectl.{version} not installed beside the kubectl on PATH")
+    return Kubectl(str(binary), kubectl_env(emu, home))

@@ -15,17 +15,10 @@ from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.emulator.watch import Watch
 
+from .conftest import configmap as cm
+
 PODS = "/api/v1/namespaces/default/pods"
 CMS = "/api/v1/namespaces/default/configmaps"
-
-
-def cm(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "labels": labels or {}},
-        "data": data,
-    }
 
 
 def pod(name: str, node: str = "", **spec: Any) -> dict[str, Any]:

@@ -29,11 +29,6 @@ def pod(name: str, node: str = "", **labels: str) -> dict[str, object]:
     return {"metadata": {"name": name, "namespace": "default", "labels": labels}, "spec": spec}
 
 
-@pytest.fixture
-def kube(emu: Emulator) -> Client:
-    return Client.from_kubeconfig(str(emu.kubeconfig_path))
-
-
 async def test_typed_crud_round_trip(
     kube: Client, emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

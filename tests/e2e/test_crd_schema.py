@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import pykube
 import pytest
 import trio
 import trio.testing
@@ -23,9 +19,8 @@ from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.errors import ApiError
 
-from .conftest import Kubectl
+from .conftest import blocking, kubectl_of, pykube_api
 
-T = TypeVar("T")
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
 WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -136,14 +131,6 @@ def widget(name: str = "w1", **spec: Any) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "spec": {"size": 3, **spec},
     }
-
-
-async def blocking(fn: Callable[[], T]) -> T:
-    return await trio.to_thread.run_sync(fn)
-
-
-def pykube_api(emu: Emulator) -> pykube.HTTPClient:
-    return pykube.HTTPClient(pykube.KubeConfig.from_file(str(emu.kubeconfig_path)), timeout=(5, 30))
 
 
 def pykube_kwargs(path: str) -> dict[str, str]:
@@ -887,28 +874,11 @@ async def test_crd_with_unservable_schema_is_refused(
 KUBECTL_VERSIONS = ("1.27", "1.33")
 
 
-def _kubectl_binary(version: str) -> Path | None:
-    which = shutil.which("kubectl")
-    if which is None:
-        return None
-    binary = Path(os.path.realpath(which)).parent / f"kubectl.{version}"
-    return binary if binary.exists() else None
-
-
 @pytest.mark.parametrize("version", KUBECTL_VERSIONS)
 async def test_kubectl_prints_the_causes_of_a_bad_machine(
     emu: Emulator, tmp_path: Path, version: str
 ) -> None:
-    binary = _kubectl_binary(version)
-    if binary is None:
-        pytest.skip(f"kubectl.{version} not installed")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "KUBECONFIG": str(emu.kubeconfig_path),
-        "KUBECACHEDIR": str(tmp_path / "kube-cache"),
-    }
-    kubectl = Kubectl(str(binary), env)
+    kubectl = kubectl_of(version, emu, tmp_path)
     # kubectl 1.27 reads /openapi/v2 before it validates; with --validate=false it sends
     # fieldValidation=Ignore and leaves the checking to the server's schema alone.
     validate = ["--validate=false"] if version == "1.27" else []

@@ -20,6 +20,7 @@ from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.cluster import ClusterSimulation
 from kubetrio.runtime.emulator.testclient import EmuClient
 
+from .conftest import pykube_api
 from .gc_helpers import cm, cm_of, ref, ref_uids, settle, until
 
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -27,11 +28,6 @@ CMS = "/api/v1/namespaces/default/configmaps"
 
 def gone(emu: Emulator, *names: str, namespace: str = "default") -> bool:
     return all(cm_of(emu, n, namespace) is None for n in names)
-
-
-@pytest.fixture
-def kube(emu: Emulator) -> Client:
-    return Client.from_kubeconfig(str(emu.kubeconfig_path))
 
 
 async def family(emu: Emulator, block: bool | None = True) -> dict[str, Any]:
@@ -277,7 +273,7 @@ async def test_a_second_delete_can_change_the_choice(
 
 
 async def test_pykube_propagation_policy(emu: Emulator, mock_clock: trio.testing.MockClock) -> None:
-    api = pykube.HTTPClient(pykube.KubeConfig.from_file(str(emu.kubeconfig_path)), timeout=(5, 30))
+    api = pykube_api(emu)
     owner = await family(emu)
     obj = await trio.to_thread.run_sync(
         lambda: pykube.ConfigMap.objects(api, namespace="default").get(name="owner")

@@ -7,8 +7,6 @@ takes its ReplicaSet and pods through the collector."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,29 +17,15 @@ import trio
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.cluster import ClusterSimulation
 
-from .conftest import Kubectl
+from .conftest import Kubectl, kubectl_of
 from .gc_helpers import cm, cm_of, ref, ref_uids, settle, until
 
 VERSIONS = ("1.27", "1.33")
 
 
-def kubectl_for(version: str, emu: Emulator, home: Path) -> Kubectl:
-    which = shutil.which("kubectl")
-    binary = Path(os.path.realpath(which)).parent / f"kubectl.{version}" if which else None
-    if binary is None or not binary.exists():
-        pytest.skip(f"kubectl {version} not installed beside the kubectl on PATH")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "KUBECONFIG": str(emu.kubeconfig_path),
-        "KUBECACHEDIR": str(home / "kube-cache"),
-    }
-    return Kubectl(str(binary), env)
-
-
 @pytest.fixture(params=VERSIONS)
 def kctl(request: pytest.FixtureRequest, emu: Emulator, tmp_path: Path) -> Kubectl:
-    return kubectl_for(request.param, emu, tmp_path)
+    return kubectl_of(request.param, emu, tmp_path)
 
 
 async def test_cascade_background_is_the_default(emu: Emulator, kctl: Kubectl) -> None:
@@ -155,7 +139,7 @@ def workload(emu: Emulator, app: str) -> tuple[list[dict[str, Any]], list[dict[s
 async def test_deployment_cascades_through_the_collector(
     sim: Emulator, tmp_path: Path, version: str
 ) -> None:
-    kctl = kubectl_for(version, sim, tmp_path)
+    kctl = kubectl_of(version, sim, tmp_path)
     for name in ("web", "keep"):
         await kctl.run("create", "-f", "-", stdin=json.dumps(deployment(name, 2)).encode())
     await until(

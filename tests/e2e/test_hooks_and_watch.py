@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import trio
@@ -13,16 +12,9 @@ from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.emulator.watch import Watch, WatchSpec
 
+from .conftest import configmap as cm
+
 CMS = "/api/v1/namespaces/default/configmaps"
-
-
-def cm(name: str, labels: dict[str, str] | None = None, **data: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "labels": labels or {}},
-        "data": data,
-    }
 
 
 async def test_fault_status_with_retry_after(

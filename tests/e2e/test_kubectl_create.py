@@ -18,25 +18,14 @@ import trio
 
 from kubetrio.runtime.emulator import Emulator
 
-from .conftest import Kubectl
+from .conftest import Kubectl, kubectl_of
 
 VERSIONS = ["1.27", "1.31", "1.32", "1.33"]
 
 
 @pytest.fixture(params=VERSIONS)
-def kubectl_v(
-    request: pytest.FixtureRequest, kubectl_binary: str, emu: Emulator, tmp_path: Path
-) -> Kubectl:
-    binary = Path(kubectl_binary).parent / f"kubectl.{request.param}"
-    if not binary.exists():
-        pytest.skip(f"kubectl.{request.param} not installed beside {kubectl_binary}")
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(tmp_path),
-        "KUBECONFIG": str(emu.kubeconfig_path),
-        "KUBECACHEDIR": str(tmp_path / "kube-cache"),
-    }
-    return Kubectl(str(binary), env)
+def kubectl_v(request: pytest.FixtureRequest, emu: Emulator, tmp_path: Path) -> Kubectl:
+    return kubectl_of(request.param, emu, tmp_path)
 
 
 def tls_pair(tmp_path: Path) -> tuple[Path, Path]:
@@ -325,14 +314,7 @@ async def test_printer_columns_of_created_kinds(kubectl: Kubectl) -> None:
     assert crb["crb"][1] == "ClusterRole/reader" and crb["crb"][-1] == "devs"
 
 
-def versioned(kubectl: Kubectl, version: str) -> Kubectl:
-    binary = Path(kubectl.binary).parent / f"kubectl.{version}"
-    if not binary.exists():
-        pytest.skip(f"kubectl.{version} not installed")
-    return Kubectl(str(binary), kubectl.env)
-
-
-async def test_protobuf_and_json_creates_store_the_same(kubectl: Kubectl, tmp_path: Path) -> None:
+async def test_protobuf_and_json_creates_store_the_same(emu: Emulator, tmp_path: Path) -> None:
     """The same commands from kubectl 1.31 (JSON) and 1.33 (protobuf) store identical objects:
     the protobuf mapping adds, drops and reshapes nothing."""
     crt, key = tls_pair(tmp_path)
@@ -354,7 +336,7 @@ async def test_protobuf_and_json_creates_store_the_same(kubectl: Kubectl, tmp_pa
     ]
     seen: list[list[dict[str, Any]]] = []
     for version in ("1.31", "1.33"):
-        k = versioned(kubectl, version)
+        k = kubectl_of(version, emu, tmp_path)
         ns = f"v{version.replace('.', '')}"
         await k.run("create", "namespace", ns)
         for args in commands:
@@ -403,10 +385,10 @@ def event(name: str, message: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("version", ["1.31", "1.33"])
-async def test_kubectl_events_watch(kubectl: Kubectl, emu: Emulator, version: str) -> None:
+async def test_kubectl_events_watch(emu: Emulator, tmp_path: Path, version: str) -> None:
     """``kubectl events --watch`` lists then watches with client-go's typed client: protobuf
     from 1.32 on (length-framed WatchEvents), JSON before."""
-    k = versioned(kubectl, version)
+    k = kubectl_of(version, emu, tmp_path)
     emu.create(event("e1", "before the watch"))
     proc = await trio.lowlevel.open_process(
         [k.binary, "events", "--watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=k.env

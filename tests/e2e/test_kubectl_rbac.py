@@ -9,7 +9,6 @@ stands in for 1.27 where whoami is missing.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -17,25 +16,9 @@ import yaml
 
 from kubetrio.runtime.emulator import Emulator
 
-from .conftest import Kubectl, find_kubectl
+from .conftest import Kubectl, kubectl_of
 
 SA_USER = "system:serviceaccount:default:bot"
-
-
-def kubectl_version(version: str, emu: Emulator, tmp_path: Path) -> Kubectl:
-    base = find_kubectl()
-    if base is None:
-        pytest.skip("kubectl not found")
-    binary = Path(base).parent / f"kubectl.{version}"
-    if not binary.exists():
-        pytest.skip(f"kubectl {version} not found beside {base}")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "KUBECONFIG": str(emu.kubeconfig_path),
-        "KUBECACHEDIR": str(tmp_path / f"kube-cache-{version}"),
-    }
-    return Kubectl(str(binary), env)
 
 
 def as_token(k: Kubectl, token: str, tmp_path: Path) -> Kubectl:
@@ -56,7 +39,7 @@ async def bot_token(k: Kubectl, *flags: str) -> str:
 async def test_create_token_then_forbidden_then_allowed(
     version: str, emu: Emulator, tmp_path: Path
 ) -> None:
-    admin = kubectl_version(version, emu, tmp_path)
+    admin = kubectl_of(version, emu, tmp_path)
     token = await bot_token(admin, "--duration", "20m")
     assert token.count(".") == 2  # a JWT
     bot = as_token(admin, token, tmp_path)
@@ -101,7 +84,7 @@ async def test_forbidden_messages_as_kubectl_prints_them(
 
     admin = EmuClient(emu.url, emu.token)
     await service_account(admin, "bot")
-    k = kubectl_version(version, emu, tmp_path)
+    k = kubectl_of(version, emu, tmp_path)
     bot = as_token(k, await token(admin, "bot"), tmp_path)
     await role(admin, "r", [rule(["get"], ["pods"], resourceNames=["mine"])])
     await bind(admin, "rb", "Role", "r", [sa_subject("bot")])
@@ -128,7 +111,7 @@ async def test_forbidden_messages_as_kubectl_prints_them(
 
 @pytest.mark.parametrize("version", ["1.27", "1.31", "1.33"])
 async def test_auth_can_i(version: str, emu: Emulator, tmp_path: Path) -> None:
-    admin = kubectl_version(version, emu, tmp_path)
+    admin = kubectl_of(version, emu, tmp_path)
     token = await bot_token(admin)
     await admin.run("create", "role", "r", "--verb=get,list", "--resource=pods")
     await admin.run("create", "role", "evict", "--verb=create", "--resource=pods/eviction")
@@ -174,7 +157,7 @@ async def test_auth_can_i(version: str, emu: Emulator, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("version", ["1.28", "1.31", "1.33"])
 async def test_auth_whoami(version: str, emu: Emulator, tmp_path: Path) -> None:
-    admin = kubectl_version(version, emu, tmp_path)
+    admin = kubectl_of(version, emu, tmp_path)
     me = await admin.json("auth", "whoami")
     assert me["status"]["userInfo"] == {
         "username": "kubernetes-admin",
@@ -200,7 +183,7 @@ async def test_kubectl_127_whoami_needs_an_api_a_133_server_no_longer_serves(
 ) -> None:
     """kubectl 1.27 asks for SelfSubjectReview v1beta1/v1alpha1, removed by 1.33 (which the
     emulator is): it reports the API as not enabled, as against a real 1.33 cluster."""
-    k = kubectl_version("1.27", emu, tmp_path)
+    k = kubectl_of("1.27", emu, tmp_path)
     proc = await k.run("auth", "whoami", check=False)
     assert proc.returncode == 1
     assert "the selfsubjectreviews API is not enabled in the cluster" in proc.stderr.decode()

@@ -5,13 +5,10 @@ whether the server validates fields; later ones read v3), pykube and raw HTTP.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import msgspec
-import pykube
 import pytest
 import trio
 import trio.testing
@@ -20,7 +17,7 @@ import yaml
 from kubetrio.runtime.emulator import Emulator, openapi_proto
 from kubetrio.runtime.emulator.testclient import EmuClient
 
-from .conftest import Kubectl
+from .conftest import Kubectl, kubectl_of, pykube_api
 
 VERSIONS = ("1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
 
@@ -89,17 +86,7 @@ def gadget(name: str, teeth: int) -> dict[str, Any]:
 @pytest.fixture(params=VERSIONS)
 def kubectl_v(request: pytest.FixtureRequest, emu: Emulator, tmp_path: Path) -> Kubectl:
     """kubectl of one release beside the kubectl on PATH (skipped when it is missing)."""
-    which = shutil.which("kubectl")
-    binary = Path(os.path.realpath(which)).parent / f"kubectl.{request.param}" if which else None
-    if binary is None or not binary.exists():
-        pytest.skip(f"kubectl.{request.param} not installed beside the kubectl on PATH")
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "KUBECONFIG": str(emu.kubeconfig_path),
-        "KUBECACHEDIR": str(tmp_path / "kube-cache"),
-    }
-    return Kubectl(str(binary), env)
+    return kubectl_of(request.param, emu, tmp_path)
 
 
 async def test_explain_builtin_kinds_and_fields(kubectl_v: Kubectl) -> None:
@@ -342,7 +329,7 @@ async def test_v2_json_protobuf_and_406(
 
 
 async def test_pykube_reads_openapi(emu: Emulator, mock_clock: trio.testing.MockClock) -> None:
-    api = pykube.HTTPClient(pykube.KubeConfig.from_file(str(emu.kubeconfig_path)), timeout=(5, 30))
+    api = pykube_api(emu)
 
     def fetch() -> tuple[Any, Any, Any]:
         v2 = api.session.get(url=f"{api.url}/openapi/v2")

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pykube
 import pytest
@@ -13,15 +12,7 @@ import trio.testing
 
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 
-T = TypeVar("T")
-
-
-async def blocking(fn: Callable[[], T]) -> T:
-    return await trio.to_thread.run_sync(fn)
-
-
-def api_for(emu: Emulator) -> pykube.HTTPClient:
-    return pykube.HTTPClient(pykube.KubeConfig.from_file(str(emu.kubeconfig_path)), timeout=(5, 30))
+from .conftest import blocking, pykube_api
 
 
 def configmap(api: pykube.HTTPClient, name: str, data: dict[str, str]) -> pykube.ConfigMap:
@@ -36,7 +27,7 @@ def configmap(api: pykube.HTTPClient, name: str, data: dict[str, str]) -> pykube
 async def test_crud_and_conflict_on_stale_resource_version(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    api = api_for(emu)
+    api = pykube_api(emu)
     cm = configmap(api, "settings", {"a": "1"})
     await blocking(cm.create)
     first_rv = cm.obj["metadata"]["resourceVersion"]
@@ -69,7 +60,7 @@ async def test_crud_and_conflict_on_stale_resource_version(
 async def test_watch_resumes_from_resource_version(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    api = api_for(emu)
+    api = pykube_api(emu)
     await blocking(configmap(api, "a", {"v": "0"}).create)
     listed = await blocking(lambda: pykube.ConfigMap.objects(api, namespace="default"))
     since = await blocking(lambda: listed.response["metadata"]["resourceVersion"])
@@ -91,7 +82,7 @@ async def test_watch_resumes_from_resource_version(
 async def test_watch_410_after_history_expired(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    api = api_for(emu)
+    api = pykube_api(emu)
     await blocking(configmap(api, "x", {}).create)
     old_rv = str(emu.store.rv)
     await blocking(configmap(api, "y", {}).create)
@@ -113,7 +104,7 @@ async def test_watch_410_after_history_expired(
 async def test_eviction_blocked_by_pdb_with_429(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    api = api_for(emu)
+    api = pykube_api(emu)
     emu.create(
         {
             "apiVersion": "v1",
@@ -178,7 +169,7 @@ async def test_eviction_blocked_by_pdb_with_429(
 
 async def test_bearer_token_required(mock_clock: trio.testing.MockClock) -> None:
     async with serve_emulator(token="s3cret") as emu:
-        api = api_for(emu)  # the kubeconfig carries the token
+        api = pykube_api(emu)  # the kubeconfig carries the token
         names = await blocking(lambda: [n.name for n in pykube.Namespace.objects(api)])
         assert "kube-system" in names
         wrong = pykube.HTTPClient(
