@@ -336,11 +336,12 @@ class KubeApi:
         """fieldValidation: built-in kinds against their OpenAPI schema (what decoding into the
         Go type does), custom resources against their CRD's structural schema; returns the
         Warning headers to send."""
+        if body is not None and pbneg.is_protobuf_body(req.header("content-type")):
+            body = None  # repeated keys are a JSON matter
         if t.rt.builtin:
-            if body is not None and pbneg.is_protobuf_body(req.header("content-type")):
-                body = None  # repeated keys are a JSON matter
             return fieldcheck.check(t.rt, t.version, obj, req.query, body, operation)
-        return field_validation(self.store.crd_of(t.rt), obj, req.query.get("fieldValidation"))
+        crd = self.store.crd_of(t.rt)
+        return field_validation(crd, obj, req.query.get("fieldValidation"), body)
 
     def _raw_for(self, t: Target, entry: Entry) -> bytes:
         """The object as the requested version names it (stored once, converted on the way
@@ -639,9 +640,7 @@ class KubeApi:
             orphan_dependents=opts.orphan_dependents,
         )
         warning = delete_warning(t.rt, opts.propagation, opts.orphan_dependents)
-        warnings = (
-            [("Warning", "299 - " + msgspec.json.encode(warning).decode())] if warning else []
-        )
+        warnings = [errors.warning(warning)] if warning else []
         return self._object(req, t, entry, 200, warnings)
 
     def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:

@@ -7,6 +7,7 @@ inventing its own.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -160,6 +161,12 @@ def internal(message: str) -> ApiError:
         f"Internal error occurred: {message}",
         {"causes": [{"message": message}]},
     )
+
+
+def warning(text: str) -> tuple[str, str]:
+    """A ``Warning`` response header as the apiserver writes one: code 299, quoted text
+    (kubectl prints it as "Warning: <text>")."""
+    return ("Warning", "299 - " + json.dumps(text))
 
 
 def success(code: int = 200, details: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -10,53 +10,12 @@ live in CRDs).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kubetrio.runtime.emulator import errors
+from kubetrio.runtime.emulator.fieldvalidation import duplicate_fields, mode, outcome
 from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.openapi_schemas import builtin_definitions, builtin_name
-
-_MODES = ("Ignore", "Warn", "Strict")
-
-
-def mode(query: dict[str, str]) -> str:
-    """The requested directive; Warn when absent, as the apiserver defaults it."""
-    value = query.get("fieldValidation") or "Warn"
-    if value not in _MODES:
-        raise errors.bad_request(
-            f'fieldValidation: Unsupported value: "{value}": supported values: '
-            '"Ignore", "Strict", "Warn"'
-        )
-    return value
-
-
-class _Pairs(list[tuple[str, Any]]):
-    """A JSON object kept as its key/value pairs, so repeated keys stay visible."""
-
-
-def duplicate_fields(body: bytes) -> list[str]:
-    """Paths of keys given more than once in a JSON body (none if it does not parse: the
-    caller's own decoding reports that)."""
-    try:
-        tree = json.loads(body, object_pairs_hook=_Pairs)
-    except (ValueError, RecursionError):
-        return []
-    out: list[str] = []
-    stack: list[tuple[str, Any]] = [("", tree)]
-    while stack:
-        path, node = stack.pop()
-        if isinstance(node, _Pairs):
-            seen: set[str] = set()
-            for key, value in node:
-                sub = f"{path}.{key}" if path else key
-                if key in seen and sub not in out:
-                    out.append(sub)
-                seen.add(key)
-                stack.append((sub, value))
-        elif isinstance(node, list):
-            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(node))
-    return sorted(out)
 
 
 class _Walk:
@@ -227,11 +186,7 @@ def check(
         )
     problems = [f'unknown field "{p}"' for p in unknown]
     problems += [f'duplicate field "{p}"' for p in dups]
-    if directive == "Ignore" or not problems:
-        return []
-    if directive == "Strict":
-        detail = "strict decoding error: " + ", ".join(problems)
-        if operation in ("create", "update"):
-            detail = f'{rt.kind} in version "{av}" cannot be handled as a {rt.kind}: {detail}'
-        raise errors.bad_request(detail)
-    return [("Warning", "299 - " + json.dumps(p)) for p in problems]
+    prefix = ""
+    if operation in ("create", "update"):
+        prefix = f'{rt.kind} in version "{av}" cannot be handled as a {rt.kind}: '
+    return outcome(directive, problems, prefix)

@@ -8,10 +8,10 @@ it; the REST layer calls ``field_validation`` where the request's query is known
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 from kubetrio.runtime.emulator import errors
+from kubetrio.runtime.emulator.fieldvalidation import duplicate_fields, mode, outcome
 from kubetrio.runtime.emulator.schema_cel import MISSING, check_rules, has_rules
 from kubetrio.runtime.emulator.schema_prune import default, prune
 from kubetrio.runtime.emulator.schema_validate import (
@@ -101,27 +101,23 @@ def default_stored(crd: dict[str, Any] | None, obj: dict[str, Any]) -> dict[str,
 
 
 def field_validation(
-    crd: dict[str, Any] | None, obj: dict[str, Any], directive: str | None
+    crd: dict[str, Any] | None,
+    obj: dict[str, Any],
+    directive: str | None,
+    body: bytes | None = None,
 ) -> list[tuple[str, str]]:
-    """Unknown fields in a request body: 400 under Strict, a Warning header each under Warn
-    (kube's default when the query names none), nothing under Ignore."""
-    if directive not in (None, "", "Ignore", "Warn", "Strict"):
-        raise errors.bad_request(
-            f'fieldValidation: Unsupported value: "{directive}": supported values: "Ignore", '
-            '"Strict", "Warn"'
-        )
-    if directive == "Ignore":
+    """Unknown fields (and keys repeated in the JSON ``body``) of a custom resource write,
+    answered as the ``fieldValidation`` directive says; the object itself is left as sent."""
+    how = mode({"fieldValidation": directive or ""})
+    if how == "Ignore":
         return []
     schema = crd_schema(crd, obj.get("apiVersion"))
     if schema is None:
         return []
-    unknown = sorted(prune(schema, copy.deepcopy(obj)))
-    if not unknown:
-        return []
-    texts = [f'unknown field "{f}"' for f in unknown]
-    if directive == "Strict":
-        raise errors.bad_request("strict decoding error: " + ", ".join(texts))
-    return [("Warning", f"299 - {json.dumps(t)}") for t in texts]
+    problems = [f'unknown field "{f}"' for f in sorted(prune(schema, copy.deepcopy(obj)))]
+    if body:
+        problems += [f'duplicate field "{p}"' for p in duplicate_fields(body)]
+    return outcome(how, problems)
 
 
 def _validation_view(obj: dict[str, Any]) -> dict[str, Any]:

@@ -98,7 +98,7 @@ async def test_deeply_nested_and_huge_bodies_are_refused_not_crashed(
 ) -> None:
     deep = b'{"metadata":{"name":"deep"},"data":' + nested(3000) + b"}"
     r = await client.request("POST", CMS, deep)
-    assert r.status == 400, r.body
+    assert r.status == 400, r.body  # data must be a map of strings, however deep
     crd = {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -136,8 +136,13 @@ async def test_deeply_nested_and_huge_bodies_are_refused_not_crashed(
     await ok(client.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd))
     blobs = "/apis/example.com/v1/namespaces/default/blobs"
     head = b'{"apiVersion":"example.com/v1","kind":"Blob","metadata":{"name":"b"},"spec":'
+    # Deep but within reach of the recursion limit in force (a library may have raised it):
+    # stored, or refused as too deep, never a 500.
     r = await client.request("POST", blobs, head + b'{"free":' + nested(900) + b"}}")
-    assert r.status == 400, r.body
+    assert r.status in (201, 400), r.body
+    if r.status == 400:
+        assert "nested too deeply" in r.json()["message"]
+    head = head.replace(b'"name":"b"', b'"name":"huge"')
     r = await client.request("POST", blobs, head + b'{"n":' + str(10**400).encode() + b"}}")
     assert r.status == 422, r.body
     assert "should be a multiple of 7" in r.json()["message"]
