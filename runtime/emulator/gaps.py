@@ -51,6 +51,11 @@ GAPS: tuple[Gap, ...] = (
         "crd-no-conversion",
     ),
     Gap(
+        "responses as YAML or CBOR (Accept: application/yaml, application/cbor)",
+        "answered as JSON (protobuf and JSON are served as a cluster serves them)",
+        "yaml-as-json",
+    ),
+    Gap(
         "API aggregation (APIService), API priority and fairness, audit log",
         "not served (404); requests are not queued or audited",
         "aggregation",

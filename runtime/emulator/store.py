@@ -1,4 +1,7 @@
-"""The object store: every write goes through here, so the API rules live in one place.
+"""The object store: every write goes through here, so the rules on stored objects (names,
+metadata, defaults, custom resource schemas, ownerReferences, finalizers, generations) live in
+one place; what depends on the request (authorization, field validation, media types) is the
+REST layer's.
 
 All operations are synchronous; in a single trio thread that makes each of them atomic, which
 is what a real apiserver's per-object compare-and-swap gives. Each committed change gets the next

@@ -1,4 +1,5 @@
-"""One HTTP watch: replay from the event log, then follow it, one JSON object per line.
+"""One HTTP watch: replay from the event log, then follow it, one JSON object per line (or
+one length-prefixed protobuf frame per event, when negotiated).
 
 The writer side costs O(1) per event (see eventlog); this reader side walks its own cursor,
 re-checks selectors so objects moving in or out of a selection arrive as ADDED / DELETED, and

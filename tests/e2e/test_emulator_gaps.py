@@ -137,6 +137,13 @@ async def crd_no_conversion(client: EmuClient, emu: Emulator) -> None:
     assert as_v2["spec"] == {"size": 10}
 
 
+async def yaml_as_json(client: EmuClient, emu: Emulator) -> None:
+    r = await client.get("/api/v1/namespaces/default", headers={"Accept": "application/yaml"})
+    assert r.status == 200
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.json()["metadata"]["name"] == "default"
+
+
 async def aggregation(client: EmuClient, emu: Emulator) -> None:
     for path in [
         "/apis/apiregistration.k8s.io/v1/apiservices",
@@ -173,6 +180,7 @@ PROBES: dict[str, Callable[[EmuClient, Emulator], Awaitable[None]]] = {
     "quota-not-enforced": quota_not_enforced,
     "apply-no-conflicts": apply_no_conflicts,
     "crd-no-conversion": crd_no_conversion,
+    "yaml-as-json": yaml_as_json,
     "aggregation": aggregation,
     "jobs-not-run": jobs_not_run,
 }

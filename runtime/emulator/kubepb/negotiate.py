@@ -2,8 +2,8 @@
 and whether a request body's media type can be read for a kind.
 
 Built-in kinds are served as JSON, YAML and protobuf; custom resources as JSON and YAML only.
-The emulator writes YAML requests as JSON (a documented gap), so the question answered here is
-only "protobuf or JSON?", plus 406 when the Accept header allows neither.
+The emulator answers YAML requests in JSON (a gap listed in gaps.py), so the question answered
+here is only "protobuf or JSON?", plus 406 when the Accept header allows neither.
 """
 
 from __future__ import annotations
