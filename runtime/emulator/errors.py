@@ -94,7 +94,7 @@ def invalid(group: str, kind: str, name: str, causes: list[tuple[str, str, str]]
     text = ", ".join(f"{field}: {msg}" for _t, field, msg in causes)
     if len(causes) > 1:
         text = f"[{text}]"
-    details: dict[str, Any] = {"name": name}
+    details: dict[str, Any] = {"name": name} if name else {}  # omitempty, as in StatusDetails
     if group:
         details["group"] = group
     details["kind"] = kind

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrio.runtime.emulator.errors import ApiError, bad_request
+from kubetrio.runtime.emulator.errors import bad_request, invalid
 
 PROPAGATION_POLICIES = ("Orphan", "Background", "Foreground")
 
@@ -78,16 +78,4 @@ def _validate_propagation(policy: str | None, orphan: bool | None, prefix: str) 
         )
     if not causes:
         return
-    text = ", ".join(f"{field}: {m}" for _, m in causes)
-    if len(causes) > 1:
-        text = f"[{text}]"
-    raise ApiError(
-        422,
-        "Invalid",
-        f'DeleteOptions.meta.k8s.io "" is invalid: {text}',
-        {
-            "group": "meta.k8s.io",
-            "kind": "DeleteOptions",
-            "causes": [{"reason": t, "message": m, "field": field} for t, m in causes],
-        },
-    )
+    raise invalid("meta.k8s.io", "DeleteOptions", "", [(t, field, m) for t, m in causes])

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import struct
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -49,7 +49,7 @@ def jsonmap() -> JsonMap:
     return JsonMap(tags)
 
 
-@cache
+@lru_cache(maxsize=1024)  # bounded: the names come from request bodies
 def message_class(full_name: str) -> type[Message] | None:
     try:
         desc = _pool().FindMessageTypeByName(full_name)
