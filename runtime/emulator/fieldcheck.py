@@ -163,7 +163,7 @@ def check(
     if name is None:
         return []
     directive = mode(query)
-    dups = duplicate_fields(body) if body and directive != "Ignore" else []
+    dups = duplicate_fields(body, obj) if body and directive != "Ignore" else []
     walk = _Walk()
     try:
         walk.node({"$ref": "#/definitions/" + name}, obj, "", "", "")

@@ -8,6 +8,7 @@ answer the same way.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from kubetrio.runtime.emulator import errors
@@ -30,9 +31,31 @@ class _Pairs(list[tuple[str, Any]]):
     """A JSON object kept as its key/value pairs, so repeated keys stay visible."""
 
 
-def duplicate_fields(body: bytes) -> list[str]:
+# Where a JSON key ends: every key matches once; a string value holding `":` adds a match.
+_KEY_END = re.compile(rb'"\s*:')
+
+
+def _key_count(tree: Any) -> int:
+    count, stack = 0, [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            count += len(node)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return count
+
+
+def duplicate_fields(body: bytes, decoded: Any = None) -> list[str]:
     """Paths of keys given more than once in a JSON body (none if it does not parse: the
-    caller's own decoding reports that)."""
+    caller's own decoding reports that). With ``decoded`` (the body as already decoded, before
+    any change) the common case is cheap: when the body shows as many key ends as the decoded
+    tree holds keys, no key was repeated (a repeat collapses into one decoded key, and stray
+    matches inside strings only make the body's count larger), so the full re-parse is
+    skipped."""
+    if decoded is not None and len(_KEY_END.findall(body)) == _key_count(decoded):
+        return []
     try:
         tree = json.loads(body, object_pairs_hook=_Pairs)
     except (ValueError, RecursionError):

@@ -116,7 +116,7 @@ def field_validation(
         return []
     problems = [f'unknown field "{f}"' for f in sorted(prune(schema, copy.deepcopy(obj)))]
     if body:
-        problems += [f'duplicate field "{p}"' for p in duplicate_fields(body)]
+        problems += [f'duplicate field "{p}"' for p in duplicate_fields(body, obj)]
     return outcome(how, problems)
 
 
