@@ -89,7 +89,7 @@ class Duration(float):
             return cls(value)
         text = value.strip()
         if _NUMBER.match(text):
-            return cls(float(text))
+            return cls.parse(float(text))
         position, total = 0, 0.0
         for match in _DURATION_PART.finditer(text):
             if match.start() != position:
@@ -98,6 +98,8 @@ class Duration(float):
             position = match.end()
         if not text or position != len(text):
             raise ValueError(f'expected a duration like "15s", got {_show(value)}')
+        if not math.isfinite(total):  # enough digits overflow a float
+            raise ValueError(f"expected a finite duration, got {_show(value)}")
         return cls(total)
 
     def __str__(self) -> str:

@@ -681,7 +681,13 @@ def test_duration_parse(value: object, seconds: float) -> None:
     assert Duration.parse(value) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("value", ["", "abc", "15x", "s", "-5s", "1h 30m", "1d", True, None, -1])
+NOT_FINITE = [float("inf"), float("nan"), "9" * 400, "9" * 400 + "h"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "abc", "15x", "s", "-5s", "1h 30m", "1d", True, None, -1, *NOT_FINITE],
+)
 def test_duration_parse_rejects(value: object) -> None:
     with pytest.raises(ValueError, match="duration"):
         Duration.parse(value)
