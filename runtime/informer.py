@@ -114,7 +114,8 @@ class Informer(Generic[T]):
         """Until the first list; raises ``CacheSyncError`` if it was refused for good (the
         informer keeps retrying: a CRD installed later is picked up)."""
         await self._settled.wait()
-        if self.sync_error is not None and not self._synced.is_set():
+        if not self._synced.is_set():
+            assert self.sync_error is not None  # settled without syncing: it failed for good
             raise self.sync_error
 
     # -- the reflector --------------------------------------------------------------------
@@ -134,10 +135,10 @@ class Informer(Generic[T]):
                     await self._relist()
                 except ApiError as error:
                     log.warning("list failed kind=%s error=%s", self.name, error)
-                    if not self._synced.is_set():
-                        self.sync_error = sync_failure(self.kind.KIND, self.namespace, error)
-                        if self.sync_error is not None:
-                            self._settled.set()
+                    final = sync_failure(self.kind.KIND, self.namespace, error)
+                    if final is not None and not self._settled.is_set():
+                        self.sync_error = final  # kept: a later 503 does not make it syncable
+                        self._settled.set()
                     await self._backoff.wait()
                     continue
                 need_list = False

@@ -19,10 +19,12 @@ from kubetrio.runtime.client import Client
 from kubetrio.runtime.controller import Result, TerminalError
 from kubetrio.runtime.emulator import Emulator, FaultRule
 from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.runtime.informer import EventHandler, Informer
 from kubetrio.runtime.manager import CacheSyncTimeout, Manager
 from kubetrio.runtime.queue import ObjectKey
 from kubetrio.runtime.syncfailure import CacheSyncError
 
+from .machines import install_crds, machine_doc
 from .rbac_helpers import bind, role, rule, sa_subject, service_account, token
 
 
@@ -326,3 +328,25 @@ async def test_a_sync_that_never_completes_times_out_with_one_plain_error(
     with pytest.raises(CacheSyncTimeout) as caught:  # 503 may heal: retried until the timeout
         await manager.run()
     assert str(caught.value) == "informers for configmaps did not sync within 20s"
+
+
+async def test_an_informer_whose_crd_appears_later_still_syncs(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """The informer itself keeps retrying (only the wait for it fails fast): a library user
+    that waits again after installing the CRD gets a synced cache."""
+    informer = Informer(Client.from_kubeconfig(str(emu.kubeconfig_path)), Machine)
+    added = trio.Event()
+    informer.add_handler(EventHandler(on_add=lambda obj, initial: added.set()))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(informer.run)
+        with pytest.raises(CacheSyncError, match=r"^CRD not installed: machines\."):
+            await informer.wait_for_sync()
+        install_crds(emu)
+        emu.create(machine_doc("late"))
+        with trio.fail_after(60):  # the informer's backoff, on the mock clock
+            await added.wait()
+        assert informer.has_synced
+        await informer.wait_for_sync()
+        assert [m.metadata.name for m in informer.lister.list()] == ["late"]
+        nursery.cancel_scope.cancel()
