@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import itertools
+import math
 import re
 import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -74,7 +75,8 @@ class Duration(float):
     """A non-negative length of time in seconds (so trio takes it as is), written Go's way.
 
     Accepts Go duration strings (``"15s"``, ``"1h30m"``, ``"100ms"``) and plain numbers of
-    seconds; prints back as a Go-style string, so a dumped config reads like the one written.
+    seconds (a flag's ``30``; a config file must write the unit, see ``_file_dec_hook``); prints
+    back as a Go-style string, so a dumped config reads like the one written.
     """
 
     @classmethod
@@ -87,7 +89,7 @@ class Duration(float):
             return cls(value)
         text = value.strip()
         if _NUMBER.match(text):
-            return cls(float(text))
+            return cls.parse(float(text))
         position, total = 0, 0.0
         for match in _DURATION_PART.finditer(text):
             if match.start() != position:
@@ -96,6 +98,8 @@ class Duration(float):
             position = match.end()
         if not text or position != len(text):
             raise ValueError(f'expected a duration like "15s", got {_show(value)}')
+        if not math.isfinite(total):  # enough digits overflow a float
+            raise ValueError(f"expected a finite duration, got {_show(value)}")
         return cls(total)
 
     def __str__(self) -> str:
@@ -137,6 +141,14 @@ def _dec_hook(kind: type, value: Any) -> Any:
     raise NotImplementedError(kind)  # msgspec turns this into "unsupported type"
 
 
+def _file_dec_hook(kind: type, value: Any) -> Any:
+    """A file states durations as strings: a bare ``30`` could mean seconds or minutes (or a
+    forgotten unit), and Go's config files reject it for the same reason."""
+    if kind is Duration and not isinstance(value, str):
+        raise ValueError(f'expected a duration string like "15s", got {_show(value)}')
+    return _dec_hook(kind, value)
+
+
 def _enc_hook(value: Any) -> Any:
     if isinstance(value, Duration):
         return str(value)
@@ -159,6 +171,8 @@ PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
 Name = Annotated[str, msgspec.Meta(min_length=1)]
+# An empty list would silently turn a feature off (no controllers, no unhealthy conditions).
+Names = Annotated[tuple[Name, ...], msgspec.Meta(min_length=1)]
 
 
 class _Section(
@@ -203,7 +217,7 @@ class MachineConfig(_Section, kw_only=True, frozen=True):
     max_evict_retries: NonNegativeInt = 360
     pv_detach_timeout: Duration = Duration(2 * 60)
     pv_reattach_timeout: Duration = Duration(90)
-    node_conditions: tuple[Name, ...] = DEFAULT_NODE_CONDITIONS
+    node_conditions: Names = DEFAULT_NODE_CONDITIONS
     safety_orphan_vms_period: Duration = msgspec.field(
         default=Duration(15 * 60), name="safetyOrphanVMsPeriod"
     )
@@ -223,7 +237,7 @@ class ManagerConfig(_Section, kw_only=True, frozen=True):
     kubeconfig: str | None = None
     context: str | None = None
     master: str | None = None
-    controllers: tuple[Name, ...] = DEFAULT_CONTROLLERS
+    controllers: Names = DEFAULT_CONTROLLERS
     metrics_bind_address: str = "127.0.0.1:8080"
     health_probe_bind_address: str = "127.0.0.1:8081"
     leader_election: LeaderElectionConfig = msgspec.field(default_factory=LeaderElectionConfig)
@@ -518,7 +532,10 @@ def load_config(
 
     # The file alone first, so that its errors always name the file.
     base = _convert(
-        _with_default_workers(file_data, file_label), sources, everything_from=file_label
+        _with_default_workers(file_data, file_label),
+        sources,
+        everything_from=file_label,
+        dec_hook=_file_dec_hook,
     )
     merged = msgspec.to_builtins(base, enc_hook=_as_seconds)
     assert isinstance(merged, dict)
@@ -558,10 +575,12 @@ def _read_file(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{label}: invalid TOML: {exc}") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{label}: invalid YAML: {_yaml_problem(exc)}") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
+    if not isinstance(data, dict | None):
         raise ConfigError(f"{label}: expected a mapping at the top, got {type(data).__name__}")
+    if not data:
+        # Almost always the wrong file or a template that rendered to nothing, not a wish
+        # for all defaults (which needs no --config at all).
+        raise ConfigError(f"{label}: the file is empty (it sets nothing)")
     return data
 
 
@@ -590,7 +609,11 @@ _ERROR_PATH = re.compile(r" - at `\$((?:\.[^.\[`]+|\[[^\]]*\])*)`$")
 
 
 def _convert(
-    data: Mapping[str, Any], sources: _Sources, *, everything_from: str | None
+    data: Mapping[str, Any],
+    sources: _Sources,
+    *,
+    everything_from: str | None,
+    dec_hook: Callable[[type, Any], Any] = _dec_hook,
 ) -> ManagerConfig:
     """msgspec's conversion, its error turned into one line that names where the value came from.
 
@@ -598,7 +621,7 @@ def _convert(
     the source is looked up by the error's field path.
     """
     try:
-        return msgspec.convert(data, ManagerConfig, dec_hook=_dec_hook)
+        return msgspec.convert(data, ManagerConfig, dec_hook=dec_hook)
     except msgspec.ValidationError as exc:
         text = str(exc)
         match = _ERROR_PATH.search(text)
@@ -718,18 +741,33 @@ def _parse_text(kind: Kind, text: str, label: str, setting: Setting | None = Non
             return int(value)
         if kind == "float":
             try:
-                return float(value)
+                number = float(value)
             except ValueError:
                 raise ValueError(f"expected a number, got {_show(text)}") from None
+            if not math.isfinite(number):
+                raise ValueError(f"expected a finite number, got {_show(text)}")
+            return number
         if kind == "duration":
             return float(Duration.parse(value))
         if kind == "list":
-            return [item.strip() for item in value.split(",") if item.strip()]
+            return _parse_list(text)
     except ValueError as exc:
         raise ConfigError(f"{label}: {exc}") from None
     if setting is not None and setting.path in _OPTIONAL_STRINGS and not value:
         return None  # an empty KUBETRIO_MASTER= means "not set", not an empty URL
     return text
+
+
+def _parse_list(text: str) -> list[str]:
+    """Comma-separated names; an empty list or item is refused, not dropped: ``a,,b`` or a
+    trailing comma is a typo, and an empty ``--controllers`` would run nothing at all."""
+    if not text.strip():
+        raise ValueError("expected a comma-separated list of names, got an empty value")
+    items = [item.strip() for item in text.split(",")]
+    for number, item in enumerate(items, 1):
+        if not item:
+            raise ValueError(f"item {number} of {_show(text)} is empty")
+    return items
 
 
 def _put(
@@ -771,6 +809,7 @@ def _validate(config: ManagerConfig, sources: _Sources, known: Collection[str]) 
         _check_leader_election,
         _check_durations,
         _check_names,
+        _check_finite,
     ]
     for check in checks:
         check(config, sources, known)
@@ -879,6 +918,12 @@ def _check_names(config: ManagerConfig, sources: _Sources, known: Collection[str
                 path,
                 f'expected a lower-case DNS-1123 {rule} like "kube-system", got {_show(value)}',
             )
+
+
+def _check_finite(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
+    """YAML's ``.inf`` and ``.nan`` are floats too; an infinite QPS is no limit at all."""
+    if not math.isfinite(config.client.qps):
+        raise sources.error(["client", "qps"], f"expected a finite number, got {config.client.qps}")
 
 
 def _attr(name: str) -> str:

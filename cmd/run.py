@@ -35,6 +35,7 @@ from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeadershipLos
 from kubetrio.runtime.log import configure_logging, get_logger
 from kubetrio.runtime.manager import CacheSyncTimeout, Manager, process_registry
 from kubetrio.runtime.plugins import ControllerRegistry, PluginError
+from kubetrio.runtime.syncfailure import CacheSyncError
 
 log = get_logger("kubetrio.run")
 
@@ -99,6 +100,49 @@ def _positive_float(text: str) -> float:
     return value
 
 
+# Failures an operator fixes outside the process: reported as one line, no traceback.
+EXPECTED_FAILURES: tuple[type[Exception], ...] = (
+    LeadershipLost,  # first: in a group it is the cause, the rest its consequences
+    CacheSyncError,
+    CacheSyncTimeout,
+    PluginError,
+    ApiError,
+    EmbeddedClusterError,
+    KubeconfigError,
+    trio.TooSlowError,
+)
+
+
+def expected_failure(error: BaseException) -> Exception | None:
+    """The failure to report for ``error``, unwrapping exception groups (trio nests one per
+    nursery); None when anything in it is unexpected, which then keeps its traceback."""
+    if not isinstance(error, BaseExceptionGroup):
+        return error if isinstance(error, EXPECTED_FAILURES) else None
+    leaves = [leaf for leaf in _leaves(error) if not isinstance(leaf, trio.Cancelled)]
+    if not leaves or not all(isinstance(leaf, EXPECTED_FAILURES) for leaf in leaves):
+        return None
+    for kind in EXPECTED_FAILURES:
+        for leaf in leaves:
+            if isinstance(leaf, kind):
+                return leaf
+    return None
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for inner in group.exceptions:
+        found.extend(_leaves(inner) if isinstance(inner, BaseExceptionGroup) else [inner])
+    return found
+
+
+def describe_failure(error: Exception, config: ManagerConfig) -> str:
+    if isinstance(error, trio.TooSlowError):
+        return f"the API server did not answer within {config.client.timeout:g}s"
+    if isinstance(error, LeadershipLost):
+        return f"{error}; exiting so a restart can campaign again"
+    return " ".join(str(error).split())  # one line, whatever the server's message held
+
+
 def fail(message: str, code: int = 1) -> int:
     print(f"kubetrio: {message}", file=sys.stderr)
     return code
@@ -123,18 +167,11 @@ def run(args: argparse.Namespace) -> int:
     controllers = list(config.controllers)
     try:
         return trio.run(serve, config, registry, controllers, args)
-    except (
-        PluginError,
-        ApiError,
-        CacheSyncTimeout,
-        EmbeddedClusterError,
-        KubeconfigError,
-    ) as error:
-        return fail(str(error))
-    except trio.TooSlowError:
-        return fail(f"the API server did not answer within {config.client.timeout:g}s")
-    except LeadershipLost as error:
-        return fail(f"{error}; exiting so a restart can campaign again")
+    except Exception as error:  # ExceptionGroup included: unwrapped when all of it is expected
+        failure = expected_failure(error)
+        if failure is None:
+            raise
+        return fail(describe_failure(failure, config))
 
 
 def make_client(

@@ -6,7 +6,9 @@ The reflector loop (client-go semantics):
   ``timeoutSeconds``; a watch that ends cleanly is resumed from the last resourceVersion seen;
 * 410 Gone (the server no longer has that history) → relist at the last resourceVersion; if the
   server cannot serve that either, relist from scratch;
-* any other failure → jittered exponential backoff, then resume;
+* any other failure → jittered exponential backoff, then resume; a first LIST refused for good
+  (CRD missing, forbidden, unauthorized) also ends ``wait_for_sync`` with a ``CacheSyncError``
+  naming the kind and the reason, so a manager fails fast instead of waiting out its timeout;
 * a relist replaces the store and hands the handlers only the difference: adds, updates for
   changed resourceVersions, and deletes (as ``DeletedFinalStateUnknown`` tombstones) for
   objects that vanished while the watch was down — so handlers never miss a final delete and
@@ -39,6 +41,7 @@ from kubetrio.runtime.store import (
     Store,
     key_of,
 )
+from kubetrio.runtime.syncfailure import CacheSyncError, sync_failure
 
 T = TypeVar("T", bound=KubeObject)
 
@@ -82,6 +85,8 @@ class Informer(Generic[T]):
         self.last_resource_version = ""
         self._handlers: list[EventHandler[T]] = []
         self._synced = trio.Event()
+        self._settled = trio.Event()  # synced, or the first list failed for good
+        self.sync_error: CacheSyncError | None = None
         self._backoff = Backoff()
         self.relists = 0  # observable by tests: how often the store was rebuilt
 
@@ -106,7 +111,12 @@ class Informer(Generic[T]):
         return self._synced.is_set()
 
     async def wait_for_sync(self) -> None:
-        await self._synced.wait()
+        """Until the first list; raises ``CacheSyncError`` if it was refused for good (the
+        informer keeps retrying: a CRD installed later is picked up)."""
+        await self._settled.wait()
+        if not self._synced.is_set():
+            assert self.sync_error is not None  # settled without syncing: it failed for good
+            raise self.sync_error
 
     # -- the reflector --------------------------------------------------------------------
 
@@ -125,6 +135,10 @@ class Informer(Generic[T]):
                     await self._relist()
                 except ApiError as error:
                     log.warning("list failed kind=%s error=%s", self.name, error)
+                    final = sync_failure(self.kind.KIND, self.namespace, error)
+                    if final is not None and not self._settled.is_set():
+                        self.sync_error = final  # kept: a later 503 does not make it syncable
+                        self._settled.set()
                     await self._backoff.wait()
                     continue
                 need_list = False
@@ -154,6 +168,7 @@ class Informer(Generic[T]):
         self.relists += 1
         if not self._synced.is_set():
             self._synced.set()
+            self._settled.set()
 
     async def _list(self, resource_version: str) -> ObjectList[T]:
         return await self.client.list(

@@ -9,6 +9,10 @@ Stopping (``stop()``, e.g. on SIGTERM): controllers take no new keys and their i
 reconciles finish; whatever still runs after the grace period is cancelled; the lease is
 released; ``run`` returns. Losing the lease stops leader-only work at once and makes ``run``
 raise ``LeadershipLost`` (the process should exit non-zero and be restarted).
+
+A cache that cannot sync ends ``run`` with one plain exception (not an exception group): a
+``CacheSyncError`` as soon as a LIST is refused for good (CRD missing, RBAC), or
+``CacheSyncTimeout`` after ``cache_sync_timeout``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from kubetrio.runtime.client import Client
 from kubetrio.runtime.httpserver import ManagerHTTPServer
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
 from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.syncfailure import CacheSyncError
 
 log = get_logger("kubetrio.manager")
 
@@ -100,6 +105,7 @@ class Manager:
         self._work = trio.CancelScope()  # replaced by the work nursery's scope in run()
         self._startup = trio.CancelScope()  # the wait for caches; a stop() meanwhile ends it
         self._leadership_lost = False
+        self._sync_failure: CacheSyncError | CacheSyncTimeout | None = None
         self.bound_ports: dict[str, int] = {}  # "metrics" / "probes" -> port, once serving
         self.serving = trio.Event()
         self.http.add_healthz_check("ping", lambda: None)
@@ -142,6 +148,11 @@ class Manager:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run everything until ``stop`` (or cancellation); ``started`` once caches synced."""
+        await self._run(task_status)
+        if self._sync_failure is not None:
+            raise self._sync_failure  # raised out here, the caller sees it bare
+
+    async def _run(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as root:
             await self._start_http(root)
             await root.start(self.cache.run)
@@ -151,11 +162,13 @@ class Manager:
                         await self.cache.wait_for_sync()
                 except trio.TooSlowError:
                     pending = [i.name for i in self.cache.informers if not i.has_synced]
-                    raise CacheSyncTimeout(
+                    self._sync_failure = CacheSyncTimeout(
                         f"informers for {', '.join(pending)} did not sync within "
                         f"{self.cache_sync_timeout:g}s"
-                    ) from None
-            if self._stop_requested.is_set():
+                    )
+                except CacheSyncError as error:
+                    self._sync_failure = error
+            if self._stop_requested.is_set() or self._sync_failure is not None:
                 root.cancel_scope.cancel()
                 return
             log.info("caches synced", informers=len(self.cache.informers))

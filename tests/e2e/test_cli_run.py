@@ -14,12 +14,17 @@ from typing import Any
 
 import pytest
 import trio
+import yaml
 
 from kubetrio.api.coordination import Lease
 from kubetrio.api.core import ConfigMap
 from kubetrio.runtime.client import Client
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.emulator import Emulator, FaultRule
+from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.informer import EventHandler, Informer
+
+from .machines import install_crds
+from .rbac_helpers import service_account, token
 
 PLUGIN = textwrap.dedent(
     '''
@@ -160,6 +165,9 @@ class Watcher:
         with trio.fail_after(seconds):
             while not condition():
                 await self._changed.wait()
+
+
+OUTAGE = 600.0
 
 
 def one_line_error(proc: subprocess.CompletedProcess[bytes]) -> str:
@@ -334,3 +342,101 @@ async def test_leader_election_fails_over_without_two_leaders(
         with trio.fail_after(15):
             assert await by_pid[follower].wait() == 0
         nursery.cancel_scope.cancel()
+
+
+async def run_to_exit(argv: list[str], seconds: float) -> subprocess.CompletedProcess[bytes]:
+    with trio.fail_after(seconds):
+        return await trio.run_process(
+            argv, capture_stderr=True, capture_stdout=True, check=False, env=environment()
+        )
+
+
+async def test_missing_crds_end_the_run_at_once_naming_the_crd(emu: Emulator) -> None:
+    started = time.monotonic()
+    # Well under the 120 s cache sync timeout: the first 404 is final (allowing for a slow
+    # interpreter start on a loaded machine).
+    # Warnings off: stderr then holds exactly what the process ends with.
+    argv = run_args(emu, "--controllers", "machine", "--log-level", "error")
+    proc = await run_to_exit(argv, seconds=60)
+    assert proc.returncode == 1
+    line = one_line_error(proc)  # no traceback, no exception group
+    assert line.startswith("kubetrio: CRD not installed: machine"), line
+    assert ".machine.sapcloud.io (404 NotFound" in line
+    assert time.monotonic() - started < 60
+
+
+async def test_a_service_account_that_cannot_list_gets_the_rbac_line(
+    emu: Emulator, client: EmuClient, tmp_path: Path
+) -> None:
+    install_crds(emu)
+    await service_account(client, "kubetrio")
+    kubeconfig = yaml.safe_load(emu.kubeconfig_path.read_text())
+    kubeconfig["users"][0]["user"]["token"] = await token(client, "kubetrio")
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    argv = kubetrio(
+        "run",
+        "--kubeconfig",
+        str(path),
+        "--controllers",
+        "machine",
+        "--metrics-bind-address",
+        "0",
+        "--health-probe-bind-address",
+        "0",
+        "--log-level",
+        "error",
+    )
+    proc = await run_to_exit(argv, seconds=60)
+    assert proc.returncode == 1
+    line = one_line_error(proc)
+    assert line.startswith("kubetrio: RBAC: the ServiceAccount default/kubetrio cannot list "), line
+    assert 'User "system:serviceaccount:default:kubetrio" cannot list resource' in line
+
+
+async def test_a_leader_that_loses_its_lease_in_an_api_outage_exits_with_one_line(
+    emu: Emulator,
+) -> None:
+    install_crds(emu)
+    argv = run_args(
+        emu,
+        "--controllers",
+        "machine",
+        "--leader-elect",
+        "--leader-election-namespace",
+        "default",
+        "--leader-elect-lease-duration",
+        "4s",
+        "--leader-elect-renew-deadline",
+        "3s",
+        "--leader-elect-retry-period",
+        "0.5s",
+        "--kube-api-timeout",
+        "1s",
+    )
+    leases = Watcher(Informer(Client.from_url(emu.url, token=emu.token), Lease))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(leases.informer.run)
+        process = await nursery.start(
+            functools.partial(
+                trio.run_process,
+                argv,
+                env=environment(),
+                check=False,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        )
+        await leases.wait_for(
+            lambda: leases.informer.lister.get("default", "kubetrio-leader") is not None, 30
+        )
+        emu.faults.add(FaultRule(latency=OUTAGE))  # every request hangs past its timeout
+        with trio.fail_after(30):
+            code = await process.wait()
+        stderr = (await process.stderr.receive_some(1 << 20)).decode()
+        nursery.cancel_scope.cancel()
+    assert code == 1
+    assert "Traceback" not in stderr and "ExceptionGroup" not in stderr, stderr
+    last = stderr.splitlines()[-1]
+    assert last.startswith("kubetrio: lea"), stderr
+    assert last.endswith("; exiting so a restart can campaign again"), stderr

@@ -14,11 +14,18 @@ import trio.testing
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.core import ConfigMap
+from kubetrio.api.machine import Machine
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.controller import Result, TerminalError
 from kubetrio.runtime.emulator import Emulator, FaultRule
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.runtime.informer import EventHandler, Informer
+from kubetrio.runtime.manager import CacheSyncTimeout, Manager
 from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.syncfailure import CacheSyncError
+
+from .machines import install_crds, machine_doc
+from .rbac_helpers import bind, role, rule, sa_subject, service_account, token
 
 
 def config_map(name: str, **data: str) -> dict[str, object]:
@@ -273,3 +280,73 @@ async def test_stop_while_caches_cannot_sync_returns_promptly(
         stopped_at = trio.current_time()
         manager.stop()
     assert trio.current_time() - stopped_at < 1
+
+
+async def test_a_missing_crd_fails_the_sync_at_once_naming_it(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    client = Client.from_kubeconfig(str(emu.kubeconfig_path))
+    manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
+    manager.controller("recording").for_(ConfigMap).complete(Recording(manager))
+    manager.cache.informer(Machine, namespace="default")
+    started = trio.current_time()
+    with pytest.raises(CacheSyncError) as caught:  # bare, not inside an exception group
+        await manager.run()
+    assert trio.current_time() - started < 1, "no waiting out the cache sync timeout"
+    message = str(caught.value)
+    assert message.startswith("CRD not installed: machines.machine.sapcloud.io (404 NotFound")
+    assert "\n" not in message
+
+
+async def test_a_forbidden_list_fails_the_sync_naming_the_service_account(
+    emu: Emulator, client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    await service_account(client, "narrow")
+    await role(client, "get-only", [rule(["get"], ["configmaps"])], ns=None)
+    await bind(client, "narrow-get", "ClusterRole", "get-only", [sa_subject("narrow")], ns=None)
+    narrow = Client.from_url(emu.url, token=await token(client, "narrow"))
+    manager = Manager(narrow, metrics_bind_address="0", health_probe_bind_address="0")
+    manager.controller("recording").for_(ConfigMap).complete(Recording(manager))
+    with pytest.raises(CacheSyncError) as caught:
+        await manager.run()
+    message = str(caught.value)
+    assert message.startswith(
+        "RBAC: the ServiceAccount default/narrow cannot list configmaps cluster-wide ("
+    ), message
+    assert 'cannot list resource "configmaps"' in message  # kube's own words follow
+
+
+async def test_a_sync_that_never_completes_times_out_with_one_plain_error(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    emu.faults.add(FaultRule(verb="list", resource="configmaps", status=503))
+    client = Client.from_kubeconfig(str(emu.kubeconfig_path))
+    manager = Manager(
+        client, metrics_bind_address="0", health_probe_bind_address="0", cache_sync_timeout=20
+    )
+    manager.controller("recording").for_(ConfigMap).complete(Recording(manager))
+    with pytest.raises(CacheSyncTimeout) as caught:  # 503 may heal: retried until the timeout
+        await manager.run()
+    assert str(caught.value) == "informers for configmaps did not sync within 20s"
+
+
+async def test_an_informer_whose_crd_appears_later_still_syncs(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """The informer itself keeps retrying (only the wait for it fails fast): a library user
+    that waits again after installing the CRD gets a synced cache."""
+    informer = Informer(Client.from_kubeconfig(str(emu.kubeconfig_path)), Machine)
+    added = trio.Event()
+    informer.add_handler(EventHandler(on_add=lambda obj, initial: added.set()))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(informer.run)
+        with pytest.raises(CacheSyncError, match=r"^CRD not installed: machines\."):
+            await informer.wait_for_sync()
+        install_crds(emu)
+        emu.create(machine_doc("late"))
+        with trio.fail_after(60):  # the informer's backoff, on the mock clock
+            await added.wait()
+        assert informer.has_synced
+        await informer.wait_for_sync()
+        assert [m.metadata.name for m in informer.lister.list()] == ["late"]
+        nursery.cancel_scope.cancel()

@@ -67,7 +67,7 @@ storage:
   csiDriver: csi.example.com
   backendURL: https://storage.example.com:5705
   deleteTimeout: 1m
-  gcDelay: 0
+  gcDelay: 0s
   gcInterval: 0s
 """
 
@@ -75,7 +75,7 @@ FULL_TOML = """\
 kubeconfig = "/etc/kubetrio/kubeconfig"
 controllers = ["machine"]
 metricsBindAddress = "0"
-gracefulShutdownTimeout = 90
+gracefulShutdownTimeout = "90s"
 
 [leaderElection]
 enabled = true
@@ -230,7 +230,7 @@ def test_workers_merge_with_defaults_and_layer(tmp_path: Path) -> None:
 
 
 def test_controllers_flag_and_custom_registry() -> None:
-    assert load(["--controllers", " machine , storagegc ,"]).controllers == ("machine", "storagegc")
+    assert load(["--controllers", " machine , storagegc"]).controllers == ("machine", "storagegc")
     config = load(["--controllers", "mine", "--workers", "mine=4"], known=["mine"])
     assert config.controllers == ("mine",)
     assert config.workers_for("mine") == 4
@@ -362,8 +362,12 @@ def test_full_toml_example(tmp_path: Path) -> None:
     assert config.storage.gc_interval == 7200
 
 
-def test_empty_yaml_file_is_all_defaults(tmp_path: Path) -> None:
-    assert load(["--config", write(tmp_path, "# nothing here\n")]) == load()
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("", "x.yaml"), ("# nothing here\n", "x.yaml"), ("{}\n", "x.yml"), ("# none\n", "x.toml")],
+)
+def test_an_empty_config_file_is_an_error_naming_it(tmp_path: Path, text: str, name: str) -> None:
+    assert file_error(tmp_path, text, name) == "the file is empty (it sets nothing)"
 
 
 def test_config_is_keyword_only_and_frozen() -> None:
@@ -396,11 +400,31 @@ def file_error(tmp_path: Path, text: str, name: str = "x.yaml") -> str:
             'leaderElection: unknown field "leaseDurration" (did you mean "leaseDuration"?)',
         ),
         ("verbosity: 3\n", 'unknown field "verbosity"'),
+        ("machine:\n  drainTimeout: -5s\n", 'machine.drainTimeout: expected a duration like "15s"'),
         (
-            "machine:\n  drainTimeout: -5\n",
-            "machine.drainTimeout: expected a non-negative duration",
+            "machine:\n  drainTimeout: true\n",
+            'machine.drainTimeout: expected a duration string like "15s", got True',
         ),
-        ("machine:\n  drainTimeout: true\n", "machine.drainTimeout: expected a duration like"),
+        # A bare number could mean seconds or minutes: a file states the unit.
+        (
+            "machine:\n  drainTimeout: 30\n",
+            'machine.drainTimeout: expected a duration string like "15s", got 30',
+        ),
+        (
+            "leaderElection: {leaseDuration: 1.5}\n",
+            'leaderElection.leaseDuration: expected a duration string like "15s", got 1.5',
+        ),
+        ("client: {qps: .inf}\n", "client.qps: expected a finite number, got inf"),
+        ("client: {qps: .nan}\n", "client.qps: expected float > 0.0, got nan"),
+        ("controllers: []\n", "controllers: expected array of length >= 1"),
+        (
+            "machine: {nodeConditions: []}\n",
+            "machine.nodeConditions: expected array of length >= 1",
+        ),
+        (
+            "machine: {nodeConditions: [A, '']}\n",
+            "machine.nodeConditions[1]: expected str of length >= 1",
+        ),
         ("machine:\n  drainTimeout: 1d\n", 'machine.drainTimeout: expected a duration like "15s"'),
         ("machine: 3\n", "machine: expected a mapping, got int"),
         ("client:\n  burst: 0\n", "client.burst: expected int >= 1, got 0"),
@@ -435,7 +459,7 @@ def file_error(tmp_path: Path, text: str, name: str = "x.yaml") -> str:
             "leaderElection.namespace: expected a lower",
         ),
         ("machine: {namespace: ''}\n", "machine.namespace: expected str of length >= 1"),
-        ("machine: {creationTimeout: 0}\n", "machine.creationTimeout: must be greater than 0"),
+        ("machine: {creationTimeout: 0s}\n", "machine.creationTimeout: must be greater than 0"),
         ("storage: {backendURL: 'storage:5705'}\n", "storage.backendURL: expected an http(s) URL"),
         ("master: 10.0.0.1\n", 'master: expected an http(s) URL, got "10.0.0.1"'),
         (
@@ -536,6 +560,22 @@ def test_missing_file_and_wrong_extension(tmp_path: Path) -> None:
         (["--log-level", "trace"], "flag --log-level (logging.level): expected one of debug"),
         (["--kube-api-qps", "0"], "flag --kube-api-qps (client.qps): expected float > 0.0, got 0"),
         (["--kube-api-qps", "lots"], 'flag --kube-api-qps: expected a number, got "lots"'),
+        (["--kube-api-qps", "inf"], 'flag --kube-api-qps: expected a finite number, got "inf"'),
+        (["--kube-api-qps", "NaN"], 'flag --kube-api-qps: expected a finite number, got "NaN"'),
+        (
+            ["--kube-api-qps=-Infinity"],
+            'flag --kube-api-qps: expected a finite number, got "-Infinity"',
+        ),
+        (
+            ["--controllers", ""],
+            "flag --controllers: expected a comma-separated list of names, got an empty value",
+        ),
+        (["--controllers", " , "], 'flag --controllers: item 1 of " , " is empty'),
+        (["--controllers", "machine,"], 'flag --controllers: item 2 of "machine," is empty'),
+        (
+            ["--node-conditions", "KernelDeadlock,,DiskPressure"],
+            'flag --node-conditions: item 2 of "KernelDeadlock,,DiskPressure" is empty',
+        ),
         (
             ["--machine-max-evict-retries", "-3"],
             "flag --machine-max-evict-retries (machine.maxEvictRetries): expected int >= 0, got -3",
@@ -641,7 +681,13 @@ def test_duration_parse(value: object, seconds: float) -> None:
     assert Duration.parse(value) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("value", ["", "abc", "15x", "s", "-5s", "1h 30m", "1d", True, None, -1])
+NOT_FINITE = [float("inf"), float("nan"), "9" * 400, "9" * 400 + "h"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "abc", "15x", "s", "-5s", "1h 30m", "1d", True, None, -1, *NOT_FINITE],
+)
 def test_duration_parse_rejects(value: object) -> None:
     with pytest.raises(ValueError, match="duration"):
         Duration.parse(value)
