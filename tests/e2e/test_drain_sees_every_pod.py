@@ -26,6 +26,7 @@ from .machines import MACHINE_API, install_crds, machine_doc, machine_manager, s
 from .test_drain import drainer, node
 from .test_machine_deletion import running_machine
 
+DRAIN_INFORMERS = 6  # nodes, pods, claims, volumes, attachments, budgets
 HELD_BACK = 20.0  # seconds the pod informer's re-watch is delayed (mock clock)
 
 
@@ -42,6 +43,14 @@ def pinned_pod(name: str, node: str) -> dict[str, Any]:
     }
 
 
+async def hold_back_pods(emu: Emulator, seconds: float, watches: int) -> None:
+    """Cut every watch once all ``watches`` are open (one still being set up would escape the
+    cut), and delay the pods re-watch by ``seconds``."""
+    await emu.faults.wait_open_watches(lambda n: n >= watches)
+    emu.faults.add(verb="watch", resource="pods", latency=seconds, count=1)
+    emu.faults.cut_watches()
+
+
 async def test_pod_pinned_just_before_the_deletion_is_drained(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -50,8 +59,7 @@ async def test_pod_pinned_just_before_the_deletion_is_drained(
     async with machine_manager(emu) as h:
         await running_machine(emu, h)
         # Hold the pod watch back: cut every watch, and the pods re-watch waits HELD_BACK.
-        emu.faults.add(verb="watch", resource="pods", latency=HELD_BACK, count=1)
-        emu.faults.cut_watches()
+        await hold_back_pods(emu, HELD_BACK, len(h.manager.cache.informers))
         emu.create(pinned_pod("late", "m-1"))
         emu.delete(MACHINE_API, "Machine", "m-1", "default")
         started = trio.current_time()
@@ -86,8 +94,7 @@ async def test_a_cache_that_stays_behind_fails_the_drain_step_which_is_retried(
     async with machine_manager(emu) as h:
         await running_machine(emu, h)
         held_back = CATCH_UP_TIMEOUT + 30
-        emu.faults.add(verb="watch", resource="pods", latency=held_back, count=1)
-        emu.faults.cut_watches()
+        await hold_back_pods(emu, held_back, len(h.manager.cache.informers))
         emu.create(pinned_pod("late", "m-1"))
         emu.delete(MACHINE_API, "Machine", "m-1", "default")
         started = trio.current_time()
@@ -112,8 +119,7 @@ async def test_a_forced_drain_deletes_the_pods_the_api_lists_when_the_cache_stay
         await d.cache.node_changes.wait_until(
             lambda: d.cache.nodes.get("", "n1") is not None, trio.current_time() + 60
         )
-        emu.faults.add(verb="watch", resource="pods", latency=CATCH_UP_TIMEOUT + 30, count=1)
-        emu.faults.cut_watches()
+        await hold_back_pods(emu, CATCH_UP_TIMEOUT + 30, DRAIN_INFORMERS)
         emu.create(pinned_pod("late", "n1"))
         gentle = await d.drain("n1", DrainOptions())
         assert not gentle.succeeded and gentle.pods == []
