@@ -349,10 +349,11 @@ async def delete_vm(flow: Deletion, machine: Machine) -> tuple[Machine | None, f
             failed = await flow.failed(machine, description, "VMDeletionFailed", error.code.name)
             return failed, retry
         description = f"VM not found. Continuing deletion flow. {INITIATE_NODE_DELETION}"
-    # A machine that never joined still has its bootstrap token: it must not outlive the VM.
+    # A machine that never joined still has its bootstrap token (a credential that lets a node
+    # join): it must not outlive the VM. Asked of the API, not the cache, which may not show a
+    # token made by the last creation attempt yet; a missing one is fine.
     token = token_secret_name(machine.name, machine.namespace)
-    if ctx.tokens.get(TOKEN_NAMESPACE, token) is not None:
-        await ctx.client.delete(Secret, token, TOKEN_NAMESPACE, missing_ok=True)
+    await ctx.client.delete(Secret, token, TOKEN_NAMESPACE, missing_ok=True)
     written = await ctx.status.write(
         machine,
         Operation(description, STATE_PROCESSING, OPERATION_DELETE),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kubetrio.api.core import Node, PersistentVolume, PersistentVolumeClaim, Pod
@@ -36,6 +36,8 @@ class DrainCache:
     node_changes: CacheChanges
     pod_changes: CacheChanges
     attachment_changes: CacheChanges
+    # The last resourceVersion the pod informer has seen (a drain compares it with a list's).
+    pods_version: Callable[[], str]
 
     @classmethod
     def from_cache(cls, cache: InformerCache) -> DrainCache:
@@ -55,6 +57,7 @@ class DrainCache:
             node_changes=CacheChanges(nodes),
             pod_changes=CacheChanges(pods),
             attachment_changes=CacheChanges(attachments),
+            pods_version=lambda: pods.last_resource_version,
         )
 
     def pods_on(self, node: str) -> list[Pod]:

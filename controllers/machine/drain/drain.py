@@ -1,4 +1,5 @@
-"""Running a drain: cordon, then remove every selected pod, under one deadline.
+"""Running a drain: cordon, let the pod cache catch up, then remove every selected pod, under
+one deadline.
 
 MCM's order of work is kept: pods without volumes go concurrently (bounded); pods holding
 driver-owned volumes go one at a time, highest priority first, and each waits until its volumes
@@ -21,6 +22,7 @@ import trio
 from kubetrio.api.core import Node, Pod, Taint
 from kubetrio.controllers.machine.drain.budgets import budgets_for, is_misconfigured
 from kubetrio.controllers.machine.drain.cache import ATTACHMENT_PV_INDEX, DrainCache
+from kubetrio.controllers.machine.drain.catchup import CATCH_UP_TIMEOUT, describe, wait_for_pods
 from kubetrio.controllers.machine.drain.metrics import DrainMetrics
 from kubetrio.controllers.machine.drain.selection import pod_name, select_pods
 from kubetrio.controllers.machine.drain.volumes import (
@@ -129,11 +131,20 @@ class Drainer:
         await self._event(node, "Normal", "DrainStarted", f"draining node ({_mode(options)})")
         try:
             await self.cordon(node)
+            catch_up = min(deadline, trio.current_time() + CATCH_UP_TIMEOUT)
+            missing = await wait_for_pods(self.client, self.cache, node_name, catch_up)
         except (ApiError, PodDrainError) as error:
             result.failure = str(error)
             await self._event(node, "Warning", "DrainFailed", result.summary())
             return result
-        selection = select_pods(self.cache.pods_on(node_name))
+        pods = self.cache.pods_on(node_name)
+        if missing and not options.force:
+            # Never decide from a cache that may lack a pod: fail, and the step is retried.
+            result.failure = describe(missing)
+            await self._event(node, "Warning", "DrainFailed", result.summary())
+            return result
+        # A forced drain deletes without waiting on the cache: the API's word is enough.
+        selection = select_pods([*pods, *missing])
         result.skipped = [f"{pod_name(pod)}: {why}" for pod, why in selection.skipped]
         result.warnings = selection.warnings
         for warning in selection.warnings:
