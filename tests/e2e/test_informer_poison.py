@@ -17,12 +17,18 @@ import pytest
 import trio
 import trio.testing
 import yaml
+from prometheus_client import CollectorRegistry
 
 from kubetrio.api.machine import Machine
 from kubetrio.runtime.client import Client
+from kubetrio.runtime.controller import Result
 from kubetrio.runtime.emulator import Emulator, FaultRule
 from kubetrio.runtime.informer import EventHandler, Informer
+from kubetrio.runtime.informer_metrics import NAME
+from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.queue import ObjectKey
+
+from .test_manager import http_get, scrape
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
 MACHINE_API = "machine.sapcloud.io/v1alpha1"
@@ -136,3 +142,54 @@ async def test_poison_object_is_kept_out_and_the_watch_goes_on(
     # bad-from-start once, turns-bad once per bad resourceVersion (two), none on the relist.
     assert len(logged) == 3, logged
     assert all("$.spec." in line for line in logged)
+
+
+class SeenMachines:
+    """A reconciler that notes each machine it found in the cache."""
+
+    def __init__(self, manager: Manager) -> None:
+        self.lister = manager.cache.informer(Machine).lister
+        self.seen: set[str] = set()
+        self.changed = trio.Event()
+
+    async def reconcile(self, key: ObjectKey) -> Result:
+        if self.lister.get(key.namespace, key.name) is not None:
+            self.seen.add(key.name)
+            self.changed.set()
+            self.changed = trio.Event()
+        return Result()
+
+
+async def test_manager_reports_poison_objects_and_keeps_reconciling(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_loose_crd(emu, "machines")
+    emu.create(machine("bad") | {"spec": {"class": "a string"}})
+    manager = Manager(
+        Client.from_kubeconfig(str(emu.kubeconfig_path), registry=None),
+        metrics_bind_address="127.0.0.1:0",
+        health_probe_bind_address="127.0.0.1:0",
+        registry=CollectorRegistry(),
+    )
+    rec = SeenMachines(manager)
+    manager.controller("machines").for_(Machine).complete(rec)
+    undecodable = (NAME, (("kind", "Machine"),))
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(manager.run)
+            await manager.serving.wait()
+            emu.create(machine("good"))
+            while "good" not in rec.seen:
+                await rec.changed.wait()
+            assert (await scrape(manager))[undecodable] == 1
+            ready = await http_get(manager, "/readyz?verbose")
+            assert ready.status_code == 200  # the other machines are served: still ready
+            assert "[+]informers ok: 1 undecodable object(s)" in ready.text
+            assert "Machine default/bad" in ready.text and "$.spec.class" in ready.text
+
+            replace_spec(emu, "bad", **{"class": {"name": "small"}})  # fixed: reconciled
+            while "bad" not in rec.seen:
+                await rec.changed.wait()
+            assert (await scrape(manager))[undecodable] == 0
+            assert "[+]informers ok\n" in (await http_get(manager, "/readyz?verbose")).text
+            manager.stop()
