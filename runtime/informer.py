@@ -54,7 +54,8 @@ log = logging.getLogger("kubetrio.informer")
 
 MIN_WATCH_TIMEOUT = 300  # client-go: a random watch timeout in [5, 10) minutes
 # A watch that ends without an event sooner than this is treated as a failure (backoff), so a
-# server that accepts and at once closes every watch cannot make the informer spin.
+# server that accepts and at once closes every watch cannot make the informer spin (client-go's
+# "very short watch" rule).
 HEALTHY_WATCH_SECONDS = 1.0
 
 
