@@ -45,5 +45,9 @@ class Backoff:
         self._last_failure = now
         return self._base + self._rng.random() * self.jitter * self._base
 
+    def reset(self) -> None:
+        """Forget past failures: the next one waits ``initial`` again (after a healthy run)."""
+        self._last_failure = None
+
     async def wait(self) -> None:
         await trio.sleep(self.next_delay())

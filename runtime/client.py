@@ -13,7 +13,7 @@ import builtins
 import contextlib
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -24,13 +24,14 @@ import trio
 import urllib3
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from kubetrio.api.meta import KubeObject, ObjectList, Status
+from kubetrio.api.meta import KubeObject, ListMeta, ObjectList, Status
 from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.kubeconfig import load_kubeconfig
 from kubetrio.runtime.ratelimit import BucketRateLimiter
 from kubetrio.runtime.relay import ThreadRelay
 from kubetrio.runtime.transport import http_client, run_in_thread
+from kubetrio.runtime.undecodable import Undecodable, undecodable
 
 T = TypeVar("T", bound=KubeObject)
 
@@ -302,8 +303,14 @@ class Client:
         field_selector: str | None = None,
         resource_version: str | None = None,
         limit: int = 500,
+        on_undecodable: Callable[[Undecodable], None] | None = None,
     ) -> ObjectList[T]:
-        """Every matching object, following ``continue`` tokens; the first page's RV."""
+        """Every matching object, following ``continue`` tokens; the first page's RV.
+
+        With ``on_undecodable``, items are decoded one by one and an item that does not fit
+        ``kind`` goes there instead of failing the whole list (an informer must not be wedged
+        by one poison object); without it, any undecodable item fails the call.
+        """
         path = object_path(kind.KIND, namespace)
         params: dict[str, str] = {}
         if label_selector:
@@ -319,7 +326,11 @@ class Client:
         while True:
             payload = await self.request("GET", path, params=params)
             try:
-                page: ObjectList[T] = self.decoder(list_type).decode(payload)
+                page: ObjectList[T] = (
+                    self.decoder(list_type).decode(payload)
+                    if on_undecodable is None
+                    else self._decode_items(kind, payload, on_undecodable)
+                )
             except (msgspec.DecodeError, msgspec.ValidationError) as error:
                 raise ApiError(
                     200, "BadResponse", f"cannot decode {kind.KIND.kind} list: {error}"
@@ -333,6 +344,19 @@ class Client:
                 return result
             params["continue"] = page.metadata.continue_
             params.pop("resourceVersion", None)
+
+    def _decode_items(
+        self, kind: type[T], payload: bytes, on_undecodable: Callable[[Undecodable], None]
+    ) -> ObjectList[T]:
+        page = _raw_list_decoder.decode(payload)
+        decoder = self.decoder(kind)
+        items: builtins.list[T] = []
+        for raw in page.items:
+            try:
+                items.append(decoder.decode(raw))
+            except msgspec.ValidationError as error:
+                on_undecodable(undecodable(raw, error))
+        return ObjectList(metadata=page.metadata, items=items)
 
     async def create(
         self,
@@ -488,7 +512,9 @@ class Client:
                 except (msgspec.DecodeError, msgspec.ValidationError) as error:
                     return ApiError(200, "BadResponse", f"watch {path}: undecodable event: {error}")
                 except (OSError, requests.RequestException, urllib3.exceptions.HTTPError) as error:
-                    return ApiError(0, "Unreachable", f"watch {path} broke: {error}")
+                    # Cut mid-stream (a load balancer, a restarting server): not an error of
+                    # the request, so the consumer may resume at once from its last RV.
+                    return ApiError(0, WATCH_CUT, f"watch {path} broke: {error}")
             return None
 
         async with send:
@@ -533,6 +559,9 @@ def _with_type_meta(kind: KindInfo, body: KubeObject | Mapping[str, Any]) -> dic
     return document
 
 
+WATCH_CUT = "WatchCut"  # the reason of a watch that was established and then broke
+
+
 class WatchEvent(Generic[T]):
     """One event of a watch stream.
 
@@ -541,7 +570,7 @@ class WatchEvent(Generic[T]):
     history is gone and the caller must relist).
     """
 
-    __slots__ = ("error", "obj", "resource_version", "type")
+    __slots__ = ("error", "obj", "resource_version", "type", "undecodable")
 
     def __init__(
         self,
@@ -549,11 +578,13 @@ class WatchEvent(Generic[T]):
         obj: T | None = None,
         resource_version: str = "",
         error: ApiError | None = None,
+        undecodable: Undecodable | None = None,
     ) -> None:
         self.type = type
         self.obj = obj
         self.resource_version = resource_version
         self.error = error
+        self.undecodable = undecodable  # set instead of ``obj`` when the object does not fit
 
     def __repr__(self) -> str:
         what = self.error if self.error else self.resource_version
@@ -573,6 +604,12 @@ class _Bookmark(msgspec.Struct):
     metadata: _BookmarkMeta = msgspec.field(default_factory=_BookmarkMeta)
 
 
+class _RawList(msgspec.Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[msgspec.Raw] = []
+
+
+_raw_list_decoder = msgspec.json.Decoder(_RawList)
 _raw_event_decoder = msgspec.json.Decoder(_RawWatchEvent)
 _bookmark_decoder = msgspec.json.Decoder(_Bookmark)
 
@@ -587,5 +624,10 @@ def decode_watch_line(line: bytes, decoder: msgspec.json.Decoder[T]) -> WatchEve
     if raw.type == "BOOKMARK":
         bookmark = _bookmark_decoder.decode(raw.object)
         return WatchEvent("BOOKMARK", resource_version=bookmark.metadata.resource_version)
-    obj = decoder.decode(raw.object)
+    try:
+        obj = decoder.decode(raw.object)
+    except msgspec.ValidationError as error:
+        # One poison object must not end the stream: the consumer decides what to do with it.
+        poison = undecodable(raw.object, error)
+        return WatchEvent(raw.type, resource_version=poison.resource_version, undecodable=poison)
     return WatchEvent(raw.type, obj, obj.metadata.resource_version)

@@ -43,6 +43,7 @@ __all__ = [
     "ListenError",
     "Listening",
     "ManagerHTTPServer",
+    "Passing",
     "parse_bind_address",
 ]
 
@@ -54,6 +55,14 @@ ENDPOINTS: Final[frozenset[str]] = frozenset(get_args(Endpoint))
 # A check returns None when healthy, or a reason (or raises) when not. It runs on the event loop,
 # so it must be quick and must not block: read state, don't do I/O.
 HealthCheck = Callable[[], str | None]
+
+
+class Passing(str):
+    """A check result that passes but has something to say (e.g. objects an informer cannot
+    decode): readiness must not flap on it, yet ``?verbose`` should show it."""
+
+    __slots__ = ()
+
 
 _TEXT: Final = "text/plain; charset=utf-8"
 _MAX_REQUEST_BODY: Final = 64 * 1024
@@ -169,6 +178,8 @@ class HealthChecks:
             return redact_text(_one_line(str(exc) or type(exc).__name__))
         if result is None:
             return None
+        if isinstance(result, Passing):
+            return Passing(redact_text(_one_line(result)))
         return redact_text(_one_line(str(result) or "failed"))
 
     def aggregate(self, *, verbose: bool, exclude: Collection[str]) -> tuple[int, str]:
@@ -182,6 +193,8 @@ class HealthChecks:
             reason = self.run_one(name)
             if reason is None:
                 lines.append(f"[+]{name} ok")
+            elif isinstance(reason, Passing):
+                lines.append(f"[+]{name} ok: {reason}")
             else:
                 failed = True
                 lines.append(f"[-]{name} failed: {reason}")
@@ -375,7 +388,7 @@ def _health(checks: HealthChecks, rest: str, query: Mapping[str, list[str]]) -> 
     if name not in checks.names():
         return _text(404, "404 page not found\n")
     reason = checks.run_one(name)
-    if reason is not None:
+    if reason is not None and not isinstance(reason, Passing):
         return _text(500, f"internal server error: {reason}\n")
     return _text(200, "ok")
 

@@ -3,12 +3,19 @@
 The reflector loop (client-go semantics):
 
 * LIST, then WATCH from the list's resourceVersion with bookmarks and a randomised
-  ``timeoutSeconds``; a watch that ends cleanly is resumed from the last resourceVersion seen;
+  ``timeoutSeconds``; a watch that ends cleanly or is cut mid-stream (a flaky load balancer)
+  is resumed from the last resourceVersion seen at once — waiting there would only make the
+  cache stale;
 * 410 Gone (the server no longer has that history) → relist at the last resourceVersion; if the
   server cannot serve that either, relist from scratch;
-* any other failure → jittered exponential backoff, then resume; a first LIST refused for good
-  (CRD missing, forbidden, unauthorized) also ends ``wait_for_sync`` with a ``CacheSyncError``
-  naming the kind and the reason, so a manager fails fast instead of waiting out its timeout;
+* any other failure → jittered exponential backoff, then resume; a healthy watch (one that
+  delivered events or lasted a while) resets the backoff, so one old failure costs nothing; a
+  first LIST refused for good (CRD missing, forbidden, unauthorized) also ends ``wait_for_sync``
+  with a ``CacheSyncError`` naming the kind and the reason, so a manager fails fast instead of
+  waiting out its timeout;
+* an object that does not fit the typed view (a "poison object", see ``undecodable``) is kept
+  out of the store, logged once per resourceVersion and listed in ``undecodable``; the watch
+  goes on, and the store follows when the object is fixed or deleted;
 * a relist replaces the store and hands the handlers only the difference: adds, updates for
   changed resourceVersions, and deletes (as ``DeletedFinalStateUnknown`` tombstones) for
   objects that vanished while the watch was down — so handlers never miss a final delete and
@@ -31,9 +38,10 @@ import trio
 
 from kubetrio.api.meta import KubeObject, ObjectList
 from kubetrio.runtime.backoff import Backoff
-from kubetrio.runtime.client import Client, WatchEvent
+from kubetrio.runtime.client import WATCH_CUT, Client, WatchEvent
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.intern import share_strings
+from kubetrio.runtime.queue import ObjectKey
 from kubetrio.runtime.store import (
     DeletedFinalStateUnknown,
     IndexFunc,
@@ -42,12 +50,17 @@ from kubetrio.runtime.store import (
     key_of,
 )
 from kubetrio.runtime.syncfailure import CacheSyncError, sync_failure
+from kubetrio.runtime.undecodable import Undecodable
 
 T = TypeVar("T", bound=KubeObject)
 
 log = logging.getLogger("kubetrio.informer")
 
 MIN_WATCH_TIMEOUT = 300  # client-go: a random watch timeout in [5, 10) minutes
+# A watch that ends without an event sooner than this is treated as a failure (backoff), so a
+# server that accepts and at once closes every watch cannot make the informer spin (client-go's
+# "very short watch" rule).
+HEALTHY_WATCH_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +102,8 @@ class Informer(Generic[T]):
         self.sync_error: CacheSyncError | None = None
         self._backoff = Backoff()
         self.relists = 0  # observable by tests: how often the store was rebuilt
+        # Objects the server holds that do not fit ``kind``, by store key (for metrics, probes).
+        self.undecodable: dict[ObjectKey, Undecodable] = {}
 
     @property
     def name(self) -> str:
@@ -142,9 +157,15 @@ class Informer(Generic[T]):
                     await self._backoff.wait()
                     continue
                 need_list = False
-            outcome = await self._watch_once()
+            started = trio.current_time()
+            outcome, delivered = await self._watch_once()
+            healthy = delivered or trio.current_time() - started >= HEALTHY_WATCH_SECONDS
+            if healthy:
+                self._backoff.reset()
+            if healthy and (outcome is None or outcome.reason == WATCH_CUT):
+                continue  # a clean end or a cut: resume from the last RV at once
             if outcome is None:
-                continue  # clean end of the watch window: resume from the last RV
+                outcome = ApiError(0, "EmptyWatch", "the watch ended at once with no event")
             if outcome.status == 410:
                 log.info("watch history expired kind=%s rv=%s", self.name, outcome.message)
                 need_list = True
@@ -155,22 +176,26 @@ class Informer(Generic[T]):
     async def _relist(self) -> None:
         """LIST at the last RV (or from scratch) and reconcile the store with the result."""
         resource_version = self.last_resource_version or "0"
+        poisons: list[Undecodable] = []
         try:
-            result = await self._list(resource_version)
+            result = await self._list(resource_version, poisons.append)
         except ApiError as error:
             if error.status not in (410, 504) or resource_version == "":
                 raise
             # The server cannot serve that resourceVersion any more: a consistent read.
-            result = await self._list("")
+            poisons.clear()
+            result = await self._list("", poisons.append)
         items = [self._ingest(obj) for obj in result.items]
-        self._replace(items)
+        self._replace(items, poisons)
         self.last_resource_version = result.metadata.resource_version
         self.relists += 1
         if not self._synced.is_set():
             self._synced.set()
             self._settled.set()
 
-    async def _list(self, resource_version: str) -> ObjectList[T]:
+    async def _list(
+        self, resource_version: str, on_undecodable: Callable[[Undecodable], None]
+    ) -> ObjectList[T]:
         return await self.client.list(
             self.kind,
             namespace=self.namespace,
@@ -180,14 +205,18 @@ class Informer(Generic[T]):
             # "0" is served from the API server's watch cache, which ignores limits; asking
             # for pages there would only spend client-side rate limit on round trips.
             limit=0 if resource_version == "0" else 500,
+            on_undecodable=on_undecodable,
         )
 
     def _ingest(self, obj: T) -> T:
         obj = share_strings(obj)
         return self.transform(obj) if self.transform is not None else obj
 
-    def _replace(self, items: list[T]) -> None:
+    def _replace(self, items: list[T], poisons: list[Undecodable]) -> None:
         initial = not self._synced.is_set()
+        previous, self.undecodable = self.undecodable, {}
+        for poison in poisons:
+            self._note_undecodable(poison, previous.get(poison.key))
         seen = set()
         for obj in items:
             key = key_of(obj)
@@ -202,11 +231,13 @@ class Informer(Generic[T]):
             if gone is not None:
                 self._emit_delete(DeletedFinalStateUnknown(key, gone))
 
-    async def _watch_once(self) -> ApiError | None:
-        """One watch request; None when it ended cleanly, else the error that ended it."""
+    async def _watch_once(self) -> tuple[ApiError | None, bool]:
+        """One watch request: None when it ended cleanly, else the error that ended it; and
+        whether it delivered any event (a sign of a healthy watch)."""
         send, receive = trio.open_memory_channel[list[WatchEvent[T]]](16)
         timeout = int(MIN_WATCH_TIMEOUT * (1 + random.random()))
         failure: ApiError | None = None
+        delivered = False
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
                 functools.partial(
@@ -227,17 +258,22 @@ class Informer(Generic[T]):
                             failure = event.error
                             nursery.cancel_scope.cancel()
                             break
+                        delivered = True
                         self._apply(event)
-        return failure
+        return failure, delivered
 
     def _apply(self, event: WatchEvent[T]) -> None:
         if event.resource_version:
             self.last_resource_version = event.resource_version
+        if event.undecodable is not None:
+            self._apply_undecodable(event.type, event.undecodable)
+            return
         obj = event.obj
         if obj is None:
             return  # a bookmark: only the resourceVersion moves
         obj = self._ingest(obj)
         key = key_of(obj)
+        self.undecodable.pop(key, None)  # fixed (or deleted): it fits again
         if event.type == "DELETED":
             # Unknown to the store means its delete was already delivered (as a tombstone).
             if self.store.remove(key) is not None:
@@ -248,6 +284,28 @@ class Informer(Generic[T]):
             self._emit_add(obj, False)
         else:
             self._emit_update(old, obj)
+
+    def _apply_undecodable(self, event_type: str, poison: Undecodable) -> None:
+        """Keep a poison object out of the store; an older version that fitted goes too."""
+        if event_type == "DELETED":
+            self.undecodable.pop(poison.key, None)
+        else:
+            self._note_undecodable(poison, self.undecodable.get(poison.key))
+        gone = self.store.remove(poison.key)
+        if gone is not None:
+            self._emit_delete(DeletedFinalStateUnknown(poison.key, gone))
+
+    def _note_undecodable(self, poison: Undecodable, known: Undecodable | None) -> None:
+        """Record a poison object, logging it once per resourceVersion (relists repeat it)."""
+        self.undecodable[poison.key] = poison
+        if known is None or known.resource_version != poison.resource_version:
+            log.warning(
+                "undecodable object kept out of the cache kind=%s object=%s rv=%s error=%s",
+                self.name,
+                poison,
+                poison.resource_version,
+                poison.error,
+            )
 
     async def _resync_loop(self, period: float) -> None:
         """Periodically hand every stored object to ``on_update`` (old is new)."""

@@ -33,6 +33,7 @@ from kubetrio.runtime.builder import ControllerBuilder
 from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.httpserver import ManagerHTTPServer
+from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.syncfailure import CacheSyncError
@@ -87,6 +88,7 @@ class Manager:
         self.client = client
         self.registry = registry if registry is not None else process_registry()
         self.cache = InformerCache(client)
+        report_undecodable(self.registry, self.cache)
         self.http = ManagerHTTPServer(self.registry)
         self.metrics_bind_address = metrics_bind_address
         self.health_probe_bind_address = health_probe_bind_address
@@ -131,7 +133,9 @@ class Manager:
     # -- probes ---------------------------------------------------------------------------
 
     def _informers_ready(self) -> str | None:
-        return None if self.cache.synced else "informers have not synced yet"
+        if not self.cache.synced:
+            return "informers have not synced yet"
+        return undecodable_detail(self.cache)
 
     def _leadership_known(self) -> str | None:
         elector = self.elector
