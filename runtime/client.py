@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kubetrio.api.meta import KubeObject, ListMeta, ObjectList, Status
 from kubetrio.api.registry import KindInfo
+from kubetrio.runtime.clockhold import request_in_flight
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.kubeconfig import load_kubeconfig
 from kubetrio.runtime.ratelimit import BucketRateLimiter
@@ -254,7 +255,8 @@ class Client:
         started = time.perf_counter()
         code = "<error>"
         try:
-            result = await run_in_thread(send, self._limiter)
+            with request_in_flight():
+                result = await run_in_thread(send, self._limiter)
             code = str(result[0])
             return result
         finally:

@@ -11,6 +11,7 @@ import msgspec
 import trio
 import yaml
 
+from kubetrio.runtime.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator import discovery, errors, fieldcheck, gaps
 from kubetrio.runtime.emulator.auth import Access
 from kubetrio.runtime.emulator.auth.users import ANONYMOUS_USER, UserInfo
@@ -252,7 +253,8 @@ class KubeApi:
         t.pb = pb.wants_protobuf(req.header("accept"), t.rt)
         decision = self.faults.decide(verb, t.rt.plural, t.sub, t.namespace or "", t.name)
         if decision.latency > 0:
-            await trio.sleep(decision.latency)
+            with waiting_on_simulated_time():
+                await trio.sleep(decision.latency)
         rule = decision.rule
         if rule is not None and rule.status is not None:
             headers = (

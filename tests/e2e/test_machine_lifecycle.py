@@ -133,7 +133,9 @@ async def test_vm_registering_under_an_existing_node_fails_the_machine(
 ) -> None:
     install_crds(emu)
     emu.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "old-node"}})
-    seed_class(emu, nodeName="old-node")
+    # The VM boots after 30 s, as real ones take a while: with an instant boot its kubelet could
+    # take the old Node over before the create call has even answered (a race no cloud has).
+    seed_class(emu, nodeName="old-node", bootSeconds=30)
     async with machine_manager(emu) as h:
         emu.create(machine_doc("m-1"))
         failed = await h.wait_phase("m-1", PHASE_FAILED)

@@ -23,6 +23,7 @@ import trio
 
 from kubetrio.controllers.storage.sim.faults import FaultError, FaultRule
 from kubetrio.controllers.storage.sim.service import SimError, SimulatedStorage
+from kubetrio.runtime.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator.http import Request, Response, json_response
 
 PREFIX = "/_storage"
@@ -57,7 +58,8 @@ class StorageApi:
         rule = storage.faults.take(op)
         if rule is not None:
             if rule.hang_seconds:
-                await trio.sleep(rule.hang_seconds)
+                with waiting_on_simulated_time():
+                    await trio.sleep(rule.hang_seconds)
             storage.record(op, rule.status, name, rule.message)
             return _error(rule.status, rule.message)
         try:
