@@ -92,6 +92,20 @@ PLUGIN = textwrap.dedent(
 )
 
 
+# Leader election on a short lease, so handovers and losses happen within a test.
+FAST_LEASE = [
+    "--leader-elect",
+    "--leader-election-namespace",
+    "default",
+    "--leader-elect-lease-duration",
+    "4s",
+    "--leader-elect-renew-deadline",
+    "3s",
+    "--leader-elect-retry-period",
+    "0.5s",
+]
+
+
 @pytest.fixture
 def plugin_path(tmp_path: Path) -> Path:
     """A 'third-party package' on PYTHONPATH: a module plus dist-info with entry points."""
@@ -256,19 +270,7 @@ async def test_sigterm_lets_a_slow_reconcile_finish(emu: Emulator, plugin_path: 
 async def test_leader_election_fails_over_without_two_leaders(
     emu: Emulator, plugin_path: Path
 ) -> None:
-    lease_args = [
-        "--controllers",
-        "stamp",
-        "--leader-elect",
-        "--leader-election-namespace",
-        "default",
-        "--leader-elect-lease-duration",
-        "4s",
-        "--leader-elect-renew-deadline",
-        "3s",
-        "--leader-elect-retry-period",
-        "0.5s",
-    ]
+    lease_args = ["--controllers", "stamp", *FAST_LEASE]
     client = Client.from_url(emu.url, token=emu.token)
     maps = Watcher(Informer(client, ConfigMap))
     leases = Watcher(Informer(client, Lease, namespace="default"))
@@ -402,15 +404,7 @@ async def test_a_leader_that_loses_its_lease_in_an_api_outage_exits_with_one_lin
         emu,
         "--controllers",
         "machine",
-        "--leader-elect",
-        "--leader-election-namespace",
-        "default",
-        "--leader-elect-lease-duration",
-        "4s",
-        "--leader-elect-renew-deadline",
-        "3s",
-        "--leader-elect-retry-period",
-        "0.5s",
+        *FAST_LEASE,
         "--kube-api-timeout",
         "1s",
     )
