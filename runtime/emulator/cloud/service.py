@@ -7,6 +7,11 @@ kubelet) — unless the script says ``neverReady``, in which case the Node carri
 cluster's never-ready annotation and no Ready condition ever appears. Deleting a VM leaves its
 Node in place, as a real cloud does (removing it is the machine controller's job), with Ready
 turned Unknown since its kubelet is gone.
+
+A Node belongs to the VM whose providerID it carries: a second VM with the same hostname cannot
+register over it (its kubelet keeps trying, every ``REGISTER_RETRY`` seconds, and registers once
+that Node is gone), while a Node without a providerID is adopted, as kubelets do. A VM that
+needs initialization boots only once initialized.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from kubetrio.runtime.emulator.store import Store
 
 log = logging.getLogger("kubetrio.emulator.cloud")
 
+# How often a kubelet that could not register its Node tries again.
+REGISTER_RETRY = 10.0
 # The conditions a healthy kubelet reports besides Ready.
 _KUBELET_CONDITIONS = (
     ("MemoryPressure", "KubeletHasSufficientMemory"),
@@ -44,6 +51,7 @@ class Vm:
     script: VmScript
     created_at: float
     booted: bool = False
+    registered: bool = False
     initialized: bool = True
     applied: set[int] = field(default_factory=set)
 
@@ -59,6 +67,7 @@ class Vm:
             "class": self.class_key,
             "nodeName": self.node_name,
             "booted": self.booted,
+            "registered": self.registered,
             "initialized": self.initialized,
         }
 
@@ -148,6 +157,7 @@ class SimulatedCloud:
         if not script.needs_initialization:
             raise CloudError("Unimplemented", "VMs of this class need no initialization")
         vm.initialized = True
+        self._wakeup.set()  # it may boot now
         return vm
 
     def delete(
@@ -199,11 +209,17 @@ class SimulatedCloud:
         upcoming: list[float] = []
         for vm in list(self.vms.values()):
             if not vm.booted:
+                if not vm.initialized:
+                    continue  # initialize() wakes the loop
                 if now < vm.boot_at:
                     upcoming.append(vm.boot_at)
                     continue
-                self._register(vm)
                 vm.booted = True
+            if not vm.registered:
+                vm.registered = self._register(vm)
+                if not vm.registered:
+                    upcoming.append(now + REGISTER_RETRY)
+                    continue
             for i, later in enumerate(vm.script.conditions_after):
                 if i in vm.applied:
                     continue
@@ -215,9 +231,19 @@ class SimulatedCloud:
                 self._report(vm, later.type, later.status, later.reason)
         return min(upcoming) if upcoming else None
 
-    def _register(self, vm: Vm) -> None:
+    def _register(self, vm: Vm) -> bool:
+        """Register (or adopt) the VM's Node; False when another VM's Node has the name."""
         nodes = self.objects.nodes
         existing = self.objects.get(nodes, "", vm.node_name)
+        owner = ((existing or {}).get("spec") or {}).get("providerID")
+        if owner and owner != vm.provider_id:
+            log.info(
+                "node registration refused node=%s provider_id=%s owner=%s",
+                vm.node_name,
+                vm.provider_id,
+                owner,
+            )
+            return False
         if existing is None:
             labels = {
                 "kubernetes.io/hostname": vm.node_name,
@@ -243,7 +269,7 @@ class SimulatedCloud:
 
             existing = self.objects.mutate(nodes, existing, adopt)
         if existing is None:
-            return
+            return False
         now = self.clock.now_rfc3339()
         script = vm.script
 
@@ -267,12 +293,20 @@ class SimulatedCloud:
 
         self.objects.mutate(nodes, existing, post_status, status=True)
         log.info("node registered node=%s provider_id=%s", vm.node_name, vm.provider_id)
+        return True
+
+    def _own_node(self, vm: Vm) -> Obj | None:
+        """The VM's Node, if the Node of its name is its own."""
+        node = self.objects.get(self.objects.nodes, "", vm.node_name)
+        if node is None or (node.get("spec") or {}).get("providerID") != vm.provider_id:
+            return None
+        return node
 
     def _kubelet_gone(self, vm: Vm) -> None:
         """The VM's kubelet stopped with it: its Node's Ready turns Unknown, as the node
         lifecycle controller reports a node that stopped posting status."""
-        node = self.objects.get(self.objects.nodes, "", vm.node_name)
-        if node is None or (node.get("spec") or {}).get("providerID") != vm.provider_id:
+        node = self._own_node(vm)
+        if node is None:
             return
         now = self.clock.now_rfc3339()
 
@@ -289,7 +323,7 @@ class SimulatedCloud:
         self.objects.mutate(self.objects.nodes, node, change, status=True)
 
     def _report(self, vm: Vm, type_: str, status: str, reason: str) -> None:
-        node = self.objects.get(self.objects.nodes, "", vm.node_name)
+        node = self._own_node(vm)
         if node is None:
             return
         now = self.clock.now_rfc3339()
