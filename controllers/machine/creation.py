@@ -41,6 +41,7 @@ from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.status import (
     DEFAULT_PRIORITY,
+    INITIALIZE_VM,
     NODE_LABEL,
     PRIORITY_ANNOTATION,
     Operation,
@@ -111,14 +112,18 @@ async def create(
             await driver.initialize_machine(machine, machine_class, data)
         except MachineError as error:
             if error.code != Code.Unimplemented:
+                # MCM master: the same phases as a failed create, so a VM that never
+                # initialises ends Failed (and is replaced) once the creation timeout passed.
                 machine = await ctx.status.write(
                     machine,
                     Operation(
-                        f"Provider error: {error}. Initialize VM Instance",
+                        f"Provider error: {error}. {INITIALIZE_VM}",
                         STATE_FAILED,
                         OPERATION_CREATE,
                         error.code.name,
                     ),
+                    phase=create_failure_phase(machine, options),
+                    timeout_active=False,
                     reason="InitializeFailed",
                 )
                 return machine, ShortRetry
@@ -180,12 +185,17 @@ def _token_from(secret: Secret) -> str | None:
     return value
 
 
+def create_failure_phase(machine: Machine, options: SafetyOptions) -> str:
+    """MCM's ``getCreateFailurePhase``: CrashLoopBackOff while the machine is younger than the
+    creation timeout, then Failed."""
+    age = seconds_since(parse_time(machine.metadata.creation_timestamp)) or 0.0
+    return PHASE_FAILED if age > options.creation_timeout else PHASE_CRASH_LOOP_BACK_OFF
+
+
 async def _create_failed(
     ctx: MachineContext, machine: Machine, options: SafetyOptions, error: MachineError
 ) -> Machine:
-    """CrashLoopBackOff while the machine is younger than the creation timeout, then Failed."""
-    age = seconds_since(parse_time(machine.metadata.creation_timestamp)) or 0.0
-    phase = PHASE_FAILED if age > options.creation_timeout else PHASE_CRASH_LOOP_BACK_OFF
+    phase = create_failure_phase(machine, options)
     log.warning("machine creation failed", machine=machine.name, code=error.code.name, phase=phase)
     return await ctx.status.write(
         machine,

@@ -132,27 +132,62 @@ async def delete(
 
 
 async def get_vm_status(flow: Deletion, machine: Machine) -> tuple[Machine | None, float | None]:
+    """MCM master's ``updateMachineStatusAndNodeLabel``: the drain needs the node label, so a
+    machine without one (its creation's label write lost to this very deletion, say) learns
+    its node from the provider first; a machine with one goes straight to the drain."""
+    if machine.metadata.labels.get(NODE_LABEL):
+        return await flow.step_to(machine, INITIATE_DRAIN), None
     driver = flow.ctx.drivers.for_class(flow.machine_class)
     try:
-        await driver.get_machine_status(machine, flow.machine_class, flow.data)
-        description = f"Machine deletion in process. VM with matching ID found. {INITIATE_DRAIN}"
+        vm = await driver.get_machine_status(machine, flow.machine_class, flow.data)
     except MachineError as error:
-        if error.code == Code.NotFound:
-            # MCM master: still drain and still ask for deletion — a VM the provider cannot
-            # find may leave disks and NICs that only DeleteMachine cleans up.
-            description = f"VM was not found at provider. {INITIATE_DRAIN}"
-        elif error.code in (Code.Unimplemented, Code.Uninitialized):
-            description = f"Machine deletion in process. {INITIATE_DRAIN}"
-        else:
-            retry = ShortRetry if error.code in TRANSIENT_CODES else MediumRetry
-            machine = await flow.failed(
-                machine,
-                f"Error occurred while getting VM status: {error}. {GET_VM_STATUS}",
-                "GetVMStatusFailed",
-                error.code.name,
+        if error.code == Code.Unimplemented:
+            description = INITIATE_DRAIN
+        elif error.code == Code.NotFound:
+            # Still drain and still ask for deletion: a VM the provider cannot find may
+            # leave disks and NICs that only DeleteMachine cleans up.
+            description = (
+                f"VM was not found at provider. Moving forward to node drain. {INITIATE_DRAIN}"
             )
-            return machine, retry
-    return await flow.step_to(machine, description), None
+        elif error.code == Code.Uninitialized:
+            description = (
+                f"VM instance was not initialized. Moving forward to node drain. {INITIATE_DRAIN}"
+            )
+        else:
+            transient = error.code in TRANSIENT_CODES
+            description = (
+                "Error occurred with decoding machine error status while getting VM status, "
+                + (
+                    "aborting with retry. "
+                    if transient
+                    else f"aborting without retry. machine code: {error} "
+                )
+                + GET_VM_STATUS
+            )
+            failed = await flow.failed(machine, description, "GetVMStatusFailed", error.code.name)
+            return failed, ShortRetry if transient else MediumRetry
+        return await flow.step_to(machine, description), None
+    if vm.node_name and _may_adopt(flow, vm.node_name, vm.provider_id):
+        machine = await flow.ctx.client.patch(
+            Machine,
+            machine.name,
+            {
+                "metadata": {
+                    "resourceVersion": machine.metadata.resource_version,
+                    "labels": {NODE_LABEL: vm.node_name},
+                }
+            },
+            namespace=machine.namespace,
+        )
+    return await flow.step_to(machine, INITIATE_DRAIN), None
+
+
+def _may_adopt(flow: Deletion, node_name: str, provider_id: str) -> bool:
+    """The VM's node is this machine's to drain and delete unless that Node is another VM's
+    (a leftover of the same name, which the VM could not register over)."""
+    node = flow.ctx.nodes.get("", node_name)
+    theirs = node.spec.provider_id if node is not None else ""
+    return not (theirs and provider_id and theirs != provider_id)
 
 
 def force_reason(flow: Deletion, machine: Machine, node: Node) -> str | None:

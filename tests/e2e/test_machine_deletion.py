@@ -16,7 +16,6 @@ from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, PHASE_TERMINATING
 from kubetrio.api.storage import VolumeAttachment
 from kubetrio.controllers.machine.status import (
     FINALIZER,
-    GET_VM_STATUS,
     INITIATE_DRAIN,
     INITIATE_VM_DELETION,
     deletion_step,
@@ -114,8 +113,6 @@ async def test_vm_already_gone_at_the_provider(
 @pytest.mark.parametrize(
     ("op", "code", "step", "retry"),
     [
-        ("status", "Unavailable", GET_VM_STATUS, 5),
-        ("status", "PermissionDenied", GET_VM_STATUS, 180),
         ("delete", "DeadlineExceeded", INITIATE_VM_DELETION, 5),
         ("delete", "Internal", INITIATE_VM_DELETION, 600),
     ],

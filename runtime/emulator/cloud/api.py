@@ -8,7 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import trio
 
+from kubetrio.runtime.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator.cloud.errors import CloudError
 from kubetrio.runtime.emulator.cloud.script import OPERATIONS, VmScript, parse_failure
 from kubetrio.runtime.emulator.cloud.service import SimulatedCloud, Vm
@@ -23,36 +25,43 @@ class CloudApi:
 
     async def __call__(self, req: Request) -> Response:
         try:
-            return json_response(self._handle(req))
+            answer, delay = self._handle(req)
         except CloudError as exc:
             return json_response(exc.body(), exc.http_status)
+        if delay > 0:
+            with waiting_on_simulated_time():
+                await trio.sleep(delay)
+        return json_response(answer)
 
-    def _handle(self, req: Request) -> Any:
+    def _handle(self, req: Request) -> tuple[Any, float]:
+        """The answer, and how long the cloud takes to give it."""
         path = req.path[len(PREFIX) :].strip("/")
         version, _, op = path.partition("/")
         if version != "v1":
             raise CloudError("NotFound", f"no cloud endpoint {req.method} {req.path}")
         if op == "vms" and req.method == "GET":
-            return {"items": [vm.to_json() for vm in self.cloud.vms.values()]}
+            return {"items": [vm.to_json() for vm in self.cloud.vms.values()]}, 0.0
         if op == "script":
-            return self._script(req)
+            return self._script(req), 0.0
         if req.method != "POST" or op not in OPERATIONS:
             raise CloudError("NotFound", f"no cloud endpoint {req.method} {req.path}")
         body = _body(req)
         class_key, script = _machine_class(body)
         if op == "list":
-            return {"machines": self.cloud.list(class_key, script)}
+            return {"machines": self.cloud.list(class_key, script)}, 0.0
         name, namespace, provider_id = _machine(body)
         vm: Vm
+        delay = 0.0
         if op == "create":
             vm = self.cloud.create(name, namespace, class_key, script)
+            delay = script.create_seconds
         elif op == "status":
             vm = self.cloud.status(name, namespace, provider_id, class_key, script)
         elif op == "initialize":
             vm = self.cloud.initialize(name, namespace, provider_id, class_key, script)
         else:
             vm = self.cloud.delete(name, namespace, provider_id, class_key, script)
-        return {"providerID": vm.provider_id, "nodeName": vm.node_name}
+        return {"providerID": vm.provider_id, "nodeName": vm.node_name}, delay
 
     def _script(self, req: Request) -> Any:
         if req.method == "DELETE":

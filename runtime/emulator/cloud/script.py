@@ -35,6 +35,9 @@ class Failure:
 class VmScript:
     region: str = "sim-1"
     boot_seconds: float = 0.0
+    # How long a create call takes to answer; the VM exists (and boots) from its start, as
+    # with clouds whose create call returns only once the VM is up.
+    create_seconds: float = 0.0
     never_ready: bool = False
     needs_initialization: bool = False
     node_name: str = ""
@@ -55,6 +58,7 @@ class VmScript:
         return cls(
             region=_str(spec, "region", "sim-1"),
             boot_seconds=_seconds(spec, "bootSeconds"),
+            create_seconds=_seconds(spec, "createSeconds"),
             never_ready=_bool(spec, "neverReady"),
             needs_initialization=_bool(spec, "needsInitialization"),
             node_name=_str(spec, "nodeName", ""),

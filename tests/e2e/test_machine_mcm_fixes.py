@@ -1,0 +1,94 @@
+"""Defects found by running the machine controller against MCM's behaviour, each reproduced
+end to end (emulator, simulated cloud, mock clock) before it was fixed."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from kubetrio.api.machine import PHASE_CRASH_LOOP_BACK_OFF, PHASE_FAILED, PHASE_TERMINATING
+from kubetrio.controllers.machine.status import GET_VM_STATUS, deletion_step
+from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.emulator.cloud.script import Failure
+
+from .machines import MACHINE_API, install_crds, machine_doc, machine_manager, seed_class
+from .test_machine_deletion import event_reasons
+
+CLASS = "default/small"
+
+
+async def test_machine_deleted_while_its_create_call_is_in_flight_takes_its_node_along(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """The create call answers after the deletion began: creation's write of the node label
+    and providerID conflicts, so the deletion starts without them. It must learn the node
+    from the provider, drain it and delete it, not leave it behind for ever."""
+    install_crds(emu)
+    seed_class(emu, createSeconds=60)
+    async with machine_manager(emu) as h:
+        emu.create(machine_doc("m-1"))
+        # The VM is up and its Node registered while the create call has not answered yet.
+        await h.wait_node("m-1", lambda n: n is not None)
+        assert h.machine("m-1") is not None and not h.machine("m-1").spec.provider_id  # type: ignore[union-attr]
+        emu.delete(MACHINE_API, "Machine", "m-1", "default")
+        await h.wait_gone("m-1")
+        assert emu.get("v1", "Node", "m-1") is None
+        assert emu.cloud.vms == {}
+        reasons = await event_reasons(h, "m-1")
+        assert reasons[-4:] == ["Terminating", "Drained", "VMDeleted", "NodeDeleted"]
+
+
+async def test_initialize_failing_for_ever_crash_loops_then_fails(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """MCM master: an InitializeMachine error puts the machine in CrashLoopBackOff (Failed once
+    the creation timeout has passed since its creation), retried after ShortRetry."""
+    install_crds(emu)
+    seed_class(
+        emu,
+        needsInitialization=True,
+        failNext={"initialize": {"code": "Internal", "count": 10**6, "message": "no NIC"}},
+    )
+    async with machine_manager(emu, creation_timeout=600) as h:
+        emu.create(machine_doc("m-1"))
+        looping = await h.wait_phase("m-1", PHASE_CRASH_LOOP_BACK_OFF)
+        last = looping.status.last_operation
+        assert last.description == (
+            "Provider error: machine codes error: code = [Internal] message = [no NIC]. "
+            "Initialize VM Instance"
+        )
+        assert (last.state, last.type, last.error_code) == ("Failed", "Create", "Internal")
+        assert looping.metadata.labels["node"] == "m-1" and looping.spec.provider_id
+        failed = await h.wait_phase("m-1", PHASE_FAILED)
+        assert 600 <= trio.current_time() <= 600 + 5 + 2  # on the first retry past the timeout
+        assert failed.status.last_operation.description == last.description
+        assert not failed.status.current_status.timeout_active
+
+
+@pytest.mark.parametrize(("code", "retry"), [("Unavailable", 5), ("PermissionDenied", 180)])
+async def test_provider_errors_while_learning_the_node_hold_the_step_and_retry(
+    emu: Emulator, mock_clock: trio.testing.MockClock, code: str, retry: float
+) -> None:
+    """Only a machine without a node label asks the provider at this step (MCM master)."""
+    install_crds(emu)
+    seed_class(emu, failNext={"create": {"code": "Internal", "count": 10**6}})
+    async with machine_manager(emu) as h:
+        emu.create(machine_doc("m-1"))
+        await h.wait_phase("m-1", PHASE_CRASH_LOOP_BACK_OFF)
+        emu.cloud.script(CLASS, "status", Failure(code=code, count=1))
+        emu.delete(MACHINE_API, "Machine", "m-1", "default")
+        held = await h.wait_machine(
+            "m-1",
+            lambda m: (
+                m is not None
+                and m.phase == PHASE_TERMINATING
+                and m.status.last_operation.state == "Failed"
+            ),
+        )
+        assert held is not None
+        started = trio.current_time()
+        assert deletion_step(held.status.last_operation.description) == GET_VM_STATUS
+        assert held.status.last_operation.error_code == code
+        await h.wait_gone("m-1")
+        assert retry - 1.5 <= trio.current_time() - started <= retry + 1
