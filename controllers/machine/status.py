@@ -8,16 +8,18 @@ MCM's exact strings and every description of a step ends with the marker of the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from rapidfuzz.distance import Levenshtein
 
 from kubetrio.api.machine import STATE_FAILED, Machine, MachineCondition
-from kubetrio.api.meta import format_time
+from kubetrio.api.meta import format_time, parse_time
 from kubetrio.runtime.client import Client
-from kubetrio.runtime.clock import now
+from kubetrio.runtime.clock import now, seconds_since
 from kubetrio.runtime.events import EventRecorder
 
 FINALIZER = "machine.sapcloud.io/machine-controller-manager"
@@ -69,15 +71,44 @@ def _conditions_doc(conditions: Sequence[MachineCondition]) -> list[Any]:
     return [msgspec.to_builtins(c) for c in conditions]
 
 
+# MCM's isMachineStatusSimilar: descriptions this alike are the same news (a provider error
+# repeated with another request id), and a lastOperation this old is written again anyway.
+SIMILARITY_THRESHOLD = 0.75
+REFRESH_AFTER = 30 * 60.0
+
+
+def similarity_ratio(a: str, b: str) -> float:
+    """MCM's ``StringSimilarityRatio``: one minus the Levenshtein distance over the mean
+    length, both counted in UTF-8 bytes as Go's strings are (NaN for two empty strings, as
+    Go's 0/0; never "similar", which equal strings need not be)."""
+    left, right = a.encode(), b.encode()
+    mean = (len(left) + len(right)) / 2
+    if mean == 0:
+        return math.nan
+    return 1.0 - Levenshtein.distance(left, right) / mean
+
+
+def similar_descriptions(a: str, b: str) -> bool:
+    """Equal, or alike above MCM's threshold while handing over to the same deletion step (the
+    step marker is the deletion flow's state: two steps' texts are never the same news)."""
+    if a == b:
+        return True
+    return similarity_ratio(a, b) > SIMILARITY_THRESHOLD and deletion_step(a) == deletion_step(b)
+
+
 def similar(machine: Machine, phase: str, timeout_active: bool, operation: Operation) -> bool:
-    """MCM's ``isMachineStatusSimilar``: the same phase, timeout flag and operation (times
-    aside) — writing it again would only churn watchers."""
+    """MCM's ``isMachineStatusSimilar``: the same phase and timeout flag, an operation alike
+    (times aside, descriptions by ``similar_descriptions``) and not older than
+    ``REFRESH_AFTER`` — writing it again would only churn watchers and repeat Events."""
     current = machine.status.current_status
     last = machine.status.last_operation
+    age = seconds_since(parse_time(last.last_update_time))
+    if age is None or age > REFRESH_AFTER:
+        return False
     return (
         current.phase == phase
         and current.timeout_active == timeout_active
-        and last.description == operation.description
+        and similar_descriptions(last.description, operation.description)
         and last.state == operation.state
         and last.type == operation.type
         and last.error_code == operation.error_code
@@ -168,7 +199,10 @@ class StatusWriter:
             namespace=machine.namespace,
         )
         last = machine.status.last_operation
-        changed = (last.description, last.state) != (operation.description, operation.state)
+        # A refresh of the same news (a stale or noise-only rewrite) is no transition.
+        changed = last.state != operation.state or not similar_descriptions(
+            last.description, operation.description
+        )
         if reason and self.events is not None and (changed or new_phase != current.phase):
             kind = "Warning" if operation.state == STATE_FAILED else "Normal"
             await self.events.record(written, kind, reason, operation.description)

@@ -92,3 +92,37 @@ async def test_provider_errors_while_learning_the_node_hold_the_step_and_retry(
         assert held.status.last_operation.error_code == code
         await h.wait_gone("m-1")
         assert retry - 1.5 <= trio.current_time() - started <= retry + 1
+
+
+async def test_provider_errors_differing_only_in_request_ids_are_written_once(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """MCM treats descriptions more than 0.75 alike as equal: a create failing every 5 s with a
+    fresh request id is one status write and one Event, refreshed after 30 min (no Event)."""
+    install_crds(emu)
+    message = "instance quota exceeded in region eu-1 (request id {requestId})"
+    seed_class(
+        emu, failNext={"create": {"code": "Unavailable", "count": 10**6, "message": message}}
+    )
+    async with machine_manager(emu, creation_timeout=3 * 3600) as h:
+        emu.create(machine_doc("m-1"))
+        first = await h.wait_phase("m-1", PHASE_CRASH_LOOP_BACK_OFF)
+        started = trio.current_time()
+        written = first.status.last_operation
+        assert "quota exceeded" in written.description
+        refreshed = await h.wait_machine(
+            "m-1",
+            lambda m: (
+                m is not None
+                and m.status.last_operation.last_update_time != written.last_update_time
+            ),
+        )
+        assert refreshed is not None
+        assert 30 * 60 <= trio.current_time() - started <= 30 * 60 + 5 + 2
+        assert refreshed.status.last_operation.description != written.description  # a new id
+        attempts = h.manager.registry.get_sample_value(
+            "mcm_cloud_api_driver_requests_failed_total",
+            {"provider": "sim", "operation": "CreateMachine", "error_code": "Unavailable"},
+        )
+        assert attempts is not None and attempts > 300  # retried every ShortRetry all along
+        assert (await event_reasons(h, "m-1")).count("CreateFailed") == 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +82,7 @@ class SimulatedCloud:
         self._spec_failures: dict[tuple[str, str], tuple[Failure, int]] = {}
         self._scripted: dict[tuple[str, str], list[Failure]] = {}
         self._wakeup = trio.Event()
+        self._request_ids = random.Random(0)  # reproducible runs
 
     # -- scripting
 
@@ -102,7 +104,7 @@ class SimulatedCloud:
                 queue.pop(0)
             else:
                 queue[0] = Failure(failure.code, failure.count - 1, failure.message)
-            raise _scripted_error(op, failure)
+            raise self._scripted_error(op, failure)
         wanted = script.fail_next.get(op)
         key = (class_key, op)
         if wanted is None:
@@ -113,8 +115,16 @@ class SimulatedCloud:
             used = 0
         if used < wanted.count:
             self._spec_failures[key] = (wanted, used + 1)
-            raise _scripted_error(op, wanted)
+            raise self._scripted_error(op, wanted)
         self._spec_failures[key] = (wanted, used)
+
+    def _scripted_error(self, op: str, failure: Failure) -> CloudError:
+        """The scripted failure; ``{requestId}`` in its message becomes a fresh request id,
+        as real clouds put one in every error."""
+        message = failure.message or f"scripted {op} failure"
+        if "{requestId}" in message:
+            message = message.replace("{requestId}", f"{self._request_ids.getrandbits(64):016x}")
+        return CloudError(failure.code, message)
 
     # -- operations
 
@@ -332,7 +342,3 @@ class SimulatedCloud:
             set_condition(n, type_, status, reason, now, lastHeartbeatTime=now)
 
         self.objects.mutate(self.objects.nodes, node, change, status=True)
-
-
-def _scripted_error(op: str, failure: Failure) -> CloudError:
-    return CloudError(failure.code, failure.message or f"scripted {op} failure")
