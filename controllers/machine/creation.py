@@ -48,6 +48,7 @@ from kubetrio.controllers.machine.status import (
 )
 from kubetrio.runtime.clock import now, seconds_since
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.gotext import go_quote
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.ratelimit import LongRetry, MediumRetry, ShortRetry
 
@@ -68,7 +69,7 @@ async def create(
         machine = await ctx.status.write(
             machine,
             Operation(
-                f"Userdata field not found in secret for machine {machine.name!r}",
+                f"Userdata field not found in secret for machine {go_quote(machine.name)}",
                 STATE_FAILED,
                 OPERATION_CREATE,
             ),

@@ -56,6 +56,7 @@ from kubetrio.controllers.machine.status import (
 )
 from kubetrio.runtime.clock import now, seconds_since
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.gotext import go_quote
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.ratelimit import LongRetry, MediumRetry, ShortRetry
 
@@ -344,8 +345,8 @@ async def delete_volume_attachments(
     node = ctx.nodes.get("", node_name) if node_name else None
     if node is None:
         description = (
-            f"Skipping deleteNodeVolAttachments due to - node {node_name!r} not found. "
-            f"{INITIATE_VM_DELETION}"
+            f"Skipping deleteNodeVolAttachments due to - node {go_quote(node_name)} not found. "
+            f"Moving to VM Deletion. {INITIATE_VM_DELETION}"
         )
     elif not node.status.volumes_attached:
         description = (
@@ -405,24 +406,23 @@ async def delete_node(flow: Deletion, machine: Machine) -> tuple[Machine | None,
     cached = flow.ctx.nodes.get("", node_name)
     if cached is not None and not _own_node(machine, cached):
         description = (
-            f"Node {node_name!r} belongs to VM {cached.spec.provider_id!r}, not this machine's: "
-            f"left alone. {INITIATE_FINALIZER_REMOVAL}"
+            f"Node {go_quote(node_name)} belongs to VM {go_quote(cached.spec.provider_id)}, "
+            f"not this machine's: left alone. {INITIATE_FINALIZER_REMOVAL}"
         )
         return await flow.step_to(machine, description, reason="NodeKept"), None
     try:
         await flow.ctx.client.delete(Node, node_name)
-        description = (
-            f"Deletion of Node Object {node_name!r} is successful. {INITIATE_FINALIZER_REMOVAL}"
-        )
+        node = go_quote(node_name)
+        description = f"Deletion of Node Object {node} is successful. {INITIATE_FINALIZER_REMOVAL}"
     except ApiError as error:
         if error.status != 404:
             description = (
-                f"Deletion of Node Object {node_name!r} failed due to error: {error}. "
+                f"Deletion of Node Object {go_quote(node_name)} failed due to error: {error}. "
                 f"{INITIATE_NODE_DELETION}"
             )
             return await flow.failed(machine, description, "NodeDeletionFailed"), ShortRetry
         description = (
-            f"No node object found for {node_name!r}, continuing deletion flow. "
+            f"No node object found for {go_quote(node_name)}, continuing deletion flow. "
             f"{INITIATE_FINALIZER_REMOVAL}"
         )
     return await flow.step_to(machine, description, reason="NodeDeleted"), None

@@ -30,6 +30,7 @@ from kubetrio.controllers.machine.validation import (
 )
 from kubetrio.runtime.controller import Result
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.gotext import go_quote
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.queue import ObjectKey
 from kubetrio.runtime.ratelimit import LongRetry
@@ -58,12 +59,14 @@ class MachineReconciler:
         if machine_class is None:
             # The class's arrival requeues this machine (classes are watched).
             return await self._invalid(
-                machine, f"MachineClass {class_name!r} not found in namespace {machine.namespace!r}"
+                machine,
+                f"MachineClass {go_quote(class_name)} not found in namespace "
+                f"{go_quote(machine.namespace)}",
             )
         problems = validate_class(machine_class, list(ctx.drivers), provider_only=deleting)
         if problems:
             return await self._invalid(
-                machine, f"MachineClass {class_name!r}: " + "; ".join(problems)
+                machine, f"MachineClass {go_quote(class_name)}: " + "; ".join(problems)
             )
         options = ctx.options.for_machine(machine)
         data = ctx.secret_data(machine_class)

@@ -8,6 +8,7 @@ import re
 import msgspec
 
 from kubetrio.api.machine import Machine, MachineClass, NodeTemplate, parse_duration
+from kubetrio.runtime.gotext import go_quote
 
 MAX_DURATION = (2**63 - 1) / 1e9  # Go's time.Duration limit, in seconds
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
@@ -21,26 +22,26 @@ _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 def template_problems(template: NodeTemplate, where: str) -> list[str]:
     problems = [
-        f"{where}.metadata.labels: invalid key {key!r}"
+        f"{where}.metadata.labels: invalid key {go_quote(key)}"
         for key in template.metadata.labels
         if not _QUALIFIED.match(key)
     ]
     problems += [
-        f"{where}.metadata.labels[{key}]: invalid value {value!r}"
+        f"{where}.metadata.labels[{key}]: invalid value {go_quote(value)}"
         for key, value in template.metadata.labels.items()
         if not _LABEL_VALUE.match(value)
     ]
     problems += [
-        f"{where}.metadata.annotations: invalid key {key!r}"
+        f"{where}.metadata.annotations: invalid key {go_quote(key)}"
         for key in template.metadata.annotations
         if not _QUALIFIED.match(key)
     ]
     for index, taint in enumerate(template.spec.taints):
         if not taint.key or not _QUALIFIED.match(taint.key):
-            problems.append(f"{where}.spec.taints[{index}].key: invalid key {taint.key!r}")
+            problems.append(f"{where}.spec.taints[{index}].key: invalid key {go_quote(taint.key)}")
         if taint.effect not in _TAINT_EFFECTS:
             problems.append(
-                f"{where}.spec.taints[{index}].effect: {taint.effect!r} is not one of "
+                f"{where}.spec.taints[{index}].effect: {go_quote(taint.effect)} is not one of "
                 + ", ".join(_TAINT_EFFECTS)
             )
     return problems
@@ -52,7 +53,7 @@ def validate_machine(machine: Machine) -> list[str]:
     if not spec.class_.name:
         problems.append("spec.class.name: required")
     if spec.class_.kind not in ("", "MachineClass"):
-        problems.append(f"spec.class.kind: {spec.class_.kind!r} is not MachineClass")
+        problems.append(f"spec.class.kind: {go_quote(spec.class_.kind)} is not MachineClass")
     overrides = spec.machine_configuration
     if overrides is not None:
         for field, text in (
@@ -65,7 +66,9 @@ def validate_machine(machine: Machine) -> list[str]:
             try:
                 seconds = parse_duration(text)
             except ValueError:
-                problems.append(f"spec.machineConfiguration.{field}: invalid duration {text!r}")
+                problems.append(
+                    f"spec.machineConfiguration.{field}: invalid duration {go_quote(text)}"
+                )
                 continue
             if seconds <= 0:
                 problems.append(f"spec.machineConfiguration.{field}: must be positive")
@@ -95,7 +98,7 @@ def validate_class(
     problems: list[str] = []
     if machine_class.provider not in known_providers:
         problems.append(
-            f"provider: no machine driver for {machine_class.provider!r} "
+            f"provider: no machine driver for {go_quote(machine_class.provider)} "
             f"(known: {', '.join(known_providers) or 'none'})"
         )
     if machine_class.node_template is not None and not provider_only:

@@ -158,7 +158,7 @@ async def test_missing_class_is_reported_and_picked_up_when_it_appears(
         )
         assert waiting is not None
         assert waiting.status.last_operation.description == (
-            "MachineClass 'later' not found in namespace 'default'"
+            'MachineClass "later" not found in namespace "default"'
         )
         started = trio.current_time()
         seed_class(emu, "later")
@@ -186,9 +186,9 @@ async def test_invalid_machine_and_class_name_the_field(
         )
         assert one is not None and two is not None
         assert one.status.last_operation.description == (
-            "spec.machineConfiguration.drainTimeout: invalid duration 'soon'"
+            'spec.machineConfiguration.drainTimeout: invalid duration "soon"'
         )
-        assert "nodeTemplate.spec.taints[0].effect: 'Sometimes' is not one of" in (
+        assert 'nodeTemplate.spec.taints[0].effect: "Sometimes" is not one of' in (
             two.status.last_operation.description
         )
         assert one.phase == "" and two.phase == ""  # nothing was created
@@ -214,7 +214,7 @@ async def test_missing_user_data_is_reported(
         )
         assert machine is not None
         assert machine.status.last_operation.description == (
-            "Userdata field not found in secret for machine 'm-1'"
+            'Userdata field not found in secret for machine "m-1"'
         )
 
 

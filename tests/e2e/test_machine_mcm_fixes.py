@@ -7,13 +7,18 @@ import pytest
 import trio
 import trio.testing
 
-from kubetrio.api.machine import PHASE_CRASH_LOOP_BACK_OFF, PHASE_FAILED, PHASE_TERMINATING
+from kubetrio.api.machine import (
+    PHASE_CRASH_LOOP_BACK_OFF,
+    PHASE_FAILED,
+    PHASE_RUNNING,
+    PHASE_TERMINATING,
+)
 from kubetrio.controllers.machine.status import GET_VM_STATUS, deletion_step
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.cloud.script import Failure
 
 from .machines import MACHINE_API, install_crds, machine_doc, machine_manager, seed_class
-from .test_machine_deletion import event_reasons
+from .test_machine_deletion import event_messages, event_reasons
 
 CLASS = "default/small"
 
@@ -126,3 +131,31 @@ async def test_provider_errors_differing_only_in_request_ids_are_written_once(
         )
         assert attempts is not None and attempts > 300  # retried every ShortRetry all along
         assert (await event_reasons(h, "m-1")).count("CreateFailed") == 1
+
+
+async def test_names_in_descriptions_are_quoted_as_go_s_percent_q(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """MCM writes names with ``%q``; tools that match its texts need the double quotes."""
+    install_crds(emu)
+    seed_class(emu)
+    async with machine_manager(emu) as h:
+        for name in ("m-1", "m-2"):
+            emu.create(machine_doc(name))
+            await h.wait_phase(name, PHASE_RUNNING)
+        emu.delete(MACHINE_API, "Machine", "m-1", "default")
+        emu.delete("v1", "Node", "m-2")
+        await h.wait_node("m-2", lambda n: n is None)
+        emu.delete(MACHINE_API, "Machine", "m-2", "default")
+        await h.wait_gone("m-1")
+        await h.wait_gone("m-2")
+        messages = (await event_messages(h, "m-1")).splitlines()
+        assert (
+            'Deletion of Node Object "m-1" is successful. '
+            "Initiate machine object finalizer removal" in messages
+        )
+        messages = (await event_messages(h, "m-2")).splitlines()
+        assert (
+            'No node object found for "m-2", continuing deletion flow. '
+            "Initiate machine object finalizer removal" in messages
+        )

@@ -85,23 +85,23 @@ def test_validation_names_the_field() -> None:
         "(about 292 years)",
         "spec.machineConfiguration.creationTimeout: must be positive",
         "spec.machineConfiguration.maxEvictRetries: must not be negative",
-        "spec.nodeTemplate.metadata.labels: invalid key 'bad key!'",
-        "spec.nodeTemplate.metadata.labels[ok]: invalid value 'not ok!'",
-        "spec.nodeTemplate.spec.taints[0].key: invalid key ''",
+        'spec.nodeTemplate.metadata.labels: invalid key "bad key!"',
+        'spec.nodeTemplate.metadata.labels[ok]: invalid value "not ok!"',
+        'spec.nodeTemplate.spec.taints[0].key: invalid key ""',
     ]
     no_class = msgspec.convert(
         {"metadata": {"name": "m"}, "spec": {"class": {"kind": "Other"}}}, Machine
     )
     assert validate_machine(no_class) == [
         "spec.class.name: required",
-        "spec.class.kind: 'Other' is not MachineClass",
+        'spec.class.kind: "Other" is not MachineClass',
     ]
     wrong = msgspec.convert(
         {"metadata": {"name": "c"}, "provider": "aws", "nodeTemplate": {"spec": {"taints": 3}}},
         MachineClass,
     )
     problems = validate_class(wrong, ["sim"])
-    assert problems[0] == "provider: no machine driver for 'aws' (known: sim)"
+    assert problems[0] == 'provider: no machine driver for "aws" (known: sim)'
     assert problems[1].startswith("nodeTemplate: Expected `array`, got `int` - at `$.spec.taints`")
 
 
