@@ -35,7 +35,11 @@ from kubetrio.controllers.machine.driver.driver import (
     SecretData,
     StatusResult,
 )
+from kubetrio.controllers.machine.provider_metrics import provider_metrics
+from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.store import Lister
+
+log = get_logger("kubetrio.machine")
 
 # MCM's encoding of phases and condition statuses as gauge values.
 PHASE_VALUES = {
@@ -64,10 +68,22 @@ DRIVER_OPERATIONS = (
 class MachineCollector(Collector):
     """``mcm_machine_*`` gauges from the machine cache, at scrape time."""
 
-    def __init__(self, machines: Lister[Machine]) -> None:
+    def __init__(
+        self, machines: Lister[Machine], on_failure: Callable[[], None] = lambda: None
+    ) -> None:
         self.machines = machines
+        self.on_failure = on_failure
 
     def collect(self) -> Iterator[Metric]:
+        try:
+            yield from self._collect()
+        except Exception:
+            # As MCM: counted (mcm_misc_scrape_failure_total), and the rest of the scrape
+            # is still served instead of failing whole.
+            log.exception("collecting machine metrics failed")
+            self.on_failure()
+
+    def _collect(self) -> Iterator[Metric]:
         machines = self.machines.list()  # a snapshot: safe from the scrape thread
         items = GaugeMetricFamily("mcm_machine_items_total", "Count of machines")
         items.add_metric([], len(machines))
@@ -123,7 +139,7 @@ class MachineCollector(Collector):
 
 class MachineMetrics:
     def __init__(self, registry: CollectorRegistry, machines: Lister[Machine]) -> None:
-        registry.register(MachineCollector(machines))
+        registry.register(MachineCollector(machines, provider_metrics(registry).scrape_failed))
         self.driver_seconds = Histogram(
             "mcm_cloud_api_driver_request_duration_seconds",
             "Time taken by driver calls to the cloud provider",

@@ -36,6 +36,7 @@ from kubetrio.controllers.machine.driver.sim import PROVIDER as SIM_PROVIDER
 from kubetrio.controllers.machine.driver.sim import SimDriver
 from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetrics
 from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.provider_metrics import provider_metrics
 from kubetrio.controllers.machine.reconciler import MachineReconciler
 from kubetrio.controllers.machine.safety import OrphanVmCollector
 from kubetrio.controllers.machine.status import (
@@ -158,7 +159,7 @@ def default_drivers(manager: Manager) -> DriverRegistry:
     API has its own), nor its ``rest_client_*`` metrics."""
     cloud = Client(manager.client.api, qps=0, timeout=manager.client.timeout)
     drivers = DriverRegistry()
-    drivers.register(SIM_PROVIDER, SimDriver(cloud))
+    drivers.register(SIM_PROVIDER, SimDriver(cloud, metrics=provider_metrics(manager.registry)))
     return drivers
 
 

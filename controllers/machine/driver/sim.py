@@ -5,12 +5,14 @@ left, exactly as with a real provider.
 Every request carries the class's ``providerSpec`` (the cloud's script) and the machine's name
 and providerID; never the class secret. Errors come back as ``metav1.Status`` bodies whose reason
 is an MCM code name; a body without one falls back on the HTTP status, and a request that got no
-response at all is ``Unavailable``.
+response at all is ``Unavailable``. Each request is one request to the cloud's ``compute``
+service in MCM's cloud API metrics.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TypeVar
 
 import msgspec
@@ -20,11 +22,13 @@ from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.controllers.machine.driver.codes import Code, MachineError
 from kubetrio.controllers.machine.driver.driver import CreateResult, SecretData, StatusResult
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
+from kubetrio.controllers.machine.provider_metrics import ProviderMetrics
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
 
 PROVIDER = "sim"
 CSI_DRIVER = "sim.csi.kubetrio.io"
+SERVICE = "compute"  # the cloud API service, in mcm_cloud_api_* metrics
 DEFAULT_PREFIX = "/_cloud/v1"
 A = TypeVar("A")
 
@@ -55,9 +59,12 @@ class _ListAnswer(msgspec.Struct):
 class SimDriver:
     """Implements ``Driver`` against the simulated cloud reachable through ``client``."""
 
-    def __init__(self, client: Client, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self, client: Client, prefix: str = DEFAULT_PREFIX, metrics: ProviderMetrics | None = None
+    ) -> None:
         self.client = client
         self.prefix = prefix.rstrip("/")
+        self.metrics = metrics
 
     async def create_machine(
         self, machine: Machine, machine_class: MachineClass, secret_data: SecretData
@@ -110,12 +117,16 @@ class SimDriver:
         return _decode(await self._call(op, body), _VmAnswer, op)
 
     async def _call(self, op: str, body: dict[str, Any]) -> bytes:
-        try:
-            return await self.client.request(
-                "POST", f"{self.prefix}/{op}", body=msgspec.json.encode(body)
-            )
-        except ApiError as error:
-            raise machine_error(error) from None
+        recorded: AbstractContextManager[None] = (
+            nullcontext() if self.metrics is None else self.metrics.request(PROVIDER, SERVICE)
+        )
+        with recorded:
+            try:
+                return await self.client.request(
+                    "POST", f"{self.prefix}/{op}", body=msgspec.json.encode(body)
+                )
+            except ApiError as error:
+                raise machine_error(error) from None
 
 
 def machine_error(error: ApiError) -> MachineError:
@@ -147,6 +158,11 @@ def _decode(payload: bytes, type_: type[A], op: str) -> A:
         raise MachineError(Code.Internal, f"undecodable answer from the cloud to {op}") from None
 
 
-def register_sim(registry: DriverRegistry, client: Client, prefix: str = DEFAULT_PREFIX) -> None:
+def register_sim(
+    registry: DriverRegistry,
+    client: Client,
+    prefix: str = DEFAULT_PREFIX,
+    metrics: ProviderMetrics | None = None,
+) -> None:
     """Register the ``sim`` driver, talking to the cloud behind ``client``'s API server URL."""
-    registry.register(PROVIDER, SimDriver(client, prefix))
+    registry.register(PROVIDER, SimDriver(client, prefix, metrics))

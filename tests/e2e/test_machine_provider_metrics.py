@@ -1,0 +1,92 @@
+"""MCM's cloud API metrics (``mcm_cloud_api_requests_total``, ``…_requests_failed_total``,
+``…_api_request_duration_seconds``) recorded by the ``sim`` driver around each request to the
+simulated cloud, and ``mcm_misc_scrape_failure_total``, as a manager exposes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+import trio.testing
+from prometheus_client import CollectorRegistry, generate_latest
+
+from kubetrio.api.machine import PHASE_RUNNING, Machine, MachineClass
+from kubetrio.controllers.machine.driver import MachineError
+from kubetrio.controllers.machine.driver.sim import SimDriver
+from kubetrio.controllers.machine.provider_metrics import BINARY, ProviderMetrics
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.emulator import Emulator
+
+from .machines import install_crds, machine_doc, machine_manager, seed_class
+
+SIM = {"provider": "sim", "service": "compute"}
+
+
+def machine_class(**spec: Any) -> MachineClass:
+    return msgspec.convert(
+        {
+            "metadata": {"name": "small", "namespace": "default"},
+            "provider": "sim",
+            "providerSpec": {"region": "eu-1", **spec},
+        },
+        MachineClass,
+    )
+
+
+def machine(name: str) -> Machine:
+    return msgspec.convert(
+        {"metadata": {"name": name, "namespace": "default"}, "spec": {"class": {"name": "small"}}},
+        Machine,
+    )
+
+
+async def test_every_cloud_request_is_counted_and_failures_are_not_timed(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    registry = CollectorRegistry()
+    driver = SimDriver(Client.from_url(emu.url, token=emu.token), metrics=ProviderMetrics(registry))
+    cls = machine_class(failNext={"create": {"code": "ResourceExhausted", "count": 1}})
+    with pytest.raises(MachineError):
+        await driver.create_machine(machine("m-1"), cls, {})
+    await driver.create_machine(machine("m-1"), cls, {})
+    await driver.get_machine_status(machine("m-1"), cls, {})
+    with pytest.raises(MachineError):
+        await driver.get_machine_status(machine("nothing"), cls, {})
+    await driver.get_volume_ids([])  # answered by the driver alone: no cloud request
+
+    def value(name: str) -> float | None:
+        return registry.get_sample_value(name, SIM)
+
+    assert value("mcm_cloud_api_requests_total") == 4
+    assert value("mcm_cloud_api_requests_failed_total") == 2
+    assert value("mcm_cloud_api_api_request_duration_seconds_count") == 2  # successes only
+    text = generate_latest(registry).decode()
+    buckets = [
+        line.split('le="')[1].split('"')[0]
+        for line in text.splitlines()
+        if line.startswith("mcm_cloud_api_api_request_duration_seconds_bucket")
+    ]
+    # Go's prometheus.DefBuckets, as MCM's histogram has no buckets of its own.
+    assert buckets == [
+        "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1.0", "2.5", "5.0", "10.0", "+Inf"
+    ]  # fmt: skip
+
+
+async def test_a_manager_exports_them_under_mcm_s_names(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    seed_class(emu)
+    async with machine_manager(emu) as h:
+        emu.create(machine_doc("m-1"))
+        await h.wait_phase("m-1", PHASE_RUNNING)
+        registry = h.manager.registry
+        requests = registry.get_sample_value("mcm_cloud_api_requests_total", SIM)
+        assert requests is not None and requests >= 3  # status, create, initialize at least
+        failures = registry.get_sample_value(
+            "mcm_misc_scrape_failure_total", {"binary": BINARY, "kind": "Machine-count"}
+        )
+        assert failures == 0
+        assert registry.get_sample_value("mcm_machine_items_total") == 1
