@@ -206,8 +206,23 @@ class SecretReference(Model, kw_only=True):
     namespace: str = ""
 
 
+class ClassNodeTemplate(Model, kw_only=True):
+    """MCM's MachineClass ``nodeTemplate``: the node a machine of the class becomes, for
+    autoscalers scaling a pool from zero and for the driver. Quantities stay as written
+    (int or string, as ``resource.Quantity`` accepts)."""
+
+    capacity: dict[str, str | int] = {}
+    virtual_capacity: dict[str, str | int] = {}
+    instance_type: str = ""
+    region: str = ""
+    zone: str = ""
+    architecture: str | None = None
+
+
 class MachineClass(KubeObject, kw_only=True):
-    """Provider settings shared by machines; ``provider_spec`` belongs to the named driver."""
+    """Provider settings shared by machines; ``provider_spec`` belongs to the named driver.
+    ``node_template`` is kept as written (``ClassNodeTemplate`` is its typed form), so a bad
+    one is reported on the machines of the class instead of hiding the whole class."""
 
     KIND: ClassVar[KindInfo] = lookup("machine.sapcloud.io/v1alpha1", "MachineClass")
     provider_spec: dict[str, Any] = {}

@@ -15,7 +15,6 @@ from kubetrio.api.machine import (
     PHASE_FAILED,
     STATE_FAILED,
     Machine,
-    NodeTemplate,
 )
 from kubetrio.controllers.machine import creation, deletion
 from kubetrio.controllers.machine.context import MachineContext
@@ -23,11 +22,7 @@ from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.health_check import check_health
 from kubetrio.controllers.machine.nodetemplate import sync_node_template
 from kubetrio.controllers.machine.status import FINALIZER, NODE_LABEL, Operation
-from kubetrio.controllers.machine.validation import (
-    class_node_template,
-    validate_class,
-    validate_machine,
-)
+from kubetrio.controllers.machine.validation import validate_class, validate_machine
 from kubetrio.runtime.controller import Result
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.gotext import go_quote
@@ -86,7 +81,7 @@ class MachineReconciler:
         retry = LongRetry
         if machine.metadata.labels.get(NODE_LABEL) and machine.phase:
             machine, retry = await check_health(ctx, machine, options)
-            await self._sync_template(machine, class_node_template(machine_class))
+            await self._sync_template(machine)
         # A Failed machine stays Failed until deleted; "VM using old node obj" has no providerID
         # and must not create (and adopt) again.
         if machine.phase in ("", PHASE_CRASH_LOOP_BACK_OFF) or (
@@ -109,10 +104,10 @@ class MachineReconciler:
             )
         return Result(requeue_after=LongRetry)
 
-    async def _sync_template(self, machine: Machine, class_template: NodeTemplate | None) -> None:
-        """The machine's own template wins over its class's (MCM copies the class's into
-        machines it creates; machines made by hand may carry none)."""
-        template = machine.spec.node_template or class_template
+    async def _sync_template(self, machine: Machine) -> None:
+        """The machine's ``spec.nodeTemplate`` (labels, annotations, taints) onto its node.
+        A class's ``nodeTemplate`` is MCM's capacity and placement, nothing to sync."""
+        template = machine.spec.node_template
         node = self.ctx.nodes.get("", machine.metadata.labels.get(NODE_LABEL, ""))
         if template is None or node is None or node.deleting:
             return

@@ -7,7 +7,13 @@ import re
 
 import msgspec
 
-from kubetrio.api.machine import Machine, MachineClass, NodeTemplate, parse_duration
+from kubetrio.api.machine import (
+    ClassNodeTemplate,
+    Machine,
+    MachineClass,
+    NodeTemplate,
+    parse_duration,
+)
 from kubetrio.runtime.gotext import go_quote
 
 MAX_DURATION = (2**63 - 1) / 1e9  # Go's time.Duration limit, in seconds
@@ -84,11 +90,31 @@ def validate_machine(machine: Machine) -> list[str]:
     return problems
 
 
-def class_node_template(machine_class: MachineClass) -> NodeTemplate | None:
-    """The class's node template, decoded (call after ``validate_class``)."""
+def class_node_template(machine_class: MachineClass) -> ClassNodeTemplate | None:
+    """The class's node template, typed; ValueError naming the field when it does not fit."""
     if machine_class.node_template is None:
         return None
-    return msgspec.convert(machine_class.node_template, NodeTemplate)
+    try:
+        return msgspec.convert(machine_class.node_template, ClassNodeTemplate)
+    except msgspec.ValidationError as error:
+        raise ValueError(f"nodeTemplate: {error}") from None
+
+
+# MCM's validateNodeTemplate: these capacities, and non-empty instance type, region and zone.
+REQUIRED_CAPACITY = ("cpu", "gpu", "memory")
+MISSING_CAPACITY = (
+    "MachineClass NodeTemplate Capacity should mandatorily have CPU, GPU and Memory configured"
+)
+MISSING_PLACEMENT = "MachineClass NodeTemplate Instance Type, region and zone cannot be empty"
+
+
+def node_template_problem(template: ClassNodeTemplate) -> str | None:
+    """MCM's error for an incomplete template, word for word: one entry per missing capacity
+    and one for the placement, printed as Go prints a slice of errors."""
+    errors = [MISSING_CAPACITY for name in REQUIRED_CAPACITY if name not in template.capacity]
+    if not (template.instance_type and template.region and template.zone):
+        errors.append(MISSING_PLACEMENT)
+    return f"[{' '.join(errors)}]" if errors else None
 
 
 def validate_class(
@@ -101,11 +127,13 @@ def validate_class(
             f"provider: no machine driver for {go_quote(machine_class.provider)} "
             f"(known: {', '.join(known_providers) or 'none'})"
         )
-    if machine_class.node_template is not None and not provider_only:
+    if not provider_only:
         try:
-            template = msgspec.convert(machine_class.node_template, NodeTemplate)
-        except msgspec.ValidationError as error:
-            problems.append(f"nodeTemplate: {error}")
+            template = class_node_template(machine_class)
+        except ValueError as error:
+            problems.append(str(error))
         else:
-            problems += template_problems(template, "nodeTemplate")
+            problem = None if template is None else node_template_problem(template)
+            if problem is not None:
+                problems.append(problem)
     return problems

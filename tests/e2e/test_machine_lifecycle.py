@@ -172,7 +172,12 @@ async def test_invalid_machine_and_class_name_the_field(
     install_crds(emu)
     emu.create(class_secret_doc("bad"))
     bad_class = machine_class_doc("bad")
-    bad_class["nodeTemplate"] = {"spec": {"taints": [{"key": "k", "effect": "Sometimes"}]}}
+    bad_class["nodeTemplate"] = {  # MCM's: no gpu capacity, an empty zone
+        "capacity": {"cpu": "2", "memory": "8Gi"},
+        "instanceType": "sim.large",
+        "region": "eu-1",
+        "zone": "",
+    }
     emu.create(bad_class)
     seed_class(emu)
     async with machine_manager(emu) as h:
@@ -188,8 +193,10 @@ async def test_invalid_machine_and_class_name_the_field(
         assert one.status.last_operation.description == (
             'spec.machineConfiguration.drainTimeout: invalid duration "soon"'
         )
-        assert 'nodeTemplate.spec.taints[0].effect: "Sometimes" is not one of' in (
-            two.status.last_operation.description
+        assert two.status.last_operation.description == (
+            'MachineClass "bad": [MachineClass NodeTemplate Capacity should mandatorily have '
+            "CPU, GPU and Memory configured MachineClass NodeTemplate Instance Type, region and "
+            "zone cannot be empty]"
         )
         assert one.phase == "" and two.phase == ""  # nothing was created
 

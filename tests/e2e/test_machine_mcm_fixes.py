@@ -12,12 +12,23 @@ from kubetrio.api.machine import (
     PHASE_FAILED,
     PHASE_RUNNING,
     PHASE_TERMINATING,
+    MachineClass,
 )
 from kubetrio.controllers.machine.status import GET_VM_STATUS, deletion_step
+from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.cloud.script import Failure
+from kubetrio.runtime.errors import ApiError
 
-from .machines import MACHINE_API, install_crds, machine_doc, machine_manager, seed_class
+from .machines import (
+    MACHINE_API,
+    class_secret_doc,
+    install_crds,
+    machine_class_doc,
+    machine_doc,
+    machine_manager,
+    seed_class,
+)
 from .test_machine_deletion import event_messages, event_reasons
 
 CLASS = "default/small"
@@ -159,3 +170,65 @@ async def test_names_in_descriptions_are_quoted_as_go_s_percent_q(
             'No node object found for "m-2", continuing deletion flow. '
             "Initiate machine object finalizer removal" in messages
         )
+
+
+TEMPLATE = {
+    "capacity": {"cpu": "8", "gpu": 1, "memory": "32Gi"},
+    "instanceType": "sim.gpu.large",
+    "region": "eu-1",
+    "zone": "eu-1b",
+    "architecture": "arm64",
+}
+
+
+async def test_class_node_template_is_validated_and_shapes_the_vm(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """MCM's MachineClass ``nodeTemplate``: an incomplete one creates no VM and says MCM's
+    error on the machine; a complete one reaches the driver, whose VM's Node is what the
+    template promises."""
+    install_crds(emu)
+    emu.create(class_secret_doc("small"))
+    incomplete = machine_class_doc("small")
+    incomplete["nodeTemplate"] = {**TEMPLATE, "capacity": {"cpu": "8", "memory": "32Gi"}}
+    emu.create(incomplete)
+    async with machine_manager(emu) as h:
+        emu.create(machine_doc("m-1"))
+        refused = await h.wait_machine(
+            "m-1", lambda m: m is not None and m.status.last_operation.state == "Failed"
+        )
+        assert refused is not None
+        assert refused.status.last_operation.description == (
+            'MachineClass "small": [MachineClass NodeTemplate Capacity should mandatorily have '
+            "CPU, GPU and Memory configured]"
+        )
+        assert emu.cloud.vms == {} and refused.phase == ""
+        fixed = emu.get(MACHINE_API, "MachineClass", "small", "default")
+        assert fixed is not None
+        fixed["nodeTemplate"] = TEMPLATE
+        emu.update(fixed)
+        await h.wait_phase("m-1", PHASE_RUNNING)
+        node = h.node("m-1")
+        assert node is not None
+        labels = node.metadata.labels
+        assert labels["node.kubernetes.io/instance-type"] == "sim.gpu.large"
+        assert labels["topology.kubernetes.io/zone"] == "eu-1b"
+        assert labels["kubernetes.io/arch"] == "arm64"
+        capacity = node.status.capacity
+        assert (capacity["cpu"], capacity["memory"], capacity["nvidia.com/gpu"]) == (
+            "8",
+            "32Gi",
+            "1",
+        )
+
+
+async def test_the_crd_requires_mcm_s_node_template_fields(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    client = Client.from_url(emu.url, token=emu.token)
+    doc = machine_class_doc("small")
+    doc["nodeTemplate"] = {key: v for key, v in TEMPLATE.items() if key != "zone"}
+    with pytest.raises(ApiError) as info:
+        await client.create(MachineClass, doc)
+    assert info.value.status == 422 and "zone" in info.value.message

@@ -97,12 +97,39 @@ def test_validation_names_the_field() -> None:
         'spec.class.kind: "Other" is not MachineClass',
     ]
     wrong = msgspec.convert(
-        {"metadata": {"name": "c"}, "provider": "aws", "nodeTemplate": {"spec": {"taints": 3}}},
+        {"metadata": {"name": "c"}, "provider": "aws", "nodeTemplate": {"capacity": "lots"}},
         MachineClass,
     )
     problems = validate_class(wrong, ["sim"])
     assert problems[0] == 'provider: no machine driver for "aws" (known: sim)'
-    assert problems[1].startswith("nodeTemplate: Expected `array`, got `int` - at `$.spec.taints`")
+    assert problems[1] == "nodeTemplate: Expected `object`, got `str` - at `$.capacity`"
+    assert validate_class(wrong, ["aws"], provider_only=True) == []  # enough to delete
+
+
+def test_class_node_template_is_validated_as_mcm_does() -> None:
+    """MCM's validateNodeTemplate: one error per missing cpu/gpu/memory capacity, one for an
+    empty instance type, region or zone, printed as Go prints a slice of errors."""
+
+    def problems(template: dict[str, object]) -> list[str]:
+        cls = msgspec.convert(
+            {"metadata": {"name": "c"}, "provider": "sim", "nodeTemplate": template}, MachineClass
+        )
+        return validate_class(cls, ["sim"])
+
+    capacity = (
+        "MachineClass NodeTemplate Capacity should mandatorily have CPU, GPU and Memory configured"
+    )
+    placement = "MachineClass NodeTemplate Instance Type, region and zone cannot be empty"
+    assert problems({}) == [f"[{capacity} {capacity} {capacity} {placement}]"]
+    complete = {
+        "capacity": {"cpu": 4, "gpu": "0", "memory": "16Gi"},
+        "instanceType": "sim.large",
+        "region": "eu-1",
+        "zone": "eu-1a",
+    }
+    assert problems(complete) == []
+    assert problems({**complete, "capacity": {"cpu": 4, "memory": "16Gi"}}) == [f"[{capacity}]"]
+    assert problems({**complete, "region": ""}) == [f"[{placement}]"]
 
 
 def test_replacements_in_progress_counts_like_mcm() -> None:

@@ -2,11 +2,11 @@
 ``/_cloud/v1/``. It holds no state of its own, so a restarted manager finds every VM where it was
 left, exactly as with a real provider.
 
-Every request carries the class's ``providerSpec`` (the cloud's script) and the machine's name
-and providerID; never the class secret. Errors come back as ``metav1.Status`` bodies whose reason
-is an MCM code name; a body without one falls back on the HTTP status, and a request that got no
-response at all is ``Unavailable``. Each request is one request to the cloud's ``compute``
-service in MCM's cloud API metrics.
+Every request carries the class's ``providerSpec`` (the cloud's script) and ``nodeTemplate``
+(the node its VMs become) and the machine's name and providerID; never the class secret. Errors
+come back as ``metav1.Status`` bodies whose reason is an MCM code name; a body without one falls
+back on the HTTP status, and a request that got no response at all is ``Unavailable``. Each
+request is one request to the cloud's ``compute`` service in MCM's cloud API metrics.
 """
 
 from __future__ import annotations
@@ -148,6 +148,7 @@ def _class_body(machine_class: MachineClass) -> dict[str, Any]:
         "name": machine_class.name,
         "namespace": machine_class.namespace,
         "providerSpec": machine_class.provider_spec,
+        "nodeTemplate": machine_class.node_template,
     }
 
 

@@ -95,7 +95,7 @@ def _machine_class(body: dict[str, Any]) -> tuple[str, VmScript]:
     if not isinstance(cls, dict) or not isinstance(cls.get("name"), str):
         raise CloudError("InvalidArgument", "machineClass: must name the class")
     key = f"{cls.get('namespace') or ''}/{cls['name']}"
-    return key, VmScript.parse(cls.get("providerSpec"))
+    return key, VmScript.parse(cls.get("providerSpec"), cls.get("nodeTemplate"))
 
 
 def _machine(body: dict[str, Any]) -> tuple[str, str, str]:

@@ -1,5 +1,10 @@
 """What a MachineClass's ``providerSpec`` tells the simulated cloud to do with its VMs, parsed
-once per call with errors that name the field (they reach the user as InvalidArgument)."""
+once per call with errors that name the field (they reach the user as InvalidArgument).
+
+The class's ``nodeTemplate`` (MCM's capacity, instance type, region, zone, architecture) shapes
+the VM as well, so its Node is what the template promises autoscalers; what the providerSpec
+sets explicitly (``instanceType``, ``capacity``) is the driver's own say and wins.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from kubetrio.runtime.emulator.cloud.errors import CODE_HTTP_STATUS, CloudError
 
 OPERATIONS = ("create", "initialize", "status", "delete", "list")
 DEFAULT_CAPACITY = {"cpu": "2", "memory": "8Gi", "pods": "110", "ephemeral-storage": "50Gi"}
+# A template's "gpu" capacity is this resource on the node (as autoscalers read it).
+GPU_RESOURCE = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,31 +49,61 @@ class VmScript:
     needs_initialization: bool = False
     node_name: str = ""
     instance_type: str = "sim.standard"
+    node_region: str = ""  # the Node's region label, when not the providerSpec's region
+    zone: str = ""
+    architecture: str = "amd64"
     capacity: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CAPACITY))
     conditions_after: tuple[LaterCondition, ...] = ()
     fail_next: dict[str, Failure] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, spec: Any) -> VmScript:
+    def parse(cls, spec: Any, node_template: Any = None) -> VmScript:
         if spec is None:
             spec = {}
         if not isinstance(spec, dict):
             raise _invalid("providerSpec", "must be an object")
-        capacity = spec.get("capacity", DEFAULT_CAPACITY)
+        if node_template is None:
+            node_template = {}
+        if not isinstance(node_template, dict):
+            raise _invalid("nodeTemplate", "must be an object")
+        capacity = spec.get("capacity", _template_capacity(node_template))
         if not isinstance(capacity, dict):
             raise _invalid("providerSpec.capacity", "must be an object of quantities")
+        where = "nodeTemplate"
         return cls(
             region=_str(spec, "region", "sim-1"),
+            node_region=_str(node_template, "region", "", where),
+            zone=_str(node_template, "zone", "", where),
+            architecture=_str(node_template, "architecture", "amd64", where) or "amd64",
             boot_seconds=_seconds(spec, "bootSeconds"),
             create_seconds=_seconds(spec, "createSeconds"),
             never_ready=_bool(spec, "neverReady"),
             needs_initialization=_bool(spec, "needsInitialization"),
             node_name=_str(spec, "nodeName", ""),
-            instance_type=_str(spec, "instanceType", "sim.standard"),
+            instance_type=_str(
+                spec,
+                "instanceType",
+                _str(node_template, "instanceType", "", where) or "sim.standard",
+            ),
             capacity={str(k): str(v) for k, v in capacity.items()},
             conditions_after=_conditions(spec.get("conditionAfter")),
             fail_next=parse_failures(spec.get("failNext"), "providerSpec.failNext"),
         )
+
+
+def _template_capacity(template: dict[str, Any]) -> dict[str, Any]:
+    """The default capacity with the template's over it; a zero gpu is no GPU."""
+    wanted = template.get("capacity", {})
+    if not isinstance(wanted, dict):
+        raise _invalid("nodeTemplate.capacity", "must be an object of quantities")
+    capacity: dict[str, Any] = dict(DEFAULT_CAPACITY)
+    for name, quantity in wanted.items():
+        if name == "gpu":
+            if str(quantity) not in ("0", ""):
+                capacity[GPU_RESOURCE] = quantity
+        else:
+            capacity[name] = quantity
+    return capacity
 
 
 def parse_failures(value: Any, where: str) -> dict[str, Failure]:

@@ -67,6 +67,8 @@ class Vm:
             "machineNamespace": self.machine_namespace,
             "class": self.class_key,
             "nodeName": self.node_name,
+            "instanceType": self.script.instance_type,
+            "zone": self.script.zone,
             "booted": self.booted,
             "registered": self.registered,
             "initialized": self.initialized,
@@ -255,13 +257,16 @@ class SimulatedCloud:
             )
             return False
         if existing is None:
+            script = vm.script
             labels = {
                 "kubernetes.io/hostname": vm.node_name,
                 "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                "node.kubernetes.io/instance-type": vm.script.instance_type,
-                "topology.kubernetes.io/region": vm.script.region,
+                "kubernetes.io/arch": script.architecture,
+                "node.kubernetes.io/instance-type": script.instance_type,
+                "topology.kubernetes.io/region": script.node_region or script.region,
             }
+            if script.zone:
+                labels["topology.kubernetes.io/zone"] = script.zone
             metadata: Obj = {"name": vm.node_name, "labels": labels}
             if vm.script.never_ready:
                 metadata["annotations"] = {NEVER_READY_ANNOTATION: "true"}
