@@ -46,7 +46,8 @@ async def test_machine_deleted_while_its_create_call_is_in_flight_takes_its_node
         emu.create(machine_doc("m-1"))
         # The VM is up and its Node registered while the create call has not answered yet.
         await h.wait_node("m-1", lambda n: n is not None)
-        assert h.machine("m-1") is not None and not h.machine("m-1").spec.provider_id  # type: ignore[union-attr]
+        creating = h.machine("m-1")
+        assert creating is not None and not creating.spec.provider_id
         emu.delete(MACHINE_API, "Machine", "m-1", "default")
         await h.wait_gone("m-1")
         assert emu.get("v1", "Node", "m-1") is None
