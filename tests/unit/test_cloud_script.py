@@ -80,3 +80,36 @@ def test_error_body_is_a_status() -> None:
     assert len(CODE_HTTP_STATUS) == 17  # every MCM code but OK
     with pytest.raises(ValueError, match="unknown machine code"):
         CloudError("Bogus", "x")
+
+
+def test_node_template_shapes_the_vm_and_the_provider_spec_wins() -> None:
+    template = {
+        "capacity": {"cpu": 8, "gpu": "0", "memory": "32Gi"},
+        "instanceType": "sim.large",
+        "region": "eu-2",
+        "zone": "eu-2a",
+        "architecture": "arm64",
+    }
+    script = VmScript.parse({"region": "eu-1"}, template)
+    assert (script.instance_type, script.node_region, script.zone) == ("sim.large", "eu-2", "eu-2a")
+    assert script.architecture == "arm64" and script.region == "eu-1"
+    assert script.capacity == {**DEFAULT_CAPACITY, "cpu": "8", "memory": "32Gi"}  # no zero gpu
+    gpu = VmScript.parse({}, {**template, "capacity": {"gpu": 2}})
+    assert gpu.capacity["nvidia.com/gpu"] == "2"
+    explicit = VmScript.parse({"instanceType": "sim.tiny", "capacity": {"cpu": 1}}, template)
+    assert explicit.instance_type == "sim.tiny" and explicit.capacity == {"cpu": "1"}
+
+
+@pytest.mark.parametrize(
+    ("template", "field"),
+    [
+        ("big", "nodeTemplate"),
+        ({"capacity": 3}, "nodeTemplate.capacity"),
+        ({"zone": 1}, "nodeTemplate.zone"),
+    ],
+)
+def test_invalid_node_template_fields_are_named(template: Any, field: str) -> None:
+    with pytest.raises(CloudError) as info:
+        VmScript.parse({}, template)
+    assert info.value.code == "InvalidArgument"
+    assert info.value.message.startswith(f"{field}:")
