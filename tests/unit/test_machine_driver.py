@@ -107,7 +107,7 @@ def test_registry_by_provider() -> None:
     assert "fake" in registry and list(registry) == ["fake"]
     no_provider = msgspec.convert({"metadata": {"name": "c"}}, MachineClass)
     assert registry.for_class(no_provider) is driver
-    with pytest.raises(UnknownProvider, match=r"'aws'.*known: fake"):
+    with pytest.raises(UnknownProvider, match=r'"aws".*known: fake'):
         registry.get("aws")
     with pytest.raises(ValueError, match="already registered"):
         registry.register("fake", driver)

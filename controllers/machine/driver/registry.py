@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from kubetrio.api.machine import MachineClass
 from kubetrio.controllers.machine.driver.driver import Driver
+from kubetrio.runtime.gotext import go_quote
 
 
 class UnknownProvider(LookupError):
@@ -32,7 +33,7 @@ class DriverRegistry:
         except KeyError:
             known = ", ".join(sorted(self._drivers)) or "none"
             raise UnknownProvider(
-                f"no machine driver for provider {name!r} (known: {known})"
+                f"no machine driver for provider {go_quote(name)} (known: {known})"
             ) from None
 
     def for_class(self, machine_class: MachineClass) -> Driver:
