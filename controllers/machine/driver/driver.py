@@ -2,6 +2,9 @@
 create, initialise, inspect, list and delete VMs. Every method raises ``MachineError`` on
 failure; the controller decides what a code means for the machine.
 
+A class's ``nodeTemplate`` (MCM's capacity, instance type, region, zone, architecture) has been
+validated before a driver creates a VM; ``validation.class_node_template`` gives it typed.
+
 Secrets reach drivers as ``secret_data`` (the class secret's decoded data) and must never be
 logged or put into an error message.
 """
