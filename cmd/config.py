@@ -221,6 +221,12 @@ class MachineConfig(_Section, kw_only=True, frozen=True):
     safety_orphan_vms_period: Duration = msgspec.field(
         default=Duration(15 * 60), name="safetyOrphanVMsPeriod"
     )
+    safety_apiserver_status_check_period: Duration = msgspec.field(
+        default=Duration(60), name="safetyAPIServerStatusCheckPeriod"
+    )
+    safety_apiserver_status_check_timeout: Duration = msgspec.field(
+        default=Duration(30), name="safetyAPIServerStatusCheckTimeout"
+    )
 
 
 class StorageConfig(_Section, kw_only=True, frozen=True):
@@ -398,6 +404,18 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "machine.safetyOrphanVMsPeriod",
         "duration",
         "period of the orphan-VM sweep",
+    ),
+    _s(
+        "--machine-safety-apiserver-statuscheck-period",
+        "machine.safetyAPIServerStatusCheckPeriod",
+        "duration",
+        "how often the safety controller checks that the API server answers",
+    ),
+    _s(
+        "--machine-safety-apiserver-statuscheck-timeout",
+        "machine.safetyAPIServerStatusCheckTimeout",
+        "duration",
+        "how long the API server may be unreachable before the machine controller freezes",
     ),
     _s("--csi-driver", "storage.csiDriver", "str", "CSI driver name of the storage backend"),
     _s("--storage-backend-url", "storage.backendURL", "str", "URL of the storage backend API"),
@@ -796,6 +814,8 @@ _POSITIVE_DURATIONS: Final[tuple[tuple[str, str], ...]] = (
     ("machine", "pvDetachTimeout"),
     ("machine", "pvReattachTimeout"),
     ("machine", "safetyOrphanVMsPeriod"),
+    ("machine", "safetyAPIServerStatusCheckPeriod"),
+    ("machine", "safetyAPIServerStatusCheckTimeout"),
     ("storage", "deleteTimeout"),
 )
 

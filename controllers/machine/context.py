@@ -19,6 +19,7 @@ from kubetrio.controllers.machine.failing import FailurePermits
 from kubetrio.controllers.machine.metrics import MachineMetrics
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.status import DEPLOYMENT_LABEL, NODE_LABEL, StatusWriter
+from kubetrio.controllers.safety.freeze import ControllerFreeze
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.store import Lister
 
@@ -62,6 +63,7 @@ class MachineContext:
     status: StatusWriter
     metrics: MachineMetrics
     permits: FailurePermits = field(default_factory=FailurePermits)
+    freeze: ControllerFreeze = field(default_factory=ControllerFreeze)
     _eviction_supported: bool | None = None
 
     async def eviction_supported(self) -> bool:
