@@ -74,3 +74,22 @@ def test_bad_values_name_the_flag(argv: list[str], message: str) -> None:
         load(*argv)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_overshooting_flags() -> None:
+    default = load().machine
+    assert (default.safety_up, default.safety_down, default.safety_overshooting_period) == (
+        2,
+        1,
+        60,
+    )
+    machine = load(
+        "--safety-up", "5", "--safety-down", "0", "--machine-safety-overshooting-period", "30s"
+    ).machine
+    assert (machine.safety_up, machine.safety_down, machine.safety_overshooting_period) == (
+        5,
+        0,
+        30,
+    )
+    with pytest.raises(ConfigError, match=r"flag --safety-down \(machine.safetyDown\)"):
+        load("--safety-down", "-1")
