@@ -29,6 +29,7 @@ from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.informer import Informer
 from kubetrio.runtime.manager import Manager
 
+from .conftest import Kubectl
 from .machines import MACHINE_API, install_crds
 
 PERIOD = 60.0
@@ -71,7 +72,7 @@ async def guarded(emu: Emulator, **machine_options: Any) -> AsyncIterator[Guarde
     here are records the guard counts, nothing creates VMs for them)."""
     client = Client.from_url(emu.url, token=emu.token)
     config = ManagerConfig(
-        machine=MachineConfig(safety_overshooting_period=PERIOD, **machine_options)
+        machine=MachineConfig(**{"safety_overshooting_period": PERIOD, **machine_options})
     )
     manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
     guard = setup(manager, config)
@@ -267,3 +268,33 @@ async def test_the_unfreeze_annotation_and_a_stale_deployment_freeze(
         assert UNFREEZE_ANNOTATION not in g.machine_set("solo").metadata.annotations
         await trio.sleep(2 * PERIOD)
         assert not frozen(g.machine_set("solo"))  # 3 < 4: it stays unfrozen
+
+
+async def test_kubectl_sees_the_freeze_and_lifts_it_with_the_annotation(
+    emu: Emulator, kubectl: Kubectl
+) -> None:
+    # Real clock (kubectl is a real process): a 1 s period keeps it short.
+    install_crds(emu)
+    solo = emu.create(machine_set_doc("solo", 1, {"pool": "solo"}))
+    add_machines(emu, solo, 1, 4)
+    async with guarded(emu, safety_down=2, safety_overshooting_period=1.0) as g:
+        with trio.fail_after(30):
+            await g.until_set(lambda: frozen(g.machine_set("solo")))
+        listed = await kubectl.json("get", "machineset", "solo", "-n", "default")
+        assert listed["metadata"]["labels"][FREEZE_LABEL] == "True"
+        frozen_condition = [
+            c for c in listed["status"]["machineSetCondition"] if c["type"] == "Frozen"
+        ]
+        assert frozen_condition and frozen_condition[0]["reason"] == OVERSHOOTING_REPLICA_COUNT
+        await kubectl.out("delete", "machine", "solo-4", "-n", "default")
+        await kubectl.out(
+            "annotate", "machineset", "solo", "-n", "default", f"{UNFREEZE_ANNOTATION}=True"
+        )
+        with trio.fail_after(30):
+            await g.until_set(lambda: not frozen(g.machine_set("solo")))
+        listed = await kubectl.json("get", "machineset", "solo", "-n", "default")
+        assert FREEZE_LABEL not in listed["metadata"].get("labels", {})
+        assert UNFREEZE_ANNOTATION not in listed["metadata"].get("annotations", {})
+        assert not [
+            c for c in listed["status"].get("machineSetCondition", []) if c["type"] == "Frozen"
+        ]
