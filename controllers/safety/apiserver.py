@@ -139,23 +139,44 @@ class ApiServerWatchdog:
 
     async def _reset_health_timeouts(self) -> None:
         """Every Unknown machine back to Running with a fresh phase clock, and every machine
-        looked at again shortly to put its phase back to what its node says."""
+        looked at again shortly to put its phase back to what its node says.
+
+        Listed from the API server, not the cache: right after an outage the informers may
+        still be backing off, and a machine that turned Unknown meanwhile must not be missed.
+        An error that says the server is still unwell is raised (stay frozen and retry); a
+        refusal of one machine is logged and that machine left, so it cannot hold every
+        other machine frozen."""
         ctx = self.ctx
-        for cached in ctx.machines.list():
-            if cached.phase == PHASE_UNKNOWN:
-                machine = await ctx.client.get_or_none(Machine, cached.name, cached.namespace)
-                if machine is not None and machine.phase == PHASE_UNKNOWN:
-                    await ctx.status.write(
-                        machine,
-                        Operation(HEALTH_TIMEOUT_RESET, STATE_SUCCESSFUL, OPERATION_HEALTH_CHECK),
-                        phase=PHASE_RUNNING,
-                        timeout_active=False,
-                        reason="HealthTimeoutReset",
+        listed = await ctx.client.list(
+            Machine, namespace=ctx.options.namespace, on_undecodable=lambda _: None
+        )
+        for machine in listed.items:
+            if machine.phase == PHASE_UNKNOWN:
+                try:
+                    await self._reset(machine)
+                except ApiError as error:
+                    if error.status == 404:
+                        continue
+                    if error.status in (0, 409, 429) or error.status >= 500:
+                        raise
+                    log.warning(
+                        "machine health timeout not reset", machine=machine.name, error=str(error)
                     )
-                    log.info(
-                        "machine health timeout reset",
-                        machine=machine.name,
-                        node=machine.metadata.labels.get(NODE_LABEL, ""),
-                        provider_id=machine.spec.provider_id,
-                    )
-            self.queue.add_after(ObjectKey(cached.namespace, cached.name), RECHECK_AFTER_RESET)
+            self.queue.add_after(ObjectKey(machine.namespace, machine.name), RECHECK_AFTER_RESET)
+
+    async def _reset(self, machine: Machine) -> None:
+        """MCM's reset: Running, timeout inactive, the phase clock restarted now. Written with
+        the resourceVersion listed, so a concurrent change wins and the next round decides."""
+        await self.ctx.status.write(
+            machine,
+            Operation(HEALTH_TIMEOUT_RESET, STATE_SUCCESSFUL, OPERATION_HEALTH_CHECK),
+            phase=PHASE_RUNNING,
+            timeout_active=False,
+            reason="HealthTimeoutReset",
+        )
+        log.info(
+            "machine health timeout reset",
+            machine=machine.name,
+            node=machine.metadata.labels.get(NODE_LABEL, ""),
+            provider_id=machine.spec.provider_id,
+        )

@@ -6,6 +6,8 @@ freeze (a status-check timeout longer than the outage) marks it Failed at once: 
 
 from __future__ import annotations
 
+import dataclasses
+
 import trio
 import trio.testing
 from prometheus_client import generate_latest
@@ -13,7 +15,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, PHASE_UNKNOWN, Machine
 from kubetrio.api.meta import parse_time
-from kubetrio.controllers.safety.apiserver import HEALTH_TIMEOUT_RESET
+from kubetrio.controllers.safety.apiserver import (
+    HEALTH_TIMEOUT_RESET,
+    ApiServerWatchdog,
+    answers,
+    control_cluster,
+    target_cluster,
+)
+from kubetrio.controllers.safety.freeze import ControllerFreeze
+from kubetrio.controllers.safety.setup import machine_queue
 from kubetrio.runtime.clock import seconds_since
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.faults import FaultRule
@@ -135,3 +145,39 @@ async def test_without_the_freeze_the_same_outage_fails_the_machine_on_recovery(
         recovered = trio.current_time()
         await h.wait_phase("m-1", PHASE_FAILED)
         assert trio.current_time() - recovered <= 90  # retries and the relist, no more
+
+
+async def test_two_clusters_are_probed_and_the_target_alone_down_freezes(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """MCM probes a Machine in the control cluster and a Node in the target cluster; either
+    unreachable freezes. Here one emulator plays both and only Node requests fail (the target
+    down), driving a watchdog of its own, check by check."""
+    install_crds(emu)
+    seed_class(emu, conditionAfter=NOT_READY_AT_100)
+    async with machine_manager(emu) as h:
+        await unknown_machine(emu, h)
+        ctx = dataclasses.replace(h.ctx, freeze=ControllerFreeze())
+        watchdog = ApiServerWatchdog(
+            ctx,
+            machine_queue(h.manager),
+            [control_cluster(h.client, "default"), target_cluster(h.client)],
+        )
+        assert await watchdog.check() == 60 and not ctx.freeze.frozen
+        rule = emu.faults.add(resource="nodes", status=503)
+        began = trio.current_time()
+        while True:
+            delay = await watchdog.check()
+            assert delay == 6  # statuscheck-timeout / 5 while down
+            if ctx.freeze.frozen:
+                break
+            await trio.sleep(delay)
+        assert 36 <= trio.current_time() - began <= 37  # the first check past 30 s
+        assert await answers(control_cluster(h.client, "default"), 30)
+        assert not await answers(target_cluster(h.client), 30)
+        assert await watchdog.check() == 60 and ctx.freeze.frozen  # still down: stays frozen
+        emu.faults.remove(rule.id)
+        assert await watchdog.check() == 60 and not ctx.freeze.frozen
+        status = stored_status(emu, "m-1")
+        last = status["lastOperation"]
+        assert isinstance(last, dict) and last["description"] == HEALTH_TIMEOUT_RESET
