@@ -4,6 +4,7 @@ VMs that join it) — two emulators in one trio run, on one clock."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -12,9 +13,10 @@ import trio
 import trio.testing
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubetrio.api.core import Node, Pod, Secret
+from kubetrio.api.core import ConfigMap, Node, Pod, Secret
 from kubetrio.api.machine import PHASE_PENDING, PHASE_RUNNING
-from kubetrio.cmd.config import MachineConfig, ManagerConfig
+from kubetrio.cmd.clusters import cluster_clients
+from kubetrio.cmd.config import MachineConfig, ManagerConfig, add_config_flags, load_config
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
 from kubetrio.controllers.machine.setup import setup
@@ -140,3 +142,32 @@ async def two_cluster_machines_after_crds(
     seed_class(control, bootSeconds=30, **class_options)
     async with two_cluster_machines(control, target) as h:
         yield h
+
+
+async def test_each_cluster_has_its_own_client_and_rate_limit(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A throttled target cluster does not slow the control cluster's requests down."""
+    async with serve_emulator() as control, serve_emulator() as target:
+        parser = argparse.ArgumentParser()
+        add_config_flags(parser)
+        flags = [
+            *("--control-kubeconfig", str(control.kubeconfig_path)),
+            *("--target-kubeconfig", str(target.kubeconfig_path)),
+            *("--target-kube-api-qps", "1", "--target-kube-api-burst", "1"),
+        ]
+        config = load_config(parser.parse_args(flags), {}, ["machine"])
+        control_client, target_client = cluster_clients(config)
+        assert target_client is not None
+        assert control_client.host != target_client.host
+
+        async def six_requests(client: Client) -> float:
+            started = trio.current_time()
+            for _ in range(6):
+                await client.list(ConfigMap, namespace="default")
+            return trio.current_time() - started
+
+        assert await six_requests(control_client) < 1  # client.qps 20, burst 30
+        assert 4.9 <= await six_requests(target_client) <= 6  # one token, then one a second
+        assert control.counters.get("list", "configmaps") == 6
+        assert target.counters.get("list", "configmaps") == 6
