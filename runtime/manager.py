@@ -10,6 +10,10 @@ reconciles finish; whatever still runs after the grace period is cancelled; the 
 released; ``run`` returns. Losing the lease stops leader-only work at once and makes ``run``
 raise ``LeadershipLost`` (the process should exit non-zero and be restarted).
 
+Clusters added with ``add_cluster`` (another API server: MCM's target cluster) have their own
+client and cache, started and synced with the primary one and probed as ``informers-<name>``;
+controllers watch them with the builder's ``cluster=``.
+
 A cache that cannot sync ends ``run`` with one plain exception (not an exception group): a
 ``CacheSyncError`` as soon as a LIST is refused for good (CRD missing, RBAC), or
 ``CacheSyncTimeout`` after ``cache_sync_timeout``.
