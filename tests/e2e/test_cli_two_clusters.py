@@ -18,6 +18,7 @@ from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.informer import Informer
 
+from .conftest import Kubectl, kubectl_env
 from .machines import install_crds, machine_doc, seed_class
 from .test_cli_run import Watcher, environment, kubetrio, one_line_error, run_to_exit
 
@@ -59,9 +60,11 @@ async def log_lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[dict[str, A
 
 
 async def test_run_against_a_control_and_a_target_cluster_comes_up_ready(
-    emu: Emulator, target: Emulator
+    emu: Emulator, target: Emulator, kubectl_binary: str, tmp_path: Path
 ) -> None:
     control = emu
+    kubectl_control = Kubectl(kubectl_binary, kubectl_env(control, tmp_path / "control"))
+    kubectl_target = Kubectl(kubectl_binary, kubectl_env(target, tmp_path / "target"))
     install_crds(control)
     seed_class(control)  # boots at once: the VM joins the target cluster within the test
     machines = Watcher(Informer(Client.from_url(control.url, token=control.token), Machine))
@@ -98,10 +101,18 @@ async def test_run_against_a_control_and_a_target_cluster_comes_up_ready(
                 return machine is not None and machine.phase == PHASE_RUNNING
 
             await machines.wait_for(running, seconds=60)
-            assert target.get("v1", "Node", "m-1") is not None
-            assert control.get("v1", "Node", "m-1") is None
-            assert control.counters.get("list", "nodes") == 0
+            assert control.counters.get("list", "nodes") == 0  # (kubectl's lists come next)
             assert target.counters.get("list", "machines") == 0
+            # kubectl, an independent client, sees the Machine in one and its Node in the other.
+            listed = await kubectl_control.json("get", "machines")
+            assert [m["metadata"]["name"] for m in listed["items"]] == ["m-1"]
+            node = await kubectl_target.json("get", "node", "m-1")
+            assert (
+                node["spec"]["providerID"]
+                == machines.informer.lister.get("default", "m-1").spec.provider_id
+            )
+            assert (await kubectl_control.json("get", "nodes"))["items"] == []
+            assert (await kubectl_target.run("get", "machines", check=False)).returncode != 0
             # MCM keeps its leader lease in the control cluster.
             lease = ("coordination.k8s.io/v1", "Lease", "kubetrio-leader", "default")
             assert control.get(*lease) is not None
