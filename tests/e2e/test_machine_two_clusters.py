@@ -62,6 +62,15 @@ def resources(emu: Emulator) -> set[str]:
     return {key.split(" ", 1)[1].split("/")[0] for key in emu.counters.snapshot()}
 
 
+def event_kinds(emu: Emulator) -> set[str]:
+    """The kinds of the objects the Events in ``emu`` are about."""
+    return {
+        entry.obj["involvedObject"]["kind"]
+        for namespace in ("default", TOKEN_NAMESPACE)
+        for entry in emu.store.iter(emu.resource("events"), namespace)
+    }
+
+
 def web_pods_on(h: Harness, node: str) -> list[Pod]:
     return [
         p
@@ -115,6 +124,11 @@ async def test_a_machine_lives_in_control_and_its_node_in_target(
         assert target.cloud.vms == {}
         assert await h.ctx.target.get_or_none(Node, "m-1") is None
         assert web_pods_on(h, "m-1") == []
+
+        # Events stay beside their objects: the Machine's in control, the drained Node's in
+        # target.
+        assert event_kinds(control) == {"Machine"}
+        assert event_kinds(target) == {"Node"}
 
         # Each cluster was asked only about its own kinds.
         assert resources(control) & TARGET_ONLY == set(), control.counters.snapshot()
