@@ -9,8 +9,9 @@ one cache serve both roles. The rules:
 * target: ``target.kubeconfig`` (with ``target.context``), else the top-level kubeconfig,
   context and master (``target.context`` replacing the context);
 * control: ``control.kubeconfig`` (``"inClusterConfig"``: the pod's service account, as MCM),
-  else the top-level one; when only the target names a kubeconfig, the control cluster is the
-  target cluster (MCM: "default value is same as target-kubeconfig");
+  else the top-level one; when only the target names a kubeconfig (no top-level kubeconfig,
+  context or master), the control cluster is the target cluster (MCM: "default value is same
+  as target-kubeconfig");
 * the two are one cluster when they resolve to the same kubeconfig, context and master;
 * each client has its own rate limiter: ``control.qps``/``burst`` and ``target.qps``/``burst``,
   else ``client.qps``/``burst`` (MCM gives each of its clients ``--kube-api-qps``).
@@ -77,7 +78,7 @@ def control_endpoint(config: ManagerConfig) -> Endpoint:
     if own.kubeconfig is not None:
         return Endpoint(own.kubeconfig, own.context)
     top = _top(config)
-    if top.kubeconfig is None and top.master is None and config.target.kubeconfig is not None:
+    if top == Endpoint() and config.target.kubeconfig is not None:
         target = target_endpoint(config)
         return Endpoint(target.kubeconfig, own.context or target.context)
     return Endpoint(top.kubeconfig, own.context or top.context, top.master)

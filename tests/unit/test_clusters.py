@@ -36,6 +36,9 @@ def test_one_kubeconfig_for_both_is_the_default() -> None:
 def test_only_a_target_kubeconfig_makes_it_the_control_cluster_too() -> None:
     """MCM: --control-kubeconfig "default value is same as target-kubeconfig"."""
     assert roles("--target-kubeconfig", HERE) == (Endpoint(HERE), Endpoint(HERE), True)
+    # A top-level context names the control cluster in the default kubeconfig instead.
+    control, target, one = roles("--context", "seed", "--target-kubeconfig", HERE)
+    assert (control, target, one) == (Endpoint(None, "seed"), Endpoint(HERE), False)
 
 
 def test_a_target_kubeconfig_beside_the_kubeconfig_is_a_second_cluster(tmp_path: Path) -> None:
