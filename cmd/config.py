@@ -589,10 +589,17 @@ def load_config(
         if setting.env in environ:
             label = f"environment variable {setting.env}"
             _apply(merged, setting, [environ[setting.env]], label, sources)
+    given_as: dict[FieldPath, tuple[str, Any]] = {}  # two flags for one field (--namespace)
     for setting in SETTINGS:
         given = getattr(args, setting.dest, None)
         if given is not None:
             values = given if isinstance(given, list) else [given]
+            other = given_as.setdefault(setting.path, (setting.flag, values))
+            if other[1] != values:
+                raise ConfigError(
+                    f"flag {setting.flag}: disagrees with flag {other[0]} (both set "
+                    f"{_dotted(setting.path)})"
+                )
             _apply(merged, setting, values, f"flag {setting.flag}", sources)
 
     config = _convert(merged, sources, everything_from=None)

@@ -68,6 +68,10 @@ def test_in_cluster_control_as_mcm_spells_it() -> None:
 def test_namespace_is_mcms_name_for_the_machine_namespace() -> None:
     assert load(["--namespace", "shoot--x"]).machine.namespace == "shoot--x"
     assert "--namespace" in error_of(["--namespace", "Not_A_Label"])
+    assert load(["--namespace", "a", "--machine-namespace", "a"]).machine.namespace == "a"
+    assert error_of(["--machine-namespace", "a", "--namespace", "b"]) == (
+        "flag --namespace: disagrees with flag --machine-namespace (both set machine.namespace)"
+    )
 
 
 @pytest.mark.parametrize(
