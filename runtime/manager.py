@@ -10,6 +10,10 @@ reconciles finish; whatever still runs after the grace period is cancelled; the 
 released; ``run`` returns. Losing the lease stops leader-only work at once and makes ``run``
 raise ``LeadershipLost`` (the process should exit non-zero and be restarted).
 
+Clusters added with ``add_cluster`` (another API server: MCM's target cluster) have their own
+client and cache, started and synced with the primary one and probed as ``informers-<name>``;
+controllers watch them with the builder's ``cluster=``.
+
 A cache that cannot sync ends ``run`` with one plain exception (not an exception group): a
 ``CacheSyncError`` as soon as a LIST is refused for good (CRD missing, RBAC), or
 ``CacheSyncTimeout`` after ``cache_sync_timeout``.
@@ -18,6 +22,7 @@ A cache that cannot sync ends ``run`` with one plain exception (not an exception
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Protocol, runtime_checkable
 
 import trio
@@ -32,6 +37,7 @@ from prometheus_client import (
 from kubetrio.runtime.builder import ControllerBuilder
 from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
+from kubetrio.runtime.cluster import Cluster, wait_for_clusters
 from kubetrio.runtime.httpserver import ManagerHTTPServer
 from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
@@ -89,6 +95,8 @@ class Manager:
         self.registry = registry if registry is not None else process_registry()
         self.cache = InformerCache(client)
         report_undecodable(self.registry, self.cache)
+        self._primary = Cluster("", client, self.cache)
+        self.clusters: dict[str, Cluster] = {}  # added with add_cluster, by name
         self.http = ManagerHTTPServer(self.registry)
         self.metrics_bind_address = metrics_bind_address
         self.health_probe_bind_address = health_probe_bind_address
@@ -111,7 +119,7 @@ class Manager:
         self.bound_ports: dict[str, int] = {}  # "metrics" / "probes" -> port, once serving
         self.serving = trio.Event()
         self.http.add_healthz_check("ping", lambda: None)
-        self.http.add_readyz_check("informers", self._informers_ready)
+        self.http.add_readyz_check("informers", partial(self._informers_ready, self._primary))
         if self.elector is not None:
             self.http.add_readyz_check("leader-election", self._leadership_known)
 
@@ -123,6 +131,22 @@ class Manager:
     def add(self, runnable: Runnable) -> None:
         self._runnables.append(runnable)
 
+    def add_cluster(self, name: str, client: Client) -> Cluster:
+        """Another cluster with its own cache, started and synced with the primary one and
+        checked by ``/readyz`` as ``informers-<name>`` (call before ``run``)."""
+        if not name or name in self.clusters:
+            raise ValueError(f"cluster name {name!r} is empty or already added")
+        cluster = Cluster(name, client, InformerCache(client))
+        report_undecodable(self.registry, cluster.cache)
+        self.clusters[name] = cluster
+        self.http.add_readyz_check(f"informers-{name}", partial(self._informers_ready, cluster))
+        return cluster
+
+    def cluster(self, name: str) -> Cluster:
+        """The cluster added as ``name``; the primary one when none was: one API server then
+        plays every role (MCM's default, where the control cluster is the target cluster)."""
+        return self.clusters.get(name, self._primary)
+
     def workers_for(self, name: str) -> int:
         return self._workers.get(name, 1)
 
@@ -132,10 +156,11 @@ class Manager:
 
     # -- probes ---------------------------------------------------------------------------
 
-    def _informers_ready(self) -> str | None:
-        if not self.cache.synced:
-            return "informers have not synced yet"
-        return undecodable_detail(self.cache)
+    def _informers_ready(self, cluster: Cluster) -> str | None:
+        if not cluster.cache.synced:
+            pending = ", ".join(cluster.pending())
+            return cluster.describe("informers have not synced yet") + f": {pending}"
+        return undecodable_detail(cluster.cache)
 
     def _leadership_known(self) -> str | None:
         elector = self.elector
@@ -159,15 +184,17 @@ class Manager:
     async def _run(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as root:
             await self._start_http(root)
-            await root.start(self.cache.run)
+            clusters = [self._primary, *self.clusters.values()]
+            for cluster in clusters:
+                await root.start(cluster.cache.run)
             with self._startup:
                 try:
                     with trio.fail_after(self.cache_sync_timeout):
-                        await self.cache.wait_for_sync()
+                        await wait_for_clusters(clusters)
                 except trio.TooSlowError:
-                    pending = [i.name for i in self.cache.informers if not i.has_synced]
+                    pending = [c.describe(", ".join(c.pending())) for c in clusters if c.pending()]
                     self._sync_failure = CacheSyncTimeout(
-                        f"informers for {', '.join(pending)} did not sync within "
+                        f"informers for {' and '.join(pending)} did not sync within "
                         f"{self.cache_sync_timeout:g}s"
                     )
                 except CacheSyncError as error:
@@ -175,7 +202,7 @@ class Manager:
             if self._stop_requested.is_set() or self._sync_failure is not None:
                 root.cancel_scope.cancel()
                 return
-            log.info("caches synced", informers=len(self.cache.informers))
+            log.info("caches synced", informers=sum(len(c.cache.informers) for c in clusters))
             task_status.started()
             async with trio.open_nursery() as supervision:
                 supervision.start_soon(self._stop_when_asked)

@@ -49,7 +49,8 @@ def attachment_node(attachment: VolumeAttachment) -> Iterable[str]:
 
 @dataclass(slots=True)
 class MachineContext:
-    client: Client
+    client: Client  # the control cluster's: Machines, MachineClasses, class Secrets
+    target: Client  # the target cluster's: Nodes, VolumeAttachments, bootstrap tokens
     options: SafetyOptions
     drivers: DriverRegistry
     machines: Lister[Machine]
@@ -69,7 +70,7 @@ class MachineContext:
     async def eviction_supported(self) -> bool:
         """Asked of discovery once per manager: the API server does not change underneath."""
         if self._eviction_supported is None:
-            self._eviction_supported = await eviction_supported(self.client)
+            self._eviction_supported = await eviction_supported(self.target)
         return self._eviction_supported
 
     def secret_data(self, machine_class: MachineClass) -> SecretData:

@@ -119,7 +119,7 @@ class MachineReconciler:
         if template is None or node is None or node.deleting:
             return
         try:
-            await sync_node_template(self.ctx.client, node, template)
+            await sync_node_template(self.ctx.target, node, template)
         except ApiError as error:
             if error.status != 422:
                 raise

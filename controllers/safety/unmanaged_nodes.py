@@ -74,6 +74,6 @@ class UnmanagedNodeAnnotator:
 
     async def _annotate(self, node: Node, value: str | None) -> None:
         """A merge patch of the one key (None removes it): other annotations stay untouched."""
-        await self.ctx.client.patch(
+        await self.ctx.target.patch(
             Node, node.name, {"metadata": {"annotations": {NOT_MANAGED_ANNOTATION: value}}}
         )
