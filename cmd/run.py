@@ -175,14 +175,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 def make_client(
-    config: ManagerConfig, kubeconfig: str | None, registry: CollectorRegistry | None = None
+    config: ManagerConfig,
+    kubeconfig: str | None,
+    registry: CollectorRegistry | None = None,
+    component: str = "kubetrio",
 ) -> Client:
-    """``registry``: where its ``rest_client_*`` metrics go (the manager's, for its client)."""
+    """``registry``: where its ``rest_client_*`` metrics go (the manager's, for its client);
+    ``component``: what ends its User-Agent (the manager's identity, for its client)."""
     options: dict[str, Any] = {
         "qps": config.client.qps,
         "burst": config.client.burst,
         "timeout": config.client.timeout,
         "registry": registry,
+        "component": component,
     }
     if config.master:
         return Client.from_url(config.master, **options)
@@ -287,7 +292,9 @@ async def run_manager(
     then the manager stops gracefully and the companion's result is the exit code.
     ``on_stopping`` hears of the first signal (the demo says what is happening)."""
     metrics = process_registry()
-    client = make_client(config, kubeconfig, metrics)
+    # The lease holder's name, and what ends the User-Agent: audit logs name the manager.
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    client = make_client(config, kubeconfig, metrics, identity)
     with trio.fail_after(config.client.timeout):
         await client.request("GET", "/version")  # unreachable or refused: one clear error now
     election = config.leader_election
@@ -301,7 +308,7 @@ async def run_manager(
         leader_election=LeaderElectionOptions(
             namespace=election.namespace,
             name=election.name,
-            identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+            identity=identity,
             lease_duration=election.lease_duration,
             renew_deadline=election.renew_deadline,
             retry_period=election.retry_period,

@@ -10,6 +10,12 @@ reconciles finish; whatever still runs after the grace period is cancelled; the 
 released; ``run`` returns. Losing the lease stops leader-only work at once and makes ``run``
 raise ``LeadershipLost`` (the process should exit non-zero and be restarted).
 
+With leader election, ``manager.client`` is fenced (``kubetrio.runtime.fence``): its writes
+are refused with ``NotLeader`` unless the lease is proven held at that moment, so a leader
+frozen past its lease acts no more when it wakes; ``manager.fence`` guards other leader-only
+side effects (cloud and storage calls). ``manager.unfenced_client`` is for runnables that run
+on every replica. A leader-only runnable that meets ``NotLeader`` ends with one log line.
+
 A cache that cannot sync ends ``run`` with one plain exception (not an exception group): a
 ``CacheSyncError`` as soon as a LIST is refused for good (CRD missing, RBAC), or
 ``CacheSyncTimeout`` after ``cache_sync_timeout``.
@@ -32,6 +38,7 @@ from prometheus_client import (
 from kubetrio.runtime.builder import ControllerBuilder
 from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
+from kubetrio.runtime.fence import Fence, is_not_leader
 from kubetrio.runtime.httpserver import ManagerHTTPServer
 from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
@@ -85,7 +92,6 @@ class Manager:
     ) -> None:
         # Go's client emits no ``*_created`` series; dashboards written for it need none.
         disable_created_metrics()  # type: ignore[no-untyped-call]
-        self.client = client
         self.registry = registry if registry is not None else process_registry()
         self.cache = InformerCache(client)
         report_undecodable(self.registry, self.cache)
@@ -98,6 +104,9 @@ class Manager:
             if leader_election
             else None
         )
+        self.fence: Fence | None = self.elector.fence() if self.elector is not None else None
+        self.unfenced_client = client
+        self.client = client.fenced(self.fence) if self.fence is not None else client
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
         self._workers = dict(workers or {})
@@ -215,6 +224,11 @@ class Manager:
             self._scopes[id(runnable)] = scope
             try:
                 await runnable.run()
+            except Exception as error:
+                if not is_not_leader(error):
+                    raise
+                # The elector is stepping down (its deadline has passed): nothing to report.
+                log.warning("leader-only work stopped: not the leader", error=str(error))
             finally:
                 del self._scopes[id(runnable)]
 

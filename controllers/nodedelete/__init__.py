@@ -20,6 +20,7 @@ from kubetrio.controllers.nodedelete.reconciler import (
 )
 from kubetrio.controllers.storage.backend import StorageBackend, StorageOptions
 from kubetrio.controllers.storage.client import HttpStorageBackend
+from kubetrio.controllers.storage.fenced import fenced_backend
 from kubetrio.controllers.storage.metrics import storage_metrics
 from kubetrio.runtime.controller import Controller
 from kubetrio.runtime.events import EventRecorder
@@ -66,7 +67,7 @@ def add_node_delete_controller(
 ) -> Controller[ObjectKey]:
     """Register the controller against ``backend`` (any ``StorageBackend``)."""
     reconciler = NodeDeleteReconciler(
-        backend,
+        fenced_backend(manager, backend),
         manager.cache.informer(Node).lister,
         storage_metrics(manager.registry),
         recorder=EventRecorder(manager.client, COMPONENT),
