@@ -115,7 +115,7 @@ class Manager:
         self._stop_requested = trio.Event()
         self._work = trio.CancelScope()  # replaced by the work nursery's scope in run()
         self._startup = trio.CancelScope()  # the wait for caches; a stop() meanwhile ends it
-        self._leadership_lost = False
+        self._leadership_lost: LeadershipLost | None = None
         self._sync_failure: CacheSyncError | CacheSyncTimeout | None = None
         self.bound_ports: dict[str, int] = {}  # "metrics" / "probes" -> port, once serving
         self.serving = trio.Event()
@@ -198,8 +198,8 @@ class Manager:
                         work.start_soon(self._lead)
                 supervision.cancel_scope.cancel()
             root.cancel_scope.cancel()
-        if self._leadership_lost:
-            raise LeadershipLost("leader election lost")
+        if self._leadership_lost is not None:
+            raise self._leadership_lost  # the elector's reason: not renewed, or who took over
         log.info("manager stopped")
 
     async def _start_http(self, nursery: trio.Nursery) -> None:
@@ -243,8 +243,8 @@ class Manager:
 
         try:
             await self.elector.run(lead)
-        except LeadershipLost:
-            self._leadership_lost = True
+        except LeadershipLost as lost:
+            self._leadership_lost = lost
             self._work.cancel()
 
     async def _stop_when_asked(self) -> None:

@@ -152,7 +152,7 @@ class KubeApi:
     async def __call__(self, req: Request) -> Response | StreamResponse:
         if self.audit is None:
             return await self._answer(req, None)
-        record = self.audit.begin(req.method, req.path, req.query, req.headers, now())
+        record = self.audit.begin(req.method, req.path, req.query, req.headers, req.body, now())
         response = await self._answer(req, record)
         response.headers.append(("Audit-Id", record.audit_id))
         if isinstance(response, StreamResponse):

@@ -82,6 +82,27 @@ def request_info(method: str, path: str, query: dict[str, str]) -> tuple[str, di
     return verb, ref
 
 
+class _Meta(msgspec.Struct):
+    name: str = ""
+
+
+class _Named(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+_named = msgspec.json.Decoder(_Named)
+
+
+def _created_name(body: bytes, content_type: str) -> str:
+    """``metadata.name`` of a JSON body ("" when absent, undecodable or not JSON)."""
+    if "json" not in content_type:
+        return ""
+    try:
+        return _named.decode(body).metadata.name
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return ""
+
+
 @dataclass(slots=True)
 class AuditRecord:
     """One request's event, filled in as the request is served."""
@@ -112,9 +133,15 @@ class AuditLog:
         path: str,
         query: dict[str, str],
         headers: dict[str, str],
+        body: bytes,
         now: dt.datetime,
     ) -> AuditRecord:
         verb, ref = request_info(method, path, query)
+        if verb == "create" and ref and "name" not in ref:
+            # As kube's LogRequestObject: a create's objectRef names the object it carries.
+            name = _created_name(body, headers.get("content-type", ""))
+            if name:
+                ref["name"] = name
         forwarded = [ip.strip() for ip in headers.get("x-forwarded-for", "").split(",")]
         peer = peer_address.get()
         ips = [ip for ip in forwarded if ip] + ([peer] if peer else [])
