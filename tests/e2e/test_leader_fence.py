@@ -111,8 +111,12 @@ async def test_the_renew_deadline_counts_from_the_last_success(
     async with trio.open_nursery() as nursery:
         campaign, client = await leading(emu, nursery)
         elector = campaign.elector
+        acquired_at = elector.renewed_at
+        # Simulated time: one renewal round passes (a renewal every retry period).
+        await trio.sleep(OPTIONS.retry_period * 1.5)
         renewed_at = elector.renewed_at
-        # Renewals fail from now on; the last success stays the acquisition.
+        assert renewed_at > acquired_at, "renewed once"
+        # Renewals fail from now on; the last success stays the one just made.
         emu.faults.add(FaultRule(verb="patch", resource="leases", status=500))
         await campaign.ended.wait()
         assert campaign.lost is not None
