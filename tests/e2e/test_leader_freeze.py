@@ -8,6 +8,10 @@ from a manager while another identity holds the lease (its last accepted Lease w
 allowed only if it was in flight across the freeze: every fenced write carries, in its
 Audit-ID, the ``CLOCK_MONOTONIC`` instant its last fence check passed, and such a write must
 have been checked before the test saw every thread of the process stopped.
+
+Some writes are held up in the API server for longer than a takeover (injected latency on a
+few ConfigMap patches), so in-flight writes do land after handovers: the replay must tell them
+apart from writes sent after the freeze, not merely find none.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import trio
 
 from kubetrio.api.coordination import Lease
 from kubetrio.runtime.client import FENCED_AUDIT_ID_PREFIX, Client
-from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
+from kubetrio.runtime.emulator import EmulatorOptions, FaultRule, serve_emulator
 from kubetrio.runtime.informer import Informer
 
 from .test_cli_run import FAST_LEASE, PLUGIN, Watcher, config_map, environment, run_args
@@ -38,6 +42,7 @@ WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollectio
 ROUNDS = 3
 LEASE_SECONDS = 4.0  # FAST_LEASE's
 LOAD_INTERVAL = 0.05  # a ConfigMap to stamp every 50 ms: writes flow all the time
+SLOW_WRITE = 6.0  # seconds a few writes spend in the server: longer than a takeover
 
 
 @pytest.fixture
@@ -116,6 +121,9 @@ async def test_a_frozen_leader_writes_nothing_after_the_handover(
     audit_path = tmp_path / "audit.log"
     started = time.monotonic()
     async with serve_emulator(options=EmulatorOptions(audit_log_path=audit_path)) as emu:
+        emu.faults.add(
+            FaultRule(verb="patch", resource="configmaps", latency=SLOW_WRITE, probability=0.05)
+        )
         client = Client.from_url(emu.url, token=emu.token)
         leases = Watcher(Informer(client, Lease, namespace="default"))
         managers: list[Manager] = []
