@@ -36,7 +36,7 @@ from kubetrio.api.meta import KubeObject, ListMeta, ObjectList, Status
 from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.clockhold import request_in_flight
 from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.fence import Fence
+from kubetrio.runtime.fence import Fence, NotLeader
 from kubetrio.runtime.kubeconfig import load_kubeconfig
 from kubetrio.runtime.ratelimit import BucketRateLimiter
 from kubetrio.runtime.relay import ThreadRelay
@@ -292,8 +292,11 @@ class Client:
                 result = await run_in_thread(send, self._limiter)
             code = str(result[0])
             return result
+        except NotLeader:
+            code = ""  # refused by the fence in the thread: no request was made
+            raise
         finally:
-            if self._metrics is not None:
+            if self._metrics is not None and code:
                 self._metrics.requests.labels(code, method, self.host).inc()
                 self._metrics.duration.labels(method, self.host).observe(
                     time.perf_counter() - started

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import trio
+from prometheus_client import CollectorRegistry
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.runtime.client import FENCED_AUDIT_ID_PREFIX, Client
@@ -97,7 +98,8 @@ async def test_a_fenced_write_carries_its_check_instant_and_a_refused_one_never_
     audit = tmp_path / "audit.log"
     held = True
     async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
-        client = Client.from_url(emu.url, token=emu.token, component="leader")
+        registry = CollectorRegistry()
+        client = Client.from_url(emu.url, token=emu.token, component="leader", registry=registry)
         # Only the worker thread's check can fail: the request got past the trio-side one.
         fenced = client.fenced(Fence(lambda: True, lambda now: held))
         before = time.monotonic()
@@ -108,6 +110,14 @@ async def test_a_fenced_write_carries_its_check_instant_and_a_refused_one_never_
             await fenced.patch(ConfigMap, "fenced", {"data": {"k": "v"}}, namespace="default")
         await fenced.get(ConfigMap, "fenced", "default")  # reads need no lease
         assert emu.counters.get("patch", "configmaps") == 0
+        sent = {
+            (s.labels["method"], s.labels["code"]): s.value
+            for family in registry.collect()
+            if family.name == "rest_client_requests"
+            for s in family.samples
+            if s.name == "rest_client_requests_total"
+        }
+        assert sent == {("POST", "201"): 1.0, ("GET", "200"): 1.0}, "the refusal is no request"
     writes = [e for e in events(audit) if e["verb"] != "get"]
     assert [e["verb"] for e in writes] == ["create"]
     audit_id = writes[0]["auditID"]
