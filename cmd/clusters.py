@@ -120,10 +120,17 @@ def client_for(
     burst: int,
     timeout: float,
     registry: CollectorRegistry | None = None,
+    component: str = "kubetrio",
 ) -> Client:
     """``registry``: where its ``rest_client_*`` metrics go (labelled by host, so two clusters'
-    clients stay apart)."""
-    options: dict[str, Any] = {"qps": qps, "burst": burst, "timeout": timeout, "registry": registry}
+    clients stay apart); ``component``: what ends its User-Agent (the manager's identity)."""
+    options: dict[str, Any] = {
+        "qps": qps,
+        "burst": burst,
+        "timeout": timeout,
+        "registry": registry,
+        "component": component,
+    }
     if endpoint.master:
         return Client.from_url(endpoint.master, **options)
     path = endpoint.kubeconfig
@@ -135,7 +142,7 @@ def client_for(
 
 
 def cluster_clients(
-    config: ManagerConfig, registry: CollectorRegistry | None = None
+    config: ManagerConfig, registry: CollectorRegistry | None = None, component: str = "kubetrio"
 ) -> tuple[Client, Client | None]:
     """The control cluster's client, and the target cluster's (None when they are one)."""
     client = config.client
@@ -145,6 +152,7 @@ def cluster_clients(
         burst=config.control.burst or client.burst,
         timeout=client.timeout,
         registry=registry,
+        component=component,
     )
     if clusters_are_one(config):
         return control, None
@@ -154,6 +162,7 @@ def cluster_clients(
         burst=config.target.burst or client.burst,
         timeout=client.timeout,
         registry=registry,
+        component=component,
     )
     return control, target
 

@@ -186,16 +186,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def make_client(
-    config: ManagerConfig, kubeconfig: str | None, registry: CollectorRegistry | None = None
+    config: ManagerConfig,
+    kubeconfig: str | None,
+    registry: CollectorRegistry | None = None,
+    component: str = "kubetrio",
 ) -> Client:
     """One client for both roles, from ``kubeconfig`` (the embedded cluster's) or the top-level
-    settings; ``registry``: where its ``rest_client_*`` metrics go."""
+    settings; ``registry``: where its ``rest_client_*`` metrics go; ``component``: what ends
+    its User-Agent (the manager's identity, for its client)."""
     return client_for(
         Endpoint(kubeconfig or config.kubeconfig, config.context, config.master),
         qps=config.control.qps or config.client.qps,
         burst=config.control.burst or config.client.burst,
         timeout=config.client.timeout,
         registry=registry,
+        component=component,
     )
 
 
@@ -294,10 +299,12 @@ async def run_manager(
     then the manager stops gracefully and the companion's result is the exit code.
     ``on_stopping`` hears of the first signal (the demo says what is happening)."""
     metrics = process_registry()
+    # The lease holder's name, and what ends the User-Agent: audit logs name the manager.
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
     client, target = (
-        cluster_clients(config, metrics)
+        cluster_clients(config, metrics, identity)
         if kubeconfig is None
-        else (make_client(config, kubeconfig, metrics), None)
+        else (make_client(config, kubeconfig, metrics, identity), None)
     )
     with trio.fail_after(config.client.timeout):
         await client.request("GET", "/version")  # unreachable or refused: one clear error now
@@ -314,7 +321,7 @@ async def run_manager(
         leader_election=LeaderElectionOptions(
             namespace=election.namespace,
             name=election.name,
-            identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+            identity=identity,
             lease_duration=election.lease_duration,
             renew_deadline=election.renew_deadline,
             retry_period=election.retry_period,

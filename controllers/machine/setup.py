@@ -36,6 +36,7 @@ from kubetrio.controllers.machine.drain.drain import UNSCHEDULABLE_TAINT, Draine
 from kubetrio.controllers.machine.drain.metrics import drain_metrics
 from kubetrio.controllers.machine.drain.volumes import VolumeIdResolver
 from kubetrio.controllers.machine.drain.watching import CacheChanges
+from kubetrio.controllers.machine.driver.fenced import FencedDriver
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
 from kubetrio.controllers.machine.driver.sim import PROVIDER as SIM_PROVIDER
 from kubetrio.controllers.machine.driver.sim import SimDriver
@@ -165,6 +166,8 @@ def default_drivers(manager: Manager) -> DriverRegistry:
     metrics."""
     target = manager.cluster(TARGET).client
     cloud = Client(target.api, qps=0, timeout=target.timeout)
+    if manager.fence is not None:
+        cloud = cloud.fenced(manager.fence)  # VM changes leave only while the lease is proven
     drivers = DriverRegistry()
     drivers.register(SIM_PROVIDER, SimDriver(cloud))
     return drivers
@@ -188,7 +191,10 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     plain = drivers or default_drivers(manager)
     instrumented = DriverRegistry(plain.default)
     for provider in plain:
-        instrumented.register(provider, InstrumentedDriver(plain.get(provider), provider, metrics))
+        driver = plain.get(provider)
+        if manager.fence is not None:
+            driver = FencedDriver(driver, manager.fence)
+        instrumented.register(provider, InstrumentedDriver(driver, provider, metrics))
     events = EventRecorder(manager.client, COMPONENT)
     ctx = MachineContext(
         client=manager.client,

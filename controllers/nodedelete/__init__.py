@@ -21,6 +21,7 @@ from kubetrio.controllers.nodedelete.reconciler import (
 )
 from kubetrio.controllers.storage.backend import StorageBackend, StorageOptions
 from kubetrio.controllers.storage.client import HttpStorageBackend
+from kubetrio.controllers.storage.fenced import fenced_backend
 from kubetrio.controllers.storage.metrics import storage_metrics
 from kubetrio.runtime.controller import Controller
 from kubetrio.runtime.events import EventRecorder
@@ -68,7 +69,7 @@ def add_node_delete_controller(
     """Register the controller against ``backend`` (any ``StorageBackend``)."""
     target = manager.cluster(TARGET)
     reconciler = NodeDeleteReconciler(
-        backend,
+        fenced_backend(manager, backend),
         target.cache.informer(Node).lister,
         storage_metrics(manager.registry),
         recorder=EventRecorder(target.client, COMPONENT),

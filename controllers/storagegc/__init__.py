@@ -14,6 +14,7 @@ from kubetrio.api.core import Node
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.storage.backend import StorageBackend, StorageOptions
 from kubetrio.controllers.storage.client import HttpStorageBackend
+from kubetrio.controllers.storage.fenced import fenced_backend
 from kubetrio.controllers.storage.metrics import storage_metrics
 from kubetrio.controllers.storagegc.gc import ZERO_DELAY_SECONDS, StorageGC
 from kubetrio.runtime.log import get_logger
@@ -48,7 +49,7 @@ def add_storage_gc(
 ) -> StorageGC:
     """Register the GC against ``backend`` (any ``StorageBackend``)."""
     gc = StorageGC(
-        backend,
+        fenced_backend(manager, backend),
         manager.cluster(TARGET).cache.informer(Node),
         storage_metrics(manager.registry),
         delay=delay,
