@@ -82,10 +82,21 @@ BUILTIN_KINDS: tuple[KindInfo, ...] = (
     ),
 )
 
+SCALABLE = ("status", "scale")
+
 # Custom kinds kubetrio's own controllers use; served through CustomResourceDefinitions.
 MACHINE_KINDS: tuple[KindInfo, ...] = (
     KindInfo("machine.sapcloud.io/v1alpha1", "Machine", "machines", True, ("mach",), ("status",)),
     KindInfo("machine.sapcloud.io/v1alpha1", "MachineClass", "machineclasses", True, ("machcls",)),
+    KindInfo("machine.sapcloud.io/v1alpha1", "MachineSet", "machinesets", True, ("mcs",), SCALABLE),
+    KindInfo(
+        "machine.sapcloud.io/v1alpha1",
+        "MachineDeployment",
+        "machinedeployments",
+        True,
+        ("mcd",),
+        SCALABLE,
+    ),
 )
 
 _BY_KIND: dict[tuple[str, str], KindInfo] = {

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import msgspec
 import yaml
 
+from kubetrio.cmd.clusters import clusters_are_one, kubeconfig_problem
 from kubetrio.runtime.httpserver import BindAddressError, parse_bind_address
 from kubetrio.runtime.log import parse_level
 
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_WORKERS",
     "SETTINGS",
     "ClientConfig",
+    "ClusterConfig",
     "ConfigError",
     "Duration",
     "LeaderElectionConfig",
@@ -207,6 +209,18 @@ class ClientConfig(_Section, kw_only=True, frozen=True):
     timeout: Duration = Duration(30)
 
 
+class ClusterConfig(_Section, kw_only=True, frozen=True):
+    """One of MCM's two clusters (``control``: Machines, MachineClasses, their Secrets and the
+    leader Lease; ``target``: the Nodes the machines join and what runs on them). Unset fields
+    fall back on the top-level ``kubeconfig``/``context`` and ``client``; ``cmd.clusters`` says
+    how, and when the two are one cluster."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    qps: PositiveFloat | None = None
+    burst: PositiveInt | None = None
+
+
 class MachineConfig(_Section, kw_only=True, frozen=True):
     """MCM's safety options, with MCM's defaults and flag names."""
 
@@ -221,6 +235,16 @@ class MachineConfig(_Section, kw_only=True, frozen=True):
     safety_orphan_vms_period: Duration = msgspec.field(
         default=Duration(15 * 60), name="safetyOrphanVMsPeriod"
     )
+    safety_apiserver_status_check_period: Duration = msgspec.field(
+        default=Duration(60), name="safetyAPIServerStatusCheckPeriod"
+    )
+    safety_apiserver_status_check_timeout: Duration = msgspec.field(
+        default=Duration(30), name="safetyAPIServerStatusCheckTimeout"
+    )
+    # MCM's overshooting guard of MachineSets (the `safety` controller).
+    safety_up: NonNegativeInt = 2
+    safety_down: NonNegativeInt = 1
+    safety_overshooting_period: Duration = Duration(60)
 
 
 class StorageConfig(_Section, kw_only=True, frozen=True):
@@ -244,6 +268,8 @@ class ManagerConfig(_Section, kw_only=True, frozen=True):
     graceful_shutdown_timeout: Duration = Duration(30)
     logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
     client: ClientConfig = msgspec.field(default_factory=ClientConfig)
+    control: ClusterConfig = msgspec.field(default_factory=ClusterConfig)
+    target: ClusterConfig = msgspec.field(default_factory=ClusterConfig)
     workers: dict[str, int] = msgspec.field(default_factory=lambda: dict(DEFAULT_WORKERS))
     machine: MachineConfig = msgspec.field(default_factory=MachineConfig)
     storage: StorageConfig = msgspec.field(default_factory=StorageConfig)
@@ -349,6 +375,25 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     _s("--kube-api-qps", "client.qps", "float", "client-side QPS limit towards the API server"),
     _s("--kube-api-burst", "client.burst", "int", "client-side burst towards the API server"),
     _s("--kube-api-timeout", "client.timeout", "duration", "timeout of one API request"),
+    _s(
+        "--control-kubeconfig",
+        "control.kubeconfig",
+        "str",
+        "the control cluster's kubeconfig (Machines, MachineClasses, their Secrets); "
+        '"inClusterConfig" for the pod\'s own; default: --kubeconfig, else --target-kubeconfig',
+    ),
+    _s(
+        "--target-kubeconfig",
+        "target.kubeconfig",
+        "str",
+        "the target cluster's kubeconfig (the Nodes machines join); default: --kubeconfig",
+    ),
+    _s("--control-context", "control.context", "str", "kubeconfig context of the control cluster"),
+    _s("--target-context", "target.context", "str", "kubeconfig context of the target cluster"),
+    _s("--control-kube-api-qps", "control.qps", "float", "QPS towards the control cluster"),
+    _s("--control-kube-api-burst", "control.burst", "int", "burst towards the control cluster"),
+    _s("--target-kube-api-qps", "target.qps", "float", "QPS towards the target cluster"),
+    _s("--target-kube-api-burst", "target.burst", "int", "burst towards the target cluster"),
     _s("--workers", "workers", "workers", "worker count per controller, NAME=N (repeatable)"),
     _s("--machine-workers", "workers.machine", "int", "workers of the machine controller"),
     _s(
@@ -356,6 +401,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     ),
     _s("--storage-gc-workers", "workers.storagegc", "int", "workers of the storagegc controller"),
     _s("--machine-namespace", "machine.namespace", "str", "namespace the Machines live in"),
+    _s("--namespace", "machine.namespace", "str", "MCM's name for --machine-namespace"),
     _s(
         "--machine-creation-timeout",
         "machine.creationTimeout",
@@ -399,6 +445,37 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "duration",
         "period of the orphan-VM sweep",
     ),
+    _s(
+        "--machine-safety-apiserver-statuscheck-period",
+        "machine.safetyAPIServerStatusCheckPeriod",
+        "duration",
+        "how often the safety controller checks that the API server answers",
+    ),
+    _s(
+        "--machine-safety-apiserver-statuscheck-timeout",
+        "machine.safetyAPIServerStatusCheckTimeout",
+        "duration",
+        "how long the API server may be unreachable before the machine controller freezes",
+    ),
+    _s(
+        "--safety-up",
+        "machine.safetyUp",
+        "int",
+        "machines a MachineSet may have beyond its limit (desired, or deployment replicas + "
+        "maxSurge) before it is frozen",
+    ),
+    _s(
+        "--safety-down",
+        "machine.safetyDown",
+        "int",
+        "how far below the freeze limit a frozen MachineSet must fall to be unfrozen",
+    ),
+    _s(
+        "--machine-safety-overshooting-period",
+        "machine.safetyOvershootingPeriod",
+        "duration",
+        "how often MachineSets are checked for too many machines",
+    ),
     _s("--csi-driver", "storage.csiDriver", "str", "CSI driver name of the storage backend"),
     _s("--storage-backend-url", "storage.backendURL", "str", "URL of the storage backend API"),
     _s(
@@ -423,7 +500,13 @@ SETTINGS: Final[tuple[Setting, ...]] = (
 
 CONFIG_FLAG: Final = "--config"
 _OPTIONAL_STRINGS: Final = frozenset(
-    {("kubeconfig",), ("context",), ("master",), ("storage", "backendURL")}
+    {
+        ("kubeconfig",),
+        ("context",),
+        ("master",),
+        ("storage", "backendURL"),
+        *((role, field) for role in ("control", "target") for field in ("kubeconfig", "context")),
+    }
 )
 
 
@@ -547,10 +630,17 @@ def load_config(
         if setting.env in environ:
             label = f"environment variable {setting.env}"
             _apply(merged, setting, [environ[setting.env]], label, sources)
+    given_as: dict[FieldPath, tuple[str, Any]] = {}  # two flags for one field (--namespace)
     for setting in SETTINGS:
         given = getattr(args, setting.dest, None)
         if given is not None:
             values = given if isinstance(given, list) else [given]
+            other = given_as.setdefault(setting.path, (setting.flag, values))
+            if other[1] != values:
+                raise ConfigError(
+                    f"flag {setting.flag}: disagrees with flag {other[0]} (both set "
+                    f"{_dotted(setting.path)})"
+                )
             _apply(merged, setting, values, f"flag {setting.flag}", sources)
 
     config = _convert(merged, sources, everything_from=None)
@@ -796,6 +886,9 @@ _POSITIVE_DURATIONS: Final[tuple[tuple[str, str], ...]] = (
     ("machine", "pvDetachTimeout"),
     ("machine", "pvReattachTimeout"),
     ("machine", "safetyOrphanVMsPeriod"),
+    ("machine", "safetyAPIServerStatusCheckPeriod"),
+    ("machine", "safetyAPIServerStatusCheckTimeout"),
+    ("machine", "safetyOvershootingPeriod"),
     ("storage", "deleteTimeout"),
 )
 
@@ -810,6 +903,7 @@ def _validate(config: ManagerConfig, sources: _Sources, known: Collection[str]) 
         _check_durations,
         _check_names,
         _check_finite,
+        _check_clusters,
     ]
     for check in checks:
         check(config, sources, known)
@@ -924,6 +1018,26 @@ def _check_finite(config: ManagerConfig, sources: _Sources, known: Collection[st
     """YAML's ``.inf`` and ``.nan`` are floats too; an infinite QPS is no limit at all."""
     if not math.isfinite(config.client.qps):
         raise sources.error(["client", "qps"], f"expected a finite number, got {config.client.qps}")
+
+
+def _check_clusters(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
+    """Per-cluster settings: their kubeconfig files exist, and settings of a target cluster
+    are not given when there is none (they would silently do nothing)."""
+    for role in ("control", "target"):
+        cluster: ClusterConfig = getattr(config, role)
+        if cluster.qps is not None and not math.isfinite(cluster.qps):
+            raise sources.error([role, "qps"], f"expected a finite number, got {cluster.qps}")
+        problem = kubeconfig_problem(role, cluster.kubeconfig)
+        if problem is not None:
+            raise sources.error([role, "kubeconfig"], problem)
+    if clusters_are_one(config):
+        for field in ("qps", "burst"):
+            if getattr(config.target, field) is not None:
+                raise sources.error(
+                    ["target", field],
+                    "the target cluster is the control cluster here (no separate "
+                    "target.kubeconfig or target.context): set client." + field,
+                )
 
 
 def _attr(name: str) -> str:

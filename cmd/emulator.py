@@ -98,6 +98,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
     parser.add_argument(
+        "--audit-log-path",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=(
+            "append an audit.k8s.io/v1 Event JSON line per request to FILE ('-': standard "
+            "output), as kube-apiserver does with a policy of level Metadata for everything: "
+            "stage ResponseComplete, user, userAgent, verb, objectRef, response code, times; "
+            "a client's Audit-ID header is kept as the auditID"
+        ),
+    )
+    parser.add_argument(
         "--exit-with-parent",
         action="store_true",
         help=(
@@ -138,6 +150,7 @@ async def _serve(args: argparse.Namespace) -> None:
         bookmark_interval=args.bookmark_interval,
         simulate=ClusterSimulation.realistic() if args.simulate else None,
         rbac=args.authorization_mode == "RBAC",
+        audit_log_path=args.audit_log_path,
     )
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with serve_emulator(options=options) as emu, contextlib.AsyncExitStack() as stack:
@@ -171,6 +184,13 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    audit = args.audit_log_path
+    if audit is not None and str(audit) != "-":
+        try:
+            audit.open("a").close()
+        except OSError as error:
+            print(f"kubetrio: --audit-log-path {audit}: {error.strerror}", file=sys.stderr)
+            return 2
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,

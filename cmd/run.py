@@ -11,12 +11,19 @@ import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import trio
 from prometheus_client import CollectorRegistry
 
+from kubetrio.cmd.clusters import (
+    Endpoint,
+    TargetClusterError,
+    check_target,
+    client_for,
+    cluster_clients,
+    embedded_conflict,
+)
 from kubetrio.cmd.config import (
     ConfigError,
     ManagerConfig,
@@ -27,6 +34,7 @@ from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
 from kubetrio.cmd.demo_view import kubectl_hint
 from kubetrio.cmd.embedded import EmbeddedClusterError, embedded_cluster
 from kubetrio.controllers import BUILTIN_CONTROLLERS
+from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.example import seed_demo
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
@@ -109,6 +117,7 @@ EXPECTED_FAILURES: tuple[type[Exception], ...] = (
     ApiError,
     EmbeddedClusterError,
     KubeconfigError,
+    TargetClusterError,
     trio.TooSlowError,
 )
 
@@ -163,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args, os.environ, registry.names())
     except (ConfigError, PluginError) as error:
         return fail(str(error), 2)
+    if args.embedded and (conflict := embedded_conflict(config)) is not None:
+        return fail(conflict, 2)
     configure_logging(config.logging.format, config.logging.level)
     controllers = list(config.controllers)
     try:
@@ -175,21 +186,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def make_client(
-    config: ManagerConfig, kubeconfig: str | None, registry: CollectorRegistry | None = None
+    config: ManagerConfig,
+    kubeconfig: str | None,
+    registry: CollectorRegistry | None = None,
+    component: str = "kubetrio",
 ) -> Client:
-    """``registry``: where its ``rest_client_*`` metrics go (the manager's, for its client)."""
-    options: dict[str, Any] = {
-        "qps": config.client.qps,
-        "burst": config.client.burst,
-        "timeout": config.client.timeout,
-        "registry": registry,
-    }
-    if config.master:
-        return Client.from_url(config.master, **options)
-    path = kubeconfig or config.kubeconfig
-    if path or os.environ.get("KUBECONFIG") or not os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return Client.from_kubeconfig(path, config.context, **options)
-    return Client.in_cluster(**options)
+    """One client for both roles, from ``kubeconfig`` (the embedded cluster's) or the top-level
+    settings; ``registry``: where its ``rest_client_*`` metrics go; ``component``: what ends
+    its User-Agent (the manager's identity, for its client)."""
+    return client_for(
+        Endpoint(kubeconfig or config.kubeconfig, config.context, config.master),
+        qps=config.control.qps or config.client.qps,
+        burst=config.control.burst or config.client.burst,
+        timeout=config.client.timeout,
+        registry=registry,
+        component=component,
+    )
 
 
 async def serve(
@@ -287,9 +299,17 @@ async def run_manager(
     then the manager stops gracefully and the companion's result is the exit code.
     ``on_stopping`` hears of the first signal (the demo says what is happening)."""
     metrics = process_registry()
-    client = make_client(config, kubeconfig, metrics)
+    # The lease holder's name, and what ends the User-Agent: audit logs name the manager.
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    client, target = (
+        cluster_clients(config, metrics, identity)
+        if kubeconfig is None
+        else (make_client(config, kubeconfig, metrics, identity), None)
+    )
     with trio.fail_after(config.client.timeout):
         await client.request("GET", "/version")  # unreachable or refused: one clear error now
+    if target is not None:
+        await check_target(target, config.client.timeout)
     election = config.leader_election
     manager = Manager(
         client,
@@ -301,7 +321,7 @@ async def run_manager(
         leader_election=LeaderElectionOptions(
             namespace=election.namespace,
             name=election.name,
-            identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+            identity=identity,
             lease_duration=election.lease_duration,
             renew_deadline=election.renew_deadline,
             retry_period=election.retry_period,
@@ -310,6 +330,8 @@ async def run_manager(
         if election.enabled
         else None,
     )
+    if target is not None:
+        manager.add_cluster(TARGET, target)  # Nodes and what runs on them (controllers.clusters)
     for name in controllers:
         registry.setup(name)(manager, config)
         log.info("controller enabled", controller=name, origin=registry.origin(name))

@@ -4,5 +4,6 @@ BUILTIN_CONTROLLERS: dict[str, str] = {
     "example": "kubetrio.controllers.example:setup",
     "machine": "kubetrio.controllers.machine.setup:setup",
     "nodedelete": "kubetrio.controllers.nodedelete:setup",
+    "safety": "kubetrio.controllers.safety.setup:setup",
     "storagegc": "kubetrio.controllers.storagegc:setup",
 }

@@ -4,7 +4,10 @@
 
 ``for_`` reconciles the object itself, ``owns`` maps an owned object to its controlling owner
 (``ownerReferences`` with ``controller: true``), ``watches`` maps anything with a function.
-All sources share the manager's informers.
+All sources share the manager's informers. ``for_`` and ``watches`` take ``cluster=`` (a
+``manager.cluster(...)``) to watch a kind in another cluster's cache, as controller-runtime's
+``source.Kind(otherCluster.GetCache(), …)``: the machine controller maps Nodes of the target
+cluster to Machines of the control cluster.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Self
 
 from kubetrio.api.meta import KubeObject
+from kubetrio.runtime.cluster import Cluster
 from kubetrio.runtime.controller import Controller, Mapper, Reconciler, Source
 from kubetrio.runtime.predicates import Predicate
 from kubetrio.runtime.queue import ObjectKey
@@ -49,19 +53,31 @@ class ControllerBuilder:
         self._name = name
         self._for: type[KubeObject] | None = None
         self._sources: list[
-            tuple[type[KubeObject], Mapper[ObjectKey], tuple[Predicate, ...], dict[str, Any]]
+            tuple[
+                type[KubeObject],
+                Mapper[ObjectKey],
+                tuple[Predicate, ...],
+                dict[str, Any],
+                Cluster | None,
+            ]
         ] = []
         self._global_predicates: tuple[Predicate, ...] = ()
         self._workers: int | None = None
         self._rate_limiter: RateLimiter | None = None
         self._needs_leader = True
 
-    def for_(self, kind: type[KubeObject], *predicates: Predicate, **selection: Any) -> Self:
+    def for_(
+        self,
+        kind: type[KubeObject],
+        *predicates: Predicate,
+        cluster: Cluster | None = None,
+        **selection: Any,
+    ) -> Self:
         """Reconcile objects of ``kind`` by their own key. Call once."""
         if self._for is not None:
             raise ValueError(f"controller {self._name}: for_() was already called")
         self._for = kind
-        self._sources.append((kind, object_key, predicates, selection))
+        self._sources.append((kind, object_key, predicates, selection, cluster))
         return self
 
     def owns(
@@ -75,7 +91,7 @@ class ControllerBuilder:
         if self._for is None:
             raise ValueError(f"controller {self._name}: call for_() before owns()")
         mapper = controller_owner(self._for, every_owner)
-        self._sources.append((kind, mapper, predicates, selection))
+        self._sources.append((kind, mapper, predicates, selection, None))
         return self
 
     def watches(
@@ -83,13 +99,15 @@ class ControllerBuilder:
         kind: type[KubeObject],
         mapper: Mapper[ObjectKey],
         *predicates: Predicate,
+        cluster: Cluster | None = None,
         **selection: Any,
     ) -> Self:
         """Reconcile whatever keys ``mapper`` derives from objects of ``kind``.
 
-        ``selection`` (namespace, label_selector, field_selector) narrows the informer.
+        ``selection`` (namespace, label_selector, field_selector) narrows the informer;
+        ``cluster`` watches it in that cluster (default: the manager's primary one).
         """
-        self._sources.append((kind, mapper, predicates, selection))
+        self._sources.append((kind, mapper, predicates, selection, cluster))
         return self
 
     def with_event_filter(self, *predicates: Predicate) -> Self:
@@ -122,8 +140,9 @@ class ControllerBuilder:
             registry=manager.registry,
             needs_leader_election=self._needs_leader,
         )
-        for kind, mapper, predicates, selection in self._sources:
-            informer = manager.cache.informer(kind, **selection)
+        for kind, mapper, predicates, selection, cluster in self._sources:
+            cache = cluster.cache if cluster is not None else manager.cache
+            informer = cache.informer(kind, **selection)
             controller.watch(Source(informer, mapper, self._global_predicates + predicates))
         manager.add(controller)
         return controller

@@ -5,12 +5,20 @@ every request, TLS. Everything above the raw HTTP exchange is ours: paths from t
 typed (de)serialisation with msgspec straight from bytes, one ``ApiError`` for every failure,
 client-side rate limiting, bounded retries on 429, metrics, and prompt cancellation (see
 ``kubetrio.runtime.transport``).
+
+``fenced(fence)`` is the same client for leader-only work: a write leaves only if the elector
+still proves the lease held, checked twice as late as possible (before the worker thread takes
+the request, and in the thread right before it is sent). Each fenced write carries the instant
+of that last check in its ``Audit-ID`` (kube-apiserver keeps a client's Audit-ID as the audit
+event's ``auditID``), so an audit log shows when each accepted write was last allowed.
 """
 
 from __future__ import annotations
 
 import builtins
 import contextlib
+import copy
+import secrets
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -28,11 +36,13 @@ from kubetrio.api.meta import KubeObject, ListMeta, ObjectList, Status
 from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.clockhold import request_in_flight
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.fence import Fence, NotLeader
 from kubetrio.runtime.kubeconfig import load_kubeconfig
 from kubetrio.runtime.ratelimit import BucketRateLimiter
 from kubetrio.runtime.relay import ThreadRelay
 from kubetrio.runtime.transport import http_client, run_in_thread
 from kubetrio.runtime.undecodable import Undecodable, undecodable
+from kubetrio.runtime.useragent import user_agent
 
 T = TypeVar("T", bound=KubeObject)
 
@@ -44,6 +54,10 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
     "apply": "application/apply-patch+yaml",
 }
 JSON = "application/json"
+
+# Methods that change something; a fenced client refuses them once the lease is not proven.
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+FENCED_AUDIT_ID_PREFIX = "fenced-"
 
 # client-go's rest_client_request_duration_seconds buckets.
 REQUEST_LATENCY_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
@@ -120,8 +134,13 @@ class Client:
         max_concurrency: int = 40,
         max_throttle_retries: int = 5,
         registry: CollectorRegistry | None = None,
+        component: str = "kubetrio",
     ) -> None:
+        """``component`` ends the User-Agent (a manager passes its identity), so the API
+        server's audit log attributes every request to the process that sent it."""
         self.api = api
+        self.user_agent = user_agent(component)
+        self.fence: Fence | None = None
         self.base_url = api.url.rstrip("/")
         self.host = urlsplit(self.base_url).netloc
         self.timeout = timeout
@@ -175,6 +194,14 @@ class Client:
         """From the pod's service account (token, CA and KUBERNETES_SERVICE_HOST/PORT)."""
         return cls.from_config(pykube.KubeConfig.from_service_account(), **options)
 
+    def fenced(self, fence: Fence) -> Client:
+        """This client for leader-only work: writes need ``fence`` to pass (else
+        ``NotLeader``), reads do not. Connections, concurrency limit, rate limit and metrics
+        are shared with this one."""
+        view = copy.copy(self)
+        view.fence = fence
+        return view
+
     # -- the raw exchange -----------------------------------------------------------------
 
     async def request(
@@ -226,13 +253,19 @@ class Client:
         read_timeout: float | None,
     ) -> tuple[int, str, Mapping[str, str], bytes]:
         url = self.base_url + path
-        headers = {"Accept": JSON}
+        headers = {"Accept": JSON, "User-Agent": self.user_agent}
         if body is not None:
             headers["Content-Type"] = content_type
         if read_timeout is None:
             read_timeout = self.timeout
+        fence = self.fence if method in WRITE_METHODS else None
+        if fence is not None:
+            fence.check(f"{method} {path}")
 
         def send() -> tuple[int, str, Mapping[str, str], bytes]:
+            if fence is not None:
+                checked_at = fence.check_in_thread(f"{method} {path}")
+                headers["Audit-ID"] = f"{FENCED_AUDIT_ID_PREFIX}{checked_at}-{secrets.token_hex(6)}"
             try:
                 response = self.api.session.request(
                     method,
@@ -259,8 +292,11 @@ class Client:
                 result = await run_in_thread(send, self._limiter)
             code = str(result[0])
             return result
+        except NotLeader:
+            code = ""  # refused by the fence in the thread: no request was made
+            raise
         finally:
-            if self._metrics is not None:
+            if self._metrics is not None and code:
                 self._metrics.requests.labels(code, method, self.host).inc()
                 self._metrics.duration.labels(method, self.host).observe(
                     time.perf_counter() - started
@@ -490,7 +526,7 @@ class Client:
                 response = self.api.session.get(
                     url,
                     params=params,
-                    headers={"Accept": JSON},
+                    headers={"Accept": JSON, "User-Agent": self.user_agent},
                     stream=True,
                     timeout=(min(10.0, self.timeout), timeout_seconds + self.timeout),
                 )

@@ -8,6 +8,8 @@ Contract with the reconciler (controller-runtime's):
   count is reset), raise ``TerminalError`` for a failure retrying cannot fix (no retry), raise
   anything else to retry with the controller's rate limiter (5 ms doubling to 1000 s by default).
 * Exceptions are logged once with the controller and key, counted, and never stop the manager.
+* ``NotLeader`` (a fenced write refused: the process is stepping down) is one log line and
+  the key is dropped — no traceback, no retry, not counted as an error.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from prometheus_client import CollectorRegistry
 from kubetrio.api.meta import KubeObject
 from kubetrio.runtime.controller_metrics import BoundControllerMetrics, controller_metrics
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.fence import is_not_leader
 from kubetrio.runtime.informer import EventHandler, Informer
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.metrics import workqueue_metrics
@@ -175,6 +178,10 @@ class Controller(Generic[K]):
             outcome = "terminal_error"
             self._log.error("reconcile failed, not retrying", key=str(key), error=str(error))
         except Exception as error:
+            if is_not_leader(error):
+                self.queue.forget(key)
+                self._log.warning("not the leader, dropping key", key=str(key))
+                return
             outcome = "error"
             self.queue.add_rate_limited(key)
             self._log_failure(key, error)

@@ -1,19 +1,30 @@
-"""Leader election on a coordination.k8s.io/v1 Lease, with client-go's rules.
+"""Leader election on a coordination.k8s.io/v1 Lease, with client-go's rules, fenced.
 
 * Acquire: take the lease when nobody holds it, or when its record has not changed for a full
   ``lease_duration`` *as observed locally* (wall clocks of other replicas are never trusted;
-  only how long we have watched the record stand still).
-* Renew every ``retry_period``; if no renewal succeeds within ``renew_deadline`` the leader steps
-  down at once. ``renew_deadline < lease_duration`` guarantees it has stopped before anyone
-  else may take over, so two leaders never act at the same time.
+  only how long we have watched the record stand still). Retries are jittered (client-go's
+  factor 1.2).
+* Leadership is valid until ``renewed_at + renew_deadline``, ``renewed_at`` being the
+  monotonic trio clock read *before sending* the last successful acquire/renew write. Others
+  start counting the lease duration only when they observe that write, which is later, and
+  ``renew_deadline < lease_duration``: while ``holds_lease()`` is true nobody else may have
+  taken over. A frozen process's monotonic clock keeps counting, so a resumed leader finds its
+  deadline passed and acts no more until a renewal succeeds — which it never gets to try,
+  since the renew loop waits on that same absolute deadline and steps down.
+* A lease observed held by another identity ends leadership at once: no retries.
 * Every write is a JSON patch guarded by a ``resourceVersion`` test: of two replicas racing for
   the same record, exactly one wins.
+* ``fence()`` hands leader-only writers (the manager's client, drivers, storage backends) the
+  check they make right before each side effect (``kubetrio.runtime.fence``).
 * On shutdown the leader can release the lease (empty holder), so a successor starts at once.
 """
 
 from __future__ import annotations
 
+import enum
+import math
 import random
+import time
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -26,6 +37,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from kubetrio.api.coordination import Lease, LeaseSpec
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError, is_already_exists
+from kubetrio.runtime.fence import Fence
 from kubetrio.runtime.log import get_logger
 
 log = get_logger("kubetrio.leaderelection")
@@ -35,7 +47,7 @@ ACQUIRE_JITTER = 1.2
 
 
 class LeadershipLost(Exception):
-    """The lease could not be renewed within the renew deadline."""
+    """The lease could not be renewed within the renew deadline, or another identity took it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +91,14 @@ def micro_time(moment: datetime | None = None) -> str:
     return (moment or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+class Outcome(enum.Enum):
+    """What one acquire-or-renew attempt found."""
+
+    HELD = "held"  # we hold the lease now (acquired or renewed)
+    OTHER = "other"  # another identity holds it and it has not expired
+    FAILED = "failed"  # the request failed (error, conflict): try again
+
+
 class LeaderElector:
     def __init__(
         self,
@@ -88,24 +108,51 @@ class LeaderElector:
         registry: CollectorRegistry | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.client = client
+        self.client = client  # unfenced: the elector is what proves leadership
         self.options = options
         self.is_leader = False
         self.observed_holder: str | None = None
+        # The trio clock before sending the last successful acquire/renew write, and the end
+        # of the leadership it proves; ``_valid_until_monotonic`` is the same instant on
+        # ``time.monotonic()``, for checks made in worker threads (no trio clock there).
+        self.renewed_at = -math.inf
+        self.valid_until = -math.inf
+        self._valid_until_monotonic = -math.inf
         self._observed_record: tuple[Any, ...] | None = None
         self._observed_at = 0.0
         self._rng = rng or random.Random()
         self._gauge = _status_gauge(registry).labels(options.name) if registry else None
         self._log = log.bind(lease=f"{options.namespace}/{options.name}", identity=options.identity)
 
+    # -- the fence --------------------------------------------------------------------------
+
+    def holds_lease(self) -> bool:
+        """Leader, and the renew deadline of the last successful renewal has not passed."""
+        return self.is_leader and trio.current_time() < self.valid_until
+
+    def holds_lease_at(self, monotonic_now: float) -> bool:
+        """``holds_lease`` for worker threads, at an instant of ``time.monotonic()``."""
+        return self.is_leader and monotonic_now < self._valid_until_monotonic
+
+    def fence(self) -> Fence:
+        opts = self.options
+        return Fence(
+            self.holds_lease,
+            self.holds_lease_at,
+            lease=f"leader lease {opts.namespace}/{opts.name}",
+        )
+
+    # -- running ----------------------------------------------------------------------------
+
     async def run(self, lead: Callable[[], Awaitable[None]]) -> None:
         """Acquire the lease, then run ``lead()`` while renewing it.
 
         Returns when ``lead`` returns (releasing the lease if configured). Raises
-        ``LeadershipLost`` — after cancelling ``lead`` — when renewal fails.
+        ``LeadershipLost`` — after cancelling ``lead`` — when renewal fails or another identity
+        is seen holding the lease.
         """
         await self._acquire()
-        lost = False
+        lost: str | None = None
         try:
             async with trio.open_nursery() as nursery:
 
@@ -114,48 +161,60 @@ class LeaderElector:
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(lead_then_stop)
-                if not await self._renew_until_failure():
-                    lost = True
-                    nursery.cancel_scope.cancel()
+                lost = await self._renew_until_failure()
+                nursery.cancel_scope.cancel()
         finally:
             self._set_leader(False)
-            if not lost and self.options.release_on_cancel:
+            if lost is None and self.options.release_on_cancel:
                 with trio.CancelScope(shield=True), trio.move_on_after(self.options.retry_period):
                     await self._release()
-        if lost:
-            raise LeadershipLost(
-                f"lease {self.options.namespace}/{self.options.name}: not renewed within "
-                f"{self.options.renew_deadline}s"
-            )
+        if lost is not None:
+            raise LeadershipLost(f"lease {self.options.namespace}/{self.options.name}: {lost}")
 
     async def _acquire(self) -> None:
         self._log.info("attempting to acquire leader lease")
-        while not await self._try_acquire_or_renew():
+        while await self._try_acquire_or_renew() is not Outcome.HELD:
             period = self.options.retry_period
             await trio.sleep(period + self._rng.random() * ACQUIRE_JITTER * period)
         self._set_leader(True)
         self._log.info("acquired leader lease")
 
-    async def _renew_until_failure(self) -> bool:
-        """Renew every retry period; False once a renewal window passed without success."""
+    async def _renew_until_failure(self) -> str:
+        """Renew every retry period until leadership ends; why it ended.
+
+        The renewals are bounded by the absolute deadline of the last success, not by a fresh
+        window per attempt: time spent frozen or failing counts against it.
+        """
         while True:
-            renewed = False
-            with trio.move_on_after(self.options.renew_deadline):
+            with trio.move_on_at(self.valid_until):
+                await trio.sleep(self.options.retry_period)
                 # Polling is the protocol here: the lease lives on the API server.
-                while not await self._try_acquire_or_renew():  # noqa: ASYNC110
+                while (outcome := await self._try_acquire_or_renew()) is Outcome.FAILED:  # noqa: ASYNC110
                     await trio.sleep(self.options.retry_period)
-                renewed = True
-            if not renewed:
-                self._log.error("failed to renew leader lease, stepping down")
-                return False
-            await trio.sleep(self.options.retry_period)
+                if outcome is Outcome.OTHER:
+                    self._log.error(
+                        "leader lease is held by another identity, stepping down",
+                        holder=self.observed_holder,
+                    )
+                    return f"held by {self.observed_holder}"
+                continue
+            self._log.error("failed to renew leader lease, stepping down")
+            return f"not renewed within {self.options.renew_deadline:g}s"
 
     def _set_leader(self, leading: bool) -> None:
         self.is_leader = leading
+        if not leading:
+            self.valid_until = self._valid_until_monotonic = -math.inf
         if self._gauge is not None:
             self._gauge.set(1 if leading else 0)
 
-    async def _try_acquire_or_renew(self) -> bool:
+    def _proven(self, sent_at: float, sent_at_monotonic: float) -> None:
+        """A write sent at ``sent_at`` succeeded: leadership holds until its renew deadline."""
+        self.renewed_at = sent_at
+        self.valid_until = sent_at + self.options.renew_deadline
+        self._valid_until_monotonic = sent_at_monotonic + self.options.renew_deadline
+
+    async def _try_acquire_or_renew(self) -> Outcome:
         opts = self.options
         now = micro_time()
         try:
@@ -170,16 +229,20 @@ class LeaderElector:
                 )
                 body = Lease(spec=spec)
                 body.metadata.name, body.metadata.namespace = opts.name, opts.namespace
+                sent_at, sent_at_monotonic = trio.current_time(), time.monotonic()
                 created = await self.client.create(Lease, body)
+                self._proven(sent_at, sent_at_monotonic)
                 self._observe(created)
-                return True
+                return Outcome.HELD
             self._observe(lease)
             record = lease.spec
             holder = record.holder_identity or ""
             if holder and holder != opts.identity:
+                if self.is_leader:
+                    return Outcome.OTHER  # taken over: whatever its expiry, it is not ours
                 expires = self._observed_at + (record.lease_duration_seconds or opts.lease_duration)
                 if expires > trio.current_time():
-                    return False
+                    return Outcome.OTHER
             new_record = {
                 "holderIdentity": opts.identity,
                 "leaseDurationSeconds": round(opts.lease_duration),
@@ -188,6 +251,7 @@ class LeaderElector:
                 "leaseTransitions": (record.lease_transitions or 0)
                 + (0 if holder == opts.identity else 1),
             }
+            sent_at, sent_at_monotonic = trio.current_time(), time.monotonic()
             updated = await self.client.patch(
                 Lease,
                 opts.name,
@@ -202,12 +266,13 @@ class LeaderElector:
                 namespace=opts.namespace,
                 patch_type="json",
             )
+            self._proven(sent_at, sent_at_monotonic)
             self._observe(updated)
-            return True
+            return Outcome.HELD
         except ApiError as error:
             if not is_already_exists(error) and error.status not in (409, 422):
                 self._log.warning("leader lease request failed", error=str(error))
-            return False
+            return Outcome.FAILED
 
     def _observe(self, lease: Lease) -> None:
         spec = lease.spec

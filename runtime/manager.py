@@ -10,6 +10,17 @@ reconciles finish; whatever still runs after the grace period is cancelled; the 
 released; ``run`` returns. Losing the lease stops leader-only work at once and makes ``run``
 raise ``LeadershipLost`` (the process should exit non-zero and be restarted).
 
+Clusters added with ``add_cluster`` (another API server: MCM's target cluster) have their own
+client and cache, started and synced with the primary one and probed as ``informers-<name>``;
+controllers watch them with the builder's ``cluster=``.
+
+With leader election, ``manager.client`` is fenced (``kubetrio.runtime.fence``): its writes
+are refused with ``NotLeader`` unless the lease is proven held at that moment, so a leader
+frozen past its lease acts no more when it wakes; ``manager.fence`` guards other leader-only
+side effects (cloud and storage calls). ``manager.unfenced_client`` is for runnables that run
+on every replica. A leader-only runnable that meets ``NotLeader`` ends with one log line.
+Every cluster's client is fenced by the same lease.
+
 A cache that cannot sync ends ``run`` with one plain exception (not an exception group): a
 ``CacheSyncError`` as soon as a LIST is refused for good (CRD missing, RBAC), or
 ``CacheSyncTimeout`` after ``cache_sync_timeout``.
@@ -18,6 +29,7 @@ A cache that cannot sync ends ``run`` with one plain exception (not an exception
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Protocol, runtime_checkable
 
 import trio
@@ -32,6 +44,8 @@ from prometheus_client import (
 from kubetrio.runtime.builder import ControllerBuilder
 from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
+from kubetrio.runtime.cluster import Cluster, wait_for_clusters
+from kubetrio.runtime.fence import Fence, is_not_leader
 from kubetrio.runtime.httpserver import ManagerHTTPServer
 from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
@@ -85,19 +99,23 @@ class Manager:
     ) -> None:
         # Go's client emits no ``*_created`` series; dashboards written for it need none.
         disable_created_metrics()  # type: ignore[no-untyped-call]
-        self.client = client
         self.registry = registry if registry is not None else process_registry()
-        self.cache = InformerCache(client)
-        report_undecodable(self.registry, self.cache)
-        self.http = ManagerHTTPServer(self.registry)
-        self.metrics_bind_address = metrics_bind_address
-        self.health_probe_bind_address = health_probe_bind_address
         self.leader_election = leader_election
         self.elector = (
             LeaderElector(client, leader_election, registry=self.registry)
             if leader_election
             else None
         )
+        self.fence: Fence | None = self.elector.fence() if self.elector is not None else None
+        self.unfenced_client = client
+        self.client = self._fenced(client)
+        self.cache = InformerCache(client)  # reads need no lease
+        report_undecodable(self.registry, self.cache)
+        self._primary = Cluster("", self.client, self.cache)
+        self.clusters: dict[str, Cluster] = {}  # added with add_cluster, by name
+        self.http = ManagerHTTPServer(self.registry)
+        self.metrics_bind_address = metrics_bind_address
+        self.health_probe_bind_address = health_probe_bind_address
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
         self._workers = dict(workers or {})
@@ -106,12 +124,12 @@ class Manager:
         self._stop_requested = trio.Event()
         self._work = trio.CancelScope()  # replaced by the work nursery's scope in run()
         self._startup = trio.CancelScope()  # the wait for caches; a stop() meanwhile ends it
-        self._leadership_lost = False
+        self._leadership_lost: LeadershipLost | None = None
         self._sync_failure: CacheSyncError | CacheSyncTimeout | None = None
         self.bound_ports: dict[str, int] = {}  # "metrics" / "probes" -> port, once serving
         self.serving = trio.Event()
         self.http.add_healthz_check("ping", lambda: None)
-        self.http.add_readyz_check("informers", self._informers_ready)
+        self.http.add_readyz_check("informers", partial(self._informers_ready, self._primary))
         if self.elector is not None:
             self.http.add_readyz_check("leader-election", self._leadership_known)
 
@@ -123,6 +141,26 @@ class Manager:
     def add(self, runnable: Runnable) -> None:
         self._runnables.append(runnable)
 
+    def add_cluster(self, name: str, client: Client) -> Cluster:
+        """Another cluster with its own cache, started and synced with the primary one and
+        checked by ``/readyz`` as ``informers-<name>`` (call before ``run``)."""
+        if not name or name in self.clusters:
+            raise ValueError(f"cluster name {name!r} is empty or already added")
+        cluster = Cluster(name, self._fenced(client), InformerCache(client))
+        report_undecodable(self.registry, cluster.cache)
+        self.clusters[name] = cluster
+        self.http.add_readyz_check(f"informers-{name}", partial(self._informers_ready, cluster))
+        return cluster
+
+    def _fenced(self, client: Client) -> Client:
+        """What leader-only work writes through: refused the moment the lease is unproven."""
+        return client.fenced(self.fence) if self.fence is not None else client
+
+    def cluster(self, name: str) -> Cluster:
+        """The cluster added as ``name``; the primary one when none was: one API server then
+        plays every role (MCM's default, where the control cluster is the target cluster)."""
+        return self.clusters.get(name, self._primary)
+
     def workers_for(self, name: str) -> int:
         return self._workers.get(name, 1)
 
@@ -132,10 +170,11 @@ class Manager:
 
     # -- probes ---------------------------------------------------------------------------
 
-    def _informers_ready(self) -> str | None:
-        if not self.cache.synced:
-            return "informers have not synced yet"
-        return undecodable_detail(self.cache)
+    def _informers_ready(self, cluster: Cluster) -> str | None:
+        if not cluster.cache.synced:
+            pending = ", ".join(cluster.pending())
+            return cluster.describe("informers have not synced yet") + f": {pending}"
+        return undecodable_detail(cluster.cache)
 
     def _leadership_known(self) -> str | None:
         elector = self.elector
@@ -159,15 +198,17 @@ class Manager:
     async def _run(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as root:
             await self._start_http(root)
-            await root.start(self.cache.run)
+            clusters = [self._primary, *self.clusters.values()]
+            for cluster in clusters:
+                await root.start(cluster.cache.run)
             with self._startup:
                 try:
                     with trio.fail_after(self.cache_sync_timeout):
-                        await self.cache.wait_for_sync()
+                        await wait_for_clusters(clusters)
                 except trio.TooSlowError:
-                    pending = [i.name for i in self.cache.informers if not i.has_synced]
+                    pending = [c.describe(", ".join(c.pending())) for c in clusters if c.pending()]
                     self._sync_failure = CacheSyncTimeout(
-                        f"informers for {', '.join(pending)} did not sync within "
+                        f"informers for {' and '.join(pending)} did not sync within "
                         f"{self.cache_sync_timeout:g}s"
                     )
                 except CacheSyncError as error:
@@ -175,7 +216,7 @@ class Manager:
             if self._stop_requested.is_set() or self._sync_failure is not None:
                 root.cancel_scope.cancel()
                 return
-            log.info("caches synced", informers=len(self.cache.informers))
+            log.info("caches synced", informers=sum(len(c.cache.informers) for c in clusters))
             task_status.started()
             async with trio.open_nursery() as supervision:
                 supervision.start_soon(self._stop_when_asked)
@@ -189,8 +230,8 @@ class Manager:
                         work.start_soon(self._lead)
                 supervision.cancel_scope.cancel()
             root.cancel_scope.cancel()
-        if self._leadership_lost:
-            raise LeadershipLost("leader election lost")
+        if self._leadership_lost is not None:
+            raise self._leadership_lost  # the elector's reason: not renewed, or who took over
         log.info("manager stopped")
 
     async def _start_http(self, nursery: trio.Nursery) -> None:
@@ -215,6 +256,11 @@ class Manager:
             self._scopes[id(runnable)] = scope
             try:
                 await runnable.run()
+            except Exception as error:
+                if not is_not_leader(error):
+                    raise
+                # The elector is stepping down (its deadline has passed): nothing to report.
+                log.warning("leader-only work stopped: not the leader", error=str(error))
             finally:
                 del self._scopes[id(runnable)]
 
@@ -229,8 +275,8 @@ class Manager:
 
         try:
             await self.elector.run(lead)
-        except LeadershipLost:
-            self._leadership_lost = True
+        except LeadershipLost as lost:
+            self._leadership_lost = lost
             self._work.cancel()
 
     async def _stop_when_asked(self) -> None:

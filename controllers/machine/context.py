@@ -19,6 +19,7 @@ from kubetrio.controllers.machine.failing import FailurePermits
 from kubetrio.controllers.machine.metrics import MachineMetrics
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.status import DEPLOYMENT_LABEL, NODE_LABEL, StatusWriter
+from kubetrio.controllers.safety.freeze import ControllerFreeze
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.store import Lister
 
@@ -48,7 +49,8 @@ def attachment_node(attachment: VolumeAttachment) -> Iterable[str]:
 
 @dataclass(slots=True)
 class MachineContext:
-    client: Client
+    client: Client  # the control cluster's: Machines, MachineClasses, class Secrets
+    target: Client  # the target cluster's: Nodes, VolumeAttachments, bootstrap tokens
     options: SafetyOptions
     drivers: DriverRegistry
     machines: Lister[Machine]
@@ -62,12 +64,13 @@ class MachineContext:
     status: StatusWriter
     metrics: MachineMetrics
     permits: FailurePermits = field(default_factory=FailurePermits)
+    freeze: ControllerFreeze = field(default_factory=ControllerFreeze)
     _eviction_supported: bool | None = None
 
     async def eviction_supported(self) -> bool:
         """Asked of discovery once per manager: the API server does not change underneath."""
         if self._eviction_supported is None:
-            self._eviction_supported = await eviction_supported(self.client)
+            self._eviction_supported = await eviction_supported(self.target)
         return self._eviction_supported
 
     def secret_data(self, machine_class: MachineClass) -> SecretData:

@@ -361,7 +361,7 @@ async def delete_volume_attachments(
         ]
         if live:
             for attachment in live:
-                await ctx.client.delete(VolumeAttachment, attachment.name, missing_ok=True)
+                await ctx.target.delete(VolumeAttachment, attachment.name, missing_ok=True)
             # Their deletion events wake this machine; the retry is only a safety net.
             return machine, ShortRetry
         description = f"No Live VolumeAttachments for node: {node_name}. {INITIATE_VM_DELETION}"
@@ -389,7 +389,7 @@ async def delete_vm(flow: Deletion, machine: Machine) -> tuple[Machine | None, f
     # join): it must not outlive the VM. Asked of the API, not the cache, which may not show a
     # token made by the last creation attempt yet; a missing one is fine.
     token = token_secret_name(machine.name, machine.namespace)
-    await ctx.client.delete(Secret, token, TOKEN_NAMESPACE, missing_ok=True)
+    await ctx.target.delete(Secret, token, TOKEN_NAMESPACE, missing_ok=True)
     written = await ctx.status.write(
         machine,
         Operation(description, STATE_PROCESSING, OPERATION_DELETE),
@@ -411,7 +411,7 @@ async def delete_node(flow: Deletion, machine: Machine) -> tuple[Machine | None,
         )
         return await flow.step_to(machine, description, reason="NodeKept"), None
     try:
-        await flow.ctx.client.delete(Node, node_name)
+        await flow.ctx.target.delete(Node, node_name)
         node = go_quote(node_name)
         description = f"Deletion of Node Object {node} is successful. {INITIATE_FINALIZER_REMOVAL}"
     except ApiError as error:
@@ -478,7 +478,7 @@ async def mark_node_terminating(
         "lastHeartbeatTime": stamp,
     }
     try:
-        flow.written_node = await flow.ctx.client.patch_status(
+        flow.written_node = await flow.ctx.target.patch_status(
             Node, node_name, {"status": {"conditions": [condition]}}, patch_type="strategic"
         )
     except ApiError as error:

@@ -164,7 +164,7 @@ def _unchanged(machine: Machine) -> Operation:
 async def _joined(ctx: MachineContext, machine: Machine) -> tuple[Operation, str]:
     if machine.phase == PHASE_PENDING:
         # First join: the bootstrap token has served its purpose and must not outlive it.
-        await ctx.client.delete(
+        await ctx.target.delete(
             Secret,
             token_secret_name(machine.name, machine.namespace),
             TOKEN_NAMESPACE,

@@ -1,5 +1,9 @@
 """Registering the machine controller with a manager: informers, indexes, drivers, metrics,
-the reconciler and the orphan-VM sweep."""
+the reconciler and the safety loops that guard it.
+
+Machines, classes and their Secrets come from the manager's primary (control) cluster; Nodes,
+Pods, volumes and bootstrap tokens from ``manager.cluster(TARGET)`` (see ``controllers.clusters``).
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from kubetrio.api.core import Node, PersistentVolume, Secret
 from kubetrio.api.machine import Machine, MachineClass, MachineSpec
 from kubetrio.api.meta import KubeObject, ObjectMeta
 from kubetrio.api.storage import VolumeAttachment
+from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.bootstrap import TOKEN_LABEL, TOKEN_NAMESPACE
 from kubetrio.controllers.machine.classes import MachineClassFinalizer
 from kubetrio.controllers.machine.context import (
@@ -31,6 +36,7 @@ from kubetrio.controllers.machine.drain.drain import UNSCHEDULABLE_TAINT, Draine
 from kubetrio.controllers.machine.drain.metrics import drain_metrics
 from kubetrio.controllers.machine.drain.volumes import VolumeIdResolver
 from kubetrio.controllers.machine.drain.watching import CacheChanges
+from kubetrio.controllers.machine.driver.fenced import FencedDriver
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
 from kubetrio.controllers.machine.driver.sim import PROVIDER as SIM_PROVIDER
 from kubetrio.controllers.machine.driver.sim import SimDriver
@@ -38,12 +44,13 @@ from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetr
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.provider_metrics import provider_metrics
 from kubetrio.controllers.machine.reconciler import MachineReconciler
-from kubetrio.controllers.machine.safety import OrphanVmCollector
 from kubetrio.controllers.machine.status import (
     FINALIZER,
     PRIORITY_ANNOTATION,
     StatusWriter,
 )
+from kubetrio.controllers.safety.apiserver import control_cluster, target_cluster
+from kubetrio.controllers.safety.setup import setup_machine_safety
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.manager import Manager
@@ -154,10 +161,14 @@ def by_index(machines: Lister[Machine], index: str, value: Any) -> Any:
 
 
 def default_drivers(manager: Manager) -> DriverRegistry:
-    """The drivers this build ships: ``sim``, the simulated cloud behind the API server URL.
-    Its calls share the connection pool but not the Kubernetes client's rate limit (a cloud's
-    API has its own), nor its ``rest_client_*`` metrics."""
-    cloud = Client(manager.client.api, qps=0, timeout=manager.client.timeout)
+    """The drivers this build ships: ``sim``, the simulated cloud behind the target cluster's API
+    server URL (its VMs join that cluster). Its calls share the connection pool but not the
+    Kubernetes client's rate limit (a cloud's API has its own), nor its ``rest_client_*``
+    metrics."""
+    target = manager.cluster(TARGET).client
+    cloud = Client(target.api, qps=0, timeout=target.timeout)
+    if manager.fence is not None:
+        cloud = cloud.fenced(manager.fence)  # VM changes leave only while the lease is proven
     drivers = DriverRegistry()
     drivers.register(SIM_PROVIDER, SimDriver(cloud, metrics=provider_metrics(manager.registry)))
     return drivers
@@ -168,45 +179,54 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     options = SafetyOptions.from_config(config.machine)
     namespace = options.namespace
     cache = manager.cache
+    target = manager.cluster(TARGET)
     machine_informer = cache.informer(Machine, namespace=namespace)
     machine_informer.add_index(MACHINE_NODE_INDEX, machine_node)
     machine_informer.add_index(MACHINE_CLASS_INDEX, machine_class_name)
     machine_informer.add_index(MACHINE_DEPLOYMENT_INDEX, machine_deployment)
     machines = machine_informer.lister
-    drain_cache = DrainCache.from_cache(cache)
-    attachment_informer = cache.informer(VolumeAttachment)
+    drain_cache = DrainCache.from_cache(target.cache)
+    attachment_informer = target.cache.informer(VolumeAttachment)
     attachment_informer.add_index(ATTACHMENT_NODE_INDEX, attachment_node)
     metrics = MachineMetrics(manager.registry, machines)
     plain = drivers or default_drivers(manager)
     instrumented = DriverRegistry(plain.default)
     for provider in plain:
-        instrumented.register(provider, InstrumentedDriver(plain.get(provider), provider, metrics))
+        driver = plain.get(provider)
+        if manager.fence is not None:
+            driver = FencedDriver(driver, manager.fence)
+        instrumented.register(provider, InstrumentedDriver(driver, provider, metrics))
     events = EventRecorder(manager.client, COMPONENT)
     ctx = MachineContext(
         client=manager.client,
+        target=target.client,
         options=options,
         drivers=instrumented,
         machines=machines,
         classes=cache.informer(MachineClass, namespace=namespace).lister,
         secrets=cache.informer(Secret, namespace=namespace).lister,
-        tokens=cache.informer(
+        tokens=target.cache.informer(
             Secret, namespace=TOKEN_NAMESPACE, label_selector=f"{TOKEN_LABEL}=true"
         ).lister,
         nodes=drain_cache.nodes,
         attachments=attachment_informer.lister,
         machine_changes=CacheChanges(machine_informer),
         drainer=Drainer(
-            manager.client,
+            target.client,
             drain_cache,
             volume_resolver(instrumented),
             metrics=drain_metrics(manager.registry),
-            events=events,
+            # A drain's Events are about its Node: they belong with it, in the target cluster.
+            events=EventRecorder(target.client, COMPONENT),
         ),
         status=StatusWriter(manager.client, events),
         metrics=metrics,
     )
     manager.controller("machine").for_(Machine, machine_changed(), namespace=namespace).watches(
-        Node, by_index(machines, MACHINE_NODE_INDEX, lambda node: node.name), node_changed()
+        Node,
+        by_index(machines, MACHINE_NODE_INDEX, lambda node: node.name),
+        node_changed(),
+        cluster=target,
     ).watches(
         MachineClass,
         by_index(machines, MACHINE_CLASS_INDEX, lambda c: c.name),
@@ -220,11 +240,15 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     ).watches(
         VolumeAttachment,
         by_index(machines, MACHINE_NODE_INDEX, lambda a: a.spec.node_name),
+        cluster=target,
     ).complete(MachineReconciler(ctx))
     manager.controller("machineclass").for_(MachineClass, namespace=namespace).watches(
         Machine, class_of_machine, class_changed(), namespace=namespace
     ).complete(MachineClassFinalizer(ctx))
-    manager.add(OrphanVmCollector(ctx))
+    api_servers = [control_cluster(ctx.client, namespace)]
+    if target.client is not manager.client:
+        api_servers.append(target_cluster(target.client))
+    setup_machine_safety(manager, ctx, api_servers)
     return ctx
 
 

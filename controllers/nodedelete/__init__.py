@@ -4,7 +4,7 @@ system stops waiting for it to come back.
 
 Flags: ``--csi-driver`` (the annotation key that marks storage nodes, default
 ``csi.storageos.com``), ``--storage-backend-url``, ``--storage-delete-timeout`` (20 s),
-``--node-delete-workers`` (5).
+``--node-delete-workers`` (5). The Nodes are the target cluster's (``controllers.clusters``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrio.api.core import Node
+from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.nodedelete.predicate import deleted_storage_nodes, is_storage_node
 from kubetrio.controllers.nodedelete.reconciler import (
     RETRY_CAP,
@@ -20,6 +21,7 @@ from kubetrio.controllers.nodedelete.reconciler import (
 )
 from kubetrio.controllers.storage.backend import StorageBackend, StorageOptions
 from kubetrio.controllers.storage.client import HttpStorageBackend
+from kubetrio.controllers.storage.fenced import fenced_backend
 from kubetrio.controllers.storage.metrics import storage_metrics
 from kubetrio.runtime.controller import Controller
 from kubetrio.runtime.events import EventRecorder
@@ -65,14 +67,15 @@ def add_node_delete_controller(
     manager: Manager, backend: StorageBackend, csi_driver: str
 ) -> Controller[ObjectKey]:
     """Register the controller against ``backend`` (any ``StorageBackend``)."""
+    target = manager.cluster(TARGET)
     reconciler = NodeDeleteReconciler(
-        backend,
-        manager.cache.informer(Node).lister,
+        fenced_backend(manager, backend),
+        target.cache.informer(Node).lister,
         storage_metrics(manager.registry),
-        recorder=EventRecorder(manager.client, COMPONENT),
+        recorder=EventRecorder(target.client, COMPONENT),
     )
     return (
         manager.controller(NAME)
-        .for_(Node, deleted_storage_nodes(csi_driver, reconciler.deleted))
+        .for_(Node, deleted_storage_nodes(csi_driver, reconciler.deleted), cluster=target)
         .complete(reconciler)
     )

@@ -2,7 +2,8 @@
 Kubernetes Node any more (deletions missed while the manager was down). See ``gc``.
 
 Flags: ``--node-delete-gc-delay`` (30 s; 0 means 10 s), ``--node-delete-gc-interval``
-(1 h; 0 disables it), ``--storage-backend-url``, ``--storage-delete-timeout``.
+(1 h; 0 disables it), ``--storage-backend-url``, ``--storage-delete-timeout``. The Nodes are
+the target cluster's (``controllers.clusters``).
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrio.api.core import Node
+from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.storage.backend import StorageBackend, StorageOptions
 from kubetrio.controllers.storage.client import HttpStorageBackend
+from kubetrio.controllers.storage.fenced import fenced_backend
 from kubetrio.controllers.storage.metrics import storage_metrics
 from kubetrio.controllers.storagegc.gc import ZERO_DELAY_SECONDS, StorageGC
 from kubetrio.runtime.log import get_logger
@@ -46,8 +49,8 @@ def add_storage_gc(
 ) -> StorageGC:
     """Register the GC against ``backend`` (any ``StorageBackend``)."""
     gc = StorageGC(
-        backend,
-        manager.cache.informer(Node),
+        fenced_backend(manager, backend),
+        manager.cluster(TARGET).cache.informer(Node),
         storage_metrics(manager.registry),
         delay=delay,
         interval=interval,

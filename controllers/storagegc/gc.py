@@ -20,6 +20,7 @@ from kubetrio.api.core import Node
 from kubetrio.controllers.storage.backend import StorageBackend
 from kubetrio.controllers.storage.errors import NodeNotFound, StorageError
 from kubetrio.controllers.storage.metrics import StorageMetrics, delete_result
+from kubetrio.runtime.fence import NotLeader
 from kubetrio.runtime.informer import Informer
 from kubetrio.runtime.log import get_logger
 
@@ -77,6 +78,9 @@ class StorageGC:
         ``StorageBackend`` from a plugin may raise anything)."""
         try:
             return await work()
+        except NotLeader as error:
+            log.warning("storage GC pass stopped: not the leader", error=str(error))
+            return set()
         except Exception:
             self.metrics.gc_errors.inc()
             log.exception("storage GC pass failed")

@@ -4,6 +4,7 @@ fault injection and request counting."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,8 +12,10 @@ import msgspec
 import trio
 import yaml
 
+from kubetrio.runtime.clock import now
 from kubetrio.runtime.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator import discovery, errors, fieldcheck, gaps
+from kubetrio.runtime.emulator.audit import AuditLog, AuditRecord
 from kubetrio.runtime.emulator.auth import Access
 from kubetrio.runtime.emulator.auth.users import ANONYMOUS_USER, UserInfo
 from kubetrio.runtime.emulator.errors import ApiError
@@ -20,7 +23,14 @@ from kubetrio.runtime.emulator.eventlog import Entry
 from kubetrio.runtime.emulator.eviction import evict
 from kubetrio.runtime.emulator.faults import Counters, Faults, reason_for
 from kubetrio.runtime.emulator.gc.policy import delete_warning
-from kubetrio.runtime.emulator.http import JSON, Request, Response, StreamResponse, json_response
+from kubetrio.runtime.emulator.http import (
+    JSON,
+    Request,
+    Response,
+    StreamResponse,
+    StreamWriter,
+    json_response,
+)
 from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.kubepb import negotiate as pbneg
 from kubetrio.runtime.emulator.kubepb import rest as pb
@@ -137,20 +147,55 @@ class KubeApi:
         # Unfiltered LIST bodies of unchanged resources, reused as the watch cache would be.
         self._list_cache: dict[tuple[str, str | None, str], tuple[object, bytes]] = {}
         self.openapi = OpenApi(store)
+        self.audit: AuditLog | None = None  # set when the emulator keeps an audit log
 
     async def __call__(self, req: Request) -> Response | StreamResponse:
+        if self.audit is None:
+            return await self._answer(req, None)
+        record = self.audit.begin(req.method, req.path, req.query, req.headers, req.body, now())
+        response = await self._answer(req, record)
+        response.headers.append(("Audit-Id", record.audit_id))
+        if isinstance(response, StreamResponse):
+            response.produce = self._audited_stream(response, record)
+        else:
+            self.audit.complete(record, response.status, now())
+        return response
+
+    def _audited_stream(
+        self, response: StreamResponse, record: AuditRecord
+    ) -> Callable[[StreamWriter], Awaitable[None]]:
+        """A watch is audited once its stream ends, however it ends."""
+        produce, audit = response.produce, self.audit
+        assert audit is not None
+
+        async def audited(writer: StreamWriter) -> None:
+            try:
+                await produce(writer)
+            finally:
+                audit.complete(record, response.status, now())
+
+        return audited
+
+    async def _answer(self, req: Request, record: AuditRecord | None) -> Response | StreamResponse:
         try:
             try:
-                return await self._handle(req)
+                return await self._handle(req, record)
             except RecursionError:
                 # Python's recursion limit, not Go's decoder's depth limit, is what a deeply
                 # nested body meets first (in decoding, pruning or validating): refuse it.
                 raise errors.bad_request("the request body is nested too deeply") from None
         except ApiError as exc:
-            return _status(req, exc.status(), exc.code, exc.headers)
+            status = exc.status()
+            if record is not None:
+                record.status = {
+                    k: status[k] for k in ("status", "message", "reason") if k in status
+                }
+            return _status(req, status, exc.code, exc.headers)
 
-    async def _handle(self, req: Request) -> Response | StreamResponse:
+    async def _handle(self, req: Request, record: AuditRecord | None) -> Response | StreamResponse:
         user = self.access.admit(req)  # 401/403 before anything else, as the apiserver
+        if record is not None:
+            record.user = user
         parts = [p for p in req.path.split("/") if p]
         if not parts:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/version"]})

@@ -56,8 +56,8 @@ GAPS: tuple[Gap, ...] = (
         "yaml-as-json",
     ),
     Gap(
-        "API aggregation (APIService), API priority and fairness, audit log",
-        "not served (404); requests are not queued or audited",
+        "API aggregation (APIService), API priority and fairness",
+        "not served (404); requests are not queued",
         "aggregation",
     ),
     Gap(

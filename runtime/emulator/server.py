@@ -21,6 +21,7 @@ import yaml
 from kubetrio.runtime.emulator.admin import PREFIX as ADMIN_PREFIX
 from kubetrio.runtime.emulator.admin import Admin
 from kubetrio.runtime.emulator.api import ApiSettings, KubeApi
+from kubetrio.runtime.emulator.audit import AuditLog
 from kubetrio.runtime.emulator.auth import Access
 from kubetrio.runtime.emulator.clock import EmuClock
 from kubetrio.runtime.emulator.cloud import PREFIX as CLOUD_PREFIX
@@ -71,6 +72,7 @@ class EmulatorOptions:
     fault_seed: int = 0
     simulate: ClusterSimulation | None = None  # run the simulated cluster behaviours
     rbac: bool = True  # False: every authenticated or anonymous request is allowed
+    audit_log_path: Path | None = None  # kube-apiserver's --audit-log-path ("-": stdout)
 
 
 class Emulator:
@@ -107,6 +109,8 @@ class Emulator:
             self.store, self.clock, self.token, rbac=options.rbac, key_path=key_path
         )
         self.api = KubeApi(self.store, self.faults, self.counters, self.settings, self.access)
+        if options.audit_log_path is not None:
+            self.api.audit = AuditLog(options.audit_log_path)
         self.router = Router(self.api)
         self.router.mount(ADMIN_PREFIX, Admin(self.store, self.faults, self.counters))
         # The simulated cloud (what the sim machine driver calls) is always there; idle until
@@ -253,5 +257,7 @@ async def serve_emulator(
     finally:
         if emu.persister is not None:
             emu.persister.flush()
+        if emu.api.audit is not None:
+            emu.api.audit.close()
         if tmpdir is not None:
             shutil.rmtree(tmpdir, ignore_errors=True)

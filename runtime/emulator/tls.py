@@ -5,6 +5,7 @@ is a TLS handshake record is wrapped in TLS, anything else is served as plain HT
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import ipaddress
 import ssl
@@ -17,6 +18,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+
+from kubetrio.runtime.emulator.audit import peer_address
 
 _HANDSHAKE = 0x16  # TLS record type of a ClientHello
 
@@ -132,6 +135,8 @@ def sniffing(
     """A ``serve_tcp`` handler that hands ``serve`` a TLS stream or the plain one."""
 
     async def handler(stream: trio.SocketStream) -> None:
+        with contextlib.suppress(OSError):  # the audit log's sourceIPs
+            peer_address.set(str(stream.socket.getpeername()[0]))
         try:
             first = bytes(await stream.receive_some(65536))
         except (trio.BrokenResourceError, trio.ClosedResourceError):

@@ -252,6 +252,8 @@ def sample_text(setting: Setting) -> str:
         ("leaderElection", "releaseOnCancel"): "false",
         ("machine", "nodeConditions"): "A,B",
         ("workers",): "storagegc=4",
+        ("control", "kubeconfig"): "inClusterConfig",
+        ("target", "kubeconfig"): __file__,  # checked to exist
     }
     if setting.path in by_path:
         return by_path[setting.path]
@@ -281,9 +283,14 @@ def value_at(config: ManagerConfig, path: Sequence[str]) -> Any:
 def test_every_flag_and_variable_sets_its_field(setting: Setting) -> None:
     text = sample_text(setting)
     expected = expected_value(setting, text)
-    assert value_at(load([setting.flag, text]), setting.path) == expected
-    assert value_at(load([], {setting.env: text}), setting.path) == expected
+    # A target cluster's rate limit needs a target cluster apart from the control one.
+    apart = ["--target-context", "other"] if setting.path in TARGET_LIMITS else []
+    assert value_at(load([*apart, setting.flag, text]), setting.path) == expected
+    assert value_at(load(apart, {setting.env: text}), setting.path) == expected
     assert value_at(load(), setting.path) != expected
+
+
+TARGET_LIMITS = {("target", "qps"), ("target", "burst")}
 
 
 def test_flags_and_variables_are_unique_and_named_after_each_other() -> None:

@@ -42,6 +42,11 @@ def test_workload_spreads_over_the_machines_with_volumes_and_a_budget() -> None:
     assert budget["minAvailable"] < seed.workload_replicas(2)["web"]
 
 
-def test_crd_files_define_both_machine_kinds() -> None:
+def test_crd_files_define_every_machine_kind() -> None:
     names = {crd["metadata"]["name"] for crd in load_crds()}
-    assert names == {"machines.machine.sapcloud.io", "machineclasses.machine.sapcloud.io"}
+    assert names == {
+        "machines.machine.sapcloud.io",
+        "machineclasses.machine.sapcloud.io",
+        "machinesets.machine.sapcloud.io",
+        "machinedeployments.machine.sapcloud.io",
+    }
