@@ -12,7 +12,7 @@ import trio
 import yaml
 
 from kubetrio.runtime.clockhold import waiting_on_simulated_time
-from kubetrio.runtime.emulator import discovery, errors, fieldcheck, gaps
+from kubetrio.runtime.emulator import discovery, errors, fieldcheck, gaps, scale
 from kubetrio.runtime.emulator.auth import Access
 from kubetrio.runtime.emulator.auth.users import ANONYMOUS_USER, UserInfo
 from kubetrio.runtime.emulator.errors import ApiError
@@ -280,6 +280,8 @@ class KubeApi:
             return self._watch(req, t, decision.cut_watch_after)
         if verb == "list":
             return self._list(req, t)
+        if t.sub == "scale" and verb in ("get", "update", "patch"):
+            return self._scale(req, t, verb, dry_run)
         if verb == "get":
             if t.sub not in ("", "status"):
                 raise errors.method_not_allowed()
@@ -320,6 +322,26 @@ class KubeApi:
         if verb == "deletecollection":
             return self._delete_collection(req, t, dry_run)
         raise errors.method_not_allowed()
+
+    def _scale(self, req: Request, t: Target, verb: str, dry_run: bool) -> Response:
+        """A custom resource's autoscaling/v1 Scale: read, or written back as an update of the
+        object's replicas (the object's own update path, so watches and RBAC see it)."""
+        ns = t.namespace or ""
+        paths = scale.scale_paths(self.store.crd_of(t.rt))
+        current = self.store.get(t.rt, ns, t.name)
+        if verb == "get":
+            return json_response(scale.to_scale(paths, current.obj))
+        if verb == "update":
+            wanted = _decode(req.body)
+        else:
+            ctype = req.header("content-type").split(";")[0].strip()
+            wanted = scale.patched_scale(
+                scale.to_scale(paths, current.obj), ctype, _decode(req.body)
+            )
+        new = scale.apply_scale(paths, t.name, current.clone(), wanted)
+        self.access.check_write(t.rt, ns, t.user, new)
+        entry = self.store.update(t.rt, ns, t.name, new, "", dry_run=dry_run)
+        return json_response(scale.to_scale(paths, entry.obj))
 
     @staticmethod
     def _check_writable_sub(t: Target) -> None:
