@@ -128,7 +128,7 @@ def calculate_status(
 
 def complete(spec: Spec, status: Mapping[str, Any]) -> bool:
     """Every machine is of the new template and available, and this generation was seen."""
-    return (
+    return bool(
         status.get("updatedReplicas", 0) == spec.replicas
         and status.get("replicas", 0) == spec.replicas
         and status.get("availableReplicas", 0) == spec.replicas

@@ -187,3 +187,18 @@ def scale(
         first = running_order[0].name
         sizes[first] = max(sizes[first] + to_add - added, 0)
     return sizes
+
+
+def rolling_step(
+    replicas: int, max_surge: int, max_unavailable: int, new: SetState, old: Sequence[SetState]
+) -> dict[str, int]:
+    """One step of a rolling update: grow the new set within the surge if it can grow,
+    else shrink old sets within the unavailability budget (MCM's ``rolloutRolling``: a pass
+    that scaled up does not also scale down). Empty when the rollout cannot move now."""
+    if new.replicas != replicas:
+        if new.replicas > replicas:
+            return {new.name: replicas}
+        size = new_set_replicas(STRATEGY_ROLLING_UPDATE, replicas, max_surge, [*old, new], new)
+        if size != new.replicas:
+            return {new.name: size}
+    return old_sets_scale_down(replicas, max_unavailable, new, old)
