@@ -21,6 +21,7 @@ from kubetrio.controllers.machinedeployment.revisions import (
     int_annotation,
 )
 from kubetrio.controllers.machinedeployment.rollback import rollback
+from kubetrio.controllers.machinedeployment.sets import age_key
 from kubetrio.controllers.machinedeployment.state import Pass, set_state, states, validate
 from kubetrio.controllers.machinedeployment.writes import Writer, log
 from kubetrio.runtime import clock
@@ -241,7 +242,11 @@ class DeploymentReconciler:
         excess = len(alive) - limit
         if excess <= 0:
             return
-        alive.sort(key=lambda s: (s.metadata.creation_timestamp or "", s.name))
+        alive.sort(
+            key=lambda s: age_key(
+                s.metadata.creation_timestamp or "", s.metadata.annotations, s.name
+            )
+        )
         for machine_set in alive[:excess]:
             if (
                 machine_set.status.replicas != 0

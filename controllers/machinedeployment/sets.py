@@ -3,8 +3,10 @@ same logic runs in the controller and in the in-process model the property tests
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from kubetrio.controllers.machinedeployment.revisions import revision
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,9 +21,15 @@ class SetState:
     deleting: bool = False
 
 
+def age_key(created: str, annotations: Mapping[str, str], name: str) -> tuple[str, int, str]:
+    """Creation time (MCM's ``MachineSetsByCreationTimestamp``); sets created within one
+    second (timestamps have second precision) by revision, then by name."""
+    return (created, revision(annotations) or 0, name)
+
+
 def by_age(sets: Iterable[SetState]) -> list[SetState]:
-    """Oldest first (MCM's ``MachineSetsByCreationTimestamp``)."""
-    return sorted(sets, key=lambda s: (s.created, s.name))
+    """Oldest first."""
+    return sorted(sets, key=lambda s: age_key(s.created, s.annotations, s.name))
 
 
 def by_size_older(sets: Iterable[SetState]) -> list[SetState]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import trio
 
+from kubetrio.api.core import Event
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.cmd.config import MachineConfig, ManagerConfig
 from kubetrio.controllers.machine.drain.watching import CacheChanges
@@ -131,6 +132,15 @@ class DeploymentHarness:
         """Change the deployment; its new generation."""
         written = await self.client.patch(MachineDeployment, name, patch, namespace="default")
         return written.metadata.generation
+
+    async def events(self, name: str = "pool") -> list[tuple[str, str, str]]:
+        """(type, reason, message) of the Events about the deployment, oldest first."""
+        listed = await self.client.list(Event, namespace="default")
+        return [
+            (e.type, e.reason, e.message)
+            for e in sorted(listed.items, key=lambda e: e.metadata.creation_timestamp or "")
+            if e.involved_object.kind == "MachineDeployment" and e.involved_object.name == name
+        ]
 
     def deployment(self, name: str = "pool") -> MachineDeployment | None:
         return self.deployments.get("default", name)

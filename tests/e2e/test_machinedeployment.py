@@ -9,10 +9,13 @@ import pytest
 import trio
 import trio.testing
 
+from kubetrio.api.machineset import MachineDeployment
+from kubetrio.runtime.clockhold import request_in_flight
 from kubetrio.runtime.emulator import Emulator
 
+from .conftest import Kubectl
 from .deployments import DeploymentHarness, deployment_doc, deployment_manager
-from .machines import install_crds
+from .machines import MACHINE_API, install_crds
 
 
 async def test_a_deployment_gets_a_set_with_its_template_and_revision_1(
@@ -98,3 +101,237 @@ async def test_rolling_update_stays_within_max_surge_and_max_unavailable(
         step = max(max_total - replicas, 1) if max_total > replicas else replicas - min_available
         waves = -(-replicas // max(step, 1))
         assert took <= waves * 60 + 30, (took, waves)
+
+
+async def test_recreate_removes_every_old_machine_before_creating_new_ones(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        assert h.sim is not None
+        emu.create(deployment_doc(replicas=4, strategy={"type": "Recreate"}))
+        await h.wait_complete()
+        h.sim.history.clear()
+        generation = await roll_to(h, "large")
+        await h.wait_complete(generation=generation)
+        # Down to nothing first, then all new at once: one boot.
+        assert h.sim.history[0] == (0, 0)
+        assert max(total for total, _ in h.sim.history) == 4
+        assert h.sim.history[-1] == (4, 4)
+        assert {s.spec.template.spec.class_.name: s.spec.replicas for s in h.sets_of()} == {
+            "small": 0,
+            "large": 4,
+        }
+
+
+async def test_scaling_during_a_rollout_is_proportional(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """MCM's ``scale``: 10 replicas (maxSurge 3, maxUnavailable 2) mid-rollout as 8 old + 5
+    new. Scaled up, the new set takes the increase; scaled down, every active set gives up
+    machines in proportion to its size (largest first with the rounding leftovers)."""
+    install_crds(emu)
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}
+    async with deployment_manager(emu, boot=6000) as h:
+        emu.create(deployment_doc(replicas=10, strategy=strategy))
+        h.sim.boot = 60  # type: ignore[union-attr]
+        await h.wait_complete()
+        h.sim.boot = 6000  # type: ignore[union-attr]
+        await roll_to(h, "large")
+
+        def sizes() -> dict[str, int]:
+            return {s.spec.template.spec.class_.name: s.spec.replicas for s in h.sets_of()}
+
+        async def wait_sizes(expected: dict[str, int]) -> None:
+            ok = await h.set_changes.wait_until(
+                lambda: sizes() == expected, trio.current_time() + 60
+            )
+            assert ok, sizes()
+
+        await wait_sizes({"small": 8, "large": 5})
+        await h.patch({"spec": {"replicas": 15}})
+        await wait_sizes({"small": 8, "large": 10})
+
+        def sized_for_15() -> bool:
+            return all(
+                s.metadata.annotations["deployment.kubernetes.io/desired-replicas"] == "15"
+                and s.metadata.annotations["deployment.kubernetes.io/max-replicas"] == "18"
+                for s in h.sets_of()
+            )
+
+        assert await h.set_changes.wait_until(sized_for_15, trio.current_time() + 60)
+        # 18 - 10 = 8 fewer: large 10*8/18 = 4.4 -> 4 (-6), small 8*8/18 = 3.6 -> 4 (-4).
+        await h.patch({"spec": {"replicas": 5}})
+        await wait_sizes({"small": 4, "large": 4})
+        h.sim.boot = 60  # type: ignore[union-attr]
+        h.sim.fail("never")  # wakes the stand-in; new machines from now on boot in 60 s
+        done = await h.wait_complete(within=30_000)
+        assert done.status.updated_replicas == 5
+
+
+async def test_a_paused_deployment_scales_but_does_not_roll_until_resumed(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        emu.create(deployment_doc(replicas=2))
+        await h.wait_complete()
+        await h.patch({"spec": {"paused": True}})
+
+        def paused(d: MachineDeployment | None) -> bool:
+            cond = d.condition("Progressing") if d else None
+            return cond is not None and cond.reason == "DeploymentPaused"
+
+        await h.wait_deployment(paused)
+        await roll_to(h, "large")
+        generation = await h.patch({"spec": {"replicas": 3}})
+        await h.wait_deployment(
+            lambda d: d is not None and d.status.observed_generation >= generation
+        )
+        await trio.sleep(600)
+        [machine_set] = h.sets_of()
+        assert machine_set.spec.template.spec.class_.name == "small"
+        assert machine_set.spec.replicas == 3
+        deployment = h.deployment()
+        assert deployment is not None and paused(deployment)  # a paused one never times out
+
+        generation = await h.patch({"spec": {"paused": False}})
+        await h.wait_complete(generation=generation)
+        assert {s.spec.template.spec.class_.name: s.spec.replicas for s in h.sets_of()} == {
+            "small": 0,
+            "large": 3,
+        }
+        assert ("Normal", "ScalingMachineSet") in [(t, r) for t, r, _ in await h.events()]
+
+
+async def test_rollback_to_a_revision_brings_its_template_back(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        emu.create(deployment_doc(replicas=2))
+        await h.wait_complete()
+        await h.wait_complete(generation=await roll_to(h, "large"))
+        await h.wait_complete(generation=await roll_to(h, "huge"))
+        first = next(s for s in h.sets_of() if s.spec.template.spec.class_.name == "small")
+
+        generation = await h.patch({"spec": {"rollbackTo": {"revision": 1}}})
+        done = await h.wait_complete(generation=generation + 1)
+        assert done.spec.rollback_to is None
+        assert done.spec.template.spec.class_.name == "small"
+        assert done.metadata.annotations["deployment.kubernetes.io/revision"] == "4"
+        again = next(s for s in h.sets_of() if s.name == first.name)
+        assert again.spec.replicas == 2  # the old set itself is scaled back up
+        assert again.metadata.annotations["deployment.kubernetes.io/revision"] == "4"
+        assert again.metadata.annotations["deployment.kubernetes.io/revision-history"] == "1"
+        assert (
+            "Normal",
+            "DeploymentRollback",
+            'Rolled back deployment "pool" to revision 1',
+        ) in await h.events()
+
+        # revision 0: the one before the current (3, "huge"); an unknown one is reported.
+        generation = await h.patch({"spec": {"rollbackTo": {"revision": 0}}})
+        done = await h.wait_complete(generation=generation + 1)
+        assert done.spec.template.spec.class_.name == "huge"
+        generation = await h.patch({"spec": {"rollbackTo": {"revision": 42}}})
+        await h.wait_deployment(
+            lambda d: (
+                d is not None and d.spec.rollback_to is None and d.metadata.generation > generation
+            )
+        )
+        assert (
+            "Warning",
+            "DeploymentRollbackRevisionNotFound",
+            "Unable to find the revision to rollback to.",
+        ) in await h.events()
+
+
+async def test_old_sets_beyond_the_revision_history_limit_are_deleted(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        emu.create(deployment_doc(replicas=1, revisionHistoryLimit=1))
+        await h.wait_complete()
+        for machine_class in ("b", "c", "d"):
+            await h.wait_complete(generation=await roll_to(h, machine_class))
+
+        def two_left(_: object) -> bool:
+            return len(h.sets_of()) == 2
+
+        await h.set_changes.wait_until(lambda: two_left(None), trio.current_time() + 600)
+        assert sorted(s.spec.template.spec.class_.name for s in h.sets_of()) == ["c", "d"]
+
+
+async def test_progress_deadline_exceeded_when_new_machines_never_become_available(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    async with deployment_manager(emu, boot=10_000) as h:
+        emu.create(deployment_doc(replicas=2, progressDeadlineSeconds=300))
+        started = trio.current_time()
+
+        def timed_out(d: MachineDeployment | None) -> bool:
+            cond = d.condition("Progressing") if d else None
+            return cond is not None and cond.reason == "ProgressDeadlineExceeded"
+
+        deployment = await h.wait_deployment(timed_out, within=2000)
+        assert deployment is not None
+        assert 300 <= trio.current_time() - started <= 330
+        cond = deployment.condition("Progressing")
+        assert cond is not None and cond.status == "False"
+        assert cond.message.startswith('MachineSet "pool-') and cond.message.endswith(
+            '" has timed out progressing.'
+        )
+        available = deployment.condition("Available")
+        assert available is not None and available.status == "False"
+
+
+async def test_an_invalid_deployment_is_reported_and_others_go_on(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        bad = deployment_doc(
+            "bad", strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "lots"}}
+        )
+        emu.create(bad)
+        emu.create(deployment_doc("good", replicas=1))
+        await h.wait_complete("good")
+        events = await h.events("bad")
+        assert (
+            "Warning",
+            "InvalidSpec",
+            'spec.strategy.rollingUpdate.maxSurge: "lots" is not a percentage (like "25%") nor '
+            "an integer",
+        ) in events
+        assert h.sets_of("bad") == []
+
+
+async def test_deleting_a_deployment_deletes_its_sets_then_releases_it(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        emu.create(deployment_doc(replicas=2))
+        await h.wait_complete()
+        emu.delete(MACHINE_API, "MachineDeployment", "pool", "default")
+        await h.wait_deployment(lambda d: d is None)
+        await h.set_changes.wait_until(lambda: not h.sets.list("default"), trio.current_time() + 60)
+
+
+async def test_kubectl_scale_resizes_a_deployment(
+    emu: Emulator, mock_clock: trio.testing.MockClock, kubectl: Kubectl
+) -> None:
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        emu.create(deployment_doc(replicas=2))
+        await h.wait_complete()
+        with request_in_flight():  # kubectl's requests: the clock must not jump meanwhile
+            out = await kubectl.out("scale", "machinedeployment/pool", "--replicas=5")
+        assert "scaled" in out
+        done = await h.wait_complete(generation=2)
+        assert done.spec.replicas == 5
+        [machine_set] = h.sets_of()
+        assert machine_set.spec.replicas == 5
