@@ -66,6 +66,7 @@ class SetSimulator:
     peak_total: int = 0
     # (total machines, available machines) after every change the stand-in applied.
     history: list[tuple[int, int]] = field(default_factory=list)
+    wake: trio.Event = field(default_factory=trio.Event)
 
     def fail(self, set_name: str, count: int = 1) -> None:
         """``count`` ready machines break and are replaced (booting again)."""
@@ -73,6 +74,15 @@ class SetSimulator:
         ready = [i for i, t in enumerate(self.machines.get(set_name, [])) if t <= now]
         for index in ready[:count]:
             self.machines[set_name][index] = now + self.boot
+        self.wake.set()
+
+    def boot_now(self, boot: float) -> None:
+        """Every booting machine is up now; new ones take ``boot`` seconds from here on."""
+        now = trio.current_time()
+        self.boot = boot
+        for times in self.machines.values():
+            times[:] = [min(t, now) for t in times]
+        self.wake.set()
 
     async def run(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -80,7 +90,16 @@ class SetSimulator:
             self._apply()
             pending = [t for ts in self.machines.values() for t in ts if t > trio.current_time()]
             with trio.move_on_at(min(pending, default=float("inf"))):
-                await self.changes.next_change()
+                async with trio.open_nursery() as nursery:
+                    self.wake = trio.Event()
+
+                    async def woken() -> None:
+                        await self.wake.wait()
+                        nursery.cancel_scope.cancel()
+
+                    nursery.start_soon(woken)
+                    await self.changes.next_change()
+                    nursery.cancel_scope.cancel()
 
     def _apply(self) -> None:
         now = trio.current_time()

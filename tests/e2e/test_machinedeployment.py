@@ -163,9 +163,8 @@ async def test_scaling_during_a_rollout_is_proportional(
         # 18 - 10 = 8 fewer: large 10*8/18 = 4.4 -> 4 (-6), small 8*8/18 = 3.6 -> 4 (-4).
         await h.patch({"spec": {"replicas": 5}})
         await wait_sizes({"small": 4, "large": 4})
-        h.sim.boot = 60  # type: ignore[union-attr]
-        h.sim.fail("never")  # wakes the stand-in; new machines from now on boot in 60 s
-        done = await h.wait_complete(within=30_000)
+        h.sim.boot_now(60)  # type: ignore[union-attr]
+        done = await h.wait_complete()
         assert done.status.updated_replicas == 5
 
 
