@@ -9,11 +9,12 @@ from typing import Any
 
 import msgspec
 
+from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.status import FINALIZER
-from kubetrio.controllers.machinedeployment import progress, scaling
+from kubetrio.controllers.machinedeployment import autoscaler, progress, scaling
 from kubetrio.controllers.machinedeployment.fenceposts import SpecError
 from kubetrio.controllers.machinedeployment.newset import sync_new_set
 from kubetrio.controllers.machinedeployment.revisions import (
@@ -42,11 +43,13 @@ class DeploymentReconciler:
         writer: Writer,
         sets: Lister[MachineSet],
         machines: Lister[Machine],
+        nodes: Lister[Node],
     ) -> None:
         self.client = client
         self.writer = writer
         self.sets = sets
         self.machines = machines
+        self.nodes = nodes
 
     async def reconcile(self, key: ObjectKey) -> Result:
         raw = await self._get_raw(key)
@@ -79,6 +82,7 @@ class DeploymentReconciler:
         if deployment.deleting:
             return await self._delete(step)
         await self._check_paused(step)
+        await autoscaler.mark_triggered_machines(step, self.writer, self.machines, clock.now())
         spec = deployment.spec
         if spec.paused:
             await self._sync(step)
@@ -181,6 +185,7 @@ class DeploymentReconciler:
     async def _rolling(self, step: Pass) -> None:
         new = await sync_new_set(step, self.writer, create=True)
         assert new is not None
+        await self._autoscaler_hands_off(step, new)
         sizes = scaling.rolling_step(
             step.replicas,
             step.bounds.max_surge,
@@ -191,8 +196,17 @@ class DeploymentReconciler:
         if sizes:
             await self._scale(step, sizes)
         elif progress.complete(step.spec(), step.status):
-            await self._cleanup(step, new)
+            await self._rollout_done(step, new)
         await self._sync_status(step)
+
+    async def _autoscaler_hands_off(self, step: Pass, new: MachineSet | None) -> None:
+        old = step.old_sets(new)
+        if old and not autoscaler.scaled_to_zero(old):
+            await autoscaler.disable_scale_down(self.writer, step.sets, self.machines, self.nodes)
+
+    async def _rollout_done(self, step: Pass, new: MachineSet) -> None:
+        await autoscaler.enable_scale_down(self.writer, step.sets, self.machines, self.nodes)
+        await self._cleanup(step, new)
 
     async def _scale(self, step: Pass, sizes: dict[str, int]) -> None:
         ceiling = step.replicas + step.bounds.max_surge
@@ -205,6 +219,7 @@ class DeploymentReconciler:
 
     async def _recreate(self, step: Pass) -> None:
         new = await sync_new_set(step, self.writer, create=False)
+        await self._autoscaler_hands_off(step, new)
         sizes = scaling.recreate_scale_down(states(step.old_sets(new)))
         if sizes:
             await self._scale(step, sizes)
@@ -218,7 +233,7 @@ class DeploymentReconciler:
             assert new is not None
         await self._scale(step, {new.name: step.replicas})
         if progress.complete(step.spec(), step.status):
-            await self._cleanup(step, new)
+            await self._rollout_done(step, new)
         await self._sync_status(step)
 
     def _old_machines_running(self, step: Pass, new: MachineSet | None) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.machine.options import SafetyOptions
@@ -43,8 +44,9 @@ def setup(manager: Manager, config: Any) -> DeploymentReconciler:
     cache = manager.cache
     sets = cache.informer(MachineSet, namespace=namespace).lister
     machines = cache.informer(Machine, namespace=namespace).lister
+    nodes = cache.informer(Node).lister
     writer = Writer(manager.client, EventRecorder(manager.client, COMPONENT))
-    reconciler = DeploymentReconciler(manager.client, writer, sets, machines)
+    reconciler = DeploymentReconciler(manager.client, writer, sets, machines, nodes)
     manager.controller(NAME).for_(MachineDeployment, namespace=namespace).owns(
         MachineSet, namespace=namespace
     ).watches(

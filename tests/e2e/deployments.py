@@ -14,7 +14,8 @@ from typing import Any
 
 import trio
 
-from kubetrio.api.core import Event
+from kubetrio.api.core import Event, Node
+from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.cmd.config import MachineConfig, ManagerConfig
 from kubetrio.controllers.machine.drain.watching import CacheChanges
@@ -145,7 +146,16 @@ class DeploymentHarness:
     sets: Lister[MachineSet]
     deployment_changes: CacheChanges
     set_changes: CacheChanges
+    machine_changes: CacheChanges
+    node_changes: CacheChanges
     sim: SetSimulator | None = None
+
+    async def wait_cached_machine(self, name: str) -> None:
+        ok = await self.machine_changes.wait_until(
+            lambda: self.reconciler.machines.get("default", name) is not None,
+            trio.current_time() + 60,
+        )
+        assert ok, f"machine {name} never reached the cache"
 
     async def patch(self, patch: dict[str, Any], name: str = "pool") -> int:
         """Change the deployment; its new generation."""
@@ -228,6 +238,8 @@ async def deployment_manager(
         set_informer.lister,
         CacheChanges(deployment_informer),
         CacheChanges(set_informer),
+        CacheChanges(manager.cache.informer(Machine, namespace="default")),
+        CacheChanges(manager.cache.informer(Node)),
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)

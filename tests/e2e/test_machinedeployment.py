@@ -5,11 +5,14 @@ progress deadline."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import trio
 import trio.testing
 
-from kubetrio.api.machineset import MachineDeployment
+from kubetrio.api.machine import Machine
+from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.runtime.clockhold import request_in_flight
 from kubetrio.runtime.emulator import Emulator
 
@@ -334,3 +337,133 @@ async def test_kubectl_scale_resizes_a_deployment(
         assert done.spec.replicas == 5
         [machine_set] = h.sets_of()
         assert machine_set.spec.replicas == 5
+
+
+TRIGGER = "node.machine.sapcloud.io/trigger-deletion-by-mcm"
+
+
+def machine_of(name: str, machine_set: MachineSet, node: str = "") -> dict[str, Any]:
+    """A Machine object owned by ``machine_set`` (no machine controller runs here)."""
+    return {
+        "apiVersion": MACHINE_API,
+        "kind": "Machine",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {"name": "pool", **({"node": node} if node else {})},
+            "ownerReferences": [
+                {
+                    "apiVersion": MACHINE_API,
+                    "kind": "MachineSet",
+                    "name": machine_set.name,
+                    "uid": machine_set.metadata.uid,
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {"class": {"kind": "MachineClass", "name": "small"}},
+    }
+
+
+async def test_machines_the_autoscaler_names_get_deletion_priority(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        emu.create(deployment_doc(replicas=2))
+        await h.wait_complete()
+        [machine_set] = h.sets_of()
+        for name in ("m-1", "m-2"):
+            emu.create(machine_of(name, machine_set))
+            await h.wait_cached_machine(name)
+        await h.patch(
+            {
+                "metadata": {
+                    "annotations": {
+                        "node.machine.sapcloud.io/trigger-deletion-by-mcm": (
+                            "m-1~2026-01-01T00:00:00Z,m-2,gone~2026-01-01T00:00:00Z"
+                        )
+                    }
+                },
+                "spec": {"replicas": 1},
+            }
+        )
+
+        def marked(d: MachineDeployment | None) -> bool:
+            value = d.metadata.annotations.get(TRIGGER) if d else None
+            return value is not None and "gone" not in value
+
+        deployment = await h.wait_deployment(marked)
+        assert deployment is not None
+        await h.machine_changes.wait_until(
+            lambda: all(
+                (m := h.reconciler.machines.get("default", n)) is not None
+                and "machine.sapcloud.io/marked-for-deletion-time" in m.metadata.annotations
+                for n in ("m-1", "m-2")
+            ),
+            trio.current_time() + 60,
+        )
+        stamp = deployment.metadata.annotations[
+            "machine.sapcloud.io/last-deployment-replica-change-by-scaler-time"
+        ]
+        assert deployment.metadata.annotations[TRIGGER] == f"m-1~2026-01-01T00:00:00Z,m-2~{stamp}"
+        m1 = await h.client.get(Machine, "m-1", "default")
+        m2 = await h.client.get(Machine, "m-2", "default")
+        assert m1.metadata.annotations == {
+            "machinepriority.machine.sapcloud.io": "1",
+            "machine.sapcloud.io/marked-for-deletion-time": "2026-01-01T00:00:00Z",
+        }
+        assert m2.metadata.annotations["machine.sapcloud.io/marked-for-deletion-time"] == stamp
+        # Once the set removed it (here: it is gone), its entry goes too.
+        emu.delete(MACHINE_API, "Machine", "m-1", "default")
+        await h.wait_deployment(
+            lambda d: d is not None and d.metadata.annotations.get(TRIGGER) == f"m-2~{stamp}",
+            within=700,
+        )
+
+
+async def test_nodes_are_kept_from_the_autoscaler_during_a_rollout(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        emu.create(deployment_doc(replicas=1))
+        await h.wait_complete()
+        [machine_set] = h.sets_of()
+        emu.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}})
+        emu.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": "node-2",
+                    "annotations": {"cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"},
+                },
+            }
+        )
+        emu.create(machine_of("m-1", machine_set, node="node-1"))
+        emu.create(machine_of("m-2", machine_set, node="node-2"))
+        await h.wait_cached_machine("m-2")
+        generation = await roll_to(h, "large")
+
+        def annotations(name: str) -> dict[str, str]:
+            node = h.reconciler.nodes.get("", name)
+            return dict(node.metadata.annotations) if node else {}
+
+        during = {
+            "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true",
+            "cluster-autoscaler.kubernetes.io/scale-down-disabled-by-mcm": "true",
+        }
+        assert await h.node_changes.wait_until(
+            lambda: annotations("node-1") == during, trio.current_time() + 30
+        )
+        assert len(h.sets_of()) == 2  # during the rollout
+        await h.wait_complete(generation=generation)
+        # The pass that finds the rollout complete removes what it added.
+        assert await h.node_changes.wait_until(
+            lambda: annotations("node-1") == {}, trio.current_time() + 700
+        )
+        # The user's own annotation on node-2 was there before: it stays.
+        assert annotations("node-2") == {
+            "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"
+        }

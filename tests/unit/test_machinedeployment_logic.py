@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import datetime as dt
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubetrio.controllers.machinedeployment import fenceposts, hashing, progress, revisions
+from kubetrio.api.machine import Machine
+from kubetrio.controllers.machinedeployment import (
+    autoscaler,
+    fenceposts,
+    hashing,
+    progress,
+    revisions,
+)
 from kubetrio.controllers.machinedeployment.scaling import (
     find_active_or_latest,
     new_set_replicas,
@@ -204,7 +212,7 @@ def test_proportional_scaling_hits_the_new_total_and_never_goes_negative(
     running = [x for x in sets if x.replicas > 0]
     if len(running) > 1 and result:
         allowed = replicas + surge if replicas else 0
-        after = sum(result.get(x.name, x.replicas) for x in running)
+        after = sum(result.get(x.name, x.replicas) for x in sets)
         assert after == allowed or all(result[x.name] == 0 for x in running if x.name in result)
 
 
@@ -278,3 +286,34 @@ def test_set_condition_keeps_times_when_nothing_changed() -> None:
     )
     assert moved[0]["lastTransitionTime"] == first["lastTransitionTime"]
     assert moved[0]["reason"] == "B"
+
+
+# -- the cluster autoscaler's annotations
+
+
+def test_trigger_deletion_entries_get_times_and_gone_machines_are_dropped() -> None:
+    assert autoscaler.with_times("a,b~2026-01-01T00:00:00Z,c~x~y", "T") == (
+        "a~T,b~2026-01-01T00:00:00Z"
+    )
+
+    def machine(name: str, phase: str = "Running", deleting: bool = False) -> Machine:
+        doc = {"metadata": {"name": name}, "status": {"currentStatus": {"phase": phase}}}
+        if deleting:
+            doc["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"  # type: ignore[index]
+        return msgspec.convert(doc, Machine)
+
+    value = (
+        ",".join(f"{n}~2026-01-01T00:00:00Z" for n in ("a", "failed", "leaving", "gone"))
+        + ",bad~time"
+    )
+    lookup = {
+        "a": machine("a"),
+        "failed": machine("failed", "Failed"),
+        "leaving": machine("leaving", deleting=True),
+        "bad": machine("bad"),
+    }
+    pending, marked = autoscaler.still_pending(
+        value, ((n, lookup.get(n)) for n in autoscaler.entry_names(value))
+    )
+    assert pending == "a~2026-01-01T00:00:00Z"
+    assert [(m.machine.name, m.time) for m in marked] == [("a", "2026-01-01T00:00:00Z")]
