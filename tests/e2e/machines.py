@@ -4,7 +4,7 @@ helpers to seed classes and machines and to wait on what the controller's cache 
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -120,9 +120,14 @@ class Harness:
 
 @asynccontextmanager
 async def machine_manager(
-    emu: Emulator, *, workers: int = 5, **machine_options: Any
+    emu: Emulator,
+    *,
+    workers: int = 5,
+    also: Sequence[Callable[[Manager, ManagerConfig], object]] = (),
+    **machine_options: Any,
 ) -> AsyncIterator[Harness]:
-    """A manager running only the machine controller; stopped (gracefully) on exit."""
+    """A manager running the machine controller (and the setups in ``also``); stopped
+    (gracefully) on exit."""
     client = Client.from_url(emu.url, token=emu.token)
     config = ManagerConfig(machine=MachineConfig(**machine_options), workers={"machine": workers})
     manager = Manager(
@@ -132,6 +137,8 @@ async def machine_manager(
         workers=config.workers,
     )
     ctx = setup(manager, config)
+    for extra in also:
+        extra(manager, config)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         yield Harness(emu, client, manager, ctx)

@@ -1,0 +1,76 @@
+"""Which machines a set deletes first when it has too many: MCM's ``ActiveMachines`` order.
+
+Lowest ``machinepriority.machine.sapcloud.io`` first (the cluster autoscaler and users set "1"
+on machines they want gone; unset or unparsable counts as 3), then machines marked for
+deletion earliest, then by phase — Terminating, Failed, CrashLoopBackOff, Unknown, Pending,
+Available, Running; a machine with no phase yet ranks with Terminating, as Go's zero value for
+a missing map key does — and last the oldest machine, as MCM (unlike Kubernetes' ReplicaSet,
+which prefers the newest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from kubetrio.api.machine import (
+    PHASE_AVAILABLE,
+    PHASE_CRASH_LOOP_BACK_OFF,
+    PHASE_FAILED,
+    PHASE_PENDING,
+    PHASE_RUNNING,
+    PHASE_TERMINATING,
+    PHASE_UNKNOWN,
+    Machine,
+)
+from kubetrio.api.machineset import (
+    MACHINE_PRIORITY_ANNOTATION,
+    MARKED_FOR_DELETION_TIME_ANNOTATION,
+)
+from kubetrio.api.meta import parse_time
+
+DEFAULT_PRIORITY = 3
+PHASE_RANK = {
+    PHASE_TERMINATING: 0,
+    PHASE_FAILED: 1,
+    PHASE_CRASH_LOOP_BACK_OFF: 2,
+    PHASE_UNKNOWN: 3,
+    PHASE_PENDING: 4,
+    PHASE_AVAILABLE: 5,
+    PHASE_RUNNING: 6,
+}
+_NEVER = datetime.min
+
+
+def machine_priority(machine: Machine) -> int:
+    try:
+        return int(machine.metadata.annotations.get(MACHINE_PRIORITY_ANNOTATION, ""))
+    except ValueError:
+        return DEFAULT_PRIORITY
+
+
+def _time(value: str | None) -> datetime | None:
+    try:
+        moment = parse_time(value)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=None) if moment is not None else None
+
+
+def deletion_order(machine: Machine) -> tuple[int, int, datetime, int, datetime, str]:
+    """Sort key: smaller is deleted first."""
+    marked = _time(machine.metadata.annotations.get(MARKED_FOR_DELETION_TIME_ANNOTATION))
+    created = _time(machine.metadata.creation_timestamp) or _NEVER
+    return (
+        machine_priority(machine),
+        0 if marked is not None else 1,
+        marked or _NEVER,
+        PHASE_RANK.get(machine.phase, 0),
+        created,
+        machine.name,  # a stable tie-break, so repeated passes pick the same machines
+    )
+
+
+def machines_to_delete(machines: Sequence[Machine], count: int) -> list[Machine]:
+    """The ``count`` machines to delete first."""
+    return sorted(machines, key=deletion_order)[:count]

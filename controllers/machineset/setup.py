@@ -1,0 +1,110 @@
+"""Registering the MachineSet controller: the set and machine informers (shared with the
+machine controller), the expectation bookkeeping on machine events, and the controller."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client import Counter
+
+from kubetrio.api.machine import Machine
+from kubetrio.api.machineset import MachineSet
+from kubetrio.controllers.machineset.control import MachineControl
+from kubetrio.controllers.machineset.reconciler import MachineSetContext, MachineSetReconciler
+from kubetrio.runtime.events import EventRecorder
+from kubetrio.runtime.informer import EventHandler
+from kubetrio.runtime.labels import selector_matches
+from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.store import DeletedFinalStateUnknown, Lister
+
+# MCM records its Events under one component for all its controllers.
+COMPONENT = "machine-controller-manager"
+
+
+def owning_set(machine: Machine) -> ObjectKey | None:
+    ref = machine.metadata.controller_ref()
+    if ref is None or ref.kind != MachineSet.KIND.kind:
+        return None
+    if ref.api_version.split("/")[0] != MachineSet.KIND.group:
+        return None
+    return ObjectKey(machine.namespace, ref.name)
+
+
+def sets_of_machine(sets: Lister[MachineSet]) -> Any:
+    """A machine's controlling set; for an orphan every set that selects it (which may adopt
+    it). An empty or missing selector selects nothing."""
+
+    def mapper(machine: Machine) -> Iterable[ObjectKey]:
+        owner = owning_set(machine)
+        if owner is not None:
+            return (owner,)
+        if not machine.metadata.labels:
+            return ()
+        return [
+            ObjectKey(s.namespace, s.name)
+            for s in sets.list(machine.namespace)
+            if s.spec.selector is not None
+            and (s.spec.selector.match_labels or s.spec.selector.match_expressions)
+            and selector_matches(s.spec.selector, machine.metadata.labels)
+        ]
+
+    return mapper
+
+
+def expectation_handler(ctx: MachineSetContext) -> EventHandler[Machine]:
+    """Counts off what sets expect as the cache sees it (client-go's ReplicaSet handlers): a
+    controlled machine's arrival is a creation, its deletion timestamp or removal a deletion."""
+    expectations = ctx.expectations
+
+    def deleted(machine: Machine) -> None:
+        owner = owning_set(machine)
+        if owner is not None:
+            expectations.deletion_observed(owner, machine.name)
+
+    def on_add(machine: Machine, initial: bool) -> None:
+        if machine.deleting:
+            deleted(machine)  # a restart may list machines already being deleted
+            return
+        owner = owning_set(machine)
+        if owner is not None:
+            expectations.creation_observed(owner)
+
+    def on_update(old: Machine, new: Machine) -> None:
+        if new.deleting:
+            deleted(new)
+            if owning_set(old) != owning_set(new):
+                deleted(old)
+
+    def on_delete(machine: Machine | DeletedFinalStateUnknown[Machine]) -> None:
+        deleted(machine.obj if isinstance(machine, DeletedFinalStateUnknown) else machine)
+
+    return EventHandler(on_add=on_add, on_update=on_update, on_delete=on_delete)
+
+
+def setup(manager: Manager, config: Any) -> MachineSetContext:
+    """Register the controller; the context is returned for tests and embedders."""
+    namespace = config.machine.namespace
+    cache = manager.cache
+    sets = cache.informer(MachineSet, namespace=namespace).lister
+    machine_informer = cache.informer(Machine, namespace=namespace)
+    stale = Counter(
+        "mcm_machine_stale_machines",
+        "Total count of stale machines flagged for termination that turned stale due to long "
+        "unhealthiness",
+        registry=manager.registry,
+    )
+    ctx = MachineSetContext(
+        client=manager.client,
+        sets=sets,
+        machines=machine_informer.lister,
+        control=MachineControl(
+            manager.client, EventRecorder(manager.client, COMPONENT), on_stale_removed=stale.inc
+        ),
+    )
+    machine_informer.add_handler(expectation_handler(ctx))
+    manager.controller("machineset").for_(MachineSet, namespace=namespace).watches(
+        Machine, sets_of_machine(sets), namespace=namespace
+    ).complete(MachineSetReconciler(ctx))
+    return ctx
