@@ -20,7 +20,6 @@ from kubetrio.controllers.machinedeployment.sets import (
     active,
     by_age,
     by_size_older,
-    total_actual,
     total_available,
     total_replicas,
 )
@@ -30,12 +29,16 @@ def new_set_replicas(
     strategy: str, replicas: int, max_surge: int, all_sets: Sequence[SetState], new: SetState
 ) -> int:
     """The new set's next size: Recreate takes all at once; RollingUpdate grows it by what the
-    surge allows over the machines that exist now (not those asked for: a set being scaled
-    down still has its machines until they are gone)."""
+    surge allows over the machines there are.
+
+    MCM counts the machines the sets report (``status.replicas``): a set being scaled down
+    keeps its machines until they are drained and gone. But a set's report lags its growth —
+    asked for 2, it may still report 1 — and MCM then grows the new set past the surge. So
+    each set counts as the larger of what it was asked for and what it reports."""
     if strategy != STRATEGY_ROLLING_UPDATE:
         return replicas
     ceiling = replicas + max_surge
-    current = total_actual(all_sets)
+    current = sum(max(s.replicas, s.actual) for s in all_sets)
     if current >= ceiling:
         return new.replicas
     return new.replicas + min(ceiling - current, replicas - new.replicas)

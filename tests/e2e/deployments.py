@@ -21,12 +21,13 @@ from kubetrio.cmd.config import MachineConfig, ManagerConfig
 from kubetrio.controllers.machine.drain.watching import CacheChanges
 from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconciler
 from kubetrio.controllers.machinedeployment.setup import setup
+from kubetrio.controllers.machineset.setup import setup as machineset_setup
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.store import Lister
 
-from .machines import MACHINE_API
+from .machines import MACHINE_API, Harness, machine_manager
 
 
 def deployment_doc(
@@ -249,3 +250,43 @@ async def deployment_manager(
         yield harness
         manager.stop()
         nursery.cancel_scope.cancel()
+
+
+@dataclass
+class PoolHarness:
+    """The machine, MachineSet and MachineDeployment controllers together: machines boot at
+    the simulated cloud and join the simulated cluster for real."""
+
+    h: Harness
+    deployments: DeploymentHarness
+
+    def machines(self) -> list[Machine]:
+        return self.h.ctx.machines.list("default")
+
+
+@asynccontextmanager
+async def pool_manager(emu: Emulator, **machine_options: Any) -> AsyncIterator[PoolHarness]:
+    made: list[DeploymentHarness] = []
+
+    def add(manager: Manager, config: ManagerConfig) -> None:
+        machineset_setup(manager, config)
+        reconciler = setup(manager, config)
+        deployment_informer = manager.cache.informer(MachineDeployment, namespace="default")
+        set_informer = manager.cache.informer(MachineSet, namespace="default")
+        made.append(
+            DeploymentHarness(
+                emu,
+                manager.client,
+                manager,
+                reconciler,
+                deployment_informer.lister,
+                set_informer.lister,
+                CacheChanges(deployment_informer),
+                CacheChanges(set_informer),
+                CacheChanges(manager.cache.informer(Machine, namespace="default")),
+                CacheChanges(manager.cache.informer(Node)),
+            )
+        )
+
+    async with machine_manager(emu, also=(add,), **machine_options) as h:
+        yield PoolHarness(h, made[0])

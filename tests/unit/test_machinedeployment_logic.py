@@ -163,6 +163,9 @@ def test_new_set_grows_by_the_surge_over_existing_machines() -> None:
     assert new_set_replicas(ROLLING, 10, 3, [s("a", 7, actual=10), s("b", 3)], s("b", 3)) == 3
     assert new_set_replicas(ROLLING, 10, 3, [s("a", 2), s("b", 8)], s("b", 8)) == 10
     assert new_set_replicas("Recreate", 10, 0, [old, new], new) == 10
+    # A set's report lags its growth: asked for 2, it still reports 1 — still at the ceiling.
+    lagging = s("new", 2, actual=1)
+    assert new_set_replicas(ROLLING, 3, 1, [s("old", 2), lagging], lagging) == 2
 
 
 def test_old_sets_lose_unavailable_machines_first_then_down_to_min_available() -> None:
