@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrio.api.machineset import MachineDeployment, MachineSet
+from kubetrio.api.machineset import MachineSet
 from kubetrio.controllers.machinedeployment import progress, scaling
+from kubetrio.controllers.machinedeployment.claim import controller_ref
 from kubetrio.controllers.machinedeployment.hashing import (
     TEMPLATE_HASH_LABEL,
     equal_ignore_hash,
@@ -132,7 +133,7 @@ async def _create(step: Pass, writer: Writer, new_revision: int) -> MachineSet:
             "namespace": deployment.namespace,
             "labels": template["metadata"].get("labels") or {},
             "annotations": annotations,
-            "ownerReferences": [_controller_ref(deployment)],
+            "ownerReferences": [controller_ref(deployment)],
         },
         "spec": {
             "replicas": replicas,
@@ -193,14 +194,3 @@ async def _name_taken(step: Pass, writer: Writer, name: str) -> MachineSet:
     step.status["collisionCount"] = (step.collision_count or 0) + 1
     step.deployment = await writer.write_status(step.deployment, step.status)
     raise RuntimeError(f"machine set {name} exists and is not this deployment's: hash collision")
-
-
-def _controller_ref(deployment: MachineDeployment) -> dict[str, Any]:
-    return {
-        "apiVersion": deployment.KIND.api_version,
-        "kind": deployment.KIND.kind,
-        "name": deployment.name,
-        "uid": deployment.metadata.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }

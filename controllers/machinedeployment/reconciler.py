@@ -15,6 +15,7 @@ from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.status import FINALIZER
 from kubetrio.controllers.machinedeployment import autoscaler, progress, scaling
+from kubetrio.controllers.machinedeployment.claim import claim_sets
 from kubetrio.controllers.machinedeployment.fenceposts import SpecError
 from kubetrio.controllers.machinedeployment.newset import sync_new_set
 from kubetrio.controllers.machinedeployment.revisions import (
@@ -72,12 +73,7 @@ class DeploymentReconciler:
         selector = deployment.spec.selector
         if selector is None or (not selector.match_labels and not selector.match_expressions):
             return await self._selects_all(deployment, raw)
-        owned = [
-            s
-            for s in self.sets.list(deployment.namespace)
-            if (ref := s.metadata.controller_ref()) is not None
-            and ref.uid == deployment.metadata.uid
-        ]
+        owned = await claim_sets(deployment, self.sets.list(deployment.namespace), self.writer)
         step = Pass(deployment, raw, bounds, owned, dict(raw.get("status") or {}))
         if deployment.deleting:
             return await self._delete(step)

@@ -467,3 +467,49 @@ async def test_nodes_are_kept_from_the_autoscaler_during_a_rollout(
         assert annotations("node-2") == {
             "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"
         }
+
+
+async def test_a_matching_orphan_set_is_adopted_and_a_set_that_stops_matching_released(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        template = deployment_doc()["spec"]["template"]
+        emu.create(
+            {
+                "apiVersion": MACHINE_API,
+                "kind": "MachineSet",
+                "metadata": {"name": "orphan", "namespace": "default", "labels": {"name": "pool"}},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": {"name": "pool"}},
+                    "template": template,
+                },
+            }
+        )
+        emu.create(deployment_doc(replicas=2))
+        done = await h.wait_complete()
+        # The orphan has the deployment's template: adopted, it is the current set.
+        assert [s.name for s in h.sets_of()] == ["orphan"]
+        assert done.status.updated_replicas == 2
+
+        await h.client.patch(
+            MachineSet,
+            "orphan",
+            {"metadata": {"labels": {"name": "elsewhere"}}},
+            namespace="default",
+        )
+        ok = await h.set_changes.wait_until(
+            lambda: (
+                (s := h.sets.get("default", "orphan")) is not None
+                and s.metadata.controller_ref() is None
+            ),
+            trio.current_time() + 60,
+        )
+        assert ok
+        # Released, it no longer counts: the deployment makes a set of its own.
+        ok = await h.set_changes.wait_until(
+            lambda: [s.name for s in h.sets_of()] not in ([], ["orphan"]),
+            trio.current_time() + 60,
+        )
+        assert ok and len(h.sets_of()) == 1
