@@ -16,7 +16,7 @@ from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.status import FINALIZER
 from kubetrio.controllers.machinedeployment import autoscaler, progress, scaling
 from kubetrio.controllers.machinedeployment.claim import claim_sets
-from kubetrio.controllers.machinedeployment.fenceposts import SpecError
+from kubetrio.controllers.machinedeployment.fenceposts import Fenceposts, SpecError
 from kubetrio.controllers.machinedeployment.newset import sync_new_set
 from kubetrio.controllers.machinedeployment.revisions import (
     DESIRED_REPLICAS_ANNOTATION,
@@ -51,19 +51,24 @@ class DeploymentReconciler:
         self.sets = sets
         self.machines = machines
         self.nodes = nodes
+        self._reported: dict[str, int] = {}  # uid -> the generation whose bad spec was reported
 
     async def reconcile(self, key: ObjectKey) -> Result:
         raw = await self._get_raw(key)
         if raw is None:
             return Result()
-        deployment = msgspec.convert(raw, MachineDeployment)
+        try:
+            deployment = msgspec.convert(raw, MachineDeployment)
+        except msgspec.ValidationError as error:
+            log.warning("undecodable machine deployment", deployment=key.name, error=str(error))
+            return Result()
         try:
             bounds = validate(deployment)
         except SpecError as error:
-            # MCM logs and drops it; an Event tells the user which field, once per edit.
-            log.warning("invalid machine deployment", deployment=key.name, error=str(error))
-            await self.writer.event(deployment, "Warning", "InvalidSpec", str(error))
-            return Result()
+            if not deployment.deleting:
+                await self._invalid(deployment, error)
+                return Result()
+            bounds = Fenceposts(0, 0)  # a bad spec must not keep a deletion from finishing
         if not deployment.deleting and FINALIZER not in deployment.metadata.finalizers:
             added = await set_finalizer(self.client, deployment, True)
             if added is None:
@@ -92,6 +97,15 @@ class DeploymentReconciler:
         else:
             await self._rolling(step)
         return Result(requeue_after=self._requeue(step))
+
+    async def _invalid(self, deployment: MachineDeployment, error: SpecError) -> None:
+        """MCM only logs it; a Warning Event names the field too, once per generation (every
+        pass until the user edits it would repeat it)."""
+        log.warning("invalid machine deployment", deployment=deployment.name, error=str(error))
+        uid, generation = deployment.metadata.uid, deployment.metadata.generation
+        if self._reported.get(uid) != generation:
+            self._reported[uid] = generation
+            await self.writer.event(deployment, "Warning", "InvalidSpec", str(error))
 
     async def _get_raw(self, key: ObjectKey) -> dict[str, Any] | None:
         """The deployment as stored now (MCM reads it from the API server, not the cache): its

@@ -309,6 +309,11 @@ async def test_an_invalid_deployment_is_reported_and_others_go_on(
             "an integer",
         ) in events
         assert h.sets_of("bad") == []
+        await trio.sleep(1800)  # resyncs: the same generation is not reported again
+        assert [r for _, r, _ in await h.events("bad")].count("InvalidSpec") == 1
+        # A bad spec does not keep its deletion from finishing.
+        emu.delete(MACHINE_API, "MachineDeployment", "bad", "default")
+        await h.wait_deployment(lambda d: d is None, "bad")
 
 
 async def test_deleting_a_deployment_deletes_its_sets_then_releases_it(
