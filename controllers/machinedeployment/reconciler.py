@@ -15,7 +15,7 @@ from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.status import FINALIZER
-from kubetrio.controllers.machinedeployment import autoscaler, progress, scaling
+from kubetrio.controllers.machinedeployment import autoscaler, progress, scaling, taints
 from kubetrio.controllers.machinedeployment.claim import claim_sets
 from kubetrio.controllers.machinedeployment.fenceposts import Fenceposts, SpecError
 from kubetrio.controllers.machinedeployment.newset import sync_new_set
@@ -85,7 +85,11 @@ class DeploymentReconciler:
         if spec.paused:
             await self._sync(step)
         elif spec.rollback_to is not None:
-            await rollback(step, self.writer)
+            await rollback(
+                step,
+                self.writer,
+                lambda s: taints.untaint_set(self.writer, s, self.machines, self.nodes),
+            )
             return Result(requeue_after=RESYNC)
         elif self._is_scaling_event(step):
             await self._sync(step)
@@ -185,6 +189,9 @@ class DeploymentReconciler:
     async def _rolling(self, step: Pass) -> None:
         new = await sync_new_set(step, self.writer, create=True)
         assert new is not None
+        old = step.old_sets(new)
+        for updated in await taints.taint_old_sets(self.writer, old, self.machines, self.nodes):
+            step.replace(updated)
         await self._autoscaler_hands_off(step, new)
         sizes = scaling.rolling_step(
             step.replicas,
@@ -206,6 +213,8 @@ class DeploymentReconciler:
 
     async def _rollout_done(self, step: Pass, new: MachineSet) -> None:
         await autoscaler.enable_scale_down(self.writer, step.sets, self.machines, self.nodes)
+        if step.strategy == "RollingUpdate":
+            step.replace(await taints.untaint_set(self.writer, new, self.machines, self.nodes))
         await self._cleanup(step, new)
 
     async def _scale(self, step: Pass, sizes: dict[str, int]) -> None:
