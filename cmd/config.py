@@ -159,11 +159,18 @@ def _enc_hook(value: Any) -> Any:
 
 # --- the typed configuration ----------------------------------------------------------------
 
-DEFAULT_CONTROLLERS: Final[tuple[str, ...]] = ("machine", "machineset", "nodedelete", "storagegc")
+DEFAULT_CONTROLLERS: Final[tuple[str, ...]] = (
+    "machine",
+    "machineset",
+    "machinedeployment",
+    "nodedelete",
+    "storagegc",
+)
 # StorageOS runs --node-delete-workers=5; the storage GC is one periodic loop.
 DEFAULT_WORKERS: Final[Mapping[str, int]] = {
     "machine": 5,
     "machineset": 5,
+    "machinedeployment": 5,
     "nodedelete": 5,
     "storagegc": 1,
 }

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from kubetrio.api.core import Node, Secret
 from kubetrio.api.machine import Machine, MachineClass
+from kubetrio.api.machineset import MachineSet
 from kubetrio.api.storage import VolumeAttachment
 from kubetrio.controllers.machine.drain.discovery import eviction_supported
 from kubetrio.controllers.machine.drain.drain import Drainer
@@ -63,6 +64,7 @@ class MachineContext:
     drainer: Drainer
     status: StatusWriter
     metrics: MachineMetrics
+    sets: Lister[MachineSet]  # meltdown protection finds a machine's deployment through them
     permits: FailurePermits = field(default_factory=FailurePermits)
     freeze: ControllerFreeze = field(default_factory=ControllerFreeze)
     _eviction_supported: bool | None = None

@@ -2,20 +2,66 @@
 
 When a zone or the network fails, every machine turns Unknown together; replacing them all at
 once would tear down a whole pool for a problem no new VM fixes. MCM lets one machine per
-deployment (label ``name``) fail while others are being replaced; the rest wait.
+deployment fail while others are being replaced; the rest wait.
+
+MCM finds a machine's deployment by its label ``name`` alone, so machines whose template lacks
+it were never held back. Here the owner chain decides (machine → its controlling MachineSet →
+that set's controlling MachineDeployment), the label only where there is no chain.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 
 import trio
 
 from kubetrio.api.machine import PHASE_RUNNING, PHASE_TERMINATING, PHASE_UNKNOWN, Machine
+from kubetrio.api.machineset import MachineSet
+from kubetrio.controllers.machine.status import DEPLOYMENT_LABEL
+from kubetrio.runtime.store import Lister
 
 MAX_REPLACEMENTS = 1
 LOCK_TIMEOUT = 1.0
+MACHINE_SET_INDEX = "machine.set"
+
+
+def machine_set_of(machine: Machine) -> Iterable[str]:
+    """Index: the name of the MachineSet controlling the machine."""
+    ref = machine.metadata.controller_ref()
+    return (ref.name,) if ref is not None and ref.kind == "MachineSet" else ()
+
+
+def deployment_of(machine: Machine, sets: Lister[MachineSet]) -> str | None:
+    """The deployment whose replacements the machine counts against: the owner chain's, else
+    the ``name`` label's (MCM), else none (the machine is not rate-limited)."""
+    ref = machine.metadata.controller_ref()
+    if ref is not None and ref.kind == "MachineSet":
+        machine_set = sets.get(machine.namespace, ref.name)
+        if machine_set is not None and machine_set.metadata.uid == ref.uid:
+            owner = machine_set.metadata.controller_ref()
+            if owner is not None and owner.kind == "MachineDeployment":
+                return owner.name
+    return machine.metadata.labels.get(DEPLOYMENT_LABEL) or None
+
+
+def deployment_machines(
+    deployment: str,
+    namespace: str,
+    machines: Lister[Machine],
+    sets: Lister[MachineSet],
+    by_label: Sequence[Machine],
+) -> list[Machine]:
+    """Every machine of the deployment's sets, plus those the label assigns to it."""
+    found = {(m.namespace, m.name): m for m in by_label if deployment_of(m, sets) == deployment}
+    for machine_set in sets.list(namespace):
+        owner = machine_set.metadata.controller_ref()
+        if owner is None or owner.kind != "MachineDeployment" or owner.name != deployment:
+            continue
+        for machine in machines.by_index(MACHINE_SET_INDEX, machine_set.name):
+            if machine.namespace == namespace and deployment_of(machine, sets) == deployment:
+                found[(machine.namespace, machine.name)] = machine
+    return list(found.values())
 
 
 def replacements_in_progress(machines: Sequence[Machine]) -> int:

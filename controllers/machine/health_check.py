@@ -30,10 +30,15 @@ from kubetrio.api.machine import (
 from kubetrio.api.meta import parse_time
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
 from kubetrio.controllers.machine.context import MACHINE_DEPLOYMENT_INDEX, MachineContext
-from kubetrio.controllers.machine.failing import MAX_REPLACEMENTS, replacements_in_progress
+from kubetrio.controllers.machine.failing import (
+    MAX_REPLACEMENTS,
+    deployment_machines,
+    deployment_of,
+    replacements_in_progress,
+)
 from kubetrio.controllers.machine.health import is_healthy
 from kubetrio.controllers.machine.options import SafetyOptions
-from kubetrio.controllers.machine.status import DEPLOYMENT_LABEL, NODE_LABEL, Operation
+from kubetrio.controllers.machine.status import NODE_LABEL, Operation
 from kubetrio.runtime.clock import seconds_since
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.ratelimit import LongRetry, ShortRetry
@@ -229,14 +234,17 @@ async def _mark_failed(
 ) -> Machine | None:
     """Failed, unless another machine of the same deployment is already being replaced
     (then None: try again shortly)."""
-    deployment = machine.metadata.labels.get(DEPLOYMENT_LABEL)
+    deployment = deployment_of(machine, ctx.sets)
     if not deployment:
         return await _write_failed(ctx, machine, operation, conditions)
     async with ctx.permits.hold(deployment) as acquired:
         if not acquired:
             log.info("timed out waiting to acquire lock", machine=machine.name)
             return None
-        siblings = ctx.machines.by_index(MACHINE_DEPLOYMENT_INDEX, deployment)
+        labelled = ctx.machines.by_index(MACHINE_DEPLOYMENT_INDEX, deployment)
+        siblings = deployment_machines(
+            deployment, machine.namespace, ctx.machines, ctx.sets, labelled
+        )
         others = [m for m in siblings if m.name != machine.name]
         if replacements_in_progress(others) >= MAX_REPLACEMENTS:
             log.info(

@@ -14,6 +14,7 @@ import msgspec
 
 from kubetrio.api.core import Node, PersistentVolume, Secret
 from kubetrio.api.machine import Machine, MachineClass, MachineSpec
+from kubetrio.api.machineset import MachineSet
 from kubetrio.api.meta import KubeObject, ObjectMeta
 from kubetrio.api.storage import VolumeAttachment
 from kubetrio.controllers.clusters import TARGET
@@ -40,6 +41,7 @@ from kubetrio.controllers.machine.driver.fenced import FencedDriver
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
 from kubetrio.controllers.machine.driver.sim import PROVIDER as SIM_PROVIDER
 from kubetrio.controllers.machine.driver.sim import SimDriver
+from kubetrio.controllers.machine.failing import MACHINE_SET_INDEX, machine_set_of
 from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetrics
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.provider_metrics import provider_metrics
@@ -184,6 +186,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     machine_informer.add_index(MACHINE_NODE_INDEX, machine_node)
     machine_informer.add_index(MACHINE_CLASS_INDEX, machine_class_name)
     machine_informer.add_index(MACHINE_DEPLOYMENT_INDEX, machine_deployment)
+    machine_informer.add_index(MACHINE_SET_INDEX, machine_set_of)
     machines = machine_informer.lister
     drain_cache = DrainCache.from_cache(target.cache)
     attachment_informer = target.cache.informer(VolumeAttachment)
@@ -221,6 +224,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         ),
         status=StatusWriter(manager.client, events),
         metrics=metrics,
+        sets=cache.informer(MachineSet, namespace=namespace).lister,
     )
     manager.controller("machine").for_(Machine, machine_changed(), namespace=namespace).watches(
         Node,

@@ -98,6 +98,15 @@ own). Peak RSS about 55 MB (50 MB after sync).
 
 ``python tests/bench/machines.py [--machines N] [--workers W] [--qps Q --burst B]``; last line
 ``RESULT {json}`` with a ratio line before it. CI size: ``--machines 100`` (about 5 s).
+
+**The rolling-update case** (``--rolling``, issue 15): the manager runs the machine, MachineSet
+and MachineDeployment controllers; the driver creates an N-machine MachineDeployment (maxSurge
+``--surge``, default 10 %, maxUnavailable 0; VMs boot in ``--boot`` seconds, default 2), waits
+until all N run, resets the counters and moves the template to another class. ``wall_s`` runs
+from that PATCH until N machines of the new class run and every old one is gone; the ideal is
+``ceil(N / surge)`` waves of one boot each (``wall_over_ideal``). ``requests_per_replaced_machine``
+counts every API request but watches and that one PATCH over N: one machine's creation, join,
+drain and deletion, and the sets' and the deployment's writes around it.
 """
 
 from __future__ import annotations
@@ -123,6 +132,7 @@ from typing import Any
 
 NS = "default"
 CLASS = "bench"
+LARGE = "bench-large"
 DEPLOYMENT = "pool-bench"
 PREFIX = "m-"
 MACHINE_API = "machine.sapcloud.io/v1alpha1"
@@ -143,22 +153,27 @@ DRIVER_VERBS = ("create machines", "delete machines")
 # --------------------------------------------------------------------------- emulator child
 
 
-def class_docs() -> list[dict[str, Any]]:
+def class_docs(boot: float = 0.0) -> list[dict[str, Any]]:
+    """The Secret and the bench's classes: ``bench`` and ``bench-large`` (the rolling update's
+    target), both booting in ``boot`` seconds."""
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": f"{CLASS}-secret", "namespace": NS},
         "data": {"userData": base64.b64encode(USER_DATA.encode()).decode()},
     }
-    machine_class = {
-        "apiVersion": MACHINE_API,
-        "kind": "MachineClass",
-        "metadata": {"name": CLASS, "namespace": NS},
-        "provider": "sim",
-        "providerSpec": {"region": "eu-1", "bootSeconds": 0},
-        "secretRef": {"name": f"{CLASS}-secret", "namespace": NS},
-    }
-    return [secret, machine_class]
+    classes = [
+        {
+            "apiVersion": MACHINE_API,
+            "kind": "MachineClass",
+            "metadata": {"name": name, "namespace": NS},
+            "provider": "sim",
+            "providerSpec": {"region": "eu-1", "bootSeconds": boot},
+            "secretRef": {"name": f"{CLASS}-secret", "namespace": NS},
+        }
+        for name in (CLASS, LARGE)
+    ]
+    return [secret, *classes]
 
 
 def machine_doc(name: str) -> dict[str, Any]:
@@ -180,6 +195,7 @@ class Tracker:
     def reset(self) -> None:
         """Forget the machines seen so far (the node count stays: it is the store's)."""
         self.phase: dict[str, str] = {}
+        self.klass: dict[str, str] = {}
         self.created: dict[str, float] = {}
         self.running: dict[str, float] = {}
         self.deleting: dict[str, float] = {}
@@ -188,6 +204,7 @@ class Tracker:
         self.node_versions = 0
         self.events: Counter[str] = Counter()
         self.cpu_at_reset = _cpu()
+        self.peak = 0
 
     def hook(self, rt: Any, ev: Any) -> None:
         now = time.monotonic()
@@ -214,13 +231,16 @@ class Tracker:
         if ev.type == "DELETED":
             self.gone[name] = now
             self.phase.pop(name, None)
+            self.klass.pop(name, None)
             return
         phase = ((obj.get("status") or {}).get("currentStatus") or {}).get("phase", "")
         self.phase[name] = phase
+        self.klass[name] = ((obj.get("spec") or {}).get("class") or {}).get("name", "")
         if phase == "Running" and name not in self.running:
             self.running[name] = now
         if obj["metadata"].get("deletionTimestamp") and name not in self.deleting:
             self.deleting[name] = now
+        self.peak = max(self.peak, sum(1 for n in self.phase if n not in self.deleting))
 
     def state(self) -> dict[str, Any]:
         """What the driver polls for: kept small, it is asked 20 times a second."""
@@ -228,6 +248,12 @@ class Tracker:
             "machines": len(self.phase),
             "running": sum(1 for phase in self.phase.values() if phase == "Running"),
             "nodes": self.nodes,
+            "running_large": sum(
+                1
+                for name, phase in self.phase.items()
+                if phase == "Running" and self.klass.get(name) == LARGE
+            ),
+            "peak": self.peak,
         }
 
     def final(self) -> dict[str, Any]:
@@ -305,7 +331,7 @@ def _target(path: str) -> str:
     return "/".join(rest[:1] + rest[2:3]) or "discovery"
 
 
-def emulator_child(window: int) -> None:
+def emulator_child(window: int, boot: float = 0.0) -> None:
     import trio
     import yaml
 
@@ -317,7 +343,7 @@ def emulator_child(window: int) -> None:
         async with serve_emulator(options=options) as emu:
             for path in sorted(CRD_DIR.glob("*.yaml")):
                 emu.create(yaml.safe_load(path.read_text()))
-            for doc in class_docs():
+            for doc in class_docs(boot):
                 emu.create(doc)
             tracker = Tracker()
             emu.store.subscribe(tracker.hook)
@@ -332,9 +358,12 @@ def emulator_child(window: int) -> None:
                     return json_response(tracker.final())
                 if what == "tally" and req.method == "GET":
                     return json_response(tally.snapshot())
-                if what == "reset" and req.method == "POST":
+                if what in ("reset", "reset-counters") and req.method == "POST":
                     tally.reset()
-                    tracker.reset()
+                    if what == "reset":
+                        tracker.reset()
+                    else:  # the rolling update's: the machines seen so far stay known
+                        tracker.peak = 0
                     emu.counters.reset()
                     return json_response({})
                 return json_response({"error": f"no bench route {req.method} {req.path}"}, 404)
@@ -356,7 +385,7 @@ def rss_kb() -> int:
     return 0
 
 
-def manager_child(url: str, workers: int, qps: float, burst: int) -> None:
+def manager_child(url: str, workers: int, qps: float, burst: int, rolling: bool = False) -> None:
     """Runs until its stdin closes; prints ``READY {json}`` once synced, ``STATS {json}`` at
     the end."""
     import trio
@@ -379,6 +408,12 @@ def manager_child(url: str, workers: int, qps: float, burst: int) -> None:
             workers=config.workers,
         )
         setup(manager, config)
+        if rolling:
+            from kubetrio.controllers.machinedeployment.setup import setup as deployment_setup
+            from kubetrio.controllers.machineset.setup import setup as set_setup
+
+            set_setup(manager, config)
+            deployment_setup(manager, config)
         async with trio.open_nursery() as nursery:
             await nursery.start(manager.run)
             print("READY " + json.dumps({"rss_kb": rss_kb()}), flush=True)
@@ -393,10 +428,16 @@ def manager_child(url: str, workers: int, qps: float, burst: int) -> None:
             if sample.name == "controller_runtime_reconcile_total"
             and sample.labels.get("controller") == "machine"
         }
+        by_controller: Counter[str] = Counter()
+        for metric in manager.registry.collect():
+            for sample in metric.samples:
+                if sample.name == "controller_runtime_reconcile_total":
+                    by_controller[sample.labels["controller"]] += int(sample.value)
         stats = {
             "peak_rss_kb": usage.ru_maxrss,
             "cpu_s": usage.ru_utime + usage.ru_stime,
             "reconciles": reconciles,
+            "reconciles_by_controller": dict(by_controller),
         }
         print("STATS " + json.dumps(stats), flush=True)
 
@@ -685,6 +726,151 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+# --------------------------------------------------------------------------- rolling update
+
+
+def deployment_doc(n: int, surge: str) -> dict[str, Any]:
+    return {
+        "apiVersion": MACHINE_API,
+        "kind": "MachineDeployment",
+        "metadata": {"name": DEPLOYMENT, "namespace": NS},
+        "spec": {
+            "replicas": n,
+            "selector": {"matchLabels": {"name": DEPLOYMENT}},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": _int_or_percent(surge), "maxUnavailable": 0},
+            },
+            "template": {
+                "metadata": {"labels": {"name": DEPLOYMENT}},
+                "spec": {"class": {"kind": "MachineClass", "name": CLASS}},
+            },
+        },
+    }
+
+
+def _int_or_percent(value: str) -> int | str:
+    return value if value.endswith("%") else int(value)
+
+
+def surge_of(surge: str, n: int) -> int:
+    """maxSurge resolved as the controller does (a percentage rounds up)."""
+    if surge.endswith("%"):
+        return -(-int(surge[:-1]) * n // 100)
+    return int(surge)
+
+
+async def run_rolling(args: argparse.Namespace, url: str) -> dict[str, Any]:
+    """Manager up (machine, MachineSet and MachineDeployment controllers); the deployment made
+    and all N Running; counters reset; its template moved to the other class; until N
+    machines of the new class run and every old one is gone."""
+    import trio
+
+    n = args.machines
+    driver = Driver(url)
+    deployments = f"/apis/{MACHINE_API}/namespaces/{NS}/machinedeployments"
+    manager = Child(
+        "--manager-child",
+        url,
+        str(args.workers),
+        str(args.qps),
+        str(args.burst),
+        "--rolling",
+        stdin=True,
+    )
+    try:
+        ready = json.loads(await trio.to_thread.run_sync(manager.wait_for, "READY "))
+        await trio.sleep(0.5)
+        await driver.bench("reset", "POST")
+        body = json.dumps(deployment_doc(n, args.surge)).encode()
+        await driver.client.request("POST", deployments, body=body)
+        await driver.wait(f"{n} machines Running", lambda s: s["running"] == n)
+        await driver.bench("reset-counters", "POST")
+        patch = {"spec": {"template": {"spec": {"class": {"name": LARGE}}}}}
+        started = time.monotonic()
+        await driver.client.request(
+            "PATCH",
+            f"{deployments}/{DEPLOYMENT}",
+            body=json.dumps(patch).encode(),
+            content_type="application/merge-patch+json",
+        )
+        done = await driver.wait(
+            f"{n} machines of the new class Running, the old ones gone",
+            lambda s: s["running_large"] == n and s["machines"] == n,
+        )
+        wall = time.monotonic() - started
+        await trio.sleep(SETTLE)
+        counters = await driver.counters()
+        tally = await driver.bench("tally")
+        manager.close_stdin()
+        stats = json.loads(await trio.to_thread.run_sync(manager.wait_for, "STATS ", 60.0))
+    finally:
+        manager.stop()
+    return {
+        "n": n,
+        "wall_s": wall,
+        "peak_machines": done["peak"],
+        "counters": counters,
+        "tally": tally,
+        "manager": stats,
+        "ready_rss_kb": ready["rss_kb"],
+    }
+
+
+def report_rolling(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
+    n = r["n"]
+    surge = surge_of(args.surge, n)
+    waves = -(-n // surge)
+    ideal = waves * args.boot
+    counters: dict[str, int] = r["counters"]
+    controller = {k: v for k, v in counters.items() if not k.startswith("watch ")}
+    controller["patch machinedeployments"] -= 1  # the driver's, which started the rollout
+    requests = sum(controller.values())
+    kinds: dict[str, int] = r["tally"]["kinds"]
+    cloud = {k.split()[1]: v for k, v in kinds.items() if k.startswith("cloud ")}
+    errors = {k: v for k, v in r["tally"]["statuses"].items() if int(k.split()[-1]) >= 400}
+    per = {k: round(v / n, 3) for k, v in sorted(controller.items())}
+    wall = r["wall_s"]
+    stats = r["manager"]
+    over = wall / ideal if ideal else float("inf")
+    print(
+        f"rolling update: {n} machines to a new class, maxSurge {args.surge} ({surge}), "
+        f"maxUnavailable 0, boot {args.boot:g} s, workers={args.workers}, cores={os.cpu_count()}"
+    )
+    print(
+        f"  wall {wall:.2f} s against the ideal {waves} waves x {args.boot:g} s = {ideal:.1f} s: "
+        f"{over:.2f}x; peak machines not being deleted {r['peak_machines']} (bound {n + surge})"
+    )
+    print(
+        f"  API requests per replaced machine {requests / n:.2f} (its creation, join, drain and "
+        f"deletion, and the sets' and the deployment's writes); cloud calls per replaced "
+        f"machine {sum(cloud.values()) / n:.2f}"
+    )
+    print(f"    per verb and resource: {per}")
+    print(f"    failed answers: {errors or 'none'}")
+    print(
+        f"  manager: peak RSS {stats['peak_rss_kb'] / 1024:.1f} MB, CPU {stats['cpu_s']:.2f} s, "
+        f"reconciles {stats['reconciles_by_controller']}"
+    )
+    return {
+        "case": "rolling-update",
+        "machines": n,
+        "max_surge": surge,
+        "boot_s": args.boot,
+        "wall_s": round(wall, 3),
+        "ideal_s": ideal,
+        "wall_over_ideal": round(over, 2),
+        "peak_machines": r["peak_machines"],
+        "requests_per_replaced_machine": round(requests / n, 3),
+        "cloud_calls_per_replaced_machine": round(sum(cloud.values()) / n, 3),
+        "failed_requests": sum(errors.values()),
+        "peak_rss_mb": round(stats["peak_rss_kb"] / 1024, 1),
+        "manager_cpu_s": round(stats["cpu_s"], 2),
+        "reconciles": stats["reconciles_by_controller"],
+        "per_verb": per,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--machines", type=int, default=500, help="N (default 500)")
@@ -693,15 +879,26 @@ def main() -> None:
         "--qps", type=float, default=0.0, help="manager client QPS (default 0: no limit)"
     )
     parser.add_argument("--burst", type=int, default=30, help="manager client burst")
+    parser.add_argument(
+        "--rolling",
+        action="store_true",
+        help="the rolling-update case: an N-machine MachineDeployment rolled to a new class",
+    )
+    parser.add_argument("--surge", default="10%", help="its maxSurge (default 10%%)")
+    parser.add_argument(
+        "--boot", type=float, default=None, help="VM boot seconds (default 0; --rolling: 2)"
+    )
     parser.add_argument("--emulator-child", type=int, metavar="WINDOW")
     parser.add_argument("--manager-child", nargs=4, metavar=("URL", "WORKERS", "QPS", "BURST"))
     args = parser.parse_args()
+    if args.boot is None:
+        args.boot = 2.0 if args.rolling else 0.0
     if args.emulator_child:
-        emulator_child(args.emulator_child)
+        emulator_child(args.emulator_child, args.boot)
         return
     if args.manager_child:
         url, workers, qps, burst = args.manager_child
-        manager_child(url, int(workers), float(qps), int(burst))
+        manager_child(url, int(workers), float(qps), int(burst), args.rolling)
         return
 
     import trio
@@ -709,13 +906,15 @@ def main() -> None:
     from kubetrio.runtime.log import configure_logging
 
     configure_logging(level="warning")
-    emulator = Child("--emulator-child", str(max(10_000, 40 * args.machines)))
+    emulator = Child(
+        "--emulator-child", str(max(10_000, 40 * args.machines)), "--boot", str(args.boot)
+    )
     try:
         url = emulator.wait_for("url=")
-        measured = trio.run(run, args, url)
+        measured = trio.run(run_rolling if args.rolling else run, args, url)
     finally:
         emulator.stop()
-    result = report(args, measured)
+    result = (report_rolling if args.rolling else report)(args, measured)
     print("RESULT " + json.dumps(result), flush=True)
 
 

@@ -4,6 +4,8 @@ and the node template kept in sync on the machine's node."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import trio
 import trio.testing
 
@@ -140,3 +142,88 @@ async def test_node_template_is_synced_and_removed_keys_go_but_foreign_keys_stay
         assert node.metadata.labels["team"] == "ops"  # not the template's: kept
         assert "owner" not in node.metadata.annotations
         assert node.spec.taints == ()
+
+
+async def test_meltdown_protection_follows_the_owner_chain_to_the_real_deployment(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """Machines of two MachineSets of one MachineDeployment, without MCM's ``name`` label (a
+    template need not carry it): still one Failed at a time. Another deployment's sets are
+    not held back by them."""
+    install_crds(emu)
+    seed_class(emu, conditionAfter=NOT_READY_AT_100)
+    async with machine_manager(emu) as h:
+        pool = emu.create(deployment_stub("pool"))
+        other = emu.create(deployment_stub("other"))
+        sets = {
+            "pool-old": emu.create(set_stub("pool-old", pool)),
+            "pool-new": emu.create(set_stub("pool-new", pool)),
+            "other-1": emu.create(set_stub("other-1", other)),
+        }
+        placement = {"m-1": "pool-old", "m-2": "pool-old", "m-3": "pool-new", "o-1": "other-1"}
+        for name, set_name in placement.items():
+            doc = machine_doc(name)
+            doc["metadata"]["labels"] = {}
+            doc["metadata"]["ownerReferences"] = [owner_ref(sets[set_name])]
+            emu.create(doc)
+        for name in placement:
+            await h.wait_phase(name, PHASE_UNKNOWN)
+
+        def failed(names: tuple[str, ...]) -> list[str]:
+            return [n for n in names if (m := h.machine(n)) is not None and m.phase == PHASE_FAILED]
+
+        machines = ("m-1", "m-2", "m-3")
+        await h.wait_phase("o-1", PHASE_FAILED)
+        await h.wait_machine("m-1", lambda _: len(failed(machines)) == 1)
+        await trio.sleep(300)
+        assert len(failed(machines)) == 1, failed(machines)
+
+
+def deployment_stub(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": MACHINE_API,
+        "kind": "MachineDeployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": name}},
+            "strategy": {"type": "Recreate"},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"class": {"kind": "MachineClass", "name": "small"}},
+            },
+        },
+    }
+
+
+def set_stub(name: str, deployment: dict[str, Any]) -> dict[str, Any]:
+    app = deployment["metadata"]["name"]
+    return {
+        "apiVersion": MACHINE_API,
+        "kind": "MachineSet",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {"app": app},
+            "ownerReferences": [owner_ref(deployment)],
+        },
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": app}},
+            "template": {
+                "metadata": {"labels": {"app": app}},
+                "spec": {"class": {"kind": "MachineClass", "name": "small"}},
+            },
+        },
+    }
+
+
+def owner_ref(owner: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": MACHINE_API,
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }

@@ -25,7 +25,7 @@ from kubetrio.cmd.config import (
     load_config,
 )
 
-KNOWN = ("machine", "machineset", "nodedelete", "storagegc")
+KNOWN = ("machine", "machineset", "machinedeployment", "nodedelete", "storagegc")
 
 FULL_YAML = """\
 kubeconfig: /etc/kubetrio/kubeconfig
@@ -129,7 +129,13 @@ def error_of(
 def test_defaults() -> None:
     config = load()
     assert config.kubeconfig is None and config.context is None and config.master is None
-    assert config.controllers == ("machine", "machineset", "nodedelete", "storagegc")
+    assert config.controllers == (
+        "machine",
+        "machineset",
+        "machinedeployment",
+        "nodedelete",
+        "storagegc",
+    )
     assert config.metrics_bind_address == "127.0.0.1:8080"
     assert config.health_probe_bind_address == "127.0.0.1:8081"
     le = config.leader_election
@@ -139,7 +145,13 @@ def test_defaults() -> None:
     assert config.graceful_shutdown_timeout == 30
     assert (config.logging.format, config.logging.level) == ("text", "info")
     assert (config.client.qps, config.client.burst, config.client.timeout) == (20, 30, 30)
-    assert config.workers == {"machine": 5, "machineset": 5, "nodedelete": 5, "storagegc": 1}
+    assert config.workers == {
+        "machine": 5,
+        "machineset": 5,
+        "machinedeployment": 5,
+        "nodedelete": 5,
+        "storagegc": 1,
+    }
     m = config.machine
     assert m.namespace == "default"
     assert (m.creation_timeout, m.health_timeout, m.drain_timeout) == (1200, 600, 7200)
@@ -217,12 +229,24 @@ def test_boolean_flag_forms(argv: list[str], env: dict[str, str], enabled: bool)
 def test_workers_merge_with_defaults_and_layer(tmp_path: Path) -> None:
     path = write(tmp_path, "workers: {machine: 7}\n")
     config = load(["--config", path])
-    assert config.workers == {"machine": 7, "machineset": 5, "nodedelete": 5, "storagegc": 1}
+    assert config.workers == {
+        "machine": 7,
+        "machineset": 5,
+        "machinedeployment": 5,
+        "nodedelete": 5,
+        "storagegc": 1,
+    }
     config = load(
         ["--config", path, "--workers", "storagegc=2", "--workers=machine=9,nodedelete=4"],
         {"KUBETRIO_WORKERS": "machine=8", "KUBETRIO_NODE_DELETE_WORKERS": "6"},
     )
-    assert config.workers == {"machine": 9, "machineset": 5, "nodedelete": 4, "storagegc": 2}
+    assert config.workers == {
+        "machine": 9,
+        "machineset": 5,
+        "machinedeployment": 5,
+        "nodedelete": 4,
+        "storagegc": 2,
+    }
     assert load(["--node-delete-workers", "12"]).workers["nodedelete"] == 12
     assert load(["--machine-workers", "2"]).workers_for("machine") == 2
     assert load(["--storage-gc-workers", "3"]).workers_for("storagegc") == 3
@@ -332,7 +356,13 @@ def test_full_yaml_example(tmp_path: Path) -> None:
     assert config.leader_election.release_on_cancel is False
     assert config.graceful_shutdown_timeout == 60
     assert config.client.qps == 50.5
-    assert config.workers == {"machine": 10, "machineset": 5, "nodedelete": 3, "storagegc": 1}
+    assert config.workers == {
+        "machine": 10,
+        "machineset": 5,
+        "machinedeployment": 5,
+        "nodedelete": 3,
+        "storagegc": 1,
+    }
     assert config.machine.drain_timeout == 5400
     assert config.machine.pv_reattach_timeout == pytest.approx(0.1)
     assert config.machine.safety_orphan_vms_period == 1800
@@ -363,7 +393,13 @@ def test_full_toml_example(tmp_path: Path) -> None:
     assert config.graceful_shutdown_timeout == 90
     assert config.leader_election.enabled is True
     assert config.leader_election.lease_duration == 60
-    assert config.workers == {"machine": 2, "machineset": 5, "nodedelete": 5, "storagegc": 1}
+    assert config.workers == {
+        "machine": 2,
+        "machineset": 5,
+        "machinedeployment": 5,
+        "nodedelete": 5,
+        "storagegc": 1,
+    }
     assert config.machine.node_conditions == ("ReadonlyFilesystem",)
     assert config.machine.drain_timeout == 2700
     assert config.storage.gc_interval == 7200
@@ -590,7 +626,7 @@ def test_missing_file_and_wrong_extension(tmp_path: Path) -> None:
         (
             ["--controllers", "machine,drain"],
             "flag --controllers (controllers): unknown controller "
-            '"drain"; known: machine, machineset, nodedelete, storagegc',
+            '"drain"; known: machine, machinedeployment, machineset, nodedelete, storagegc',
         ),
         (["--master", "ftp://x"], 'flag --master (master): expected an http(s) URL, got "ftp://x"'),
         (

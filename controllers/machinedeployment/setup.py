@@ -1,0 +1,63 @@
+"""Registering the MachineDeployment controller on a manager."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from kubetrio.api.core import Node
+from kubetrio.api.machine import Machine
+from kubetrio.api.machineset import MachineDeployment, MachineSet
+from kubetrio.controllers.clusters import TARGET
+from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconciler
+from kubetrio.controllers.machinedeployment.writes import Writer
+from kubetrio.runtime.events import EventRecorder
+from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.predicates import on_events
+from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.store import Lister
+
+COMPONENT = "machine-controller-manager"
+NAME = "machinedeployment"
+
+
+def deployment_of_machine(sets: Lister[MachineSet]) -> Any:
+    """A machine's deployment through its set: Recreate waits for the last old machine to go."""
+
+    def mapper(machine: Machine) -> Iterable[ObjectKey]:
+        ref = machine.metadata.controller_ref()
+        if ref is None or ref.kind != "MachineSet":
+            return ()
+        machine_set = sets.get(machine.namespace, ref.name)
+        if machine_set is None or machine_set.metadata.uid != ref.uid:
+            return ()
+        owner = machine_set.metadata.controller_ref()
+        if owner is None or owner.kind != "MachineDeployment":
+            return ()
+        return (ObjectKey(machine.namespace, owner.name),)
+
+    return mapper
+
+
+def setup(manager: Manager, config: Any) -> DeploymentReconciler:
+    namespace = SafetyOptions.from_config(config.machine).namespace
+    cache = manager.cache
+    sets = cache.informer(MachineSet, namespace=namespace).lister
+    machines = cache.informer(Machine, namespace=namespace).lister
+    target = manager.cluster(TARGET)
+    nodes = target.cache.informer(Node).lister
+    writer = Writer(manager.client, EventRecorder(manager.client, COMPONENT), target.client)
+    deployment_informer = cache.informer(MachineDeployment, namespace=namespace)
+    deployment_informer.add_handler(writer.own.handler())
+    deployments = deployment_informer.lister
+    reconciler = DeploymentReconciler(manager.client, writer, deployments, sets, machines, nodes)
+    manager.controller(NAME).for_(MachineDeployment, namespace=namespace).owns(
+        MachineSet, namespace=namespace
+    ).watches(
+        Machine,
+        deployment_of_machine(sets),
+        on_events(create=False, update=False),
+        namespace=namespace,
+    ).complete(reconciler)
+    return reconciler
