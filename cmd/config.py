@@ -163,6 +163,7 @@ DEFAULT_CONTROLLERS: Final[tuple[str, ...]] = (
     "machine",
     "machineset",
     "machinedeployment",
+    "safety",
     "nodedelete",
     "storagegc",
 )

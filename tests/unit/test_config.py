@@ -25,7 +25,7 @@ from kubetrio.cmd.config import (
     load_config,
 )
 
-KNOWN = ("machine", "machineset", "machinedeployment", "nodedelete", "storagegc")
+KNOWN = ("machine", "machineset", "machinedeployment", "safety", "nodedelete", "storagegc")
 
 FULL_YAML = """\
 kubeconfig: /etc/kubetrio/kubeconfig
@@ -133,6 +133,7 @@ def test_defaults() -> None:
         "machine",
         "machineset",
         "machinedeployment",
+        "safety",
         "nodedelete",
         "storagegc",
     )
@@ -626,7 +627,7 @@ def test_missing_file_and_wrong_extension(tmp_path: Path) -> None:
         (
             ["--controllers", "machine,drain"],
             "flag --controllers (controllers): unknown controller "
-            '"drain"; known: machine, machinedeployment, machineset, nodedelete, storagegc',
+            '"drain"; known: machine, machinedeployment, machineset, nodedelete, safety, storagegc',
         ),
         (["--master", "ftp://x"], 'flag --master (master): expected an http(s) URL, got "ftp://x"'),
         (
