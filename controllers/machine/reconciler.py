@@ -13,6 +13,7 @@ from kubetrio.api.machine import (
     OPERATION_UPDATE,
     PHASE_CRASH_LOOP_BACK_OFF,
     PHASE_FAILED,
+    PHASE_PENDING,
     STATE_FAILED,
     Machine,
     NodeTemplate,
@@ -89,8 +90,20 @@ class MachineReconciler:
         if machine.phase in ("", PHASE_CRASH_LOOP_BACK_OFF) or (
             not machine.spec.provider_id and machine.phase != PHASE_FAILED
         ):
+            was_pending = machine.phase == PHASE_PENDING
             machine, retry = await creation.create(ctx, machine, machine_class, data, options)
+            if machine.phase == PHASE_PENDING and not was_pending and self._node_of(machine):
+                # The node joined before this pass wrote Pending (a creation retried through
+                # API errors outlasts a fast boot): its events are spent, so look at it now
+                # rather than wait out the creation's retry for an event that already came.
+                machine, health_retry = await check_health(ctx, machine, options)
+                retry = min(retry, health_retry)
         return Result(requeue_after=retry)
+
+    def _node_of(self, machine: Machine) -> bool:
+        """Whether the cache holds the node the machine's ``node`` label names."""
+        name = machine.metadata.labels.get(NODE_LABEL, "")
+        return bool(name) and self.ctx.nodes.get("", name) is not None
 
     async def _invalid(self, machine: Machine, problem: str) -> Result:
         """Say it on the machine (status and a Warning event, once) and wait for a fix: an

@@ -32,13 +32,13 @@ WATCH_CUT_AFTER = 5.0  # every watch stream is cut after this many seconds (a fl
 
 
 def fault_rules() -> list[FaultRule]:
-    """About a quarter of the API requests fail, across every kind of failure a real API
+    """A quarter of the API requests fail, across every kind of failure a real API
     server or the network in front of it produces; each rule rolls on its own (seeded)."""
     return [
-        FaultRule(status=500, probability=0.07),
-        FaultRule(status=503, probability=0.06),
-        FaultRule(status=429, retry_after=1, probability=0.06),
-        FaultRule(verb="patch", status=409, probability=0.1),
+        FaultRule(status=500, probability=0.08),
+        FaultRule(status=503, probability=0.07),
+        FaultRule(status=429, retry_after=1, probability=0.07),
+        FaultRule(verb="patch", status=409, probability=0.12),
         FaultRule(verb="list", status=410, probability=0.05),
         FaultRule(verb="watch", status=410, probability=0.2),
         FaultRule(latency=0.5, probability=0.2),

@@ -54,3 +54,23 @@ async def test_wait_after_an_outage_is_bounded(
         waited = trio.current_time() - healed
         assert waited <= 5.5, waited
         await h.wait_phase("m-1", PHASE_RUNNING, within=60)
+
+
+async def test_a_node_that_joined_before_pending_was_written_is_not_missed(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """Under faults a creation pass can fail after the VM exists and be retried after its
+    node joined (the VM booted faster than the retries): the node's events are spent by the
+    time the retry writes Pending, so that pass must look at the node itself, not wait ten
+    minutes for an event that already came (the soak's slowest machine: Running 626 s in)."""
+    install_crds(emu)
+    seed_class(emu, bootSeconds=0)
+    async with machine_manager(emu) as h:
+        await h.manager.cache.wait_for_sync()
+        emu.faults.add(verb="patch", resource="machines", subresource="status", status=500, count=8)
+        emu.create(machine_doc("m-1"))
+        created = trio.current_time()
+        await h.wait_node("m-1", lambda n: n is not None and n.condition("Ready") is not None)
+        await h.wait_phase("m-1", PHASE_RUNNING, within=3600)
+        assert trio.current_time() - created <= 5.5
+        assert emu.faults.injected[("patch", 500)] == 8
