@@ -33,7 +33,7 @@ from kubetrio.runtime.controller import Result
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.ratelimit import LongRetry
+from kubetrio.runtime.ratelimit import LongRetry, ShortRetry
 
 log = get_logger("kubetrio.machine")
 
@@ -90,14 +90,15 @@ class MachineReconciler:
         if machine.phase in ("", PHASE_CRASH_LOOP_BACK_OFF) or (
             not machine.spec.provider_id and machine.phase != PHASE_FAILED
         ):
-            was_pending = machine.phase == PHASE_PENDING
+            # A node cached before this pass began has had its events delivered already,
+            # perhaps to a pass that failed (a creation retried through API errors outlasts a
+            # fast boot); one that arrives during the pass brings another pass by itself.
+            joined_before = machine.phase != PHASE_PENDING and self._node_of(machine)
             machine, retry = await creation.create(ctx, machine, machine_class, data, options)
-            if machine.phase == PHASE_PENDING and not was_pending and self._node_of(machine):
-                # The node joined before this pass wrote Pending (a creation retried through
-                # API errors outlasts a fast boot): its events are spent, so look at it now
-                # rather than wait out the creation's retry for an event that already came.
-                machine, health_retry = await check_health(ctx, machine, options)
-                retry = min(retry, health_retry)
+            if joined_before and machine.phase == PHASE_PENDING:
+                # No event will wake this machine: look again after ShortRetry (as MCM does
+                # after every creation status write), not the creation's ten minutes.
+                retry = min(retry, ShortRetry)
         return Result(requeue_after=retry)
 
     def _node_of(self, machine: Machine) -> bool:

@@ -19,7 +19,7 @@ import trio
 from kubetrio.api.machine import PHASE_RUNNING
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE
 from kubetrio.controllers.machine.status import deletion_step
-from kubetrio.runtime.emulator import Emulator, serve_emulator
+from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
 from kubetrio.runtime.emulator.cluster import ClusterSimulation
 from kubetrio.runtime.emulator.faults import FaultRule
 
@@ -146,8 +146,7 @@ async def soak(
     caller asserts, so a bench can report what a failing run left behind)."""
     figures = SoakFigures(machines, faults)
     names = [f"soak-{i:03d}" for i in range(machines)]
-    async with serve_emulator(simulate=FAST) as emu:
-        emu.faults._random.seed(seed)
+    async with serve_emulator(options=EmulatorOptions(fault_seed=seed, simulate=FAST)) as emu:
         install_crds(emu)
         seed_class(emu, bootSeconds=BOOT_SECONDS)
         async with machine_manager(emu, workers=workers) as h:
