@@ -143,9 +143,15 @@ class MaxOfRateLimiter:
         return max(limiter.num_requeues(item) for limiter in self.limiters)
 
 
-def default_controller_rate_limiter() -> MaxOfRateLimiter:
-    """client-go's default: per-item exponential 5 ms … 1000 s, overall 10 qps with burst 100."""
+def default_controller_rate_limiter(cap: float = 1000.0) -> MaxOfRateLimiter:
+    """client-go's default: per-item exponential 5 ms … ``cap`` (1000 s), overall 10 qps with
+    burst 100.
+
+    A smaller ``cap`` bounds how long a key that failed many times in a row (through an API
+    outage, say) still sleeps once the API server is healthy again: with nothing else to wake
+    it, a key 14 failures deep waits 82 s, 17 deep 11 min. MCM's machine controller never
+    backs off past its retry period at all (every error is re-enqueued after ShortRetry)."""
     return MaxOfRateLimiter(
-        ExponentialFailureRateLimiter(base=0.005, cap=1000.0),
+        ExponentialFailureRateLimiter(base=0.005, cap=cap),
         BucketRateLimiter(qps=10.0, burst=100),
     )

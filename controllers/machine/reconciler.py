@@ -13,6 +13,7 @@ from kubetrio.api.machine import (
     OPERATION_UPDATE,
     PHASE_CRASH_LOOP_BACK_OFF,
     PHASE_FAILED,
+    PHASE_PENDING,
     STATE_FAILED,
     Machine,
 )
@@ -28,7 +29,7 @@ from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.gotext import go_quote
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.ratelimit import LongRetry
+from kubetrio.runtime.ratelimit import LongRetry, ShortRetry
 
 log = get_logger("kubetrio.machine")
 
@@ -92,8 +93,21 @@ class MachineReconciler:
         if machine.phase in ("", PHASE_CRASH_LOOP_BACK_OFF) or (
             not machine.spec.provider_id and machine.phase != PHASE_FAILED
         ):
+            # A node cached before this pass began has had its events delivered already,
+            # perhaps to a pass that failed (a creation retried through API errors outlasts a
+            # fast boot); one that arrives during the pass brings another pass by itself.
+            joined_before = machine.phase != PHASE_PENDING and self._node_of(machine)
             machine, retry = await creation.create(ctx, machine, machine_class, data, options)
+            if joined_before and machine.phase == PHASE_PENDING:
+                # No event will wake this machine: look again after ShortRetry (as MCM does
+                # after every creation status write), not the creation's ten minutes.
+                retry = min(retry, ShortRetry)
         return Result(requeue_after=retry)
+
+    def _node_of(self, machine: Machine) -> bool:
+        """Whether the cache holds the node the machine's ``node`` label names."""
+        name = machine.metadata.labels.get(NODE_LABEL, "")
+        return bool(name) and self.ctx.nodes.get("", name) is not None
 
     async def _invalid(self, machine: Machine, problem: str) -> Result:
         """Say it on the machine (status and a Warning event, once) and wait for a fix: an

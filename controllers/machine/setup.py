@@ -58,6 +58,7 @@ from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.predicates import Predicate, on_events
 from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.ratelimit import ShortRetry, default_controller_rate_limiter
 from kubetrio.runtime.store import Lister
 
 COMPONENT = "machine-controller"
@@ -226,7 +227,12 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         metrics=metrics,
         sets=cache.informer(MachineSet, namespace=namespace).lister,
     )
-    manager.controller("machine").for_(Machine, machine_changed(), namespace=namespace).watches(
+    # Failures back off from 5 ms but never past ShortRetry: once the API server is healthy
+    # again no machine sleeps longer than MCM would (it retries every error after ShortRetry).
+    machine_controller = manager.controller("machine").rate_limiter(
+        default_controller_rate_limiter(cap=ShortRetry)
+    )
+    machine_controller.for_(Machine, machine_changed(), namespace=namespace).watches(
         Node,
         by_index(machines, MACHINE_NODE_INDEX, lambda node: node.name),
         node_changed(),

@@ -301,6 +301,9 @@ class KubeApi:
             with waiting_on_simulated_time():
                 await trio.sleep(decision.latency)
         rule = decision.rule
+        if rule is not None and rule.status == 410 and verb == "watch":
+            # kube-apiserver opens the stream and says "too old" in it: an ERROR event.
+            return self._watch(req, t, decision.cut_watch_after, expired=True)
         if rule is not None and rule.status is not None:
             headers = (
                 [("Retry-After", str(rule.retry_after))] if rule.retry_after is not None else []
@@ -534,7 +537,9 @@ class KubeApi:
             ) from None
         return value if match == "Exact" else None
 
-    def _watch(self, req: Request, t: Target, cut_after: float | None) -> StreamResponse:
+    def _watch(
+        self, req: Request, t: Target, cut_after: float | None, expired: bool = False
+    ) -> StreamResponse:
         pred = self._selectors(req, t)
         rv = req.query.get("resourceVersion", "")
         if rv not in ("", "0"):
@@ -595,6 +600,8 @@ class KubeApi:
 
             spec.pred = by_name
         watch = Watch(self.store, self.faults, spec)
+        if expired:
+            watch.expire()
         if proto:
             return StreamResponse(watch.run, content_type=pbneg.PROTOBUF_WATCH)
         return StreamResponse(watch.run)

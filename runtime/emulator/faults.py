@@ -91,6 +91,8 @@ class Faults:
         self._watch_ids = itertools.count()
         self._watches_changed = trio.Event()
         self.expire_history: Callable[[], None] = lambda: None
+        # Requests answered with an injected status, by (verb, status): what a soak reports.
+        self.injected: Counter[tuple[str, int]] = Counter()
 
     def add(self, rule: FaultRule | None = None, **kwargs: Any) -> FaultRule:
         """Add a rule (``faults.add(verb="list", resource="pods", status=500, count=1)``)."""
@@ -118,6 +120,7 @@ class Faults:
             out.latency += rule.latency
             if rule.status is not None and out.rule is None:
                 out.rule = rule
+                self.injected[(verb, rule.status)] += 1
             if rule.cut_watch_after is not None and verb == "watch":
                 prev = out.cut_watch_after
                 out.cut_watch_after = (

@@ -87,6 +87,12 @@ class Watch:
                 self.error = exc
                 self.seq = self.log.end
 
+    def expire(self) -> None:
+        """Answer with 410 only, as for a position compacted away (an injected fault)."""
+        self.initial = []
+        self.spec.initial_events = False
+        self.error = TooOld(self.last_rv, self.store.rv)
+
     def _expired(self, exc: TooOld) -> bytes:
         enc = self.spec.encode_error
         return expired_line(exc) if enc is None else enc(expired_status(exc))

@@ -203,6 +203,36 @@ async def test_evicts_cordons_and_leaves_daemonsets_and_mirrors(
         )
 
 
+async def test_one_off_server_errors_do_not_fail_the_drain(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """A 500 or 503 on the cordon, the consistent list and each eviction is retried on the
+    spot (three times, within a second): the drain succeeds in one go instead of failing and
+    being redone after the machine's retry period. A server that keeps failing still fails it,
+    naming the request."""
+    emu.create(node("n1"))
+    emu.create(pod("web-1"))
+    emu.create(pod("web-2"))
+    async with drainer(emu) as (d, _):
+        await settle(emu, d, 2)
+        emu.faults.add(verb="patch", resource="nodes", status=500, count=1)
+        emu.faults.add(verb="list", resource="pods", status=503, count=2)
+        emu.faults.add(verb="create", resource="pods", subresource="eviction", status=500, count=2)
+        started = trio.current_time()
+        result = await d.drain("n1", DrainOptions())
+        assert result.succeeded, result.summary()
+        assert trio.current_time() - started < 2.0
+        assert emu.counters.get("create", "pods", "eviction") == 4
+        assert emu.get("v1", "Pod", "web-1", "default") is None
+        emu.create(pod("web-3"))
+        await settle(emu, d, 1)
+        emu.faults.add(verb="create", resource="pods", subresource="eviction", status=503)
+        failed = await d.drain("n1", DrainOptions())
+        assert not failed.succeeded
+        assert "eviction failed: 503 ServiceUnavailable" in failed.summary()
+        assert emu.counters.get("create", "pods", "eviction") == 8  # four tries, no more
+
+
 async def test_misconfigured_budget_fails_the_pod_by_name(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

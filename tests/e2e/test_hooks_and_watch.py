@@ -109,6 +109,27 @@ async def test_watch_history_expiry_over_admin(
         assert await w.next() is None and w.ended
 
 
+async def test_injected_410_on_a_watch_is_an_error_event_and_counted(
+    client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """As kube-apiserver answers a watch from a compacted resourceVersion: the stream opens
+    (200) and says 410 Expired in an ERROR event, with no initial state before it."""
+    created = (await client.request("POST", CMS, cm("a"))).json()
+    emu.faults.add(verb="list", resource="configmaps", status=500, count=1)
+    for query in (f"resourceVersion={created['metadata']['resourceVersion']}", ""):
+        emu.faults.add(verb="watch", resource="configmaps", status=410, count=1)
+        async with client.watch(f"{CMS}?watch=1&{query}") as w:
+            ev = await w.next()
+            assert ev is not None and ev["type"] == "ERROR", ev
+            assert ev["object"]["code"] == 410 and ev["object"]["reason"] == "Expired"
+            assert await w.next() is None and w.ended
+    assert (await client.get(CMS)).status == 500
+    assert emu.faults.injected == {("watch", 410): 2, ("list", 500): 1}
+    async with client.watch(f"{CMS}?watch=1") as w:  # the rules are used up
+        ev = await w.next()
+        assert ev is not None and ev["type"] == "ADDED"
+
+
 async def test_watch_initial_state_selectors_bookmarks_timeout(
     client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

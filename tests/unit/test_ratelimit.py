@@ -95,6 +95,21 @@ async def test_default_controller_limiter(autojump_clock: trio.testing.MockClock
     assert delays[109] == pytest.approx(1.3)
 
 
+async def test_capped_controller_limiter_never_waits_past_its_cap(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """An outage's worth of failures (one a ShortRetry apart) leaves the next wait at the
+    cap, not at the 1000 s client-go's default would have reached."""
+    limiter = default_controller_rate_limiter(cap=ShortRetry)
+    delays = []
+    for _ in range(20):
+        delays.append(limiter.when("k"))
+        await trio.sleep(delays[-1])
+    assert delays[:3] == [0.005, 0.01, 0.02]
+    assert max(delays) == ShortRetry == delays[-1]
+    assert default_controller_rate_limiter().limiters[0].when("k") == 0.005
+
+
 def test_retry_periods_are_mcms() -> None:
     assert (ShortRetry, MediumRetry, LongRetry) == (5.0, 180.0, 600.0)
 

@@ -18,6 +18,7 @@ from kubetrio.api.core import Pod
 from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.selection import pod_name
 from kubetrio.runtime.client import Client
+from kubetrio.runtime.retry import retry_transient
 
 # How long a drain waits for its pod cache; past it the drain fails and its step is retried.
 CATCH_UP_TIMEOUT = 60.0
@@ -27,8 +28,8 @@ async def wait_for_pods(
     client: Client, cache: DrainCache, node_name: str, deadline: float
 ) -> list[Pod]:
     """Pods on the node the cache has not caught up with by ``deadline`` (empty: caught up)."""
-    listed = await client.list(
-        Pod, field_selector=f"spec.nodeName={node_name}", resource_version=""
+    listed = await retry_transient(
+        client.list, Pod, field_selector=f"spec.nodeName={node_name}", resource_version=""
     )
     version = _number(listed.metadata.resource_version)
 

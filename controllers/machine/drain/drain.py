@@ -34,6 +34,7 @@ from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.retry import retry_transient
 
 log = get_logger("kubetrio.drain")
 
@@ -202,21 +203,18 @@ class Drainer:
             try:
                 # The resourceVersion makes the merge patch conditional: the taint list is
                 # replaced whole, so a concurrent change to it must fail us, not be lost.
-                await self.client.patch(
-                    Node,
-                    node.name,
-                    {
-                        "metadata": {"resourceVersion": node.metadata.resource_version},
-                        "spec": {"unschedulable": True, "taints": wanted},
-                    },
-                )
+                patch = {
+                    "metadata": {"resourceVersion": node.metadata.resource_version},
+                    "spec": {"unschedulable": True, "taints": wanted},
+                }
+                await retry_transient(self.client.patch, Node, node.name, patch)
                 return
             except ApiError as error:
                 if error.status == 404:
                     return  # gone meanwhile: nothing left to protect
                 if error.status != 409:
                     raise PodDrainError(f"node {node.name}: cordon failed: {error}") from error
-                fresh = await self.client.get_or_none(Node, node.name)
+                fresh = await retry_transient(self.client.get_or_none, Node, node.name)
                 if fresh is None:
                     return
                 node = fresh
@@ -281,7 +279,9 @@ class Drainer:
                 await self._delete(pod, grace)
                 break
             try:
-                await self.client.evict(pod.name, pod.namespace, grace_period_seconds=grace)
+                await retry_transient(
+                    self.client.evict, pod.name, pod.namespace, grace_period_seconds=grace
+                )
                 self._count("evicted")
                 break
             except ApiError as error:
@@ -315,7 +315,9 @@ class Drainer:
 
     async def _delete(self, pod: Pod, grace: int | None) -> None:
         try:
-            await self.client.delete(Pod, pod.name, pod.namespace, grace_period_seconds=grace)
+            await retry_transient(
+                self.client.delete, Pod, pod.name, pod.namespace, grace_period_seconds=grace
+            )
             self._count("deleted")
         except ApiError as error:
             if error.status != 404:

@@ -1,0 +1,77 @@
+"""Progress under faults: machines are created and deleted while a quarter of the API requests
+fail, and a machine whose API calls failed for minutes carries on promptly once the API server
+is healthy again."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+from kubetrio.api.machine import PHASE_PENDING, PHASE_RUNNING
+from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.emulator.faults import FaultRule
+
+from .machines import install_crds, machine_doc, machine_manager, seed_class
+from .soak import soak
+
+
+async def test_soak_every_machine_completes_under_faults_within_3x(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    calm = await soak(6, faults=False)
+    stormy = await soak(6, faults=True)
+    for run in (calm, stormy):
+        figures = run.to_json()
+        assert run.completed == run.machines == run.running, figures
+        assert run.orphan_vms == 0, figures
+        assert run.stuck_finalizers == 0, figures
+        assert run.tokens_left == 0, figures
+        assert run.nodes_left == 0, figures
+        assert run.pods_on_gone_nodes == 0, figures
+    assert stormy.failed_fraction >= 0.2, stormy.to_json()
+    assert set(stormy.injected) >= {409, 410, 429, 500, 503}, stormy.to_json()
+    ratio = stormy.seconds / calm.seconds
+    assert ratio <= 3.0, (ratio, calm.to_json(), stormy.to_json())
+
+
+async def test_wait_after_an_outage_is_bounded(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """Ten minutes of every machine write failing (a long run of failures, whose per-key
+    backoff would reach minutes), then a healthy API server: the machine goes on within
+    ShortRetry, without waiting for an event that will never come."""
+    install_crds(emu)
+    seed_class(emu, bootSeconds=0)
+    async with machine_manager(emu) as h:
+        await h.manager.cache.wait_for_sync()
+        outage = emu.faults.add(FaultRule(verb="patch", resource="machines", status=503))
+        emu.create(machine_doc("m-1"))
+        await trio.sleep(600)  # simulated time: the outage lasts ten minutes
+        assert h.machine("m-1") is not None and h.machine("m-1").phase == ""
+        emu.faults.remove(outage.id)
+        healed = trio.current_time()
+        await h.wait_phase("m-1", PHASE_PENDING, within=3600)
+        waited = trio.current_time() - healed
+        assert waited <= 5.5, waited
+        await h.wait_phase("m-1", PHASE_RUNNING, within=60)
+
+
+async def test_a_node_that_joined_before_pending_was_written_is_not_missed(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """Under faults a creation pass can fail after the VM exists and be retried after its
+    node joined (the VM booted faster than the retries): the node's events are spent by the
+    time the retry writes Pending, so that pass must come back within ShortRetry, not wait
+    ten minutes for an event that already came (the soak's slowest machine: Running 626 s in).
+    """
+    install_crds(emu)
+    seed_class(emu, bootSeconds=0)
+    async with machine_manager(emu) as h:
+        await h.manager.cache.wait_for_sync()
+        emu.faults.add(verb="patch", resource="machines", subresource="status", status=500, count=8)
+        emu.create(machine_doc("m-1"))
+        created = trio.current_time()
+        await h.wait_node("m-1", lambda n: n is not None and n.condition("Ready") is not None)
+        await h.wait_phase("m-1", PHASE_RUNNING, within=3600)
+        assert trio.current_time() - created <= 7.0  # the 8 failures (1.3 s), then ShortRetry
+        assert emu.faults.injected[("patch", 500)] == 8
