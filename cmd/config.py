@@ -233,6 +233,16 @@ class MachineConfig(_Section, kw_only=True, frozen=True):
     safety_orphan_vms_period: Duration = msgspec.field(
         default=Duration(15 * 60), name="safetyOrphanVMsPeriod"
     )
+    safety_apiserver_status_check_period: Duration = msgspec.field(
+        default=Duration(60), name="safetyAPIServerStatusCheckPeriod"
+    )
+    safety_apiserver_status_check_timeout: Duration = msgspec.field(
+        default=Duration(30), name="safetyAPIServerStatusCheckTimeout"
+    )
+    # MCM's overshooting guard of MachineSets (the `safety` controller).
+    safety_up: NonNegativeInt = 2
+    safety_down: NonNegativeInt = 1
+    safety_overshooting_period: Duration = Duration(60)
 
 
 class StorageConfig(_Section, kw_only=True, frozen=True):
@@ -410,6 +420,37 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "machine.safetyOrphanVMsPeriod",
         "duration",
         "period of the orphan-VM sweep",
+    ),
+    _s(
+        "--machine-safety-apiserver-statuscheck-period",
+        "machine.safetyAPIServerStatusCheckPeriod",
+        "duration",
+        "how often the safety controller checks that the API server answers",
+    ),
+    _s(
+        "--machine-safety-apiserver-statuscheck-timeout",
+        "machine.safetyAPIServerStatusCheckTimeout",
+        "duration",
+        "how long the API server may be unreachable before the machine controller freezes",
+    ),
+    _s(
+        "--safety-up",
+        "machine.safetyUp",
+        "int",
+        "machines a MachineSet may have beyond its limit (desired, or deployment replicas + "
+        "maxSurge) before it is frozen",
+    ),
+    _s(
+        "--safety-down",
+        "machine.safetyDown",
+        "int",
+        "how far below the freeze limit a frozen MachineSet must fall to be unfrozen",
+    ),
+    _s(
+        "--machine-safety-overshooting-period",
+        "machine.safetyOvershootingPeriod",
+        "duration",
+        "how often MachineSets are checked for too many machines",
     ),
     _s("--csi-driver", "storage.csiDriver", "str", "CSI driver name of the storage backend"),
     _s("--storage-backend-url", "storage.backendURL", "str", "URL of the storage backend API"),
@@ -808,6 +849,9 @@ _POSITIVE_DURATIONS: Final[tuple[tuple[str, str], ...]] = (
     ("machine", "pvDetachTimeout"),
     ("machine", "pvReattachTimeout"),
     ("machine", "safetyOrphanVMsPeriod"),
+    ("machine", "safetyAPIServerStatusCheckPeriod"),
+    ("machine", "safetyAPIServerStatusCheckTimeout"),
+    ("machine", "safetyOvershootingPeriod"),
     ("storage", "deleteTimeout"),
 )
 

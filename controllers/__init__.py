@@ -6,5 +6,6 @@ BUILTIN_CONTROLLERS: dict[str, str] = {
     "machinedeployment": "kubetrio.controllers.machinedeployment.setup:setup",
     "machineset": "kubetrio.controllers.machineset.setup:setup",
     "nodedelete": "kubetrio.controllers.nodedelete:setup",
+    "safety": "kubetrio.controllers.safety.setup:setup",
     "storagegc": "kubetrio.controllers.storagegc:setup",
 }

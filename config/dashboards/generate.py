@@ -570,6 +570,7 @@ def machines() -> dict[str, Any]:
             "Machines seen",
             "mcm_machine_items_total: Machines the controller sees.",
             [target(f"sum(mcm_machine_items_total{{{NS}}})")],
+            width=6,
         ),
         stat(
             "Running",
@@ -580,6 +581,7 @@ def machines() -> dict[str, Any]:
                     f'{{{NS}, phase="Running"}})'
                 )
             ],
+            width=6,
         ),
         stat(
             "Failed",
@@ -590,6 +592,16 @@ def machines() -> dict[str, Any]:
                     f'{{{NS}, phase="Failed"}})'
                 )
             ],
+            width=6,
+        ),
+        stat(
+            "Controller frozen",
+            "mcm_machine_controller_frozen: 1 while the safety controller holds the machine "
+            "controller still because an API server was unreachable for longer than "
+            "--machine-safety-apiserver-statuscheck-timeout; KubetrioMachineControllerFrozen "
+            "fires after 15 minutes.",
+            [target(f"max(mcm_machine_controller_frozen{{{NS}}})")],
+            width=6,
         ),
         timeseries(
             "Machines per phase",

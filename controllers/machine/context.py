@@ -20,6 +20,7 @@ from kubetrio.controllers.machine.failing import FailurePermits
 from kubetrio.controllers.machine.metrics import MachineMetrics
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.status import DEPLOYMENT_LABEL, NODE_LABEL, StatusWriter
+from kubetrio.controllers.safety.freeze import ControllerFreeze
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.store import Lister
 
@@ -64,6 +65,7 @@ class MachineContext:
     metrics: MachineMetrics
     sets: Lister[MachineSet]  # meltdown protection finds a machine's deployment through them
     permits: FailurePermits = field(default_factory=FailurePermits)
+    freeze: ControllerFreeze = field(default_factory=ControllerFreeze)
     _eviction_supported: bool | None = None
 
     async def eviction_supported(self) -> bool:

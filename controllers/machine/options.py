@@ -34,6 +34,8 @@ class SafetyOptions:
     pv_reattach_timeout: float = 90.0
     node_conditions: tuple[str, ...] = DEFAULT_NODE_CONDITIONS
     orphan_vms_period: float = 15 * 60.0
+    apiserver_status_check_period: float = 60.0
+    apiserver_status_check_timeout: float = 30.0
 
     @classmethod
     def from_config(cls, machine: Any) -> SafetyOptions:
@@ -48,6 +50,8 @@ class SafetyOptions:
             pv_reattach_timeout=float(machine.pv_reattach_timeout),
             node_conditions=tuple(machine.node_conditions),
             orphan_vms_period=float(machine.safety_orphan_vms_period),
+            apiserver_status_check_period=float(machine.safety_apiserver_status_check_period),
+            apiserver_status_check_timeout=float(machine.safety_apiserver_status_check_timeout),
         )
 
     def for_machine(self, machine: Machine) -> SafetyOptions:

@@ -47,6 +47,11 @@ class MachineReconciler:
         if machine is None:
             ctx.status.forget(key.namespace, key.name)
             return Result()
+        if ctx.freeze.frozen and not machine.deleting:
+            # MCM's safety freeze (an API server unreachable): the watchdog requeues every
+            # machine when it lifts, so LongRetry is only the fallback.
+            log.info("machine controller frozen, machine left alone", machine=machine.name)
+            return Result(requeue_after=LongRetry)
         # A deleting machine needs only its class and driver: a bad template edit must not
         # stall its deletion (and drains never read the template).
         deleting = machine.deleting

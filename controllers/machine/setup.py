@@ -1,5 +1,5 @@
 """Registering the machine controller with a manager: informers, indexes, drivers, metrics,
-the reconciler and the orphan-VM sweep."""
+the reconciler and the safety loops that guard it."""
 
 from __future__ import annotations
 
@@ -39,12 +39,12 @@ from kubetrio.controllers.machine.failing import MACHINE_SET_INDEX, machine_set_
 from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetrics
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.reconciler import MachineReconciler
-from kubetrio.controllers.machine.safety import OrphanVmCollector
 from kubetrio.controllers.machine.status import (
     FINALIZER,
     PRIORITY_ANNOTATION,
     StatusWriter,
 )
+from kubetrio.controllers.safety.setup import setup_machine_safety
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.manager import Manager
@@ -227,7 +227,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     manager.controller("machineclass").for_(MachineClass, namespace=namespace).watches(
         Machine, class_of_machine, class_changed(), namespace=namespace
     ).complete(MachineClassFinalizer(ctx))
-    manager.add(OrphanVmCollector(ctx))
+    setup_machine_safety(manager, ctx)
     return ctx
 
 

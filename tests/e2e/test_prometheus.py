@@ -92,6 +92,7 @@ def missing_controller(dashboard: str | None, expr: str) -> str | None:
 ALERT_SIGNALS: dict[str, list[str]] = {
     "KubetrioMachineFailed": ["max by (namespace, name) (mcm_machine_current_status_phase)"],
     "KubetrioMachineDrainOverdue": ["max by (namespace, name) (mcm_machine_current_status_phase)"],
+    "KubetrioMachineControllerFrozen": ["max by (namespace) (mcm_machine_controller_frozen)"],
     "KubetrioWorkqueueBacklogGrowing": [
         "min_over_time(workqueue_depth[15m])",
         "deriv(workqueue_depth[15m])",

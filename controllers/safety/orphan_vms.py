@@ -17,7 +17,7 @@ from kubetrio.controllers.machine.driver.codes import Code, MachineError
 from kubetrio.controllers.machine.driver.registry import UnknownProvider
 from kubetrio.runtime.log import get_logger
 
-log = get_logger("kubetrio.machine.safety")
+log = get_logger("kubetrio.safety")
 
 
 class OrphanVmCollector:
