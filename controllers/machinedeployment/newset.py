@@ -64,18 +64,18 @@ async def _update_existing(
                 "value": step.deployment.spec.min_ready_seconds,
             }
         )
-    wanted_spec = step.raw_template.get("spec") or {}
     have = template_of(new).get("spec") or {}
     want = template_of(step.deployment).get("spec") or {}
     for part in IN_PLACE:
         if have.get(part) != want.get(part):
+            wanted_spec = ((await step.raw_spec()).get("template") or {}).get("spec") or {}
             if part in wanted_spec:
                 ops.append(
                     {"op": "add", "path": f"/spec/template/spec/{part}", "value": wanted_spec[part]}
                 )
             else:
                 ops.append({"op": "remove", "path": f"/spec/template/spec/{part}"})
-    kind = (wanted_spec.get("class") or {}).get("kind", "")
+    kind = step.deployment.spec.template.spec.class_.kind
     if kind != new.spec.template.spec.class_.kind:
         ops.append({"op": "add", "path": "/spec/template/spec/class/kind", "value": kind})
     if ops:
@@ -110,10 +110,12 @@ async def _record_revision(step: Pass, writer: Writer, revision: str) -> None:
 
 async def _create(step: Pass, writer: Writer, new_revision: int) -> MachineSet:
     deployment = step.deployment
-    hash_value = template_hash(step.raw_template, step.collision_count)
-    template = with_hash_label(step.raw_template, hash_value)
+    raw_spec = await step.raw_spec()
+    raw_template = raw_spec.get("template") or {}
+    hash_value = template_hash(raw_template, step.collision_count)
+    template = with_hash_label(raw_template, hash_value)
     template.setdefault("metadata", {}).pop("creationTimestamp", None)
-    selector = dict(step.raw.get("spec", {}).get("selector") or {})
+    selector = dict(raw_spec.get("selector") or {})
     selector["matchLabels"] = {
         **(selector.get("matchLabels") or {}),
         TEMPLATE_HASH_LABEL: hash_value,

@@ -1,7 +1,8 @@
 """The MachineDeployment reconcile (MCM's ``reconcileClusterMachineDeployment``): finalizer and
 deletion, pause, rollback, proportional scaling, then the Recreate or RollingUpdate step, and the
-status with its conditions. Level-based: every pass starts from the deployment as the API server
-has it and the sets as the cache has them, and makes at most one step of the rollout."""
+status with its conditions. Level-based: every pass starts from the deployment and its sets as
+the cache has them (a write made from a stale picture fails on its resourceVersion and the pass
+runs again), and makes at most one step of the rollout."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.status import FINALIZER
-from kubetrio.controllers.machinedeployment import autoscaler, progress, scaling
+from kubetrio.controllers.machinedeployment import autoscaler, progress, scaling, taints
 from kubetrio.controllers.machinedeployment.claim import claim_sets
 from kubetrio.controllers.machinedeployment.fenceposts import Fenceposts, SpecError
 from kubetrio.controllers.machinedeployment.newset import sync_new_set
@@ -29,7 +30,6 @@ from kubetrio.controllers.machinedeployment.writes import Writer, log
 from kubetrio.runtime import clock
 from kubetrio.runtime.client import Client, object_path
 from kubetrio.runtime.controller import Result
-from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.queue import ObjectKey
 from kubetrio.runtime.store import Lister
 
@@ -42,25 +42,22 @@ class DeploymentReconciler:
         self,
         client: Client,
         writer: Writer,
+        deployments: Lister[MachineDeployment],
         sets: Lister[MachineSet],
         machines: Lister[Machine],
         nodes: Lister[Node],
     ) -> None:
         self.client = client
         self.writer = writer
+        self.deployments = deployments
         self.sets = sets
         self.machines = machines
         self.nodes = nodes
         self._reported: dict[str, int] = {}  # uid -> the generation whose bad spec was reported
 
     async def reconcile(self, key: ObjectKey) -> Result:
-        raw = await self._get_raw(key)
-        if raw is None:
-            return Result()
-        try:
-            deployment = msgspec.convert(raw, MachineDeployment)
-        except msgspec.ValidationError as error:
-            log.warning("undecodable machine deployment", deployment=key.name, error=str(error))
+        deployment = self.deployments.get(key.namespace, key.name)
+        if deployment is None:
             return Result()
         try:
             bounds = validate(deployment)
@@ -74,12 +71,12 @@ class DeploymentReconciler:
             if added is None:
                 return Result()
             deployment = added
-            raw = await self._get_raw(key) or raw
         selector = deployment.spec.selector
         if selector is None or (not selector.match_labels and not selector.match_expressions):
-            return await self._selects_all(deployment, raw)
+            return await self._selects_all(deployment)
         owned = await claim_sets(deployment, self.sets.list(deployment.namespace), self.writer)
-        step = Pass(deployment, raw, bounds, owned, dict(raw.get("status") or {}))
+        status: dict[str, Any] = msgspec.to_builtins(deployment.status)
+        step = Pass(deployment, self._read_raw, bounds, owned, status)
         if deployment.deleting:
             return await self._delete(step)
         await self._check_paused(step)
@@ -88,7 +85,11 @@ class DeploymentReconciler:
         if spec.paused:
             await self._sync(step)
         elif spec.rollback_to is not None:
-            await rollback(step, self.writer)
+            await rollback(
+                step,
+                self.writer,
+                lambda s: taints.untaint_set(self.writer, s, self.machines, self.nodes),
+            )
             return Result(requeue_after=RESYNC)
         elif self._is_scaling_event(step):
             await self._sync(step)
@@ -107,28 +108,21 @@ class DeploymentReconciler:
             self._reported[uid] = generation
             await self.writer.event(deployment, "Warning", "InvalidSpec", str(error))
 
-    async def _get_raw(self, key: ObjectKey) -> dict[str, Any] | None:
-        """The deployment as stored now (MCM reads it from the API server, not the cache): its
-        template is copied into sets whole, including fields the typed view leaves out."""
-        path = object_path(MachineDeployment.KIND, key.namespace, key.name)
-        try:
-            document: dict[str, Any] = msgspec.json.decode(await self.client.request("GET", path))
-        except ApiError as error:
-            if error.status == 404:
-                return None
-            raise
+    async def _read_raw(self, deployment: MachineDeployment) -> dict[str, Any]:
+        path = object_path(MachineDeployment.KIND, deployment.namespace, deployment.name)
+        document: dict[str, Any] = msgspec.json.decode(await self.client.request("GET", path))
         return document
 
     # -- special cases
 
-    async def _selects_all(self, deployment: MachineDeployment, raw: dict[str, Any]) -> Result:
+    async def _selects_all(self, deployment: MachineDeployment) -> Result:
         await self.writer.event(
             deployment,
             "Warning",
             "SelectingAll",
             "This deployment is selecting all machines. A non-empty selector is required.",
         )
-        status = dict(raw.get("status") or {})
+        status: dict[str, Any] = msgspec.to_builtins(deployment.status)
         if status.get("observedGeneration", 0) < deployment.metadata.generation:
             status["observedGeneration"] = deployment.metadata.generation
             await self.writer.write_status(deployment, status)
@@ -195,6 +189,9 @@ class DeploymentReconciler:
     async def _rolling(self, step: Pass) -> None:
         new = await sync_new_set(step, self.writer, create=True)
         assert new is not None
+        old = step.old_sets(new)
+        for updated in await taints.taint_old_sets(self.writer, old, self.machines, self.nodes):
+            step.replace(updated)
         await self._autoscaler_hands_off(step, new)
         sizes = scaling.rolling_step(
             step.replicas,
@@ -216,6 +213,8 @@ class DeploymentReconciler:
 
     async def _rollout_done(self, step: Pass, new: MachineSet) -> None:
         await autoscaler.enable_scale_down(self.writer, step.sets, self.machines, self.nodes)
+        if step.strategy == "RollingUpdate":
+            step.replace(await taints.untaint_set(self.writer, new, self.machines, self.nodes))
         await self._cleanup(step, new)
 
     async def _scale(self, step: Pass, sizes: dict[str, int]) -> None:

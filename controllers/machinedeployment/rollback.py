@@ -4,6 +4,7 @@ as any template change; ``rollbackTo`` is cleared in the same write either way."
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -26,7 +27,10 @@ UNCHANGED = "DeploymentRollbackTemplateUnchanged"
 DONE = "DeploymentRollback"
 
 
-async def rollback(step: Pass, writer: Writer) -> None:
+async def rollback(
+    step: Pass, writer: Writer, untaint: Callable[[MachineSet], Awaitable[object]] | None = None
+) -> None:
+    """``untaint`` clears the target set's nodes of the rollout taint before it comes back."""
     await sync_new_set(step, writer, create=True)
     deployment = step.deployment
     assert deployment.spec.rollback_to is not None
@@ -54,6 +58,8 @@ async def rollback(step: Pass, writer: Writer) -> None:
         )
         await _clear(step, writer, [])
         return
+    if untaint is not None:
+        await untaint(match)  # the set's annotation changed: its template did not
     raw_set = await _raw_set(writer, match)
     template = without_hash_label(raw_set.get("spec", {}).get("template") or {})
     annotations = rollback_annotations(deployment.metadata.annotations, match.metadata.annotations)

@@ -46,7 +46,8 @@ def setup(manager: Manager, config: Any) -> DeploymentReconciler:
     machines = cache.informer(Machine, namespace=namespace).lister
     nodes = cache.informer(Node).lister
     writer = Writer(manager.client, EventRecorder(manager.client, COMPONENT))
-    reconciler = DeploymentReconciler(manager.client, writer, sets, machines, nodes)
+    deployments = cache.informer(MachineDeployment, namespace=namespace).lister
+    reconciler = DeploymentReconciler(manager.client, writer, deployments, sets, machines, nodes)
     manager.controller(NAME).for_(MachineDeployment, namespace=namespace).owns(
         MachineSet, namespace=namespace
     ).watches(

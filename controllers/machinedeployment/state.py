@@ -1,10 +1,10 @@
-"""One reconcile pass's view of a deployment: the object as the API server has it now (raw, so
-templates are copied whole and writes are conditional on its resourceVersion), its resolved
-bounds, and its MachineSets as the cache shows them."""
+"""One reconcile pass's view of a deployment: the object as the cache has it, its resolved
+bounds and its MachineSets; the stored object itself (raw, every field) is read only when a set
+is made from its template, and must be the version the cache showed."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,16 +74,24 @@ def template_of(obj: MachineDeployment | MachineSet) -> dict[str, Any]:
     return result
 
 
+class StaleCache(RuntimeError):
+    """The cache is behind the stored object: the pass is retried once it caught up."""
+
+
+RawReader = Callable[[MachineDeployment], Awaitable[dict[str, Any]]]
+
+
 @dataclass
 class Pass:
     deployment: MachineDeployment
-    raw: dict[str, Any]
+    read_raw: RawReader
     bounds: Fenceposts
     sets: list[MachineSet]
     # The status being built up this pass (wire shape); written once if it changed.
     status: dict[str, Any] = field(default_factory=dict)
     # Seconds until the progress deadline needs another look (None: no deadline pending).
     requeue: float | None = None
+    _raw: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -101,10 +109,20 @@ class Pass:
     def strategy(self) -> str:
         return self.deployment.spec.strategy.type
 
-    @property
-    def raw_template(self) -> Mapping[str, Any]:
-        template: Mapping[str, Any] = self.raw.get("spec", {}).get("template") or {}
-        return template
+    async def raw_spec(self) -> Mapping[str, Any]:
+        """The stored spec, whole: a set's template is copied from it, including fields the
+        typed view leaves out."""
+        if self._raw is None:
+            raw = await self.read_raw(self.deployment)
+            stored = (raw.get("metadata") or {}).get("resourceVersion")
+            if stored != self.deployment.resource_version:
+                raise StaleCache(
+                    f"machine deployment {self.name}: cache at resourceVersion "
+                    f"{self.deployment.resource_version}, stored {stored}"
+                )
+            self._raw = raw
+        spec: Mapping[str, Any] = self._raw.get("spec") or {}
+        return spec
 
     @property
     def collision_count(self) -> int | None:

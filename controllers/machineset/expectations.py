@@ -50,11 +50,12 @@ class Expectations(Generic[K]):
         return expected is None or expected.fulfilled or self._expired(expected)
 
     def expires_in(self, key: K) -> float | None:
-        """Seconds until unfulfilled expectations of ``key`` time out; None when satisfied."""
+        """Seconds until unfulfilled expectations of ``key`` time out; None when satisfied
+        (also by expiry: a pass after that must not be asked for again and again)."""
         expected = self._by_key.get(key)
-        if expected is None or expected.fulfilled:
+        if expected is None or expected.fulfilled or self._expired(expected):
             return None
-        return max(0.0, expected.since + self.timeout - trio.current_time())
+        return expected.since + self.timeout - trio.current_time()
 
     def pending(self, key: K) -> tuple[int, int]:
         """(creations, deletions) still expected; for logs and tests."""

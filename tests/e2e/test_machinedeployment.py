@@ -345,6 +345,7 @@ async def test_kubectl_scale_resizes_a_deployment(
 
 
 TRIGGER = "node.machine.sapcloud.io/trigger-deletion-by-mcm"
+PREFER_NO_SCHEDULE = "deployment.machine.sapcloud.io/prefer-no-schedule"
 
 
 def machine_of(name: str, machine_set: MachineSet, node: str = "") -> dict[str, Any]:
@@ -472,6 +473,26 @@ async def test_nodes_are_kept_from_the_autoscaler_during_a_rollout(
         assert annotations("node-2") == {
             "cluster-autoscaler.kubernetes.io/scale-down-disabled": "true"
         }
+
+        # The old set's nodes are tainted so pods prefer the new machines meanwhile...
+        def tainted(name: str) -> bool:
+            node = h.reconciler.nodes.get("", name)
+            return node is not None and any(
+                (t.key, t.value, t.effect) == (PREFER_NO_SCHEDULE, "True", "PreferNoSchedule")
+                for t in node.spec.taints
+            )
+
+        assert tainted("node-1") and tainted("node-2")
+        old = h.sets.get("default", machine_set.name)
+        assert old is not None and old.metadata.annotations[PREFER_NO_SCHEDULE] == "True"
+        # ...until that set comes back: a rollback untaints them first.
+        generation = await h.patch({"spec": {"rollbackTo": {"revision": 1}}})
+        await h.wait_complete(generation=generation + 1)
+        assert await h.node_changes.wait_until(
+            lambda: not tainted("node-1") and not tainted("node-2"), trio.current_time() + 60
+        )
+        back = h.sets.get("default", machine_set.name)
+        assert back is not None and PREFER_NO_SCHEDULE not in back.metadata.annotations
 
 
 async def test_a_matching_orphan_set_is_adopted_and_a_set_that_stops_matching_released(

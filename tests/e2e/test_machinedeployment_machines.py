@@ -84,6 +84,14 @@ async def test_meltdown_protection_holds_on_a_real_deployment(
                 lambda: sum(1 for m in p.machines() if m.phase == PHASE_FAILED) >= 1,
                 trio.current_time() + 3600,
             )
+            # The deployment's status lists what its sets report failed.
+            deployment = await p.deployments.wait_deployment(
+                lambda d: d is not None and bool(d.status.failed_machines)
+            )
+            assert deployment is not None
+            [summary] = deployment.status.failed_machines
+            assert summary.last_operation.state == "Failed"
+            assert summary.name.startswith("pool-")
             await trio.sleep(1800)
             nursery.cancel_scope.cancel()
         assert max(failed for _, _, failed in seen) == 1, seen

@@ -14,6 +14,7 @@ from kubetrio.api.core import Event
 from kubetrio.api.machine import PHASE_RUNNING, Machine, MachineClass
 from kubetrio.api.machineset import MACHINE_PRIORITY_ANNOTATION, MachineSet
 from kubetrio.runtime.client import Client
+from kubetrio.runtime.clockhold import request_in_flight
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.queue import ObjectKey
 
@@ -56,7 +57,8 @@ async def test_scale_up_and_down(
         assert len(created) == 3
 
         kubectl = kubectl_of("1.33", emu, tmp_path)
-        await kubectl.out("scale", "machineset/pool", "--replicas=5", "-n", "default")
+        with request_in_flight():  # kubectl's requests hold the mock clock as ours do
+            await kubectl.out("scale", "machineset/pool", "--replicas=5", "-n", "default")
         ms = await s.wait_ready("pool", 5)
         assert len(s.machines_of("pool")) == 5
 
@@ -232,27 +234,43 @@ async def test_slow_watch_never_makes_more_machines_than_replicas(
         )
 
 
-async def test_deleting_a_set_deletes_its_machines(
+async def test_deleting_a_set_deletes_its_machines_and_adopts_nothing_meanwhile(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     install_crds(emu)
     seed_class(emu, bootSeconds=10)
     async with machineset_manager(emu) as s:
-        emu.create(machine_set_doc("bg", 2))
+        held = machine_set_doc("bg", 2)
+        held["metadata"]["finalizers"] = ["example.com/hold"]  # keeps it Terminating for a while
+        emu.create(held)
         emu.create(machine_set_doc("fg", 2))
         await s.wait_ready("bg", 2)
         await s.wait_ready("fg", 2)
         await s.h.client.delete(MachineSet, "bg", "default")
         await s.h.client.delete(MachineSet, "fg", "default", propagation_policy="Foreground")
-        await s.wait_set("bg", lambda ms: ms is None)
         await s.wait_set("fg", lambda ms: ms is None)
         await s.wait_machines(lambda ms: ms == [])
-        # A matching orphan created now has no set to join.
+        # Its machines gone, the set lets go of its finalizer; only the foreign one holds it.
+        ms = await s.wait_set(
+            "bg", lambda ms: ms is not None and ms.metadata.finalizers == ("example.com/hold",)
+        )
+        assert ms is not None and ms.deleting
+
+        # A matching orphan created while the set is being deleted is never adopted.
         late = machine_doc("late-1")
         late["metadata"]["labels"] = {"set": "bg"}
         emu.create(late)
         await s.h.wait_machine("late-1", lambda m: m is not None)
+        await s.h.client.patch(
+            MachineSet, "bg", {"metadata": {"labels": {"poke": "1"}}}, namespace="default"
+        )
+        await s.wait_set("bg", lambda ms: ms is not None and "poke" in ms.metadata.labels)
+        await trio.sleep(30)
         assert owner_uid(s.h.machine("late-1")) is None
+        await s.h.client.patch(
+            MachineSet, "bg", {"metadata": {"finalizers": None}}, namespace="default"
+        )
+        await s.wait_set("bg", lambda ms: ms is None)
 
 
 async def test_an_invalid_set_creates_nothing_and_others_carry_on(
