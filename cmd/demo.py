@@ -307,7 +307,8 @@ class Demo:
             )
         width = self.out.console.width if self.out.console is not None else 160
         parts: list[RenderableType] = [
-            set_table(set_rows(self.view.set_list()), title=heading),
+            Text(heading, style="bold"),
+            set_table(set_rows(self.view.set_list())),
             machine_table(rows, title="machines", width=width),
         ]
         if self.storage:
@@ -498,6 +499,9 @@ class Demo:
             (m for m in self.view.machine_list() if m.phase == PHASE_RUNNING),
             key=lambda m: natural_key(m.name),
         )
+        if not running or not running[0].spec.provider_id:
+            self.event("failure skipped", reason="no running machine with a VM")
+            return
         victim = running[0]
         self._begin(
             "failure",
