@@ -564,11 +564,11 @@ class Demo:
         without one. A leftover is a controller bug the demo must not hide."""
         live = {m.spec.provider_id for m in self.view.machine_list()}
         try:
-            answer = await self.client.request("GET", CLOUD_VMS_PATH)
-            listed = msgspec.json.decode(answer).get("items", [])
-            vms = sorted(str(vm.get("providerID")) for vm in listed)
-        except (ApiError, msgspec.DecodeError, AttributeError):
-            vms = []  # no simulated cloud to ask (not the embedded cluster)
+            listed = msgspec.json.decode(await self.client.request("GET", CLOUD_VMS_PATH))
+        except (ApiError, msgspec.DecodeError):
+            listed = {}  # no simulated cloud to ask (not the embedded cluster)
+        items = listed.get("items") if isinstance(listed, dict) else None
+        vms = sorted(str(vm.get("providerID")) for vm in items or () if isinstance(vm, dict))
         nodes = self.orphan_nodes()
         orphan_vms = [vm for vm in vms if vm not in live]
         self.event("orphans", nodes=len(nodes), vms=len(orphan_vms))

@@ -11,6 +11,7 @@ import io
 import re
 
 import msgspec
+import pytest
 import trio
 import trio.testing
 
@@ -18,7 +19,7 @@ from kubetrio.api.core import Node, PersistentVolumeClaim
 from kubetrio.api.machine import PHASE_RUNNING, Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.cmd import demo_seed as seed
-from kubetrio.cmd.demo import Demo, DemoOptions
+from kubetrio.cmd.demo import Demo, DemoFailed, DemoOptions
 from kubetrio.cmd.embedded import install_crds
 from kubetrio.controllers.machinedeployment.setup import setup as deployment_setup
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
@@ -123,3 +124,25 @@ async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> N
                 assert pod.spec.node_name in nodes
                 claim = await client.get(PersistentVolumeClaim, f"data-{pod.name}", "default")
                 assert claim.spec.volume_name, "the sim-csi provisioner bound the claim"
+
+
+async def test_a_vm_without_its_machine_fails_the_demo(mock_clock: trio.testing.MockClock) -> None:
+    """The orphan check the scenario ends with can fail: a VM at the simulated cloud whose
+    machine does not exist is reported by its provider ID, and the demo's exit code says so."""
+    async with serve_emulator(simulate=ClusterSimulation.realistic()) as emu:
+        client = Client.from_url(emu.url, token=emu.token)
+        await install_crds(client)
+        body = {
+            "machineClass": {"name": seed.CLASS_NAME, "namespace": "default", "providerSpec": {}},
+            "machine": {"name": "nobody", "namespace": "default"},
+        }
+        created = msgspec.json.decode(
+            await client.request("POST", "/_cloud/v1/create", body=msgspec.json.encode(body))
+        )
+        demo = Demo(client, DemoOptions(machines=1), kubeconfig="-", stream=io.StringIO())
+        async with trio.open_nursery() as nursery:
+            await nursery.start(demo.view.run)
+            with pytest.raises(DemoFailed) as failed:
+                await demo._check_orphans()
+            assert created["providerID"] in str(failed.value)
+            nursery.cancel_scope.cancel()
