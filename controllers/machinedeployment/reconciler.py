@@ -16,6 +16,7 @@ from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.status import FINALIZER
 from kubetrio.controllers.machinedeployment import autoscaler, progress, scaling, taints
+from kubetrio.controllers.machinedeployment.catchup import PATIENCE
 from kubetrio.controllers.machinedeployment.claim import claim_sets
 from kubetrio.controllers.machinedeployment.fenceposts import Fenceposts, SpecError
 from kubetrio.controllers.machinedeployment.newset import sync_new_set
@@ -59,6 +60,9 @@ class DeploymentReconciler:
         deployment = self.deployments.get(key.namespace, key.name)
         if deployment is None:
             return Result()
+        if self.writer.own.behind(deployment):
+            # Our last write's arrival in the cache enqueues it again; this is a fallback.
+            return Result(requeue_after=PATIENCE)
         try:
             bounds = validate(deployment)
         except SpecError as error:
@@ -70,6 +74,7 @@ class DeploymentReconciler:
             added = await set_finalizer(self.client, deployment, True)
             if added is None:
                 return Result()
+            self.writer.own.wrote(added)
             deployment = added
         selector = deployment.spec.selector
         if selector is None or (not selector.match_labels and not selector.match_expressions):

@@ -46,7 +46,9 @@ def setup(manager: Manager, config: Any) -> DeploymentReconciler:
     machines = cache.informer(Machine, namespace=namespace).lister
     nodes = cache.informer(Node).lister
     writer = Writer(manager.client, EventRecorder(manager.client, COMPONENT))
-    deployments = cache.informer(MachineDeployment, namespace=namespace).lister
+    deployment_informer = cache.informer(MachineDeployment, namespace=namespace)
+    deployment_informer.add_handler(writer.own.handler())
+    deployments = deployment_informer.lister
     reconciler = DeploymentReconciler(manager.client, writer, deployments, sets, machines, nodes)
     manager.controller(NAME).for_(MachineDeployment, namespace=namespace).owns(
         MachineSet, namespace=namespace

@@ -8,6 +8,7 @@ from typing import Any
 
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.api.meta import KubeObject
+from kubetrio.controllers.machinedeployment.catchup import OwnWrites
 from kubetrio.controllers.machinedeployment.revisions import replicas_annotations
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.events import EventRecorder
@@ -20,6 +21,7 @@ class Writer:
     def __init__(self, client: Client, events: EventRecorder) -> None:
         self.client = client
         self.events = events
+        self.own = OwnWrites()
 
     async def event(self, obj: KubeObject, type_: str, reason: str, message: str) -> None:
         await self.events.record(obj, type_, reason, message)
@@ -76,22 +78,26 @@ class Writer:
         self, deployment: MachineDeployment, ops: list[dict[str, Any]]
     ) -> MachineDeployment:
         test = {"op": "test", "path": "/metadata/resourceVersion"}
-        return await self.client.patch(
+        written = await self.client.patch(
             MachineDeployment,
             deployment.name,
             [{**test, "value": deployment.resource_version}, *ops],
             namespace=deployment.namespace,
             patch_type="json",
         )
+        self.own.wrote(written)
+        return written
 
     async def write_status(
         self, deployment: MachineDeployment, status: Mapping[str, Any]
     ) -> MachineDeployment:
         """The whole status, replaced (a merge patch of its lists replaces them whole)."""
         full = {"failedMachines": None, "collisionCount": None, **status}
-        return await self.client.patch_status(
+        written = await self.client.patch_status(
             MachineDeployment,
             deployment.name,
             {"metadata": {"resourceVersion": deployment.resource_version}, "status": full},
             namespace=deployment.namespace,
         )
+        self.own.wrote(written)
+        return written

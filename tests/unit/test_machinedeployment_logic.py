@@ -7,10 +7,13 @@ import datetime as dt
 
 import msgspec
 import pytest
+import trio
+import trio.testing
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kubetrio.api.machine import Machine
+from kubetrio.api.machineset import MachineDeployment
 from kubetrio.controllers.machinedeployment import (
     autoscaler,
     fenceposts,
@@ -18,6 +21,7 @@ from kubetrio.controllers.machinedeployment import (
     progress,
     revisions,
 )
+from kubetrio.controllers.machinedeployment.catchup import PATIENCE, OwnWrites
 from kubetrio.controllers.machinedeployment.scaling import (
     find_active_or_latest,
     new_set_replicas,
@@ -320,3 +324,28 @@ def test_trigger_deletion_entries_get_times_and_gone_machines_are_dropped() -> N
     )
     assert pending == "a~2026-01-01T00:00:00Z"
     assert [(m.machine.name, m.time) for m in marked] == [("a", "2026-01-01T00:00:00Z")]
+
+
+# -- waiting for our own writes
+
+
+async def test_a_pass_waits_until_the_cache_shows_our_last_write(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    def version(rv: str) -> MachineDeployment:
+        return msgspec.convert(
+            {"metadata": {"name": "pool", "uid": "u1", "resourceVersion": rv}}, MachineDeployment
+        )
+
+    own = OwnWrites()
+    assert not own.behind(version("1"))
+    own.wrote(version("5"))
+    assert own.behind(version("4"))
+    handler = own.handler()
+    assert handler.on_update is not None
+    handler.on_update(version("4"), version("5"))  # the informer delivers it
+    assert not own.behind(version("4"))  # (a stale read elsewhere no longer blocks)
+    own.wrote(version("7"))
+    assert own.behind(version("6"))
+    await trio.sleep(PATIENCE)  # a version the cache never shows exactly is given up on
+    assert not own.behind(version("6"))
