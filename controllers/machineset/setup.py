@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from prometheus_client import Counter
-
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
 from kubetrio.controllers.machineset.control import MachineControl
+from kubetrio.controllers.machineset.metrics import machineset_metrics
 from kubetrio.controllers.machineset.reconciler import MachineSetContext, MachineSetReconciler
 from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.informer import EventHandler
@@ -89,12 +88,7 @@ def setup(manager: Manager, config: Any) -> MachineSetContext:
     cache = manager.cache
     sets = cache.informer(MachineSet, namespace=namespace).lister
     machine_informer = cache.informer(Machine, namespace=namespace)
-    stale = Counter(
-        "mcm_machine_stale_machines",
-        "Total count of stale machines flagged for termination that turned stale due to long "
-        "unhealthiness",
-        registry=manager.registry,
-    )
+    stale = machineset_metrics(manager.registry, sets)
     ctx = MachineSetContext(
         client=manager.client,
         sets=sets,

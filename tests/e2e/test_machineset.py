@@ -96,14 +96,29 @@ async def test_failed_machine_is_replaced(
         )
         assert ms is not None and ms.status.failed_machines is not None
         assert ms.status.failed_machines[0].name == first.name
+        summary = {
+            "name": "pool",
+            "namespace": "default",
+            "failed_machine_name": first.name,
+            "failed_machine_provider_id": first.spec.provider_id,
+            "failed_machine_owner_ref": "pool",
+            "failed_machine_last_operation_state": "Failed",
+            "failed_machine_last_operation_machine_operation_type": "HealthCheck",
+        }
+        assert (
+            s.h.manager.registry.get_sample_value("mcm_machine_set_failed_machines", summary) == 1
+        )
         await s.h.wait_gone(first.name)
         await s.wait_ready("pool", 1)
         (replacement,) = s.machines_of("pool")
         assert replacement.name != first.name
         ms = s.machine_set("pool")
         assert ms is not None and not ms.status.failed_machines
-        metrics = s.h.manager.registry.get_sample_value("mcm_machine_stale_machines_total")
-        assert metrics == 1
+        registry = s.h.manager.registry
+        assert registry.get_sample_value("mcm_machine_stale_machines_total") == 1
+        assert registry.get_sample_value("mcm_machine_set_items_total") == 1
+        labels = {"name": "pool", "namespace": "default"}
+        assert registry.get_sample_value("mcm_machine_set_status_ready_replicas", labels) == 1
 
 
 def owner_uid(machine: Machine | None) -> str | None:
