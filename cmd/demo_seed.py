@@ -1,7 +1,8 @@
-"""What the embedded demo puts into the cluster: a sim MachineClass with its user-data Secret, the
-Machines of one "deployment" (label ``name=demo``), and a workload that makes a scale-down
-interesting — a StatefulSet whose pods hold volumes (so the drain moves data), a Deployment and a
-PodDisruptionBudget the drain has to respect.
+"""What the embedded demo puts into the cluster and changes there, as a user would: two sim
+MachineClasses with their user-data Secret, a MachineDeployment (``demo``) of the first class, its
+scale and its class; and a workload that makes a scale-down interesting — a StatefulSet whose pods
+hold volumes (so the drain moves data), a Deployment and a PodDisruptionBudget the drain has to
+respect. It also breaks one VM at the simulated cloud, which is the cloud's doing, not a user's.
 
 Manifests are plain dicts built by pure functions (so tests can check them without a cluster),
 and everything is written with create-if-missing, so a rerun on a kept ``--embedded-dir`` state
@@ -11,18 +12,19 @@ neither fails nor duplicates anything.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-from kubetrio.api.registry import KindInfo, lookup
+from kubetrio.api.registry import lookup
 from kubetrio.runtime.client import Client, object_path
 from kubetrio.runtime.errors import ApiError
 
 NAMESPACE = "default"
-DEPLOYMENT = "demo"  # the machines' ``name`` label: MCM's MachineDeployment grouping
+DEPLOYMENT = "demo"  # the MachineDeployment, and its machines' ``name`` label (MCM's grouping)
 CLASS_NAME = "demo-sim"
+NEW_CLASS_NAME = "demo-sim-v2"  # what the rolling update moves the deployment to
 SECRET_NAME = "demo-sim-userdata"
 STATEFULSET = "db"
 WEB = "web"
@@ -30,22 +32,33 @@ PDB_NAME = "web-budget"
 STORAGE_CLASS = "sim-csi"
 # Seconds a VM takes to boot: long enough that Pending is visible, short enough for a quick demo.
 BOOT_SECONDS = 2.0
+# The template's ``machineConfiguration.healthTimeout``: how long the broken VM's machine stays
+# Unknown before it is Failed and replaced (MCM's default of 10 minutes would not fit the demo).
+HEALTH_TIMEOUT = "5s"
+# The rolling update's bounds: half the machines again at a time and never fewer available than
+# asked for, so the workload keeps its capacity (percentages keep this sensible for any size:
+# the surge rounds up, so one machine at least).
+MAX_SURGE = "50%"
+MAX_UNAVAILABLE = 0
 # The kubelet simulation terminates a pod in 0.1 x its grace period: 5 s gives a visible but
 # short termination during the drain.
 GRACE_SECONDS = 5
+MACHINE_API = "machine.sapcloud.io/v1alpha1"
+CLOUD_FAIL_PATH = "/_cloud/v1/fail"
 
 # A placeholder cloud-init: the machine controller substitutes a fresh bootstrap token for the
 # marker. Nothing here is a secret, and the demo never prints it anyway.
 USER_DATA = "#cloud-config\n# kubeadm join --token <<BOOTSTRAP_TOKEN>> (simulated)\n"
 
 
-def machine_names(count: int) -> list[str]:
-    return [f"{DEPLOYMENT}-{index}" for index in range(1, count + 1)]
+def initial_replicas(machines: int) -> int:
+    """The deployment starts at half its size, so scaling up is part of the story."""
+    return max(1, machines // 2)
 
 
-def scale_down_names(names: Sequence[str]) -> list[str]:
-    """The newest half (rounded down) goes: at least one machine always stays to take the pods."""
-    return list(names[len(names) - len(names) // 2 :])
+def final_replicas(machines: int) -> int:
+    """The scale-down removes half (rounded down): one machine always stays to take the pods."""
+    return machines - machines // 2
 
 
 def class_secret() -> dict[str, Any]:
@@ -58,25 +71,53 @@ def class_secret() -> dict[str, Any]:
     }
 
 
-def machine_class(boot_seconds: float = BOOT_SECONDS) -> dict[str, Any]:
+def machine_class(
+    name: str = CLASS_NAME,
+    boot_seconds: float = BOOT_SECONDS,
+    instance_type: str = "sim.standard",
+) -> dict[str, Any]:
     return {
-        "apiVersion": "machine.sapcloud.io/v1alpha1",
+        "apiVersion": MACHINE_API,
         "kind": "MachineClass",
-        "metadata": {"name": CLASS_NAME, "namespace": NAMESPACE},
+        "metadata": {"name": name, "namespace": NAMESPACE},
         "provider": "sim",
-        "providerSpec": {"region": "sim-1", "bootSeconds": boot_seconds},
+        "providerSpec": {
+            "region": "sim-1",
+            "bootSeconds": boot_seconds,
+            "instanceType": instance_type,
+        },
         "secretRef": {"name": SECRET_NAME, "namespace": NAMESPACE},
     }
 
 
-def machine(name: str) -> dict[str, Any]:
+def machine_classes(boot_seconds: float = BOOT_SECONDS) -> list[dict[str, Any]]:
+    """The class the deployment starts with, and the bigger one it is rolled to."""
+    return [
+        machine_class(CLASS_NAME, boot_seconds, "sim.standard"),
+        machine_class(NEW_CLASS_NAME, boot_seconds, "sim.large"),
+    ]
+
+
+def machine_deployment(replicas: int) -> dict[str, Any]:
     return {
-        "apiVersion": "machine.sapcloud.io/v1alpha1",
-        "kind": "Machine",
-        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {"name": DEPLOYMENT}},
+        "apiVersion": MACHINE_API,
+        "kind": "MachineDeployment",
+        "metadata": {"name": DEPLOYMENT, "namespace": NAMESPACE},
         "spec": {
-            "class": {"kind": "MachineClass", "name": CLASS_NAME},
-            "nodeTemplate": {"metadata": {"labels": {"pool": DEPLOYMENT}}},
+            "replicas": replicas,
+            "selector": {"matchLabels": {"name": DEPLOYMENT}},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": MAX_SURGE, "maxUnavailable": MAX_UNAVAILABLE},
+            },
+            "template": {
+                "metadata": {"labels": {"name": DEPLOYMENT}},
+                "spec": {
+                    "class": {"kind": "MachineClass", "name": CLASS_NAME},
+                    "nodeTemplate": {"metadata": {"labels": {"pool": DEPLOYMENT}}},
+                    "machineConfiguration": {"healthTimeout": HEALTH_TIMEOUT},
+                },
+            },
         },
     }
 
@@ -162,11 +203,12 @@ async def create_if_missing(client: Client, document: Mapping[str, Any]) -> bool
     return True
 
 
-async def seed_machines(client: Client, count: int, boot_seconds: float = BOOT_SECONDS) -> None:
-    for document in (class_secret(), machine_class(boot_seconds)):
+async def seed_deployment(
+    client: Client, replicas: int, boot_seconds: float = BOOT_SECONDS
+) -> None:
+    for document in (class_secret(), *machine_classes(boot_seconds)):
         await create_if_missing(client, document)
-    for name in machine_names(count):
-        await create_if_missing(client, machine(name))
+    await create_if_missing(client, machine_deployment(replicas))
 
 
 async def seed_workloads(client: Client, machines: int) -> None:
@@ -175,9 +217,30 @@ async def seed_workloads(client: Client, machines: int) -> None:
         await create_if_missing(client, document)
 
 
-async def delete_machines(client: Client, names: Sequence[str]) -> None:
-    """What a MachineSet scale-down does to the machines it picked: delete them; the machine
-    controller's finalizer turns that into the drain and deletion flow."""
-    info: KindInfo = lookup("machine.sapcloud.io/v1alpha1", "Machine")
-    for name in names:
-        await client.delete(info, name, NAMESPACE, missing_ok=True)
+async def _patch_deployment(client: Client, patch: Mapping[str, Any], subresource: str) -> None:
+    info = lookup(MACHINE_API, "MachineDeployment")
+    await client.request(
+        "PATCH",
+        object_path(info, NAMESPACE, DEPLOYMENT, subresource),
+        body=msgspec.json.encode(patch),
+        content_type="application/merge-patch+json",
+    )
+
+
+async def scale(client: Client, replicas: int) -> None:
+    """What ``kubectl scale machinedeployment/demo`` does: a patch of the scale subresource."""
+    await _patch_deployment(client, {"spec": {"replicas": replicas}}, "scale")
+
+
+async def change_class(client: Client, class_name: str) -> None:
+    """A new MachineClass in the template: the deployment controller rolls every machine."""
+    patch = {"spec": {"template": {"spec": {"class": {"name": class_name}}}}}
+    await _patch_deployment(client, patch, "")
+
+
+async def fail_vm(client: Client, provider_id: str) -> None:
+    """The VM breaks at the simulated cloud: its kubelet stops, its Node's Ready turns Unknown,
+    and the machine controller's health check takes it from there."""
+    await client.request(
+        "POST", CLOUD_FAIL_PATH, body=msgspec.json.encode({"providerID": provider_id})
+    )

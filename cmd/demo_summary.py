@@ -1,6 +1,8 @@
-"""The demo's record of each machine's milestones, as the demo saw them happen, and the summary it
-prints at the end: per machine how long it took from creation to Running and, for the machines
-scaled down, how long the drain and the whole deletion took.
+"""The demo's record of each machine's milestones and of the scenario's phases, as the demo saw
+them happen, and the summary it prints at the end: how long each phase took (create, scale up,
+rolling update, failure and replacement, workloads, scale down), and per machine how long it took
+from creation to Running and, for the machines that went, how long the drain and the whole
+deletion took and why they went.
 
 Times are the demo's own clock readings when a change reached its caches (event-driven, so they
 are as precise as the watch), not the objects' second-resolution timestamps.
@@ -9,11 +11,11 @@ are as precise as the watch), not the objects' second-resolution timestamps.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from rich.table import Table
 
-from kubetrio.api.machine import PHASE_RUNNING
+from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING
 from kubetrio.cmd.demo_view import STEP_DRAIN, STEP_GONE, MachineRow, natural_key
 
 
@@ -23,10 +25,12 @@ class MachineTimes:
 
     created: float
     running: float | None = None
+    failed: float | None = None
     delete_requested: float | None = None
     drain_started: float | None = None
     drain_finished: float | None = None
     gone: float | None = None
+    gone_in: str = ""  # the scenario phase during which it went
 
     @property
     def time_to_running(self) -> float | None:
@@ -46,8 +50,23 @@ class MachineTimes:
         return self.gone - self.delete_requested
 
 
+@dataclass(slots=True)
+class PhaseTimes:
+    """One phase of the scenario: when the demo asked for it and when it saw it done, plus
+    figures particular to it (seconds, by name)."""
+
+    name: str
+    started: float
+    finished: float | None = None
+    figures: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.finished is None else self.finished - self.started
+
+
 class Timeline:
-    """Milestones per machine, fed with the rows the live view renders.
+    """Milestones per machine, fed with the rows the live view renders, and the phases.
 
     ``observe`` returns the rows that changed since the previous observation, which is exactly
     what the plain output prints.
@@ -55,6 +74,7 @@ class Timeline:
 
     def __init__(self) -> None:
         self.machines: dict[str, MachineTimes] = {}
+        self.phases: list[PhaseTimes] = []
         self._last: dict[str, MachineRow] = {}
         # The last row of each machine that went, marked gone: the table keeps showing it.
         self.departed: dict[str, MachineRow] = {}
@@ -62,14 +82,21 @@ class Timeline:
     def first_seen(self) -> dict[str, float]:
         return {name: times.created for name, times in self.machines.items()}
 
-    def created(self, name: str, now: float) -> None:
-        """The demo created ``name`` at ``now`` (earlier than its first observation)."""
-        self.machines.setdefault(name, MachineTimes(created=now))
+    @property
+    def phase(self) -> str:
+        """The phase in progress (the last begun), "" before the first."""
+        return self.phases[-1].name if self.phases else ""
 
-    def delete_requested(self, name: str, now: float) -> None:
-        times = self.machines.get(name)
-        if times is not None and times.delete_requested is None:
-            times.delete_requested = now
+    def begin(self, name: str, now: float) -> PhaseTimes:
+        phase = PhaseTimes(name, now)
+        self.phases.append(phase)
+        return phase
+
+    def end(self, now: float, **figures: float) -> None:
+        """The phase in progress is done; ``figures`` are its particular times."""
+        if self.phases and self.phases[-1].finished is None:
+            self.phases[-1].finished = now
+            self.phases[-1].figures.update(figures)
 
     def observe(self, now: float, rows: Iterable[MachineRow]) -> list[MachineRow]:
         changed = []
@@ -78,6 +105,8 @@ class Timeline:
             times = self.machines.setdefault(row.name, MachineTimes(created=now))
             if row.phase == PHASE_RUNNING and times.running is None:
                 times.running = now
+            if row.phase == PHASE_FAILED and times.failed is None:
+                times.failed = now
             if row.deleting and times.delete_requested is None:
                 times.delete_requested = now
             in_drain = row.step.startswith(STEP_DRAIN)
@@ -110,9 +139,14 @@ class Timeline:
             times = self.machines.get(name)
             if times is not None and times.gone is None:
                 times.gone = now
+                times.gone_in = self.phase
                 if times.drain_started is not None and times.drain_finished is None:
                     times.drain_finished = now
         return sorted(vanished, key=natural_key)
+
+
+# Why a machine went, by the phase it went in.
+OUTCOMES = {"rolling-update": "rolled", "scale-down": "scaled down"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,18 +158,22 @@ class SummaryRow:
     outcome: str
 
 
-def summary_rows(timeline: Timeline, deleted: Sequence[str]) -> list[SummaryRow]:
+def outcome(times: MachineTimes) -> str:
+    if times.gone is None:
+        return "deletion unfinished" if times.delete_requested is not None else "kept"
+    if times.failed is not None:
+        return "failed, replaced"
+    return OUTCOMES.get(times.gone_in, "deleted")
+
+
+def summary_rows(timeline: Timeline) -> list[SummaryRow]:
     rows = []
     for name in sorted(timeline.machines, key=natural_key):
         times = timeline.machines[name]
-        if times.gone is not None:
-            outcome = "deleted" if name in deleted else "gone"
-        elif times.delete_requested is not None:
-            outcome = "deletion unfinished"
-        else:
-            outcome = "kept" if name not in deleted else "not deleted"
         rows.append(
-            SummaryRow(name, times.time_to_running, times.drain_time, times.deletion_time, outcome)
+            SummaryRow(
+                name, times.time_to_running, times.drain_time, times.deletion_time, outcome(times)
+            )
         )
     return rows
 
@@ -149,11 +187,17 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(present) / len(present) if present else None
 
 
+def _word(text: str) -> str:
+    """A value for a plain ``key=value`` line: no spaces, no commas."""
+    return text.replace(",", "").replace(" ", "_")
+
+
 def summary_totals(rows: Sequence[SummaryRow], wall: float) -> dict[str, str]:
     return {
         "machines": str(len(rows)),
         "running": str(sum(1 for r in rows if r.to_running is not None)),
-        "deleted": str(sum(1 for r in rows if r.outcome == "deleted")),
+        "failed": str(sum(1 for r in rows if r.outcome.startswith("failed"))),
+        "deleted": str(sum(1 for r in rows if r.deletion is not None)),
         "mean_to_running": _seconds(_mean(r.to_running for r in rows)),
         "mean_drain": _seconds(_mean(r.drain for r in rows)),
         "mean_deletion": _seconds(_mean(r.deletion for r in rows)),
@@ -161,17 +205,39 @@ def summary_totals(rows: Sequence[SummaryRow], wall: float) -> dict[str, str]:
     }
 
 
-def summary_lines(rows: Sequence[SummaryRow], wall: float) -> list[str]:
-    """The plain summary: one ``summary machine=…`` line per machine and a totals line."""
-    lines = [
+def phase_figures(phase: PhaseTimes) -> str:
+    return " ".join(f"{key}={_seconds(value)}" for key, value in phase.figures.items())
+
+
+def summary_lines(timeline: Timeline, rows: Sequence[SummaryRow], wall: float) -> list[str]:
+    """The plain summary: one ``summary phase=…`` line per phase, one ``summary machine=…``
+    line per machine and a totals line."""
+    lines = []
+    for phase in timeline.phases:
+        figures = phase_figures(phase)
+        lines.append(
+            f"summary phase={_word(phase.name)} took={_seconds(phase.seconds)}"
+            + (f" {figures}" if figures else "")
+        )
+    lines.extend(
         f"summary machine={r.name} to_running={_seconds(r.to_running)} "
         f"drain={_seconds(r.drain)} deletion={_seconds(r.deletion)} "
-        f"outcome={r.outcome.replace(' ', '_')}"
+        f"outcome={_word(r.outcome)}"
         for r in rows
-    ]
+    )
     totals = summary_totals(rows, wall)
     lines.append("summary " + " ".join(f"{k}={v}" for k, v in totals.items()))
     return lines
+
+
+def phase_table(timeline: Timeline) -> Table:
+    table = Table(title="phases", title_justify="left")
+    table.add_column("phase")
+    table.add_column("took", justify="right")
+    table.add_column("details")
+    for phase in timeline.phases:
+        table.add_row(phase.name, _seconds(phase.seconds), phase_figures(phase) or "-")
+    return table
 
 
 def summary_table(rows: Sequence[SummaryRow], wall: float) -> Table:

@@ -1,4 +1,5 @@
-"""What the embedded demo shows while it runs: one row per machine (phase, the step it is in,
+"""What the embedded demo shows while it runs: one row per MachineSet of the deployment (revision,
+class, desired/current/ready machines), one row per machine (its set, phase, the step it is in,
 its last operation, node, pods on the node, age) and the storage nodes, rendered either as a live
 ``rich`` table (a terminal) or as one plain ``key=value`` line per change (a pipe or a log file,
 where redrawing a table would only produce noise).
@@ -28,6 +29,7 @@ from kubetrio.api.machine import (
     STATE_FAILED,
     Machine,
 )
+from kubetrio.api.machineset import REVISION_ANNOTATION, MachineSet
 from kubetrio.controllers.storage.backend import StorageNode
 
 # MCM's lastOperation step markers of the deletion flow (matched by substring, as MCM does),
@@ -98,9 +100,91 @@ def machine_step(machine: Machine, node: Node | None = None) -> str:
     return phase.lower()
 
 
+def machine_set_name(machine: Machine) -> str:
+    """The MachineSet that controls the machine (its controller owner), or "" for none."""
+    ref = machine.metadata.controller_ref()
+    return ref.name if ref is not None and ref.kind == "MachineSet" else ""
+
+
+@dataclass(frozen=True, slots=True)
+class SetRow:
+    name: str
+    revision: str
+    machine_class: str
+    desired: int
+    current: int
+    ready: int
+    deleting: bool
+
+    def key(self) -> tuple[str, str, int, int, int, bool]:
+        return (
+            self.revision,
+            self.machine_class,
+            self.desired,
+            self.current,
+            self.ready,
+            self.deleting,
+        )
+
+
+def set_rows(sets: Iterable[MachineSet]) -> list[SetRow]:
+    """One row per set, newest revision last (the order a rollout reads in)."""
+    rows = [
+        SetRow(
+            name=s.name,
+            revision=s.metadata.annotations.get(REVISION_ANNOTATION, "-"),
+            machine_class=s.spec.template.spec.class_.name or "-",
+            desired=s.spec.replicas,
+            current=s.status.replicas,
+            ready=s.status.ready_replicas,
+            deleting=s.deleting,
+        )
+        for s in sets
+    ]
+    return sorted(rows, key=lambda row: (natural_key(row.revision), row.name))
+
+
+def set_table(rows: Sequence[SetRow], *, title: str = "machine sets") -> Table:
+    table = Table(title=title, title_justify="left")
+    for header in ("set", "revision", "class", "desired", "current", "ready"):
+        numeric = header in ("revision", "desired", "current", "ready")
+        table.add_column(header, justify="right" if numeric else "left", no_wrap=True)
+    for row in rows:
+        complete = row.desired == row.current == row.ready
+        table.add_row(
+            row.name,
+            row.revision,
+            row.machine_class,
+            str(row.desired),
+            str(row.current),
+            Text(str(row.ready), style="green" if complete else "yellow"),
+            style="dim" if row.deleting or (row.desired == 0 and row.current == 0) else None,
+        )
+    return table
+
+
+def set_line(elapsed: float, row: SetRow) -> str:
+    """One change of one set, as ``t=… set=… revision=… class=… desired=… current=… ready=…``."""
+    fields = {
+        "set": row.name,
+        "revision": row.revision,
+        "class": row.machine_class,
+        "desired": str(row.desired),
+        "current": str(row.current),
+        "ready": str(row.ready),
+    }
+    text = " ".join(f"{key}={_quote(value)}" for key, value in fields.items())
+    return f"t={elapsed:.1f}s {text}"
+
+
+def set_gone_line(elapsed: float, name: str) -> str:
+    return f"t={elapsed:.1f}s set={name} step={STEP_GONE}"
+
+
 @dataclass(frozen=True, slots=True)
 class MachineRow:
     name: str
+    machine_set: str
     phase: str
     step: str
     operation: str
@@ -110,10 +194,10 @@ class MachineRow:
     age: float | None  # seconds since the demo first saw it; None when unknown
     deleting: bool
 
-    def key(self) -> tuple[str, str, str, str, bool]:
+    def key(self) -> tuple[str, str, str, str, str, bool]:
         """What a plain-output line reports a change of (pod counts and age are left out:
         they change too often to be worth a line each)."""
-        return (self.phase, self.step, self.node, self.operation, self.deleting)
+        return (self.machine_set, self.phase, self.step, self.node, self.operation, self.deleting)
 
 
 def pods_per_node(pods: Iterable[Pod]) -> dict[str, int]:
@@ -143,6 +227,7 @@ def machine_rows(
         rows.append(
             MachineRow(
                 name=machine.name,
+                machine_set=machine_set_name(machine),
                 phase=machine.phase or "-",
                 step=machine_step(machine, node),
                 operation=machine.status.last_operation.description,
@@ -188,9 +273,17 @@ def machine_table(
     width; the last operation gets what is left (cut with an ellipsis, at most 80), and is left
     out on a terminal too narrow for it."""
     table = Table(title=title, title_justify="left", expand=False)
-    headers = ("machine", "phase", "step", "node", "pods", "age")
+    headers = ("machine", "set", "phase", "step", "node", "pods", "age")
     cells = [
-        (row.name, row.phase, row.step, row.node or "-", str(row.pods), format_age(row.age))
+        (
+            row.name,
+            row.machine_set or "-",
+            row.phase,
+            row.step,
+            row.node or "-",
+            str(row.pods),
+            format_age(row.age),
+        )
         for row in rows
     ]
     widths = [max([len(h), *(len(c[i]) for c in cells)]) for i, h in enumerate(headers)]
@@ -216,6 +309,7 @@ def machine_table(
         )
         table.add_row(
             row.name,
+            row.machine_set or "-",
             phase,
             step,
             row.node or "-",
@@ -247,6 +341,7 @@ def plain_line(elapsed: float, row: MachineRow) -> str:
     """One change of one machine, as ``t=… machine=… phase=… step=… node=… pods=… op=…``."""
     fields = {
         "machine": row.name,
+        "set": row.machine_set or "-",
         "phase": row.phase,
         "step": row.step,
         "node": row.node or "-",
@@ -272,4 +367,7 @@ def storage_line(elapsed: float, row: StorageRow) -> str:
 
 
 def kubectl_hint(kubeconfig: str) -> str:
-    return f"kubectl --kubeconfig {shlex.quote(kubeconfig)} get machines,nodes,pods -o wide"
+    return (
+        f"kubectl --kubeconfig {shlex.quote(kubeconfig)} "
+        "get machinedeployments,machinesets,machines,nodes,pods -o wide"
+    )

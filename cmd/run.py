@@ -68,15 +68,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     demo = parser.add_argument_group(
         "embedded demo",
-        "with --embedded, a scenario runs against the embedded cluster: machines are created, "
-        "get a workload with volumes, and half of them are deleted (drain included)",
+        "with --embedded, a scenario runs against the embedded cluster: a MachineDeployment is "
+        "created, scaled up, rolled to a new class, loses a machine to a broken VM, gets a "
+        "workload with volumes and is scaled down by half (drain included)",
     )
     demo.add_argument(
         "--machines",
         type=_positive_int,
         default=None,
         metavar="N",
-        help=f"machines the demo creates; the newest half are deleted again "
+        help=f"machines the demo's deployment scales up to; half go again at the end "
         f"(default: {DEFAULT_MACHINES})",
     )
     demo.add_argument(

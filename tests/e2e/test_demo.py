@@ -1,6 +1,8 @@
 """``kubetrio run --embedded`` as a user runs it, without a terminal: the plain output shows the
-machines reaching Running, the scaled-down ones going through the drain to gone, and the summary;
-the process exits 0 well within the minute the README promises. Also the flag checks."""
+deployment's sets and machines through every phase — created, scaled up, rolled to a new class, a
+broken VM's machine Failed and replaced, the scaled-down machine going through the drain to gone —
+and the summary with each phase's time; the process exits 0 well within the minute the README
+promises, nothing left behind. Also the flag checks."""
 
 from __future__ import annotations
 
@@ -43,15 +45,25 @@ def run_command(tmp_path: Path, *extra: str) -> list[str]:
     ]
 
 
+def parse(line: str) -> dict[str, str]:
+    """A plain ``key=value`` line, parsed (quoted values unquoted)."""
+    pairs = re.findall(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', line)
+    return {key: value.strip('"') for key, value in pairs}
+
+
 def machine_lines(output: str, name: str) -> list[dict[str, str]]:
-    """The plain ``key=value`` lines about one machine, parsed (quoted values unquoted)."""
-    lines = []
-    for line in output.splitlines():
-        if f" machine={name} " not in line or line.startswith("summary"):
-            continue
-        pairs = re.findall(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)', line)
-        lines.append({key: value.strip('"') for key, value in pairs})
-    return lines
+    """The plain lines about one machine's state (not the summary's)."""
+    return [
+        parse(line)
+        for line in output.splitlines()
+        if f" machine={name} " in line and " phase=" in line and not line.startswith("summary")
+    ]
+
+
+def summary_outcomes(output: str) -> dict[str, str]:
+    """Machine name → outcome, from the summary."""
+    lines = [parse(line) for line in output.splitlines() if line.startswith("summary machine=")]
+    return {line["machine"]: line["outcome"] for line in lines}
 
 
 async def test_demo_runs_to_its_summary(tmp_path: Path) -> None:
@@ -69,37 +81,71 @@ async def test_demo_runs_to_its_summary(tmp_path: Path) -> None:
     assert wall < WALL_LIMIT, f"the demo took {wall:.1f}s\n{output}"
     assert "kubeconfig: " in output
 
-    kept, deleted = machine_lines(output, "demo-1"), machine_lines(output, "demo-2")
-    assert any(line["phase"] == "Running" for line in kept), output
-    assert any(line["phase"] == "Running" for line in deleted), output
-    steps = [line["step"] for line in deleted]
+    # Every phase, in order, with its measured time.
+    events = [parse(line)["demo"] for line in output.splitlines() if " demo=" in line]
+    order = [
+        "deployment ready",
+        "scaled up",
+        "rolled out",
+        "machine failed",
+        "machine replaced",
+        "workloads running",
+        "scale-down done",
+        "storage nodes removed",
+        "orphans",
+        "finished",
+    ]
+    assert [e for e in events if e in order] == order, events
+    for phase in ("create", "scale-up", "rolling-update", "failure", "workloads", "scale-down"):
+        assert re.search(rf"^summary phase={phase} took=[\d.]+s", output, re.M), output
+    assert re.search(r"^summary phase=failure took=[\d.]+s failed_after=[\d.]+s$", output, re.M)
+    assert "demo=orphans nodes=0 vms=0" in output
+
+    # The sets: revision 1 of the first class, revision 2 of the new one, emptied in turn.
+    sets = [parse(line) for line in output.splitlines() if " set=" in line and "revision=" in line]
+    assert {(s["revision"], s["class"]) for s in sets} == {("1", "demo-sim"), ("2", "demo-sim-v2")}
+    assert sets[-1]["class"] == "demo-sim-v2" and sets[-1]["desired"] == "1", sets[-1]
+
+    # 1 + 1 machines of the first class, 2 rolled in, 1 replacement; the failed one replaced,
+    # one scaled down, one kept.
+    outcomes = summary_outcomes(output)
+    assert sorted(outcomes.values()) == sorted(
+        ["rolled", "rolled", "failed_replaced", "scaled_down", "kept"]
+    ), outcomes
+    [failed] = [name for name, outcome in outcomes.items() if outcome == "failed_replaced"]
+    [deleted] = [name for name, outcome in outcomes.items() if outcome == "scaled_down"]
+    [kept] = [name for name, outcome in outcomes.items() if outcome == "kept"]
+    phases = [line["phase"] for line in machine_lines(output, failed)]
+    assert "Running" in phases and phases.index("Unknown") < phases.index("Failed"), phases
+    assert machine_lines(output, failed)[-1]["step"] == "gone"
+
+    steps = [line["step"] for line in machine_lines(output, deleted)]
+    assert "Running" in [line["phase"] for line in machine_lines(output, deleted)]
     # The deletion flow, in order: drain, then later steps, then gone.
     assert "drain" in steps, steps
     assert steps[-1] == "gone", steps
     drain_at = steps.index("drain")
     assert any(s in ("delete VM", "delete node", "remove finalizer") for s in steps[drain_at:])
-    assert "gone" not in [line["step"] for line in kept]
+    assert "gone" not in [line["step"] for line in machine_lines(output, kept)]
 
-    done = re.search(r'demo="scale-down done" remaining=1 pods_moved=(\d+) ', output)
+    done = re.search(r'demo="scale-down done" took=\S+ remaining=1 pods_moved=(\d+) ', output)
     assert done is not None and int(done.group(1)) >= 1, output
     summary = [line for line in output.splitlines() if line.startswith("summary ")]
-    assert len(summary) == 3, output
-    assert re.match(r"summary machine=demo-1 to_running=[\d.]+s .*outcome=kept$", summary[0])
     assert re.match(
-        r"summary machine=demo-2 to_running=[\d.]+s drain=[\d.]+s deletion=[\d.]+s "
-        r"outcome=deleted$",
-        summary[1],
+        rf"summary machine={deleted} to_running=[\d.]+s drain=[\d.]+s deletion=[\d.]+s "
+        r"outcome=scaled_down$",
+        next(line for line in summary if f"machine={deleted} " in line),
     )
-    assert summary[2].startswith("summary machines=2 running=2 deleted=1 ")
+    assert summary[-1].startswith("summary machines=5 running=5 failed=1 deleted=4 ")
     # The simulated storage service registered a storage node per machine, and the demo saw it.
-    assert "storage_node=demo-1 state=online" in output
-    assert "storage_node=demo-2 state=online" in output
+    assert f"storage_node={kept} state=online" in output
+    assert f"storage_node={deleted} state=online" in output
     # The deleted machine's storage node went offline and the nodedelete controller removed it
     # from the storage backend, before the demo ended; the kept one stayed.
-    removed = output.index("storage_node=demo-2 state=deleted")
-    assert output.index("storage_node=demo-2 state=offline") < removed
+    removed = output.index(f"storage_node={deleted} state=deleted")
+    assert output.index(f"storage_node={deleted} state=offline") < removed
     assert removed < output.index('demo="storage nodes removed"')
-    assert "storage_node=demo-1 state=deleted" not in output
+    assert f"storage_node={kept} state=deleted" not in output
     # Nothing of the user data reaches the output.
     assert "BOOTSTRAP_TOKEN" not in output and "cloud-config" not in output
 
@@ -172,7 +218,7 @@ async def test_duration_bounds_the_demo(tmp_path: Path) -> None:
     assert result.returncode == 0, output
     assert time.monotonic() - started < 30
     assert 'demo=stopped reason="--duration 1s reached"' in output
-    assert "summary machine=demo-1 " in output
+    assert re.search(r"^summary machines=\d+ ", output, re.M), output
 
 
 async def test_ctrl_c_mid_demo_prints_the_summary_so_far(tmp_path: Path) -> None:
@@ -191,7 +237,7 @@ async def test_ctrl_c_mid_demo_prints_the_summary_so_far(tmp_path: Path) -> None
         with trio.fail_after(WALL_LIMIT):
             async for chunk in process.stdout:
                 output += chunk
-                if b'demo="machines running"' in output:
+                if b'demo="deployment ready"' in output:
                     break
         process.send_signal(signal.SIGINT)
         with trio.fail_after(40):
@@ -200,8 +246,9 @@ async def test_ctrl_c_mid_demo_prints_the_summary_so_far(tmp_path: Path) -> None
             assert await process.wait() == 0
         text = output.decode()
         assert "demo=stopping" in text
-        assert "summary machine=demo-1 to_running=" in text
-        assert "summary machines=2 running=2 " in text
+        assert re.search(r"^summary phase=create took=[\d.]+s$", text, re.M), text
+        assert re.search(r"^summary machine=demo-\S+ to_running=[\d.]+s ", text, re.M), text
+        assert re.search(r"^summary machines=\d+ running=\d+ ", text, re.M), text
         nursery.cancel_scope.cancel()
 
 
@@ -236,9 +283,9 @@ async def test_a_closed_terminal_stops_the_embedded_cluster_too(tmp_path: Path) 
     """SIGHUP (the terminal went away) stops the manager and the emulator child, which runs in
     its own session and would otherwise be left serving."""
     async with trio.open_nursery() as nursery:
-        # "demo=seeding": the manager is up and handles signals.
+        # "creating the deployment": the manager is up and handles signals.
         process, output, client = await kept_demo(
-            nursery, tmp_path, lambda out: b"demo=seeding" in out
+            nursery, tmp_path, lambda out: b'demo="creating the deployment"' in out
         )
         assert process.stdout is not None
         process.send_signal(signal.SIGHUP)

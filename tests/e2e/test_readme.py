@@ -74,9 +74,10 @@ async def test_readme_controller_labels_scheduled_pods(
 
 
 async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
-    """``kubetrio run --embedded``: prints a kubeconfig kubectl can use, seeds the demo's
-    machines, runs the scenario and with ``--keep-running`` stays up for kubectl until SIGINT
-    (Ctrl-C), then exits 0. (The scenario's output is checked in tests/e2e/test_demo.py.)"""
+    """``kubetrio run --embedded``: prints a kubeconfig kubectl can use, creates the demo's
+    MachineDeployment, runs the scenario and with ``--keep-running`` stays up for kubectl until
+    SIGINT (Ctrl-C), then exits 0, the deployment's two machines and their nodes all that is
+    left. (The scenario's output is checked in tests/e2e/test_demo.py.)"""
     command = [
         sys.executable,
         "-m",
@@ -113,8 +114,7 @@ async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
         kubectl = Kubectl(kubectl_binary, {"KUBECONFIG": kubeconfig, "HOME": str(tmp_path)})
         with trio.fail_after(60):
             while True:
-                listing = await kubectl.out("get", "machines", "-n", "default")
-                if all(f"demo-{i}" in listing for i in range(1, 5)):
+                if "demo" in await kubectl.out("get", "machinedeployments", "-n", "default"):
                     break
                 await trio.sleep(0.2)
         assert "demo-sim" in await kubectl.out("get", "machineclasses", "-n", "default")
@@ -127,14 +127,19 @@ async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
                         break
             # The README's promise: the default demo is over in under a minute.
             assert time.monotonic() - started < 60
-            assert b"summary machines=4 running=4 deleted=2" in output, output.decode()
+            text = output.decode()
+            # 2 + 2 machines of the first class, 4 rolled in, 1 replacement; 2 stay.
+            assert "summary machines=9 running=9 failed=1 deleted=7" in text, text
+            kept = re.findall(r"^summary machine=(\S+) .* outcome=kept$", text, re.M)
+            assert len(kept) == 2, text
+            deployments = await kubectl.out("get", "machinedeployments", "-n", "default")
+            assert re.search(r"demo\s+2\s+2\s+2", deployments), deployments
             machines = await kubectl.out("get", "machines", "-n", "default")
-            nodes = await kubectl.out("get", "nodes")
-            for kept in ("demo-1", "demo-2"):
-                assert re.search(kept + r"\s+Running", machines), machines
-                assert kept in nodes
-            for deleted in ("demo-3", "demo-4"):
-                assert deleted not in machines and deleted not in nodes
+            nodes = await kubectl.out("get", "nodes", "-o", "name")
+            assert sorted(nodes.split()) == sorted(f"node/{name}" for name in kept), nodes
+            for name in kept:
+                assert re.search(name + r"\s+Running", machines), machines
+            assert len(machines.strip().splitlines()) == 1 + 2, machines
         process.send_signal(signal.SIGINT)
         with trio.fail_after(30):
             assert await process.wait() == 0

@@ -1,5 +1,5 @@
-"""The embedded demo's manifests: which machines go, and objects the emulator and the machine
-controller take as they are (checked against the typed views and the CRD files)."""
+"""The embedded demo's manifests: the deployment's sizes, and objects the emulator and the
+controllers take as they are (checked against the typed views and the CRD files)."""
 
 from __future__ import annotations
 
@@ -7,26 +7,41 @@ import base64
 
 import msgspec
 
-from kubetrio.api.machine import Machine, MachineClass
+from kubetrio.api.machine import MachineClass, parse_duration
+from kubetrio.api.machineset import MachineDeployment
 from kubetrio.cmd import demo_seed as seed
 from kubetrio.cmd.embedded import load_crds
 
 
-def test_the_newest_half_goes_and_one_always_stays() -> None:
-    assert seed.machine_names(4) == ["demo-1", "demo-2", "demo-3", "demo-4"]
-    assert seed.scale_down_names(seed.machine_names(4)) == ["demo-3", "demo-4"]
-    assert seed.scale_down_names(seed.machine_names(3)) == ["demo-3"]
-    assert seed.scale_down_names(seed.machine_names(2)) == ["demo-2"]
-    assert seed.scale_down_names(seed.machine_names(1)) == []
+def test_the_deployment_starts_at_half_and_one_machine_always_stays() -> None:
+    assert [(seed.initial_replicas(n), seed.final_replicas(n)) for n in (1, 2, 3, 4, 6)] == [
+        (1, 1),
+        (1, 1),
+        (1, 2),
+        (2, 2),
+        (3, 3),
+    ]
 
 
-def test_machines_and_class_read_back_as_the_controller_sees_them() -> None:
-    cls = msgspec.convert(seed.machine_class(boot_seconds=2), MachineClass)
-    assert cls.provider == "sim" and cls.provider_spec["bootSeconds"] == 2
-    assert cls.secret_ref is not None and cls.secret_ref.name == seed.SECRET_NAME
-    m = msgspec.convert(seed.machine("demo-1"), Machine)
-    assert m.spec.class_.name == seed.CLASS_NAME and m.spec.class_.kind == "MachineClass"
-    assert m.metadata.labels == {"name": "demo"}
+def test_deployment_and_classes_read_back_as_the_controllers_see_them() -> None:
+    old, new = (msgspec.convert(doc, MachineClass) for doc in seed.machine_classes(2))
+    assert (old.name, new.name) == (seed.CLASS_NAME, seed.NEW_CLASS_NAME)
+    assert old.provider == new.provider == "sim" and old.provider_spec["bootSeconds"] == 2
+    assert old.provider_spec["instanceType"] != new.provider_spec["instanceType"]
+    assert old.secret_ref is not None and old.secret_ref.name == seed.SECRET_NAME
+    d = msgspec.convert(seed.machine_deployment(3), MachineDeployment)
+    assert d.spec.replicas == 3 and d.name == seed.DEPLOYMENT
+    assert d.spec.strategy.type == "RollingUpdate"
+    assert d.spec.strategy.rolling_update is not None
+    assert d.spec.strategy.rolling_update.max_surge == "50%"
+    assert d.spec.strategy.rolling_update.max_unavailable == 0
+    assert d.spec.selector is not None and d.spec.selector.match_labels == {"name": "demo"}
+    assert d.spec.template.metadata.labels == {"name": "demo"}
+    template = d.spec.template.spec
+    assert template.class_.name == seed.CLASS_NAME and template.class_.kind == "MachineClass"
+    assert template.machine_configuration is not None
+    timeout = template.machine_configuration.health_timeout
+    assert timeout is not None and parse_duration(timeout) == 5.0
     secret = seed.class_secret()
     assert "<<BOOTSTRAP_TOKEN>>" in base64.b64decode(secret["data"]["userData"]).decode()
 

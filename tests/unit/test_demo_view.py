@@ -1,6 +1,6 @@
-"""The embedded demo's live view and summary as pure functions of Machine, Node and Pod objects:
-the step shown for every lastOperation of MCM's flows, the rows, the plain lines a pipe gets, the
-milestones the summary measures, and the rich table."""
+"""The embedded demo's live view and summary as pure functions of MachineSet, Machine, Node and
+Pod objects: the step shown for every lastOperation of MCM's flows, the rows, the plain lines a
+pipe gets, the milestones and phases the summary measures, and the rich tables."""
 
 from __future__ import annotations
 
@@ -15,10 +15,18 @@ from rich.text import Text
 
 from kubetrio.api.core import Node, Pod
 from kubetrio.api.machine import Machine
+from kubetrio.api.machineset import MachineSet
 from kubetrio.cmd.demo import Output
-from kubetrio.cmd.demo_summary import Timeline, summary_lines, summary_rows, summary_table
+from kubetrio.cmd.demo_summary import (
+    Timeline,
+    phase_table,
+    summary_lines,
+    summary_rows,
+    summary_table,
+)
 from kubetrio.cmd.demo_view import (
     MachineRow,
+    SetRow,
     StorageRow,
     event_line,
     gone_line,
@@ -28,6 +36,10 @@ from kubetrio.cmd.demo_view import (
     natural_key,
     plain_line,
     pods_per_node,
+    set_gone_line,
+    set_line,
+    set_rows,
+    set_table,
     storage_line,
     storage_rows,
 )
@@ -45,8 +57,19 @@ def machine(
     node: str = "",
     deleting: bool = False,
     error_code: str = "",
+    owner: str = "",
 ) -> Machine:
     metadata: dict[str, Any] = {"name": name, "namespace": "default", "labels": {"name": "demo"}}
+    if owner:
+        metadata["ownerReferences"] = [
+            {
+                "apiVersion": "machine.sapcloud.io/v1alpha1",
+                "kind": "MachineSet",
+                "name": owner,
+                "uid": "u-1",
+                "controller": True,
+            }
+        ]
     if node:
         metadata["labels"]["node"] = node
     if deleting:
@@ -135,7 +158,7 @@ def test_creation_steps() -> None:
 def test_rows_join_machines_nodes_and_pods() -> None:
     machines = [
         machine("demo-2", "Pending", "Creating machine on cloud provider", "Processing"),
-        machine("demo-1", "Running", "joined", "Successful", node="demo-1"),
+        machine("demo-1", "Running", "joined", "Successful", node="demo-1", owner="demo-abc"),
     ]
     pods = pods_per_node(
         [
@@ -156,7 +179,8 @@ def test_rows_join_machines_nodes_and_pods() -> None:
     )
     assert [r.name for r in rows] == ["demo-1", "demo-2"]
     one, two = rows
-    assert (one.phase, one.step, one.node, one.pods, one.age) == (
+    assert (one.machine_set, one.phase, one.step, one.node, one.pods, one.age) == (
+        "demo-abc",
         "Running",
         "running",
         "demo-1",
@@ -164,12 +188,13 @@ def test_rows_join_machines_nodes_and_pods() -> None:
         2.5,
     )
     # Before the controller labels it, the VM's node is found under the machine's own name.
-    assert (two.step, two.node, two.pods, two.age) == ("joining", "", 0, None)
+    assert (two.machine_set, two.step, two.node, two.pods, two.age) == ("", "joining", "", 0, None)
 
 
 def test_plain_lines_are_logfmt() -> None:
     row = MachineRow(
         name="demo-2",
+        machine_set="demo-abc",
         phase="Terminating",
         step="drain",
         operation='Drain "x" failed',
@@ -180,7 +205,7 @@ def test_plain_lines_are_logfmt() -> None:
         deleting=True,
     )
     assert plain_line(12.34, row) == (
-        "t=12.3s machine=demo-2 phase=Terminating step=drain node=demo-2 pods=3 "
+        "t=12.3s machine=demo-2 set=demo-abc phase=Terminating step=drain node=demo-2 pods=3 "
         'op="Drain \\"x\\" failed"'
     )
     assert gone_line(20, "demo-2") == "t=20.0s machine=demo-2 phase=- step=gone"
@@ -190,13 +215,12 @@ def test_plain_lines_are_logfmt() -> None:
 
 
 def row(name: str, phase: str, step: str, *, deleting: bool = False, pods: int = 0) -> MachineRow:
-    return MachineRow(name, phase, step, "", "", name, pods, 0.0, deleting)
+    return MachineRow(name, "demo-abc", phase, step, "", "", name, pods, 0.0, deleting)
 
 
-def test_timeline_measures_each_machine() -> None:
+def test_timeline_measures_each_machine_and_phase() -> None:
     timeline = Timeline()
-    timeline.created("demo-1", 0.0)
-    timeline.created("demo-2", 0.0)
+    timeline.begin("create", 0.0)
     assert [
         r.name for r in timeline.observe(0.5, [row("demo-1", "-", "x"), row("demo-2", "-", "x")])
     ] == [
@@ -205,11 +229,13 @@ def test_timeline_measures_each_machine() -> None:
     ]
     # Nothing but the pod count changed: no new line.
     assert timeline.observe(1.0, [row("demo-1", "-", "x", pods=3), row("demo-2", "-", "x")]) == []
-    timeline.observe(4.0, [row("demo-1", "Running", "running"), row("demo-2", "Pending", "x")])
+    timeline.observe(4.5, [row("demo-1", "Running", "running"), row("demo-2", "Pending", "x")])
     timeline.observe(
-        5.0, [row("demo-1", "Running", "running"), row("demo-2", "Running", "running")]
+        5.5, [row("demo-1", "Running", "running"), row("demo-2", "Running", "running")]
     )
-    timeline.delete_requested("demo-2", 10.0)
+    timeline.end(5.5)
+    timeline.begin("scale-down", 10.0)
+    assert timeline.phase == "scale-down"
     kept = row("demo-1", "Running", "running")
     for now, step in (
         (10.5, "get VM status"),
@@ -220,6 +246,7 @@ def test_timeline_measures_each_machine() -> None:
         timeline.observe(now, [kept, row("demo-2", "Terminating", step, deleting=True)])
     assert timeline.gone(19.0, ["demo-1"]) == ["demo-2"]
     assert timeline.gone(20.0, ["demo-1"]) == []  # reported once
+    timeline.end(20.0)
     gone = timeline.departed["demo-2"]
     assert (gone.phase, gone.step, gone.pods, gone.node) == ("-", "gone", 0, "demo-2")
 
@@ -227,17 +254,41 @@ def test_timeline_measures_each_machine() -> None:
     assert one.time_to_running == 4.0 and one.drain_time is None and one.deletion_time is None
     assert two.time_to_running == 5.0
     assert two.drain_time == 6.0  # 11 → 17: the retry is part of the drain
-    assert two.deletion_time == 9.0  # requested at 10, gone at 19
+    assert two.deletion_time == 8.5  # deletion seen at 10.5, gone at 19
+    assert two.gone_in == "scale-down"
 
-    rows = summary_rows(timeline, ["demo-2"])
-    assert [(r.name, r.outcome) for r in rows] == [("demo-1", "kept"), ("demo-2", "deleted")]
-    lines = summary_lines(rows, wall=21.0)
+    rows = summary_rows(timeline)
+    assert [(r.name, r.outcome) for r in rows] == [("demo-1", "kept"), ("demo-2", "scaled down")]
+    lines = summary_lines(timeline, rows, wall=21.0)
     assert lines == [
+        "summary phase=create took=5.5s",
+        "summary phase=scale-down took=10.0s",
         "summary machine=demo-1 to_running=4.0s drain=- deletion=- outcome=kept",
-        "summary machine=demo-2 to_running=5.0s drain=6.0s deletion=9.0s outcome=deleted",
-        "summary machines=2 running=2 deleted=1 mean_to_running=4.5s mean_drain=6.0s "
-        "mean_deletion=9.0s wall=21.0s",
+        "summary machine=demo-2 to_running=5.0s drain=6.0s deletion=8.5s outcome=scaled_down",
+        "summary machines=2 running=2 failed=0 deleted=1 mean_to_running=4.5s mean_drain=6.0s "
+        "mean_deletion=8.5s wall=21.0s",
     ]
+
+
+def test_outcomes_say_why_a_machine_went() -> None:
+    timeline = Timeline()
+    timeline.begin("rolling-update", 0.0)
+    timeline.observe(1.0, [row("old", "Running", "running")])
+    timeline.gone(2.0, [])
+    timeline.end(2.0)
+    timeline.begin("failure", 3.0)
+    timeline.observe(3.0, [row("broken", "Unknown", "unhealthy")])
+    timeline.observe(8.0, [row("broken", "Failed", "failed")])
+    timeline.gone(9.0, [])
+    timeline.end(10.0, failed_after=5.0)
+    timeline.begin("workloads", 11.0)  # never finished
+    outcomes = {r.name: r.outcome for r in summary_rows(timeline)}
+    assert outcomes == {"old": "rolled", "broken": "failed, replaced"}
+    lines = summary_lines(timeline, summary_rows(timeline), wall=12.0)
+    assert "summary phase=failure took=7.0s failed_after=5.0s" in lines
+    assert "summary phase=workloads took=-" in lines
+    assert "summary machine=broken to_running=- drain=- deletion=- outcome=failed_replaced" in lines
+    assert lines[-1].startswith("summary machines=2 running=1 failed=1 deleted=0 ")
 
 
 def test_drain_ending_with_the_machine_counts_until_gone() -> None:
@@ -245,16 +296,48 @@ def test_drain_ending_with_the_machine_counts_until_gone() -> None:
     timeline.observe(1.0, [row("m", "Terminating", "drain", deleting=True)])
     timeline.gone(4.0, [])
     assert timeline.machines["m"].drain_time == 3.0
-    rows = summary_rows(timeline, [])
-    assert rows[0].outcome == "gone"
+    rows = summary_rows(timeline)
+    assert rows[0].outcome == "deleted"
 
 
 def test_unfinished_deletion_is_reported() -> None:
     timeline = Timeline()
-    timeline.created("m", 0.0)
-    timeline.delete_requested("m", 1.0)
     timeline.observe(1.5, [row("m", "Terminating", "drain", deleting=True)])
-    assert summary_rows(timeline, ["m"])[0].outcome == "deletion unfinished"
+    assert summary_rows(timeline)[0].outcome == "deletion unfinished"
+
+
+def machine_set(name: str, revision: str, cls: str, desired: int, current: int, ready: int) -> Any:
+    return msgspec.convert(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "default",
+                "annotations": {"deployment.kubernetes.io/revision": revision},
+            },
+            "spec": {"replicas": desired, "template": {"spec": {"class": {"name": cls}}}},
+            "status": {"replicas": current, "readyReplicas": ready},
+        },
+        MachineSet,
+    )
+
+
+def test_set_rows_in_revision_order_and_lines() -> None:
+    rows = set_rows(
+        [
+            machine_set("demo-new", "10", "v2", 2, 1, 0),
+            machine_set("demo-old", "9", "v1", 1, 2, 2),
+        ]
+    )
+    assert rows == [
+        SetRow("demo-old", "9", "v1", 1, 2, 2, False),
+        SetRow("demo-new", "10", "v2", 2, 1, 0, False),
+    ]
+    assert set_line(3.0, rows[1]) == (
+        "t=3.0s set=demo-new revision=10 class=v2 desired=2 current=1 ready=0"
+    )
+    assert set_gone_line(4.0, "demo-old") == "t=4.0s set=demo-old step=gone"
+    text = render(set_table(rows, title="machine deployment demo"))
+    assert "machine deployment demo" in text and "demo-new" in text and "v2" in text
 
 
 def render(renderable: Any) -> str:
@@ -266,10 +349,20 @@ def render(renderable: Any) -> str:
 def test_tables_render() -> None:
     rows = [
         MachineRow(
-            "demo-1", "Running", "running", "joined", "Successful", "demo-1", 2, 75.0, False
+            "demo-1",
+            "demo-abc",
+            "Running",
+            "running",
+            "joined",
+            "Successful",
+            "demo-1",
+            2,
+            75.0,
+            False,
         ),
         MachineRow(
             "demo-2",
+            "demo-abc",
             "Terminating",
             "drain (retrying)",
             "Drain failed " * 20,
@@ -291,8 +384,12 @@ def test_tables_render() -> None:
     assert max(len(line) for line in narrow.splitlines()) <= 80
     timeline = Timeline()
     timeline.observe(0.0, [row("demo-1", "Running", "running")])
-    summary = render(summary_table(summary_rows(timeline, []), wall=42.0))
+    summary = render(summary_table(summary_rows(timeline), wall=42.0))
     assert "42.0s wall time" in summary and "1/1 machines reached Running" in summary
+    timeline.begin("scale-up", 1.0)
+    timeline.end(3.5)
+    phases = render(phase_table(timeline))
+    assert "scale-up" in phases and "2.5s" in phases
 
 
 def test_storage_rows() -> None:

@@ -1,7 +1,7 @@
 """``/_cloud/v1/``: the simulated cloud's JSON API, what the ``sim`` machine driver calls (one
 POST per driver operation, the class's providerSpec in every request so the cloud needs no copy
-of the cluster's objects), plus ``vms`` (GET) and ``script`` (POST/DELETE) for tests and demos
-scripting from outside."""
+of the cluster's objects), plus ``vms`` (GET), ``script`` (POST/DELETE) and ``fail`` (POST: a
+VM breaks) for tests and demos scripting from outside."""
 
 from __future__ import annotations
 
@@ -43,6 +43,11 @@ class CloudApi:
             return {"items": [vm.to_json() for vm in self.cloud.vms.values()]}, 0.0
         if op == "script":
             return self._script(req), 0.0
+        if op == "fail" and req.method == "POST":
+            provider_id = _body(req).get("providerID")
+            if not isinstance(provider_id, str) or not provider_id:
+                raise CloudError("InvalidArgument", "providerID: must name the VM")
+            return self.cloud.fail(provider_id).to_json(), 0.0
         if req.method != "POST" or op not in OPERATIONS:
             raise CloudError("NotFound", f"no cloud endpoint {req.method} {req.path}")
         body = _body(req)

@@ -54,6 +54,8 @@ class Vm:
     booted: bool = False
     registered: bool = False
     initialized: bool = True
+    # The VM broke (``fail``): it stays listed until deleted, but never boots or reports again.
+    failed: bool = False
     applied: set[int] = field(default_factory=set)
 
     @property
@@ -72,6 +74,7 @@ class Vm:
             "booted": self.booted,
             "registered": self.registered,
             "initialized": self.initialized,
+            "failed": self.failed,
         }
 
 
@@ -184,6 +187,18 @@ class SimulatedCloud:
         self._wakeup.set()
         return vm
 
+    def fail(self, provider_id: str) -> Vm:
+        """The VM breaks as real ones do (host failure, kernel panic): it still exists at the
+        cloud, but its kubelet stops, so its Node's Ready turns Unknown and nothing about it
+        changes again until the machine controller deletes it."""
+        vm = self.lookup("", "", provider_id)
+        if not vm.failed:
+            vm.failed = True
+            log.info("vm failed provider_id=%s", vm.provider_id)
+            if vm.booted:
+                self._kubelet_gone(vm)
+        return vm
+
     def list(self, class_key: str, script: VmScript) -> dict[str, str]:
         self.check(class_key, "list", script)
         return {pid: vm.machine_name for pid, vm in self.vms.items() if vm.class_key == class_key}
@@ -220,6 +235,8 @@ class SimulatedCloud:
         """Everything due by ``now``; the time of the next due thing."""
         upcoming: list[float] = []
         for vm in list(self.vms.values()):
+            if vm.failed:
+                continue
             if not vm.booted:
                 if not vm.initialized:
                     continue  # initialize() wakes the loop
