@@ -59,6 +59,7 @@ from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.gotext import go_quote
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.ratelimit import LongRetry, MediumRetry, ShortRetry
+from kubetrio.runtime.retry import retry_transient
 
 log = get_logger("kubetrio.machine")
 
@@ -411,7 +412,8 @@ async def delete_node(flow: Deletion, machine: Machine) -> tuple[Machine | None,
         )
         return await flow.step_to(machine, description, reason="NodeKept"), None
     try:
-        await flow.ctx.target.delete(Node, node_name)
+        # A repeated deletion that did land answers 404, handled below.
+        await retry_transient(flow.ctx.target.delete, Node, node_name)
         node = go_quote(node_name)
         description = f"Deletion of Node Object {node} is successful. {INITIATE_FINALIZER_REMOVAL}"
     except ApiError as error:
@@ -478,8 +480,13 @@ async def mark_node_terminating(
         "lastHeartbeatTime": stamp,
     }
     try:
-        flow.written_node = await flow.ctx.target.patch_status(
-            Node, node_name, {"status": {"conditions": [condition]}}, patch_type="strategic"
+        # The same condition written twice is the same node: safe to repeat.
+        flow.written_node = await retry_transient(
+            flow.ctx.target.patch_status,
+            Node,
+            node_name,
+            {"status": {"conditions": [condition]}},
+            patch_type="strategic",
         )
     except ApiError as error:
         if error.status != 404:

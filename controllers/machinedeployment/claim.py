@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.machinedeployment.writes import Writer, log
 from kubetrio.runtime.labels import SelectorError, selector_matches
@@ -32,22 +34,7 @@ def _matches(deployment: MachineDeployment, machine_set: MachineSet) -> bool:
 
 
 def _other_refs(machine_set: MachineSet, uid: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "apiVersion": r.api_version,
-            "kind": r.kind,
-            "name": r.name,
-            "uid": r.uid,
-            **({"controller": r.controller} if r.controller is not None else {}),
-            **(
-                {"blockOwnerDeletion": r.block_owner_deletion}
-                if r.block_owner_deletion is not None
-                else {}
-            ),
-        }
-        for r in machine_set.metadata.owner_references
-        if r.uid != uid
-    ]
+    return [msgspec.to_builtins(r) for r in machine_set.metadata.owner_references if r.uid != uid]
 
 
 async def claim_sets(

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+import msgspec
+
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
 from kubetrio.api.meta import OwnerReference
@@ -40,21 +42,7 @@ def controller_ref(ms: MachineSet) -> OwnerReference:
 
 
 def _refs(refs: Sequence[OwnerReference]) -> list[dict[str, Any]]:
-    return [
-        {
-            "apiVersion": r.api_version,
-            "kind": r.kind,
-            "name": r.name,
-            "uid": r.uid,
-            **({"controller": r.controller} if r.controller is not None else {}),
-            **(
-                {"blockOwnerDeletion": r.block_owner_deletion}
-                if r.block_owner_deletion is not None
-                else {}
-            ),
-        }
-        for r in refs
-    ]
+    return [msgspec.to_builtins(r) for r in refs]
 
 
 async def _write_refs(client: Client, machine: Machine, refs: Sequence[OwnerReference]) -> None:

@@ -24,6 +24,7 @@ from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.informer import EventHandler, Informer
 
 from .machines import install_crds
+from .plugins import install_plugin
 from .rbac_helpers import service_account, token
 
 PLUGIN = textwrap.dedent(
@@ -109,18 +110,9 @@ FAST_LEASE = [
 @pytest.fixture
 def plugin_path(tmp_path: Path) -> Path:
     """A 'third-party package' on PYTHONPATH: a module plus dist-info with entry points."""
-    root = tmp_path / "plugins"
-    root.mkdir()
-    (root / "kt_test_plugin.py").write_text(PLUGIN)
-    info = root / "kt_test_plugin-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kt-test-plugin\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[kubetrio.controllers]\n"
-        "stamp = kt_test_plugin:setup_stamp\n"
-        "slow = kt_test_plugin:setup_slow\n"
+    return install_plugin(
+        tmp_path / "plugins", PLUGIN, {"stamp": "setup_stamp", "slow": "setup_slow"}
     )
-    return root
 
 
 def kubetrio(*args: str, plugins: Path | None = None) -> list[str]:

@@ -35,6 +35,7 @@ from kubetrio.runtime.client import FENCED_AUDIT_ID_PREFIX, Client
 from kubetrio.runtime.emulator import EmulatorOptions, FaultRule, serve_emulator
 from kubetrio.runtime.informer import Informer
 
+from .plugins import install_plugin
 from .test_cli_run import FAST_LEASE, PLUGIN, Watcher, config_map, environment, run_args
 
 LEASE = "kubetrio-leader"
@@ -47,16 +48,7 @@ SLOW_WRITE = 6.0  # seconds a few writes spend in the server: longer than a take
 
 @pytest.fixture
 def plugins(tmp_path: Path) -> Path:
-    root = tmp_path / "plugins"
-    root.mkdir()
-    (root / "kt_test_plugin.py").write_text(PLUGIN)
-    info = root / "kt_test_plugin-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kt-test-plugin\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[kubetrio.controllers]\nstamp = kt_test_plugin:setup_stamp\n"
-    )
-    return root
+    return install_plugin(tmp_path / "plugins", PLUGIN, {"stamp": "setup_stamp"})
 
 
 @dataclass
