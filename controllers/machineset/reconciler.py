@@ -31,6 +31,8 @@ from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.queue import ObjectKey
 from kubetrio.runtime.store import Lister
 
+STALE_RETRY = 1.0
+
 log = get_logger("kubetrio.machineset")
 
 # MCM's BurstReplicas: at most this many creations or deletions per pass.
@@ -170,6 +172,10 @@ class MachineSetReconciler:
             try:
                 await ctx.client.patch_status(MachineSet, ms.name, patch, namespace=ms.namespace)
             except ApiError as error:
+                if error.status == 409:
+                    # Someone wrote the set since our cache saw it: its watch event brings the
+                    # newer copy; look again then (or shortly, should the event have passed).
+                    return Result(requeue_after=STALE_RETRY)
                 if error.status != 404:
                     raise
                 return Result()

@@ -140,4 +140,7 @@ def status_patch(ms: MachineSet, status: dict[str, Any], now: datetime) -> dict[
     body = dict(status)
     body["observedGeneration"] = ms.metadata.generation
     body["lastOperation"] = {"lastUpdateTime": format_time(now)}
-    return {"status": body}
+    # Conditional on what was read: the conditions list is written whole, and the safety
+    # controller's Frozen condition written meanwhile must not be erased (nor a removed one
+    # brought back) by a pass that started from an older copy.
+    return {"metadata": {"resourceVersion": ms.metadata.resource_version}, "status": body}

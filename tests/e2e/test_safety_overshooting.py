@@ -14,9 +14,12 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import Event
+from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.cmd.config import MachineConfig, ManagerConfig
 from kubetrio.controllers.machine.drain.watching import CacheChanges
+from kubetrio.controllers.machineset.control import MachineControl
+from kubetrio.controllers.machineset.reconciler import MachineSetContext, MachineSetReconciler
 from kubetrio.controllers.safety.overshooting import (
     FREEZE_LABEL,
     OVERSHOOTING_REPLICA_COUNT,
@@ -26,8 +29,10 @@ from kubetrio.controllers.safety.overshooting import (
 from kubetrio.controllers.safety.setup import setup
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.informer import Informer
 from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.queue import ObjectKey
 
 from .conftest import Kubectl
 from .machines import MACHINE_API, install_crds
@@ -298,3 +303,68 @@ async def test_kubectl_sees_the_freeze_and_lifts_it_with_the_annotation(
         assert not [
             c for c in listed["status"].get("machineSetCondition", []) if c["type"] == "Frozen"
         ]
+
+
+class _Snapshot:
+    """A lister frozen at one copy: the MachineSet controller's cache lagging a write."""
+
+    def __init__(self, *objs: Any) -> None:
+        self.objs = list(objs)
+
+    def get(self, namespace: str, name: str) -> Any:
+        return next((o for o in self.objs if o.metadata.name == name), None)
+
+    def list(self, namespace: str | None = None) -> list[Any]:
+        return list(self.objs)
+
+    def by_index(self, index: str, value: str) -> list[Any]:
+        return []
+
+
+async def test_a_machineset_pass_from_a_stale_copy_keeps_the_frozen_condition(
+    emu: Emulator,
+) -> None:
+    """The set's status write carries the resourceVersion it started from: a pass that began
+    before the safety controller froze the set cannot erase the Frozen condition (the freeze
+    label would stay while the condition went, and the next sweep would flap the freeze)."""
+    install_crds(emu)
+    client = Client.from_url(emu.url, token=emu.token)
+    emu.create(
+        {
+            "apiVersion": MACHINE_API,
+            "kind": "MachineSet",
+            "metadata": {
+                "name": "s",
+                "namespace": "default",
+                "labels": {"pool": "s"},
+                "finalizers": ["machine.sapcloud.io/machine-controller-manager"],
+            },
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": {"pool": "s"}},
+                "template": {
+                    "metadata": {"labels": {"pool": "s"}},
+                    "spec": {"class": {"kind": "MachineClass", "name": "small"}},
+                },
+            },
+        }
+    )
+    stale = await client.get(MachineSet, "s", "default")
+    guard = OvershootingGuard(
+        client,
+        Informer(client, Machine),
+        _Snapshot(),  # type: ignore[arg-type]
+        _Snapshot(),  # type: ignore[arg-type]
+        EventRecorder(client, "test"),
+    )
+    await guard._freeze_set(stale, "OverShootingReplicaCount", "too many machines")
+    ctx = MachineSetContext(
+        client=client,
+        sets=_Snapshot(stale),  # type: ignore[arg-type]
+        machines=_Snapshot(),  # type: ignore[arg-type]
+        control=MachineControl(client, EventRecorder(client, "test")),
+    )
+    await MachineSetReconciler(ctx).reconcile(ObjectKey("default", "s"))
+    after = await client.get(MachineSet, "s", "default")
+    assert after.metadata.labels.get("freeze") == "True"
+    assert [c.type for c in after.status.conditions] == ["Frozen"]
