@@ -34,3 +34,9 @@ def selector_matches(selector: LabelSelector | None, labels: Mapping[str, str]) 
     if any(labels.get(k) != v for k, v in selector.match_labels.items()):
         return False
     return all(_requirement_matches(req, labels) for req in selector.match_expressions)
+
+
+def selects_all(selector: LabelSelector | None) -> bool:
+    """An empty selector: a controller's selector must never claim everything in its
+    namespace (controllers treat it as matching nothing; client-go's ``selector.Empty()``)."""
+    return selector is not None and not selector.match_labels and not selector.match_expressions

@@ -31,6 +31,7 @@ from kubetrio.controllers.machinedeployment.writes import Writer, log
 from kubetrio.runtime import clock
 from kubetrio.runtime.client import Client, object_path
 from kubetrio.runtime.controller import Result
+from kubetrio.runtime.labels import selects_all
 from kubetrio.runtime.queue import ObjectKey
 from kubetrio.runtime.store import Lister
 
@@ -77,7 +78,7 @@ class DeploymentReconciler:
             self.writer.own.wrote(added)
             deployment = added
         selector = deployment.spec.selector
-        if selector is None or (not selector.match_labels and not selector.match_expressions):
+        if selector is None or selects_all(selector):
             return await self._selects_all(deployment)
         owned = await claim_sets(deployment, self.sets.list(deployment.namespace), self.writer)
         status: dict[str, Any] = msgspec.to_builtins(deployment.status)

@@ -37,7 +37,7 @@ from kubetrio.runtime.clock import now
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.informer import EventHandler, Informer
-from kubetrio.runtime.labels import selector_matches
+from kubetrio.runtime.labels import selector_matches, selects_all
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.store import Lister
 
@@ -182,7 +182,7 @@ class OvershootingGuard:
         found = [
             d
             for d in self.deployments.list(machine_set.metadata.namespace)
-            if selector_matches(d.spec.selector, machine_set.metadata.labels)
+            if _selects(d, machine_set)
         ]
         found.sort(key=lambda d: (d.metadata.creation_timestamp or "", d.metadata.name))
         return found[0] if found else None
@@ -191,7 +191,7 @@ class OvershootingGuard:
         return [
             s
             for s in self.machine_sets.list(deployment.metadata.namespace)
-            if selector_matches(deployment.spec.selector, s.metadata.labels)
+            if _selects(deployment, s)
         ]
 
     async def _check_set(self, machine_set: MachineSet, machines: Sequence[Machine]) -> None:
@@ -338,3 +338,11 @@ def _with_condition(
     if kind == MACHINE_DEPLOYMENT_FROZEN:
         new["lastUpdateTime"] = stamp
     return [c for c in conditions if c.get("type") != kind] + [new]
+
+
+def _selects(deployment: MachineDeployment, machine_set: MachineSet) -> bool:
+    """MCM's GetMachineDeploymentsForMachineSet: an empty selector matches nothing, and a set
+    without labels belongs to no deployment."""
+    labels = machine_set.metadata.labels
+    selector = deployment.spec.selector
+    return bool(labels) and not selects_all(selector) and selector_matches(selector, labels)
