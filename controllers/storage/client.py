@@ -15,6 +15,7 @@ message; a request that got no response at all is ``BackendUnavailable``, never 
 
 from __future__ import annotations
 
+import copy
 import ssl
 from urllib.parse import quote
 
@@ -31,6 +32,7 @@ from kubetrio.controllers.storage.errors import (
 )
 from kubetrio.controllers.storage.metrics import StorageMetrics
 from kubetrio.controllers.storage.transport import Endpoint, HttpReply, request
+from kubetrio.runtime.fence import Fence
 
 _MAX_REASON = 300
 
@@ -56,6 +58,13 @@ class HttpStorageBackend:
         self.timeout = timeout
         self.metrics = metrics
         self.ssl_context = ssl_context
+        self.fence: Fence | None = None
+
+    def fenced(self, fence: Fence) -> HttpStorageBackend:
+        """The same backend, whose DELETE leaves only while ``fence`` proves the lease held."""
+        twin = copy.copy(self)
+        twin.fence = fence
+        return twin
 
     async def list_nodes(self) -> list[StorageNode]:
         return await self._list(trio.current_time() + self.timeout)
@@ -66,6 +75,8 @@ class HttpStorageBackend:
         if node is None:
             raise NodeNotFound(name)
         path = f"/nodes/{quote(node.id, safe='')}"
+        if self.fence is not None:
+            self.fence.check(f"delete storage node {name}")  # after the list, however long
         reply = await self._call("delete", "DELETE", path, deadline)
         if 200 <= reply.status < 300:
             return

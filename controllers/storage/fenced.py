@@ -5,6 +5,7 @@ deleted Kubernetes object. Listing passes."""
 from __future__ import annotations
 
 from kubetrio.controllers.storage.backend import StorageBackend, StorageNode
+from kubetrio.controllers.storage.client import HttpStorageBackend
 from kubetrio.runtime.fence import Fence
 from kubetrio.runtime.manager import Manager
 
@@ -22,6 +23,15 @@ class FencedStorageBackend:
         await self.backend.delete_node(name)
 
 
+def fence_backend(backend: StorageBackend, fence: Fence) -> StorageBackend:
+    """``backend`` behind ``fence``. Our HTTP backend lists before it deletes (the name's id),
+    which may outlast the renew deadline: it asks the fence itself, right before the DELETE
+    leaves; any other backend is asked at the call."""
+    if isinstance(backend, HttpStorageBackend):
+        return backend.fenced(fence)
+    return FencedStorageBackend(backend, fence)
+
+
 def fenced_backend(manager: Manager, backend: StorageBackend) -> StorageBackend:
     """``backend`` behind the manager's fence (as is, without leader election)."""
-    return backend if manager.fence is None else FencedStorageBackend(backend, manager.fence)
+    return backend if manager.fence is None else fence_backend(backend, manager.fence)

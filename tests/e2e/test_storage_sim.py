@@ -22,6 +22,7 @@ from kubetrio.controllers.storage import (
     NodeNotFound,
     StorageError,
 )
+from kubetrio.controllers.storage.fenced import fence_backend
 from kubetrio.controllers.storage.sim import (
     NODE_ID_ANNOTATION,
     FaultRule,
@@ -31,6 +32,7 @@ from kubetrio.controllers.storage.sim import (
 )
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.runtime.fence import Fence, NotLeader
 
 DRIVER = "csi.storageos.com"
 
@@ -244,3 +246,29 @@ async def test_admin_api_adds_nodes_and_volumes(emu: Emulator) -> None:
         await HttpStorageBackend(storage_url(emu.url)).delete_node("a")
         assert storage.volumes["vol-00001"].replicas == []
         assert isinstance(NodeInUse("b"), StorageError)
+
+
+async def test_a_fenced_http_backend_asks_the_fence_right_before_the_delete_leaves(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """The backend lists (to learn the node's id) before it deletes, which can outlast the
+    renew deadline: a lease that lapses during the list must stop the DELETE."""
+    async with storage_for(emu) as storage:
+        add_ready_node(emu, "w1")
+        await registered(storage, "w1")
+        url = storage_url(emu.url)
+        lists_before = len(storage.records("list"))
+
+        def held_until_listed() -> bool:
+            return len(storage.records("list")) == lists_before
+
+        backend = fence_backend(HttpStorageBackend(url), Fence(held_until_listed))
+        with pytest.raises(NotLeader, match="delete storage node w1"):
+            await backend.delete_node("w1")
+        assert len(storage.records("list")) == lists_before + 1
+        assert storage.records("delete") == []
+        # The same call under a lease that holds sends the DELETE (w1 is online: 409).
+        held = fence_backend(HttpStorageBackend(url), Fence(lambda: True))
+        with pytest.raises(NodeInUse):
+            await held.delete_node("w1")
+        assert len(storage.records("delete")) == 1
