@@ -227,8 +227,10 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         metrics=metrics,
         sets=cache.informer(MachineSet, namespace=namespace).lister,
     )
-    # Failures back off from 5 ms but never past ShortRetry: once the API server is healthy
-    # again no machine sleeps longer than MCM would (it retries every error after ShortRetry).
+    # Failures back off from 5 ms but per key never past ShortRetry, so once the API server
+    # is healthy again a machine waits no longer than MCM would (it retries every error after
+    # ShortRetry) — unless more keys failed than client-go's overall bucket passes (10 qps,
+    # burst 100): then about keys ÷ 10 s, kept on purpose to spare a recovering API server.
     machine_controller = manager.controller("machine").rate_limiter(
         default_controller_rate_limiter(cap=ShortRetry)
     )
@@ -252,7 +254,9 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         by_index(machines, MACHINE_NODE_INDEX, lambda a: a.spec.node_name),
         cluster=target,
     ).complete(MachineReconciler(ctx))
-    manager.controller("machineclass").for_(MachineClass, namespace=namespace).watches(
+    manager.controller("machineclass").rate_limiter(
+        default_controller_rate_limiter(cap=ShortRetry)
+    ).for_(MachineClass, namespace=namespace).watches(
         Machine, class_of_machine, class_changed(), namespace=namespace
     ).complete(MachineClassFinalizer(ctx))
     api_servers = [control_cluster(ctx.client, namespace)]

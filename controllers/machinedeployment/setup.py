@@ -16,6 +16,7 @@ from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.predicates import on_events
 from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.ratelimit import ShortRetry, default_controller_rate_limiter
 from kubetrio.runtime.store import Lister
 
 COMPONENT = "machine-controller-manager"
@@ -52,9 +53,11 @@ def setup(manager: Manager, config: Any) -> DeploymentReconciler:
     deployment_informer.add_handler(writer.own.handler())
     deployments = deployment_informer.lister
     reconciler = DeploymentReconciler(manager.client, writer, deployments, sets, machines, nodes)
-    manager.controller(NAME).for_(MachineDeployment, namespace=namespace).owns(
-        MachineSet, namespace=namespace
-    ).watches(
+    manager.controller(NAME).rate_limiter(
+        # MCM drops a key after 15 retries (≤ 82 s) and resyncs; ours never sleeps past
+        # ShortRetry, so nothing waits out an outage's backoff once it is over.
+        default_controller_rate_limiter(cap=ShortRetry)
+    ).for_(MachineDeployment, namespace=namespace).owns(MachineSet, namespace=namespace).watches(
         Machine,
         deployment_of_machine(sets),
         on_events(create=False, update=False),

@@ -16,6 +16,7 @@ from kubetrio.runtime.informer import EventHandler
 from kubetrio.runtime.labels import selector_matches
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.ratelimit import ShortRetry, default_controller_rate_limiter
 from kubetrio.runtime.store import DeletedFinalStateUnknown, Lister
 
 # MCM records its Events under one component for all its controllers.
@@ -98,7 +99,11 @@ def setup(manager: Manager, config: Any) -> MachineSetContext:
         ),
     )
     machine_informer.add_handler(expectation_handler(ctx))
-    manager.controller("machineset").for_(MachineSet, namespace=namespace).watches(
+    manager.controller("machineset").rate_limiter(
+        # MCM drops a key after 15 retries (≤ 82 s) and resyncs; ours never sleeps past
+        # ShortRetry, so nothing waits out an outage's backoff once it is over.
+        default_controller_rate_limiter(cap=ShortRetry)
+    ).for_(MachineSet, namespace=namespace).watches(
         Machine, sets_of_machine(sets), namespace=namespace
     ).complete(MachineSetReconciler(ctx))
     return ctx
