@@ -113,6 +113,7 @@ class Manager:
         report_undecodable(self.registry, self.cache)
         self._primary = Cluster("", self.client, self.cache)
         self.clusters: dict[str, Cluster] = {}  # added with add_cluster, by name
+        self._stood_in_for: set[str] = set()  # names cluster() answered with the primary
         self.http = ManagerHTTPServer(self.registry)
         self.metrics_bind_address = metrics_bind_address
         self.health_probe_bind_address = health_probe_bind_address
@@ -146,6 +147,11 @@ class Manager:
         checked by ``/readyz`` as ``informers-<name>`` (call before ``run``)."""
         if not name or name in self.clusters:
             raise ValueError(f"cluster name {name!r} is empty or already added")
+        if name in self._stood_in_for:
+            raise ValueError(
+                f"cluster {name!r} added after something asked for it and got the primary "
+                "cluster instead: add clusters before setting up the controllers that use them"
+            )
         cluster = Cluster(name, self._fenced(client), InformerCache(client))
         report_undecodable(self.registry, cluster.cache)
         self.clusters[name] = cluster
@@ -159,7 +165,11 @@ class Manager:
     def cluster(self, name: str) -> Cluster:
         """The cluster added as ``name``; the primary one when none was: one API server then
         plays every role (MCM's default, where the control cluster is the target cluster)."""
-        return self.clusters.get(name, self._primary)
+        cluster = self.clusters.get(name)
+        if cluster is None:
+            self._stood_in_for.add(name)
+            return self._primary
+        return cluster
 
     def workers_for(self, name: str) -> int:
         return self._workers.get(name, 1)

@@ -102,6 +102,9 @@ async def test_without_a_second_cluster_every_name_is_the_primary_cluster(
     manager.add_cluster("x", manager.client)
     with pytest.raises(ValueError, match="already added"):
         manager.add_cluster("x", manager.client)
+    # Too late: what asked for "target" above was wired to the primary cluster.
+    with pytest.raises(ValueError, match="add clusters before setting up the controllers"):
+        manager.add_cluster("target", manager.client)
 
 
 async def test_readyz_names_the_cluster_whose_informers_have_not_synced(
