@@ -11,8 +11,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kubetrio.api.machineset import MachineDeployment
-from kubetrio.api.meta import parse_time
-from kubetrio.controllers.machineset.metrics import CONDITION_VALUES
+from kubetrio.controllers.machineset.metrics import CONDITION_VALUES, created_at
 from kubetrio.runtime.store import Lister
 
 KEY = ["name", "namespace"]
@@ -32,13 +31,6 @@ STATUS_COUNTS = (
     ("updated_replicas", "Count of the mcm managed Machinedeployments updated replicas."),
     ("replicas", "Count of the mcm managed Machinedeployments replicas."),
 )
-
-
-def created_at(timestamp: str | None) -> str:
-    """MCM's ``createdAt`` label: Unix seconds (``metav1.Time.Unix()``; 0001-01-01 when unset,
-    which no stored object has)."""
-    parsed = parse_time(timestamp)
-    return str(int(parsed.timestamp())) if parsed is not None else "-62135596800"
 
 
 def int_value(value: int | str | None) -> int:

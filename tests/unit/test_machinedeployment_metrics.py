@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrio.controllers.machinedeployment.metrics import created_at, int_value
+from kubetrio.controllers.machinedeployment.metrics import int_value
+from kubetrio.controllers.machineset.metrics import created_at
 
 
 @pytest.mark.parametrize(
