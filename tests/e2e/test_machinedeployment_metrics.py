@@ -13,8 +13,10 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.machineset import MachineDeployment
+from kubetrio.runtime.clockhold import request_in_flight
 from kubetrio.runtime.emulator import Emulator
 
+from .conftest import Kubectl
 from .deployments import DeploymentHarness, deployment_doc, deployment_manager
 from .machines import MACHINE_API, install_crds
 
@@ -37,7 +39,7 @@ def sample(h: DeploymentHarness, name: str, labels: dict[str, str] = POOL) -> fl
 
 
 async def test_deployment_gauges_follow_spec_and_status(
-    emu: Emulator, mock_clock: trio.testing.MockClock
+    emu: Emulator, mock_clock: trio.testing.MockClock, kubectl: Kubectl
 ) -> None:
     install_crds(emu)
     async with deployment_manager(emu) as h:
@@ -87,14 +89,20 @@ async def test_deployment_gauges_follow_spec_and_status(
         assert sample(h, "info_spec_rolling_update_max_surge", other) is None
         assert sample(h, "info_spec_revision_history_limit", other) is None
 
-        # A scale-up shows as desired above available until the new machines boot.
-        await h.patch({"spec": {"replicas": 5}})
+        # A scale-up (kubectl's) shows as desired above available until the new machines boot.
+        with request_in_flight():  # kubectl's requests: the clock must not jump meanwhile
+            await kubectl.out("scale", "machinedeployment/pool", "--replicas=5")
         await h.wait_deployment(lambda d: d is not None and d.status.unavailable_replicas == 2)
         assert sample(h, "info_spec_replicas") == 5
         assert sample(h, "status_available_replicas") == 3
         assert sample(h, "status_unavailable_replicas") == 2
         await h.wait_complete()
         assert sample(h, "status_available_replicas") == 5
+        with request_in_flight():
+            seen = await kubectl.out(
+                "get", "machinedeployment/pool", "-o", "jsonpath={.status.availableReplicas}"
+            )
+        assert float(seen) == sample(h, "status_available_replicas")
 
         # Help texts and types as MCM's, in the exposition format a scrape reads.
         families = {
