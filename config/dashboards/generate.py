@@ -562,6 +562,131 @@ def framework() -> dict[str, Any]:
 # --- machines ------------------------------------------------------------------------------
 
 
+# A MachineSet of a deployment is named <deployment>-<template hash> (MCM's gauges carry no
+# owner label), so the deployment is the name without its last dash-separated part.
+SET_DEPLOYMENT = '"deployment", "$1", "name", "(.+)-[^-]+"'
+
+
+def deployments_and_sets() -> list[dict[str, Any]]:
+    """MCM's mcm_machine_deployment_* and mcm_machine_set_* gauges: is every deployment at its
+    desired size, how far is a rollout, which machines failed."""
+    per_deployment = "{{namespace}}/{{name}}"
+    return [
+        row("Deployments and sets"),
+        stat(
+            "MachineDeployments",
+            "mcm_machine_deployment_items_total: MachineDeployments the controller sees.",
+            [target(f"sum(mcm_machine_deployment_items_total{{{NS}}})")],
+            width=6,
+        ),
+        stat(
+            "MachineSets",
+            "mcm_machine_set_items_total: MachineSets the controller sees (a deployment keeps "
+            "old, empty ones up to its revisionHistoryLimit).",
+            [target(f"sum(mcm_machine_set_items_total{{{NS}}})")],
+            width=6,
+        ),
+        timeseries(
+            "Failed machines",
+            "Failed machines each deployment reports from its sets "
+            "(mcm_machine_deployment_failed_machines; 0 when none), and Failed machines the "
+            "sets deleted to replace them in the last hour (mcm_machine_stale_machines_total).",
+            [
+                # A Failed machine is listed only until its set deletes it (0 to 5 one-second
+                # scrapes in the demo): each deployment also gets a 0 rather than a gap.
+                target(
+                    f"count by (namespace, name) (mcm_machine_deployment_failed_machines{{{NS}}})"
+                    f" or sum by (namespace, name) "
+                    f"(0 * mcm_machine_deployment_info_spec_replicas{{{NS}}})",
+                    f"{per_deployment} failed",
+                ),
+                target(
+                    f"sum(increase(mcm_machine_stale_machines_total{{{NS}}}[1h]))",
+                    "replaced in the last hour",
+                ),
+            ],
+            width=12,
+        ),
+        timeseries(
+            "Deployment replicas",
+            "Per MachineDeployment: desired (spec.replicas, mcm_machine_deployment_info_spec_"
+            "replicas), updated (machines of the current template), ready and available "
+            "(ready for minReadySeconds). A rollout shows updated climbing to desired; "
+            "available below desired is capacity missing.",
+            [
+                target(
+                    f"mcm_machine_deployment_info_spec_replicas{{{NS}}}",
+                    f"{per_deployment} desired",
+                ),
+                *(
+                    target(
+                        f"mcm_machine_deployment_status_{field}_replicas{{{NS}}}",
+                        f"{per_deployment} {field}",
+                    )
+                    for field in ("updated", "ready", "available")
+                ),
+            ],
+            width=12,
+        ),
+        timeseries(
+            "MachineSet replicas",
+            "Per MachineSet: desired (mcm_machine_set_info_spec_replicas), ready and "
+            "available (mcm_machine_set_status_{ready,available}_replicas). During a rollout "
+            "the new set grows as the old ones shrink.",
+            [
+                target(f"mcm_machine_set_info_spec_replicas{{{NS}}}", f"{per_deployment} desired"),
+                *(
+                    target(
+                        f"mcm_machine_set_status_{field}_replicas{{{NS}}}",
+                        f"{per_deployment} {field}",
+                    )
+                    for field in ("ready", "available")
+                ),
+            ],
+            width=12,
+        ),
+        timeseries(
+            "MachineSets per deployment",
+            "MachineSets of each deployment (mcm_machine_set_info, the deployment read from "
+            "the set's name <deployment>-<hash>), and those that have machines "
+            "(mcm_machine_set_status_replicas > 0): 2 or more while a rollout moves machines.",
+            [
+                target(
+                    f"count by (namespace, deployment) "
+                    f"(label_replace(mcm_machine_set_info{{{NS}}}, {SET_DEPLOYMENT}))",
+                    "{{namespace}}/{{deployment}} sets",
+                ),
+                target(
+                    f"count by (namespace, deployment) "
+                    f"(label_replace(mcm_machine_set_status_replicas{{{NS}}} > 0, "
+                    f"{SET_DEPLOYMENT}))",
+                    "{{namespace}}/{{deployment}} with machines",
+                ),
+            ],
+            width=12,
+        ),
+        timeseries(
+            "Deployment conditions",
+            "mcm_machine_deployment_status_condition: deployments whose Available or "
+            "Progressing condition is True, and those where it is not (Progressing False "
+            "means the progressDeadlineSeconds passed without progress).",
+            [
+                target(
+                    f"sum by (condition) "
+                    f"(mcm_machine_deployment_status_condition{{{NS}}} == bool 1)",
+                    "{{condition}} True",
+                ),
+                target(
+                    f"sum by (condition) "
+                    f"(mcm_machine_deployment_status_condition{{{NS}}} != bool 1)",
+                    "{{condition}} not True",
+                ),
+            ],
+            width=12,
+        ),
+    ]
+
+
 def machines() -> dict[str, Any]:
     steps = ("create", "join", "drain", "delete")
     panels: list[Any] = [
@@ -634,6 +759,7 @@ def machines() -> dict[str, Any]:
             width=12,
         ),
         machines_table(),
+        *deployments_and_sets(),
         row("Lifecycle"),
         timeseries(
             "Step durations",
@@ -959,7 +1085,8 @@ def all_values(name: str) -> dict[str, str]:
 
 
 def expand(expr: str, values: dict[str, str], rate_interval: str = "1m") -> str:
-    """``expr`` with Grafana's variables replaced by ``values`` (see :func:`all_values`)."""
+    """``expr`` with Grafana's variables replaced by ``values`` (see :func:`all_values`).
+    ``$1`` is label_replace's capture group, not a variable: Grafana leaves it alone too."""
     values = {**values, "__rate_interval": rate_interval}
 
     def replace(match: re.Match[str]) -> str:
@@ -968,7 +1095,7 @@ def expand(expr: str, values: dict[str, str], rate_interval: str = "1m") -> str:
             raise KeyError(f"unknown dashboard variable ${name} in {expr!r}")
         return values[name]
 
-    return re.sub(r"\$\{(\w+)\}|\$(\w+)", replace, expr)
+    return re.sub(r"\$\{([a-zA-Z_]\w*)\}|\$([a-zA-Z_]\w*)", replace, expr)
 
 
 # --- which metrics the dashboards read -----------------------------------------------------

@@ -304,6 +304,18 @@ def render(api: PrometheusAPI, name: str, start: float, end: float, out: Path) -
     plt.close(figure)
 
 
+# The demo's deployment replaced its failed machine, was scaled down from its peak, and has
+# exactly its desired machines, all available: the demo has done its work.
+DEMO_DONE = (
+    "sum(mcm_machine_stale_machines_total) > 0"
+    " and on () sum(mcm_machine_deployment_info_spec_replicas)"
+    " < max_over_time(sum(mcm_machine_deployment_info_spec_replicas)[10m:1s])"
+    " and on () sum(mcm_machine_deployment_status_available_replicas)"
+    " == sum(mcm_machine_deployment_info_spec_replicas)"
+    " and on () sum(mcm_machine_items_total) == sum(mcm_machine_deployment_info_spec_replicas)"
+)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dashboard", default="machines", choices=generate.NAMES)
@@ -314,8 +326,9 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=15, help="range, with --prometheus")
     parser.add_argument(
         "--settle",
-        default="sum(kubetrio_machine_delete_duration_seconds_count) > 0",
-        help="with --demo: plot once this PromQL has a sample (default: a machine was deleted)",
+        default=DEMO_DONE,
+        help="with --demo: plot once this PromQL has a sample (default: the demo's last step, "
+        "the scale-down after the failed machine was replaced, is done)",
     )
     parser.add_argument("--timeout", type=float, default=120, help="with --demo: longest wait")
     args = parser.parse_args()

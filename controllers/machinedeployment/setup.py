@@ -10,6 +10,7 @@ from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machinedeployment.metrics import machinedeployment_metrics
 from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconciler
 from kubetrio.controllers.machinedeployment.writes import Writer
 from kubetrio.runtime.events import EventRecorder
@@ -52,6 +53,7 @@ def setup(manager: Manager, config: Any) -> DeploymentReconciler:
     deployment_informer = cache.informer(MachineDeployment, namespace=namespace)
     deployment_informer.add_handler(writer.own.handler())
     deployments = deployment_informer.lister
+    machinedeployment_metrics(manager.registry, deployments)
     reconciler = DeploymentReconciler(manager.client, writer, deployments, sets, machines, nodes)
     manager.controller(NAME).rate_limiter(
         # MCM drops a key after 15 retries (≤ 82 s) and resyncs; ours never sleeps past

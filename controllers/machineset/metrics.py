@@ -11,9 +11,17 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kubetrio.api.machineset import MachineSet
+from kubetrio.api.meta import parse_time
 from kubetrio.runtime.store import Lister
 
 CONDITION_VALUES = {"True": 1, "False": 0, "Unknown": 2}
+
+
+def created_at(timestamp: str | None) -> str:
+    """MCM's ``createdAt`` label: Unix seconds (``metav1.Time.Unix()``; 0001-01-01 when unset,
+    which no stored object has)."""
+    parsed = parse_time(timestamp)
+    return str(int(parsed.timestamp())) if parsed is not None else "-62135596800"
 
 
 class MachineSetCollector(Collector):
@@ -82,7 +90,13 @@ class MachineSetCollector(Collector):
             labels = [ms.name, ms.namespace]
             cls = ms.spec.template.spec.class_
             info.add_metric(
-                [*labels, ms.metadata.creation_timestamp or "", cls.api_group, cls.kind, cls.name],
+                [
+                    *labels,
+                    created_at(ms.metadata.creation_timestamp),
+                    cls.api_group,
+                    cls.kind,
+                    cls.name,
+                ],
                 1,
             )
             spec_replicas.add_metric(labels, ms.spec.replicas)

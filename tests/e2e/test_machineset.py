@@ -5,6 +5,7 @@ and the set's deletion taking its machines along."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import trio
@@ -119,6 +120,16 @@ async def test_failed_machine_is_replaced(
         assert registry.get_sample_value("mcm_machine_set_items_total") == 1
         labels = {"name": "pool", "namespace": "default"}
         assert registry.get_sample_value("mcm_machine_set_status_ready_replicas", labels) == 1
+        # MCM's createdAt is the creation time in Unix seconds.
+        created = dt.datetime.fromisoformat(str(ms.metadata.creation_timestamp))
+        info = {
+            **labels,
+            "createdAt": str(int(created.timestamp())),
+            "spec_machine_class_api_group": "",
+            "spec_machine_class_kind": ms.spec.template.spec.class_.kind,
+            "spec_machine_class_name": ms.spec.template.spec.class_.name,
+        }
+        assert registry.get_sample_value("mcm_machine_set_info", info) == 1
 
 
 def owner_uid(machine: Machine | None) -> str | None:

@@ -93,6 +93,11 @@ ALERT_SIGNALS: dict[str, list[str]] = {
     "KubetrioMachineFailed": ["max by (namespace, name) (mcm_machine_current_status_phase)"],
     "KubetrioMachineDrainOverdue": ["max by (namespace, name) (mcm_machine_current_status_phase)"],
     "KubetrioMachineControllerFrozen": ["max by (namespace) (mcm_machine_controller_frozen)"],
+    "KubetrioMachineDeploymentReplicasMismatch": [
+        "max by (namespace, name) (mcm_machine_deployment_status_available_replicas)",
+        "max by (namespace, name) (mcm_machine_deployment_info_spec_replicas)",
+        "max by (namespace, name) (changes(mcm_machine_deployment_status_updated_replicas[10m]))",
+    ],
     "KubetrioWorkqueueBacklogGrowing": [
         "min_over_time(workqueue_depth[15m])",
         "deriv(workqueue_depth[15m])",
