@@ -36,8 +36,10 @@ from kubetrio.api.meta import KubeObject, ListMeta, ObjectList, Status
 from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.clockhold import request_in_flight
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.execplugin import CredentialError
 from kubetrio.runtime.fence import Fence, NotLeader
-from kubetrio.runtime.kubeconfig import load_kubeconfig
+from kubetrio.runtime.incluster import in_cluster_config
+from kubetrio.runtime.kubeconfig import KubeconfigError, load_kubeconfig
 from kubetrio.runtime.ratelimit import BucketRateLimiter
 from kubetrio.runtime.relay import ThreadRelay
 from kubetrio.runtime.transport import http_client, run_in_thread
@@ -58,6 +60,8 @@ JSON = "application/json"
 # Methods that change something; a fenced client refuses them once the lease is not proven.
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 FENCED_AUDIT_ID_PREFIX = "fenced-"
+# ApiError.reason of a request never sent for want of credentials (status 0).
+CREDENTIALS_UNAVAILABLE = "CredentialsUnavailable"
 
 # client-go's rest_client_request_duration_seconds buckets.
 REQUEST_LATENCY_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
@@ -175,7 +179,11 @@ class Client:
 
         Raises ``KubeconfigError`` naming the file and the field when it is unusable.
         """
-        return cls.from_config(load_kubeconfig(path, context), **options)
+        config = load_kubeconfig(path, context)
+        try:
+            return cls.from_config(config, **options)
+        except CredentialError as error:
+            raise KubeconfigError(f"kubeconfig {config.filepath}: {error}") from None
 
     @classmethod
     def from_url(cls, url: str, token: str | None = None, **options: Any) -> Client:
@@ -190,9 +198,18 @@ class Client:
         return cls.from_config(pykube.KubeConfig(doc), **options)
 
     @classmethod
-    def in_cluster(cls, **options: Any) -> Client:
-        """From the pod's service account (token, CA and KUBERNETES_SERVICE_HOST/PORT)."""
-        return cls.from_config(pykube.KubeConfig.from_service_account(), **options)
+    def in_cluster(
+        cls,
+        service_account_dir: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> Client:
+        """From the pod's service account (token, CA and KUBERNETES_SERVICE_HOST/PORT) as
+        client-go's InClusterConfig; the rotating token is re-read as it changes.
+
+        Raises ``CredentialError`` (one line) when not in a cluster or the token is unreadable.
+        """
+        return cls.from_config(in_cluster_config(service_account_dir, environ), **options)
 
     def fenced(self, fence: Fence) -> Client:
         """This client for leader-only work: writes need ``fence`` to pass (else
@@ -283,6 +300,8 @@ class Client:
                     method=method,
                     path=path,
                 ) from error
+            except CredentialError as error:
+                raise _no_credentials(error, method, path) from error
             return response.status_code, response.reason, response.headers, response.content
 
         started = time.perf_counter()
@@ -532,6 +551,8 @@ class Client:
                 )
             except requests.RequestException as error:
                 return ApiError(0, "Unreachable", f"watch {path}: {error}", method="WATCH")
+            except CredentialError as error:
+                return _no_credentials(error, "WATCH", path)
             with response:
                 if response.status_code >= 400:
                     return ApiError.from_response(
@@ -585,6 +606,13 @@ class Client:
             if failure is not None:
                 with contextlib.suppress(trio.BrokenResourceError):
                     await send.send([WatchEvent("ERROR", error=failure)])
+
+
+def _no_credentials(error: CredentialError, method: str, path: str) -> ApiError:
+    """Not sent: no usable credentials (a failing plugin may recover, so callers retry)."""
+    return ApiError(
+        0, CREDENTIALS_UNAVAILABLE, f"getting credentials: {error}", method=method, path=path
+    )
 
 
 def _with_type_meta(kind: KindInfo, body: KubeObject | Mapping[str, Any]) -> dict[str, Any]:

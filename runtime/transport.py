@@ -10,6 +10,7 @@ the blocked read with an error and ends the thread within milliseconds.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
 from collections.abc import Callable
@@ -19,8 +20,12 @@ import pykube
 import requests
 import trio
 from pykube.http import KubernetesHTTPAdapter
+from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+from kubetrio.runtime.credentials import Credentials
+from kubetrio.runtime.threadclock import ThreadClock
 
 T = TypeVar("T")
 
@@ -92,7 +97,16 @@ class _TrackedHTTPSConnectionPool(HTTPSConnectionPool):
 
 
 class TrackedAdapter(KubernetesHTTPAdapter):  # type: ignore[misc]
-    """pykube's adapter (it adds the kubeconfig's credentials) over tracked connections."""
+    """pykube's adapter over tracked connections, with credentials that last (see
+    ``kubetrio.runtime.credentials``); pykube-ng itself authenticates only passwords and
+    ``auth-provider`` users (``credentials`` None)."""
+
+    def __init__(
+        self, config: pykube.KubeConfig, credentials: Credentials | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(config, **kwargs)
+        self.credentials = credentials
+        self._verify = _verify_option(config)
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
@@ -100,11 +114,51 @@ class TrackedAdapter(KubernetesHTTPAdapter):  # type: ignore[misc]
             "http": _TrackedHTTPConnectionPool,
             "https": _TrackedHTTPSConnectionPool,
         }
+        server_name = self.kube_config.cluster.get("tls-server-name")
+        if server_name:
+            self.poolmanager.connection_pool_kw["assert_hostname"] = server_name
+            self.poolmanager.connection_pool_kw["server_hostname"] = server_name
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        credentials = self.credentials
+        if credentials is None or "Authorization" in request.headers:
+            pykube_authenticated: requests.Response = super().send(request, **kwargs)
+            return pykube_authenticated
+        if self._verify is not None:
+            kwargs["verify"] = self._verify
+        sent = credentials.apply(request.headers, kwargs)
+        response: requests.Response = HTTPAdapter.send(self, request, **kwargs)
+        if response.status_code == 401 and credentials.refresh_after_unauthorized(sent):
+            # Refused before the server acted on it: safe to send again, once.
+            response.close()
+            credentials.apply(request.headers, kwargs)
+            response = HTTPAdapter.send(self, request, **kwargs)
+        return response
+
+
+def _verify_option(config: pykube.KubeConfig) -> str | bool | None:
+    """requests' ``verify`` as pykube-ng derives it from the cluster (None: the default)."""
+    forced = os.environ.get("PYKUBE_SSL_CERTIFICATE_AUTHORITY")
+    if forced is not None:
+        return forced
+    cluster = config.cluster
+    if "certificate-authority" in cluster:
+        return str(cluster["certificate-authority"].filename())
+    if "insecure-skip-tls-verify" in cluster:
+        return not cluster["insecure-skip-tls-verify"]
+    return None
 
 
 def http_client(config: pykube.KubeConfig, pool_size: int) -> pykube.HTTPClient:
-    """pykube's client with a pool as large as our thread limit (its default of 10 is not)."""
-    adapter = TrackedAdapter(config, pool_connections=pool_size, pool_maxsize=pool_size)
+    """pykube's client with a pool as large as our thread limit (its default of 10 is not).
+
+    Raises ``CredentialError`` when the user's credentials are unusable. Call it inside the
+    trio run that will use it, so cached credentials age on that run's clock.
+    """
+    credentials = Credentials.for_user(config, ThreadClock.capture())
+    adapter = TrackedAdapter(
+        config, credentials, pool_connections=pool_size, pool_maxsize=pool_size
+    )
     client = pykube.HTTPClient(config, http_adapter=adapter)
     # With trust_env, requests re-reads the proxy variables and ~/.netrc on every request —
     # the manager's largest single cost in a profile (25% of the machine benchmark's wall
