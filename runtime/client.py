@@ -207,9 +207,12 @@ class Client:
         """From the pod's service account (token, CA and KUBERNETES_SERVICE_HOST/PORT) as
         client-go's InClusterConfig; the rotating token is re-read as it changes.
 
-        Raises ``CredentialError`` (one line) when not in a cluster or the token is unreadable.
+        Raises ``KubeconfigError`` (one line) when not in a cluster or the token is unreadable.
         """
-        return cls.from_config(in_cluster_config(service_account_dir, environ), **options)
+        try:
+            return cls.from_config(in_cluster_config(service_account_dir, environ), **options)
+        except CredentialError as error:
+            raise KubeconfigError(str(error)) from None
 
     def fenced(self, fence: Fence) -> Client:
         """This client for leader-only work: writes need ``fence`` to pass (else

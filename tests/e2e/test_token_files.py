@@ -16,7 +16,6 @@ from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.errors import ApiError, is_forbidden
-from kubetrio.runtime.execplugin import CredentialError
 from kubetrio.runtime.kubeconfig import KubeconfigError
 
 from .credential_helpers import admin_account, fresh_token, revoke, write_kubeconfig
@@ -136,13 +135,13 @@ def test_missing_token_file_and_not_in_a_cluster_are_one_line(tmp_path: Path) ->
     assert str(missing.value) == (
         f"kubeconfig {path}: token file {tmp_path / 'gone'}: No such file or directory"
     )
-    with pytest.raises(CredentialError) as outside:
+    with pytest.raises(KubeconfigError) as outside:
         Client.in_cluster(str(tmp_path), {})
     assert str(outside.value) == (
         "unable to load in-cluster configuration, KUBERNETES_SERVICE_HOST and "
         "KUBERNETES_SERVICE_PORT must be defined"
     )
     env = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "KUBERNETES_SERVICE_PORT": "443"}
-    with pytest.raises(CredentialError) as no_token:
+    with pytest.raises(KubeconfigError) as no_token:
         Client.in_cluster(str(tmp_path), env)
     assert str(no_token.value) == f"token file {tmp_path / 'token'}: No such file or directory"
