@@ -3,7 +3,8 @@
 It hands out what the test put in STATE_DIR (``token``, optional ``expiry``, ``cert``/``key``,
 or a verbatim ``output``/``exit`` to misbehave), answers with the apiVersion the caller asked
 for in KUBERNETES_EXEC_INFO, and appends one JSON line per run to ``calls`` (the exec info and
-the ``PLUGIN_GREETING`` variable), so the test counts runs and sees their input.
+the ``PLUGIN_GREETING`` variable), so the test counts runs and sees their input. It greets on
+stderr unless ``quiet`` exists.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ def main() -> int:
     with (state / "calls").open("a") as calls:
         record = {"info": info, "greeting": os.environ.get("PLUGIN_GREETING")}
         calls.write(json.dumps(record) + "\n")
-    print("exec plugin: handing out a credential", file=sys.stderr)
+    if not (state / "quiet").exists():
+        print("exec plugin: handing out a credential", file=sys.stderr)
     if (state / "exit").exists():
         return int((state / "exit").read_text())
     if (state / "output").exists():
