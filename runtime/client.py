@@ -42,7 +42,7 @@ from kubetrio.runtime.incluster import in_cluster_config
 from kubetrio.runtime.kubeconfig import KubeconfigError, load_kubeconfig
 from kubetrio.runtime.ratelimit import BucketRateLimiter
 from kubetrio.runtime.relay import ThreadRelay
-from kubetrio.runtime.transport import http_client, run_in_thread
+from kubetrio.runtime.transport import exec_plugin_of, http_client, run_in_thread
 from kubetrio.runtime.undecodable import Undecodable, undecodable
 from kubetrio.runtime.useragent import user_agent
 
@@ -84,6 +84,18 @@ class RestClientMetrics:
             buckets=REQUEST_LATENCY_BUCKETS,
             registry=registry,
         )
+        self.exec_plugin_calls = Counter(
+            "rest_client_exec_plugin_call_total",
+            "Number of calls to an exec plugin, partitioned by the type of event encountered "
+            "(no_error, plugin_execution_error, plugin_not_found_error, client_internal_error) "
+            "and an optional exit code. The exit code will be set to 0 if and only if the "
+            "plugin call was successful.",
+            ["code", "call_status"],
+            registry=registry,
+        )
+
+    def exec_plugin_call(self, code: int, call_status: str) -> None:
+        self.exec_plugin_calls.labels(str(code), call_status).inc()
 
 
 _rest_metrics: weakref.WeakKeyDictionary[CollectorRegistry, RestClientMetrics] = (
@@ -155,6 +167,9 @@ class Client:
         self._watch_limiter = trio.CapacityLimiter(1000)
         self._bucket = BucketRateLimiter(qps=qps, burst=burst) if qps > 0 else None
         self._metrics = rest_client_metrics(registry) if registry is not None else None
+        plugin = exec_plugin_of(api)
+        if plugin is not None and self._metrics is not None:
+            plugin.on_call = self._metrics.exec_plugin_call
         self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
 
     # -- construction ---------------------------------------------------------------------

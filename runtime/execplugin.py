@@ -35,6 +35,11 @@ EXEC_INFO_ENV = "KUBERNETES_EXEC_INFO"
 # The key of a cluster's extension handed to the plugin as spec.cluster.config.
 CLUSTER_CONFIG_EXTENSION = f"{GROUP}/exec"
 INTERACTIVE_MODES = ("Never", "IfAvailable", "Always")
+# client-go's rest_client_exec_plugin_call_total call_status values.
+NO_ERROR = "no_error"
+PLUGIN_EXECUTION_ERROR = "plugin_execution_error"
+PLUGIN_NOT_FOUND_ERROR = "plugin_not_found_error"
+CLIENT_INTERNAL_ERROR = "client_internal_error"
 
 
 class CredentialError(ValueError):
@@ -189,7 +194,9 @@ class ExecPlugin:
         self._stdin_is_terminal = stdin_is_terminal
         self._lock = threading.Lock()
         self._cached: IssuedCredential | None = None
-        self.runs = 0  # how many times the plugin was started (for tests and metrics)
+        self.runs = 0  # how many times the plugin was started
+        # Told (exit code, call status) of every run, as client-go's call metric counts them.
+        self.on_call: Callable[[int, str], None] = lambda code, status: None
 
     def credential(self) -> IssuedCredential:
         """The cached credential while it has not expired; else the plugin's fresh one."""
@@ -250,18 +257,24 @@ class ExecPlugin:
                 stderr=None,  # the plugin's messages are for the user: passed through
                 check=False,
             )
-        except FileNotFoundError:
+        except (FileNotFoundError, PermissionError) as error:
+            self.on_call(1, PLUGIN_NOT_FOUND_ERROR)
+            if isinstance(error, PermissionError):
+                raise CredentialError(f"exec plugin {command}: {error.strerror}") from None
             hint = _one_line(self.config.install_hint)
             raise CredentialError(
                 f"exec plugin: executable {command} not found"
                 + (f"; {hint}" if hint else " (is the client-go credential plugin installed?)")
             ) from None
         except OSError as error:
+            self.on_call(1, CLIENT_INTERNAL_ERROR)
             raise CredentialError(f"exec plugin {command}: {error.strerror or error}") from None
         if done.returncode != 0:
+            self.on_call(done.returncode, PLUGIN_EXECUTION_ERROR)
             raise CredentialError(
                 f"exec plugin: executable {command} failed with exit code {done.returncode}"
             )
+        self.on_call(0, NO_ERROR)
         return parse_exec_credential(done.stdout, self.config.api_version)
 
 

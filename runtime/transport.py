@@ -25,6 +25,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from kubetrio.runtime.credentials import Credentials
+from kubetrio.runtime.execplugin import ExecPlugin
 from kubetrio.runtime.threadclock import ThreadClock
 
 T = TypeVar("T")
@@ -166,6 +167,13 @@ def http_client(config: pykube.KubeConfig, pool_size: int) -> pykube.HTTPClient:
     client.session.trust_env = False
     client.session.proxies.update(requests.utils.get_environ_proxies(client.url))
     return client
+
+
+def exec_plugin_of(client: pykube.HTTPClient) -> ExecPlugin | None:
+    """The exec credential plugin ``client`` authenticates with, if any."""
+    adapter = client.session.get_adapter(client.url)
+    credentials = adapter.credentials if isinstance(adapter, TrackedAdapter) else None
+    return credentials.exec_plugin if credentials is not None else None
 
 
 async def run_in_thread(fn: Callable[[], T], limiter: trio.CapacityLimiter) -> T:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
+from prometheus_client import CollectorRegistry
 
 from kubetrio.runtime.client import CREDENTIALS_UNAVAILABLE, Client
 from kubetrio.runtime.clock import now
@@ -41,7 +42,12 @@ def rfc3339(moment: dt.datetime) -> str:
 
 
 async def plugin_client(
-    emu: Emulator, admin: EmuClient, tmp_path: Path, api_version: str = V1, **extra: object
+    emu: Emulator,
+    admin: EmuClient,
+    tmp_path: Path,
+    api_version: str = V1,
+    registry: CollectorRegistry | None = None,
+    **extra: object,
 ) -> tuple[Client, Path]:
     state = tmp_path / "plugin"
     state.mkdir()
@@ -50,7 +56,12 @@ async def plugin_client(
     path = write_kubeconfig(
         tmp_path / "kubeconfig", emu.url, exec_user(state, api_version, **extra)
     )
-    return Client.from_kubeconfig(str(path)), state
+    return Client.from_kubeconfig(str(path), registry=registry), state
+
+
+def plugin_calls(registry: CollectorRegistry, code: str, status: str) -> float | None:
+    labels = {"code": code, "call_status": status}
+    return registry.get_sample_value("rest_client_exec_plugin_call_total", labels)
 
 
 @pytest.mark.parametrize("api_version", [V1, V1BETA1])
@@ -62,7 +73,8 @@ async def test_the_plugin_runs_once_for_many_requests(
     api_version: str,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    kube, state = await plugin_client(emu, client, tmp_path, api_version)
+    registry = CollectorRegistry()
+    kube, state = await plugin_client(emu, client, tmp_path, api_version, registry)
     async with trio.open_nursery() as nursery:
         for _ in range(12):
             nursery.start_soon(kube.request, "GET", NAMESPACES)
@@ -71,6 +83,7 @@ async def test_the_plugin_runs_once_for_many_requests(
     await trio.sleep(3000)  # no expirationTimestamp: good until refused (token: 1 h)
     await kube.request("GET", NAMESPACES)
     assert plugin_runs(state) == 1
+    assert plugin_calls(registry, "0", "no_error") == 1  # client-go's metric
     call = json.loads((state / "calls").read_text())
     # What client-go hands a plugin, and the kubeconfig's env on top of ours.
     assert call["info"] == {
@@ -181,17 +194,20 @@ async def test_bad_plugin_output_is_one_line_naming_the_field(
 async def test_a_failing_or_missing_plugin_is_one_line(
     emu: Emulator, client: EmuClient, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
-    kube, state = await plugin_client(emu, client, tmp_path)
+    registry = CollectorRegistry()
+    kube, state = await plugin_client(emu, client, tmp_path, registry=registry)
     (state / "exit").write_text("3")
     with pytest.raises(ApiError) as failed:
         await kube.request("GET", NAMESPACES)
     assert str(failed.value).endswith("failed with exit code 3 (GET /api/v1/namespaces)")
+    assert plugin_calls(registry, "3", "plugin_execution_error") == 1
     hint = "Install it:\n  pip install cloud-login\nthen log in."
     user = {"exec": {"apiVersion": V1, "command": "no-such-login", "interactiveMode": "Never"}}
     user["exec"]["installHint"] = hint
     path = write_kubeconfig(tmp_path / "missing", emu.url, user)
     with pytest.raises(ApiError) as missing:
-        await Client.from_kubeconfig(str(path)).request("GET", NAMESPACES)
+        await Client.from_kubeconfig(str(path), registry=registry).request("GET", NAMESPACES)
+    assert plugin_calls(registry, "1", "plugin_not_found_error") == 1
     assert str(missing.value) == (
         "getting credentials: exec plugin: executable no-such-login not found; "
         "Install it: pip install cloud-login then log in. (GET /api/v1/namespaces)"
