@@ -99,7 +99,7 @@ class Credentials:
         where = f"users[{name}]"
         token = str(user.get("token") or "")
         has_cert = bool(user.get("client-certificate") or user.get("client-certificate-data"))
-        if not (token or user.get("tokenFile") or has_cert or "exec" in user) and (
+        if not (token or user.get("tokenFile")) and (
             user.get("username") or "auth-provider" in user
         ):
             return None
@@ -113,7 +113,7 @@ class Credentials:
             cert = cls._client_cert(user, config, store, clock, where)
         plugin = None
         # client-go: a plugin is not consulted when the user has credentials of its own.
-        if "exec" in user and not (token or token_file or cert or user.get("username")):
+        if "exec" in user and not (token or token_file or cert):
             exec_config = ExecConfig.parse(user["exec"], f"{where}.exec")
             if "/" in exec_config.command:  # client-go: a path, not a name looked up in PATH
                 resolved = _path(exec_config.command, config, f"{where}.exec.command")
@@ -181,6 +181,8 @@ class Credentials:
             kwargs["cert"] = self.cert
         if token:
             headers["Authorization"] = f"Bearer {token}"
+        else:  # a retry after a token gave way to a certificate
+            headers.pop("Authorization", None)
         return Sent(token, self.clock.monotonic(), issued)
 
     def refresh_after_unauthorized(self, sent: Sent) -> bool:

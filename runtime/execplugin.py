@@ -213,8 +213,8 @@ class ExecPlugin:
         """The server refused ``used``: run the plugin again unless another request already
         did. True when there is now a different credential worth retrying with."""
         with self._lock:
-            if self._cached is not used:
-                return self._cached is not None
+            if self._cached is not used:  # another request already ran it
+                return self._cached is not None and self._cached != used
             try:
                 self._cached = self._run()
             except CredentialError as error:

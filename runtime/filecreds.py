@@ -96,10 +96,15 @@ class PemStore:
     (removed when the store is collected or the process exits)."""
 
     def __init__(self) -> None:
-        self.folder = Path(tempfile.mkdtemp(prefix="kubetrio-client-cert-"))
-        self._finalizer = weakref.finalize(self, shutil.rmtree, self.folder, True)
+        self._folder: Path | None = None  # made on first use: most users have no certificate
         self._lock = threading.Lock()
         self._paths: dict[str, tuple[str, str]] = {}
+
+    def _ensure_folder(self) -> Path:
+        if self._folder is None:
+            self._folder = Path(tempfile.mkdtemp(prefix="kubetrio-client-cert-"))
+            weakref.finalize(self, shutil.rmtree, self._folder, True)
+        return self._folder
 
     def put(self, cert_pem: bytes, key_pem: bytes, what: str) -> tuple[str, str]:
         """Paths of this pair; ``what`` names its origin in the error if they do not match."""
@@ -108,8 +113,9 @@ class PemStore:
             known = self._paths.get(digest)
             if known is not None:
                 return known
-            cert_file = self.folder / f"{digest}.crt"
-            key_file = self.folder / f"{digest}.key"
+            folder = self._ensure_folder()
+            cert_file = folder / f"{digest}.crt"
+            key_file = folder / f"{digest}.key"
             cert_file.write_bytes(cert_pem)
             key_file.touch(mode=0o600)
             key_file.write_bytes(key_pem)

@@ -140,6 +140,9 @@ def test_which_credential_wins() -> None:
     with_token = Credentials.for_user(kubeconfig({"token": "t", "exec": exec_stanza}), clock)
     assert with_token is not None and with_token.exec_plugin is None  # as client-go
     assert Credentials.for_user(kubeconfig({"username": "a", "password": "b"}), clock) is None
+    # A password is pykube-ng's to send, and keeps a plugin from being consulted (client-go).
+    basic = {"username": "a", "password": "b", "exec": exec_stanza}
+    assert Credentials.for_user(kubeconfig(basic), clock) is None
     anonymous = Credentials.for_user(kubeconfig({}), clock)
     assert anonymous is not None
     headers: dict[str, str] = {}
