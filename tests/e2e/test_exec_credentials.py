@@ -15,14 +15,16 @@ import trio
 import trio.testing
 from prometheus_client import CollectorRegistry
 
+from kubetrio.api.core import ConfigMap
 from kubetrio.runtime.client import CREDENTIALS_UNAVAILABLE, Client
 from kubetrio.runtime.clock import now
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.informer import EventHandler, Informer
 from kubetrio.runtime.kubeconfig import KubeconfigError
 
-from .conftest import Kubectl
+from .conftest import Kubectl, configmap
 from .credential_helpers import (
     V1,
     V1BETA1,
@@ -285,3 +287,33 @@ async def test_kubectl_runs_the_same_plugin_with_the_same_input(
     await Client.from_kubeconfig(str(path)).request("GET", NAMESPACES)
     theirs, ours = [json.loads(line) for line in (state / "calls").read_text().splitlines()]
     assert ours == theirs
+
+
+async def test_an_informer_watches_on_across_its_token_expiring(
+    emu: Emulator,
+    client: EmuClient,
+    tmp_path: Path,
+    mock_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Watches are renewed every 5-10 minutes; the first one after the token expired is
+    refused, the plugin runs again and the watch is sent again at once: no failed watch, no
+    backoff, and nothing missed."""
+    kube, state = await plugin_client(emu, client, tmp_path)
+    (state / "token").write_text(await fresh_token(client, "bot", seconds=600))
+    informer = Informer(kube, ConfigMap, namespace="default")
+    seen = trio.Event()
+    informer.add_handler(
+        EventHandler(on_add=lambda obj, _: seen.set() if obj.metadata.name == "late" else None)
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(informer.run)
+        await informer.wait_for_sync()
+        (state / "token").write_text(await fresh_token(client, "bot"))
+        await trio.sleep(1500)
+        emu.create({**configmap("late"), "metadata": {"name": "late", "namespace": "default"}})
+        with trio.fail_after(60):
+            await seen.wait()
+        nursery.cancel_scope.cancel()
+    assert plugin_runs(state) == 2
+    assert not [r for r in caplog.records if "failed" in r.getMessage()]
