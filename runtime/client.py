@@ -1,10 +1,11 @@
 """Typed async Kubernetes client over pykube-ng.
 
-pykube-ng supplies what it does well: kubeconfig and service-account handling, credentials on
-every request, TLS. Everything above the raw HTTP exchange is ours: paths from the kind registry,
-typed (de)serialisation with msgspec straight from bytes, one ``ApiError`` for every failure,
-client-side rate limiting, bounded retries on 429, metrics, and prompt cancellation (see
-``kubetrio.runtime.transport``).
+pykube-ng supplies what it does well: kubeconfig parsing, TLS, passwords and auth-providers;
+credentials that must last (exec plugins, rotating token and certificate files) are
+``kubetrio.runtime.credentials``'s. Everything above the raw HTTP exchange is ours: paths from
+the kind registry, typed (de)serialisation with msgspec straight from bytes, one ``ApiError``
+for every failure, client-side rate limiting, bounded retries on 429, metrics, and prompt
+cancellation (see ``kubetrio.runtime.transport``).
 
 ``fenced(fence)`` is the same client for leader-only work: a write leaves only if the elector
 still proves the lease held, checked twice as late as possible (before the worker thread takes
