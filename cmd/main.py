@@ -23,6 +23,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "kubetrio.cmd.emulator",
         "serve the embedded Kubernetes API emulator on 127.0.0.1",
     ),
+    "rbac": (
+        "kubetrio.cmd.rbac",
+        "print (or --write) the RBAC roles the enabled controllers need",
+    ),
 }
 
 

@@ -17,10 +17,14 @@ from kubetrio.runtime.controller import Result
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.predicates import has_labels
 from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.rbac import Permissions, cached, on
 from kubetrio.runtime.store import Lister
 
 LABEL = "kubetrio.io/example"
 HASH_ANNOTATION = "kubetrio.io/data-hash"
+
+# The labelled ConfigMaps' informer, and the hash annotation written on them.
+RBAC = Permissions(cluster=(*cached(ConfigMap.KIND), on(ConfigMap.KIND, "patch")))
 
 
 def data_hash(config_map: ConfigMap) -> str:

@@ -14,10 +14,15 @@ from kubetrio.api.meta import KubeObject, ObjectMeta, format_time
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.rbac import Permissions, on
 
 log = get_logger("kubetrio.events")
 
 MAX_MESSAGE = 1024
+
+# What a controller recording events needs: each goes to the namespace of its object (the
+# ``default`` namespace for cluster-scoped ones), so anywhere. Recording only ever creates.
+RBAC = Permissions(cluster=(on(Event.KIND, "create"),))
 
 
 class EventRecorder:

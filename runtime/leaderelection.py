@@ -39,8 +39,13 @@ from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError, is_already_exists
 from kubetrio.runtime.fence import Fence
 from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.rbac import Permissions, on
 
 log = get_logger("kubetrio.leaderelection")
+
+# The Lease in the manager's own namespace: read, made by the first candidate, then renewed,
+# taken over and released, each a JSON patch (never an update).
+RBAC = Permissions(own_namespace=(on(Lease.KIND, "get", "create", "patch"),))
 
 # client-go's JitterFactor for retrying acquisition.
 ACQUIRE_JITTER = 1.2

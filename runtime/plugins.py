@@ -8,6 +8,11 @@ declaring an entry point in the ``kubetrio.controllers`` group::
 
 where ``setup(manager, config)`` registers its controller(s) with the manager. Entry points
 load lazily: a broken plugin fails with its own name only when it is enabled.
+
+What a controller needs from the API server is declared next to it: ``RBAC =
+Permissions(...)`` (``kubetrio.runtime.rbac``) in the module holding ``setup``, or in an
+``rbac`` module of its package; ``kubetrio rbac`` turns the enabled controllers' declarations
+into roles.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
+
+from kubetrio.runtime.rbac import Permissions
 
 if TYPE_CHECKING:
     from kubetrio.runtime.manager import Manager
@@ -49,6 +56,36 @@ class ControllerRegistry:
 
     def origin(self, name: str) -> str:
         return self._origins[name]
+
+    def permissions(self, name: str) -> Permissions:
+        """The RBAC declaration of controller ``name``: ``RBAC`` in its setup's module, else in
+        the ``rbac`` module of the package it belongs to."""
+        target = self._targets[name]
+        module_name = target.partition(":")[0]
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            raise PluginError(
+                f"controller {name!r} ({target}) cannot be loaded: {error}"
+            ) from error
+        declared = getattr(module, "RBAC", None)
+        if declared is None:
+            is_package = hasattr(module, "__path__")
+            package = module_name if is_package else module_name.rpartition(".")[0]
+            if package:
+                try:
+                    declared = getattr(importlib.import_module(f"{package}.rbac"), "RBAC", None)
+                except ModuleNotFoundError as error:
+                    if error.name != f"{package}.rbac":
+                        raise PluginError(
+                            f"controller {name!r}: {package}.rbac cannot be loaded: {error}"
+                        ) from error
+        if not isinstance(declared, Permissions):
+            raise PluginError(
+                f"controller {name!r} ({target}) declares no RBAC: put "
+                "RBAC = kubetrio.runtime.rbac.Permissions(...) beside its setup"
+            )
+        return declared
 
     def setup(self, name: str) -> ControllerSetup:
         target = self._targets[name]

@@ -193,9 +193,7 @@ class KubeApi:
             return _status(req, status, exc.code, exc.headers)
 
     async def _handle(self, req: Request, record: AuditRecord | None) -> Response | StreamResponse:
-        user = self.access.admit(req)  # 401/403 before anything else, as the apiserver
-        if record is not None:
-            record.user = user
+        user = self.access.admit(req, record)  # 401/403 before anything else, as the apiserver
         parts = [p for p in req.path.split("/") if p]
         if not parts:
             return json_response({"paths": ["/api", "/api/v1", "/apis", "/version"]})

@@ -116,6 +116,8 @@ class AuditRecord:
     source_ips: list[str]
     user: UserInfo | None = None
     status: dict[str, Any] = field(default_factory=dict)
+    # authorization.k8s.io/decision and /reason (and the emulator's rule), once authorized
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 class AuditLog:
@@ -173,6 +175,8 @@ class AuditLog:
         event["responseStatus"] = {"metadata": {}, **record.status, "code": code}
         event["requestReceivedTimestamp"] = micro_time(record.received)
         event["stageTimestamp"] = micro_time(now)
+        if record.annotations:
+            event["annotations"] = record.annotations
         self._out.write(msgspec.json.encode(event).decode() + "\n")
         self._out.flush()
 

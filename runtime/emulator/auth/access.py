@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubetrio.runtime.emulator import errors
 from kubetrio.runtime.emulator.auth.attributes import Attributes, request_attributes
 from kubetrio.runtime.emulator.auth.authn import Authenticator
 from kubetrio.runtime.emulator.auth.bootstrap import DefaultServiceAccounts, bootstrap_policy
 from kubetrio.runtime.emulator.auth.escalation import EscalationCheck
-from kubetrio.runtime.emulator.auth.rbac import GROUP, RbacAuthorizer, RbacTypes
+from kubetrio.runtime.emulator.auth.rbac import GROUP, Decision, RbacAuthorizer, RbacTypes
 from kubetrio.runtime.emulator.auth.reviews import (
     VIRTUAL_TYPES,
     Reviews,
@@ -34,7 +34,18 @@ from kubetrio.runtime.emulator.http import Request
 from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.store import Store
 
+if TYPE_CHECKING:
+    from kubetrio.runtime.emulator.audit import AuditRecord
+
 _VIRTUAL_KEYS = frozenset(rt.key for rt in VIRTUAL_TYPES)
+
+# The audit annotations kube-apiserver's authorization filter adds to every request it judges
+# (k8s.io/apiserver endpoints/filters/authorization.go), and ours naming the deciding rule, so
+# an audit log can prove which rules of a role were ever needed.
+DECISION_ANNOTATION = "authorization.k8s.io/decision"
+REASON_ANNOTATION = "authorization.k8s.io/reason"
+RULE_ANNOTATION = "emulator.kubetrio.io/rbac-rule"
+ALLOW, FORBID = "allow", "forbid"
 
 
 def forbidden(a: Attributes, reason: str = "") -> ApiError:
@@ -103,16 +114,30 @@ class Access:
 
     # -- the filter chain
 
-    def admit(self, req: Request) -> UserInfo:
-        """The user the request acts as, once it may do what it asks; raises 401/403."""
+    def admit(self, req: Request, audit: AuditRecord | None = None) -> UserInfo:
+        """The user the request acts as, once it may do what it asks; raises 401/403.
+        ``audit`` (the request's audit event) hears who asked and the decision as soon as
+        they are known, so a refused request is recorded with both."""
         user = self._authenticate(req)
+        if audit is not None:
+            audit.user = user
         user = self._impersonate(req, user)
-        if is_master(user) or not self.rbac_enabled:
-            return user  # the common case (every in-tree client) skips parsing the URL
-        a = request_attributes(req, user)
-        allowed, reason = self.authorize(a)
-        if not allowed:
-            raise forbidden(a, reason)
+        if audit is not None:
+            audit.user = user
+        a: Attributes | None = None
+        # The common case (every in-tree client) skips parsing the URL; the apiserver's
+        # privileged-group and always-allow authorizers give no reason either.
+        decision = Decision(True, "")
+        if not is_master(user) and self.rbac_enabled:
+            a = request_attributes(req, user)
+            decision = self.rbac.decide(a)
+        if audit is not None:
+            audit.annotations[DECISION_ANNOTATION] = ALLOW if decision.allowed else FORBID
+            audit.annotations[REASON_ANNOTATION] = decision.reason
+            if decision.rule:
+                audit.annotations[RULE_ANNOTATION] = decision.rule
+        if a is not None and not decision.allowed:
+            raise forbidden(a, decision.reason)
         return user
 
     def _authenticate(self, req: Request) -> UserInfo:

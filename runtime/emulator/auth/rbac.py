@@ -80,10 +80,22 @@ def _applies(subject: Any, user: UserInfo, binding_ns: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Grant:
-    """The rules one binding gives the user, and how the apiserver names that in reasons."""
+    """The rules one binding gives the user, how the apiserver names that in reasons, and the
+    role they come from (``Role/<namespace>/<name>`` or ``ClusterRole/<name>``)."""
 
     rules: list[dict[str, Any]]
     source: str
+    role: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """An authorization's outcome; ``rule`` names the rule that allowed it as
+    ``<role>#<index in its rules>`` ("" when none did, or no rule was needed)."""
+
+    allowed: bool
+    reason: str
+    rule: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,19 +162,34 @@ class RbacAuthorizer:
             f'{kind} {label} of {ref.get("kind")} "{ref.get("name")}" to '
             f"{_describe_subject(subject, ns)}"
         )
-        yield Grant(rules, source)
+        role_kind = ref.get("kind")
+        role = (
+            f"{role_kind}/{ns}/{ref.get('name')}"
+            if role_kind == "Role"
+            else f"{role_kind}/{ref.get('name')}"
+        )
+        yield Grant(rules, source, role)
 
     def authorize(self, a: Attributes) -> tuple[bool, str]:
         """(allowed, reason) with the apiserver's wording: which binding allowed it, or the
         dangling role references met on the way to "no"."""
+        decision = self.decide(a)
+        return decision.allowed, decision.reason
+
+    def decide(self, a: Attributes) -> Decision:
+        """As ``authorize``, naming the first rule that allows (the apiserver stops there too,
+        so the rule named is the one that made the difference in visiting order)."""
         errors: list[str] = []
         for grant in self.grants(a.user, a.namespace, errors):
-            if any(rule_allows(rule, a) for rule in grant.rules):
-                return True, f"RBAC: allowed by {grant.source}"
+            for index, rule in enumerate(grant.rules):
+                if rule_allows(rule, a):
+                    return Decision(
+                        True, f"RBAC: allowed by {grant.source}", f"{grant.role}#{index}"
+                    )
         if errors:
             detail = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-            return False, f"RBAC: {detail}"
-        return False, ""
+            return Decision(False, f"RBAC: {detail}")
+        return Decision(False, "")
 
     def rules_for(self, user: UserInfo, namespace: str) -> list[dict[str, Any]]:
         """Every rule that applies to ``user`` in ``namespace`` (SelfSubjectRulesReview)."""

@@ -1,0 +1,222 @@
+"""The shipped RBAC is exact: ``kubetrio run`` under the shipped ServiceAccount's token (never the
+admin's) goes through a machine lifecycle, drains with evictions, a forced deletion, node
+deletion, storage node-delete and GC, and leader election with no request denied — and every
+(apiGroup, resource, verb) of the shipped roles allowed at least one request (the emulator's audit
+log names the rule that allowed each). The same holds for a user's plugin controller under the
+roles ``kubetrio rbac --controllers`` makes from its declaration."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import trio
+import yaml
+
+from kubetrio.controllers.storage.sim import serve_storage_sim
+from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
+from kubetrio.runtime.emulator.cluster import ClusterSimulation
+from kubetrio.runtime.emulator.faults import FaultRule
+from kubetrio.runtime.rbac import LEADER_ELECTION_ROLE, MANAGER_ROLE, PolicyRule, role_rules
+
+from .conftest import Kubectl, kubectl_env
+from .plugins import install_plugin
+from .rbac_scenario import (
+    NAMESPACE,
+    REPO,
+    SERVICE_ACCOUNT,
+    Coverage,
+    Usage,
+    coverage,
+    lifecycle,
+    manager_args,
+    manager_process,
+    objects,
+    read_usage,
+    sa_kubeconfig,
+    storage_until,
+    until,
+)
+from .test_storage_sim import add_ready_node
+
+# Pods start at once and end quickly; a detach takes long enough that a forced deletion finds
+# the volume still attached and deletes its VolumeAttachment itself.
+SIM = ClusterSimulation(pod_start_delay=0.05, grace_factor=0.01, detach_delay=10.0)
+CLUSTER_ROLE = f"ClusterRole/{MANAGER_ROLE}"
+ROLE = f"Role/{NAMESPACE}/{LEADER_ELECTION_ROLE}"
+
+
+def shipped(folder: Path) -> list[tuple[str, list[PolicyRule]]]:
+    return [
+        (CLUSTER_ROLE, role_rules(yaml.safe_load((folder / "role.yaml").read_text()))),
+        (ROLE, role_rules(yaml.safe_load((folder / "leader_election_role.yaml").read_text()))),
+    ]
+
+
+async def install(emu: Emulator, kubectl: Kubectl, rbac: Path, home: Path) -> Path:
+    """The CRDs, the namespace and ``rbac`` applied with kubectl; a kubeconfig holding only
+    the ServiceAccount's token (from the TokenRequest API, as ``kubectl create token``)."""
+    await kubectl.run("apply", "-f", str(REPO / "config" / "crd"))
+    await kubectl.run("create", "namespace", NAMESPACE)
+    await kubectl.run("apply", "-k", str(rbac))
+    token = await kubectl.out("create", "token", SERVICE_ACCOUNT, "-n", NAMESPACE)
+    return sa_kubeconfig(home / "sa.kubeconfig", emu.url, token.strip())
+
+
+def report(title: str, usage: Usage, figures: Coverage) -> None:
+    print(
+        f"\n{title}: {usage.requests} requests by the ServiceAccount, {len(usage.denied)} "
+        f"denied; rules used {figures.rules_used}/{figures.rules}, atoms used "
+        f"{figures.atoms_used}/{figures.atoms}; unused: {figures.unused or 'none'}",
+        file=sys.stderr,
+    )
+
+
+async def test_the_shipped_roles_allow_the_whole_lifecycle_and_nothing_more(
+    tmp_path: Path, kubectl_binary: str
+) -> None:
+    audit = tmp_path / "audit.log"
+    options = EmulatorOptions(simulate=SIM, audit_log_path=audit)
+    async with (
+        serve_emulator(options=options) as emu,
+        serve_storage_sim(emu, offline_after=(0.0, 0.0), lock_seconds=0.0) as storage,
+    ):
+        kubectl = Kubectl(kubectl_binary, kubectl_env(emu, tmp_path))
+        kubeconfig = await install(emu, kubectl, REPO / "config" / "rbac", tmp_path)
+        # Storage GC's case: a node deleted while no manager ran leaves its storage node.
+        add_ready_node(emu, "gone-while-down")
+        await storage_until(
+            storage, lambda: storage.node("gone-while-down") is not None, "registered"
+        )
+        emu.delete("v1", "Node", "gone-while-down")
+        # A bootstrap token's create answered "already there" (an earlier attempt's, as after
+        # a timeout): the controller reads it back.
+        emu.faults.add(
+            FaultRule(
+                verb="create", resource="secrets", namespace="kube-system", status=409, count=1
+            )
+        )
+        started = trio.current_time()
+        async with manager_process(kubeconfig, tmp_path / "manager.log", *manager_args(emu)):
+            await until(
+                emu,
+                lambda: any(
+                    lease["metadata"]["name"] == "kubetrio-leader"
+                    and lease["spec"].get("holderIdentity")
+                    for lease in objects(emu, "leases", "coordination.k8s.io", NAMESPACE)
+                ),
+                "the manager holds its Lease",
+            )
+            await storage_until(
+                storage, lambda: storage.node("gone-while-down") is None, "the GC deleted it"
+            )
+            scenario = await lifecycle(emu, storage)
+        seconds = trio.current_time() - started
+    assert scenario.evicted >= 2 and scenario.attachments_deleted >= 1
+    usage = read_usage(audit)
+    figures = coverage(usage, shipped(REPO / "config" / "rbac"))
+    report("built-in controllers", usage, figures)
+    print(f"scenario: {seconds:.1f} s, {scenario}", file=sys.stderr)
+    assert usage.requests > 100
+    assert [(e["verb"], e["requestURI"]) for e in usage.denied] == []
+    assert figures.unused == [], "shipped but never needed: over-broad"
+    assert figures.atoms_used == figures.atoms > 40
+
+
+PLUGIN = textwrap.dedent(
+    '''
+    """A user's controller: stamps labelled ConfigMaps, declaring what that takes."""
+    from kubetrio.api.core import ConfigMap
+    from kubetrio.runtime.controller import Result
+    from kubetrio.runtime.rbac import Permissions, cached, on
+
+    RBAC = Permissions(cluster=(*cached(ConfigMap.KIND), on(ConfigMap.KIND, "patch")))
+
+
+    class Stamp:
+        def __init__(self, manager):
+            self.client = manager.client
+            self.lister = manager.cache.informer(ConfigMap, label_selector="stamp=yes").lister
+
+        async def reconcile(self, key):
+            obj = self.lister.get(key.namespace, key.name)
+            if obj is not None and "stamped" not in obj.metadata.annotations:
+                await self.client.patch(
+                    ConfigMap, key.name, {"metadata": {"annotations": {"stamped": "yes"}}},
+                    namespace=key.namespace,
+                )
+            return Result()
+
+
+    def setup(manager, config):
+        manager.controller("stamp").for_(ConfigMap, label_selector="stamp=yes").complete(
+            Stamp(manager)
+        )
+    '''
+)
+
+
+def config_map(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default", "labels": {"stamp": "yes"}},
+    }
+
+
+async def test_a_plugin_runs_under_the_roles_made_from_its_declaration(
+    tmp_path: Path, kubectl_binary: str
+) -> None:
+    plugins = install_plugin(tmp_path / "plugins", PLUGIN, {"stamp": "setup"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBETRIO_")}
+    env["PYTHONPATH"] = str(plugins)
+    rbac = tmp_path / "rbac"
+    kubetrio = [sys.executable, "-m", "kubetrio.cmd.main", "rbac", "--controllers", "stamp"]
+    printed = await trio.run_process(kubetrio, capture_stdout=True, env=env)
+    cluster_role, role = yaml.safe_load_all(printed.stdout)
+    assert cluster_role["metadata"]["name"] == MANAGER_ROLE
+    assert cluster_role["rules"] == [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["list", "patch", "watch"]}
+    ]
+    assert role["metadata"] == {"name": LEADER_ELECTION_ROLE, "namespace": NAMESPACE}
+    await trio.run_process([*kubetrio, "--write", str(rbac)], env=env)
+    assert sorted(p.name for p in rbac.iterdir()) == sorted(
+        p.name for p in (REPO / "config" / "rbac").glob("*.yaml")
+    )
+
+    audit = tmp_path / "audit.log"
+    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
+        kubectl = Kubectl(kubectl_binary, kubectl_env(emu, tmp_path))
+        kubeconfig = await install(emu, kubectl, rbac, tmp_path)
+        async with manager_process(
+            kubeconfig,
+            tmp_path / "manager.log",
+            "--controllers",
+            "stamp",
+            "--leader-elect",
+            "--leader-election-namespace",
+            NAMESPACE,
+            env=env,
+        ):
+            emu.create(config_map("one"))
+            await until(
+                emu,
+                lambda: (
+                    "stamped"
+                    in (
+                        (emu.get("v1", "ConfigMap", "one", "default") or {})
+                        .get("metadata", {})
+                        .get("annotations")
+                        or {}
+                    )
+                ),
+                "the plugin stamped the ConfigMap",
+            )
+    usage = read_usage(audit)
+    figures = coverage(usage, shipped(rbac))
+    report("plugin", usage, figures)
+    assert [(e["verb"], e["requestURI"]) for e in usage.denied] == []
+    assert figures.unused == []
