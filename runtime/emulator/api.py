@@ -229,6 +229,8 @@ class KubeApi:
         target = self._target(group, version, rest)
         target.user = user
         if self.access.serves(target.rt, target.sub):
+            # Reviews and TokenRequests are requests like any other (apiserver_request_total).
+            self.counters.inc(self._verb(req, target), target.rt.plural, target.sub)
             expect = _TOKEN_REQUEST if target.sub == "token" else None
             answer = self.access.serve(
                 req.method,
