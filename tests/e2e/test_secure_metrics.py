@@ -9,7 +9,13 @@ slow scrape on a loaded machine can never let a cached answer expire behind the 
 
 from __future__ import annotations
 
+import functools
+import json
+import os
+import signal
 import ssl
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -30,6 +36,7 @@ from kubetrio.runtime.leaderelection import LeaderElectionOptions
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.securemetrics import SecureServing
 
+from .conftest import Kubectl
 from .rbac_helpers import bind, ok, sa_subject, service_account, token
 
 RBAC_DIR = Path(__file__).resolve().parents[2] / "config" / "rbac"
@@ -349,3 +356,63 @@ async def test_certificate_files_are_watched(
         assert second != first
         with trio.fail_after(60):
             await wait_for_cert(manager, second)
+
+
+async def test_kubetrio_run_metrics_secure_as_a_process(
+    emu: Emulator, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    """``kubetrio run --metrics-secure``, scraped as Prometheus would (a ServiceAccount token
+    from ``kubectl create token``, the self-signed certificate not verified, as ``curl -k``)."""
+    admin = EmuClient(emu.url, emu.token)
+    await reader_token(admin)
+    allowed = (await kubectl.out("create", "token", "prometheus")).strip()
+    command = [
+        sys.executable, "-m", "kubetrio.cmd.main", "run",
+        "--kubeconfig", str(emu.kubeconfig_path),
+        "--controllers", "example",
+        "--metrics-secure",
+        "--metrics-bind-address", "127.0.0.1:0",
+        "--health-probe-bind-address", "127.0.0.1:0",
+        "--log-format", "json",
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBETRIO_")}
+    async with trio.open_nursery() as nursery:
+        process: trio.Process = await nursery.start(
+            functools.partial(
+                trio.run_process, command, stderr=subprocess.PIPE, check=False, env=env
+            )
+        )
+        assert process.stderr is not None
+        with trio.fail_after(60):
+            ports = await listening_ports(process.stderr)
+        url = f"https://127.0.0.1:{ports['https']}/metrics"
+        response = await get(url, allowed)
+        assert response.status_code == 200, response.text
+        assert "controller_runtime_reconcile_total" in response.text
+        assert (await get(url, "garbage")).status_code == 401
+        assert (await get(url)).status_code == 401
+        probe = f"http://127.0.0.1:{ports['http']}/healthz"
+        healthz = await trio.to_thread.run_sync(lambda: requests.get(probe, timeout=10))
+        assert healthz.status_code == 200
+        process.send_signal(signal.SIGTERM)
+        with trio.fail_after(60):
+            assert await process.wait() == 0
+
+
+async def listening_ports(stderr: trio.abc.ReceiveStream) -> dict[str, int]:
+    """The ports of the manager's "serving https" and "serving http" log lines."""
+    ports: dict[str, int] = {}
+    buffered = b""
+    while len(ports) < 2:
+        chunk = await stderr.receive_some()
+        assert chunk, f"the manager exited: {buffered.decode(errors='replace')[-3000:]}"
+        buffered += chunk
+        *lines, rest = buffered.split(b"\n")
+        for line in lines:
+            if line.startswith(b"{"):
+                event = json.loads(line)
+                if event.get("msg") in ("serving https", "serving http"):
+                    scheme = event["msg"].split()[1]
+                    ports[scheme] = int(event["addresses"][0].rsplit(":", 1)[1])
+        buffered = rest
+    return ports
