@@ -30,7 +30,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.runtime.client import Client
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.emulator import Emulator, FaultRule
 from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.leaderelection import LeaderElectionOptions
 from kubetrio.runtime.manager import Manager
@@ -40,7 +40,7 @@ from .conftest import Kubectl
 from .rbac_helpers import bind, ok, sa_subject, service_account, token
 
 RBAC_DIR = Path(__file__).resolve().parents[2] / "config" / "rbac"
-READER = "system:serviceaccount:default:prometheus"
+ADMIN = "kubernetes-admin"
 # Most scrapes skip verification (verify=False, as curl -k): what they test is the answer.
 pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
 
@@ -416,3 +416,43 @@ async def listening_ports(stderr: trio.abc.ReceiveStream) -> dict[str, int]:
                     ports[scheme] = int(event["addresses"][0].rsplit(":", 1)[1])
         buffered = rest
     return ports
+
+
+async def test_transient_review_failures_are_retried_on_the_webhook_schedule(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    admin = EmuClient(emu.url, emu.token)
+    allowed = await reader_token(admin)
+    async with running(secure_manager(admin_client(emu))) as manager:
+        url = metrics_url(manager)
+        emu.faults.add(FaultRule(verb="create", resource="tokenreviews", status=500, count=2))
+        started, before = trio.current_time(), reviews(emu)
+        assert (await get(url, allowed)).status_code == 200
+        # Two failures, waits of 0.5 s and 0.75 s (each up to 20 % longer), then the answer.
+        assert 1.25 <= trio.current_time() - started <= 1.25 * 1.2 + 0.2
+        assert reviews(emu)[0] - before[0] == 3
+
+        # Still failing after five attempts: a 500, and nothing cached.
+        emu.faults.add(FaultRule(verb="create", resource="subjectaccessreviews", status=504))
+        before = reviews(emu)
+        response = await get(url, emu.token)
+        assert (response.status_code, response.text) == (
+            500,
+            f"Authorization for user {ADMIN} failed\n",
+        )
+        assert reviews(emu)[1] - before[1] == 5
+        emu.faults.clear()
+        assert (await get(url, emu.token)).status_code == 200
+
+        # A refusal is no outage: not retried.
+        emu.faults.add(FaultRule(verb="create", resource="tokenreviews", status=403, count=1))
+        before = reviews(emu)
+        assert (await get(url, "another-token")).status_code == 500
+        assert reviews(emu)[0] - before[0] == 1
+
+        # A TokenReview has 10 s in all.
+        emu.faults.add(FaultRule(verb="create", resource="tokenreviews", latency=30, count=1))
+        started = trio.current_time()
+        response = await get(url, "yet-another-token")
+        assert (response.status_code, response.text) == (500, "Authentication failed\n")
+        assert trio.current_time() - started == pytest.approx(10, abs=0.5)
