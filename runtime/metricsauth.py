@@ -25,7 +25,9 @@ and not "the server is broken".
 
 The reviews go through the manager's unfenced client: they change nothing, so every replica,
 leading or not, must be able to make them (a fenced client would refuse these POSTs on a
-replica that does not hold the lease, and standby replicas would be unscrapable).
+replica that does not hold the lease, and standby replicas would be unscrapable). They skip its
+client-side rate limit, as the apiserver's webhook clients do: a scrape must not wait behind
+the controllers' request budget, nor spend it.
 """
 
 from __future__ import annotations
@@ -156,7 +158,7 @@ class MetricsAuthorizer:
         backoff: ReviewBackoff | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.client = client
+        self.client = client.unthrottled()
         self.backoff = backoff or ReviewBackoff()
         self._rng = rng or random.Random()
         # Keyed by a hash: a cache holds no bearer token in the clear.

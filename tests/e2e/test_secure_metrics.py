@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import signal
 import ssl
@@ -83,13 +84,17 @@ async def running(manager: Manager) -> AsyncIterator[Manager]:
 
 
 def secure_manager(client: Client, serving: SecureServing | None = None, **kw: Any) -> Manager:
-    return Manager(
+    manager = Manager(
         client,
         metrics_bind_address="127.0.0.1:0",
         health_probe_bind_address="127.0.0.1:0",
         metrics_secure=serving or SecureServing(),
         **kw,
     )
+    # An autojumping clock would otherwise jump to the server's idle timeout while a client
+    # thread is busy with its TLS handshake, and hang up on it.
+    manager.http.idle_timeout = math.inf
+    return manager
 
 
 def admin_client(emu: Emulator) -> Client:
@@ -456,3 +461,63 @@ async def test_transient_review_failures_are_retried_on_the_webhook_schedule(
         response = await get(url, "yet-another-token")
         assert (response.status_code, response.text) == (500, "Authentication failed\n")
         assert trio.current_time() - started == pytest.approx(10, abs=0.5)
+
+
+async def test_unusable_certificate_files_stop_kubetrio_run_with_one_line(
+    emu: Emulator, tmp_path: Path
+) -> None:
+    base = [
+        sys.executable, "-m", "kubetrio.cmd.main", "run",
+        "--kubeconfig", str(emu.kubeconfig_path),
+        "--controllers", "example",
+        "--metrics-secure",
+        "--metrics-bind-address", "127.0.0.1:0",
+        "--health-probe-bind-address", "127.0.0.1:0",
+    ]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBETRIO_")}
+    missing = tmp_path / "missing"
+    mismatched = tmp_path / "mismatched"
+    issue(trustme.CA(), mismatched)
+    other = trustme.CA().issue_cert("127.0.0.1")
+    other.private_key_pem.write_to_path(str(mismatched / "tls.key"))
+    for folder, message in (
+        (missing, f"cannot read {missing}/tls.crt: No such file or directory"),
+        (
+            mismatched,
+            f"{mismatched}/tls.crt and {mismatched}/tls.key: the key does not belong to the "
+            "certificate",
+        ),
+    ):
+        with trio.fail_after(60):
+            result = await trio.run_process(
+                [*base, "--metrics-cert-path", str(folder)],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+                env=env,
+            )
+        lines = [
+            line for line in result.stderr.decode().splitlines() if line.startswith("kubetrio:")
+        ]
+        assert result.returncode == 1, result.stderr.decode()[-2000:]
+        assert lines == [f"kubetrio: {message}"]
+        assert "Traceback" not in result.stderr.decode()
+
+
+async def test_reviews_do_not_wait_behind_the_controllers_rate_limit(
+    emu: Emulator, manual_clock: trio.testing.MockClock
+) -> None:
+    """A manager client allowed one request per 10 s: the reviews of three uncached scrapes
+    (six requests) would wait behind that budget on a clock that never moves, and the scrape
+    would time out; they take none of it."""
+    admin = EmuClient(emu.url, emu.token)
+    tokens = []
+    for name in ("a", "b", "c"):
+        await service_account(admin, name)
+        tokens.append(await token(admin, name))
+    slow = Client.from_url(emu.url, token=emu.token, registry=None, qps=0.1, burst=1)
+    async with running(secure_manager(slow)) as manager:
+        started = trio.current_time()
+        for each in tokens:
+            assert (await get(metrics_url(manager), each)).status_code == 403
+        assert trio.current_time() == started

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 import ssl
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 import trustme
@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from kubetrio.cmd.config import ConfigError
 from kubetrio.runtime.certwatcher import CertWatcher
+from kubetrio.runtime.client import Client
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.metricsauth import (
     METRICS_AUTH_RULES,
@@ -152,7 +153,7 @@ def test_metrics_settings() -> None:
 
 
 def test_bind_defaults_are_controller_runtimes() -> None:
-    client = cast(Any, None)
+    client = Client.from_url("http://127.0.0.1:1")  # never asked: nothing runs
     plain = Manager(client)
     assert (plain.metrics_bind_address, plain.health_probe_bind_address) == (":8080", ":8081")
     secure = Manager(client, metrics_secure=SecureServing())
