@@ -35,8 +35,8 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final, NamedTuple, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 import msgspec
 import trio
@@ -142,6 +142,16 @@ class _ReviewFailed(Exception):
     """The review could not be made (or its answer said it could not decide)."""
 
 
+@dataclass(slots=True)
+class _Flight:
+    """A review in progress, and how it ended for those who waited on it."""
+
+    done: trio.Event = field(default_factory=trio.Event)
+    finished: bool = False
+    value: object = None
+    error: str | None = None
+
+
 T = TypeVar("T")
 
 _TOKEN_REVIEWS: Final = "/apis/authentication.k8s.io/v1/tokenreviews"
@@ -168,7 +178,7 @@ class MetricsAuthorizer:
         self._access: TLRUCache[bytes, _AccessStatus] = TLRUCache(
             ACCESS_CACHE_SIZE, _access_expiry, timer=trio.current_time
         )
-        self._in_flight: dict[bytes, trio.Event] = {}
+        self._in_flight: dict[bytes, _Flight] = {}
 
     async def check(self, method: str, path: str, authorization: str) -> Denial | None:
         """None when the request may go on, else the answer that refuses it."""
@@ -249,23 +259,32 @@ class MetricsAuthorizer:
         cache: TLRUCache[bytes, T],
         compute: Callable[[], Awaitable[T]],
     ) -> T:
-        """The cached answer, or one computed now; concurrent askers of one key share the
-        call (the apiserver's cache lets them join within 500 ms)."""
+        """The cached answer, or one computed now. Concurrent askers of one key share the
+        call and its outcome, a failure included, as the apiserver's cache lets them join a
+        lookup in progress; only if it was cancelled do they ask again themselves."""
         while True:
             if key in cache:
                 return cache[key]
-            pending = self._in_flight.get(key)
-            if pending is None:
+            flight = self._in_flight.get(key)
+            if flight is None:
                 break
-            await pending.wait()
-            if key not in cache:  # the call failed or is not cached: ask for ourselves
-                break
-        done = self._in_flight[key] = trio.Event()
+            await flight.done.wait()
+            if flight.error is not None:
+                raise _ReviewFailed(flight.error)
+            if flight.finished:
+                return cast(T, flight.value)
+        flight = self._in_flight[key] = _Flight()
         try:
-            return await compute()
+            value = await compute()
+        except _ReviewFailed as exc:
+            flight.error = str(exc)
+            raise
+        else:
+            flight.value, flight.finished = value, True
+            return value
         finally:
             del self._in_flight[key]
-            done.set()
+            flight.done.set()
 
     async def _review(self, path: str, body: Mapping[str, Any], kind: type[T]) -> T:
         payload = msgspec.json.encode(body)

@@ -35,6 +35,7 @@ from kubetrio.runtime.emulator import Emulator, FaultRule
 from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.leaderelection import LeaderElectionOptions
 from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.metricsauth import MetricsAuthorizer
 from kubetrio.runtime.securemetrics import SecureServing
 
 from .conftest import Kubectl
@@ -521,3 +522,33 @@ async def test_reviews_do_not_wait_behind_the_controllers_rate_limit(
         for each in tokens:
             assert (await get(metrics_url(manager), each)).status_code == 403
         assert trio.current_time() == started
+
+
+async def test_concurrent_scrapes_share_one_review_and_its_failure(
+    emu: Emulator, manual_clock: trio.testing.MockClock
+) -> None:
+    """Five scrapes at once with one token make one TokenReview and one SubjectAccessReview;
+    when the review fails, all five hear it from that one call."""
+    admin = EmuClient(emu.url, emu.token)
+    allowed = await reader_token(admin)
+    authorizer = MetricsAuthorizer(admin_client(emu))
+    answers: list[tuple[int, str] | None] = []
+
+    async def scrape(bearer: str) -> None:
+        answers.append(await authorizer.check("GET", "/metrics", f"Bearer {bearer}"))
+
+    before = reviews(emu)
+    async with trio.open_nursery() as nursery:
+        for _ in range(5):
+            nursery.start_soon(scrape, allowed)
+    assert answers == [None] * 5
+    assert (reviews(emu)[0] - before[0], reviews(emu)[1] - before[1]) == (1, 1)
+
+    answers.clear()
+    emu.faults.add(FaultRule(verb="create", resource="tokenreviews", status=403, count=1))
+    before = reviews(emu)
+    async with trio.open_nursery() as nursery:
+        for _ in range(5):
+            nursery.start_soon(scrape, "a-new-token")
+    assert answers == [(500, "Authentication failed")] * 5
+    assert reviews(emu)[0] - before[0] == 1
