@@ -221,6 +221,9 @@ class Manager:
             raise self._sync_failure  # raised out here, the caller sees it bare
 
     async def _run(self, task_status: trio.TaskStatus[None]) -> None:
+        secure = self.secure_metrics
+        if secure is not None and self.metrics_bind_address.strip() not in ("", "0"):
+            await secure.load()  # a certificate that cannot serve: one plain error, at once
         async with trio.open_nursery() as root:
             await self._start_http(root)
             clusters = [self._primary, *self.clusters.values()]
@@ -270,8 +273,8 @@ class Manager:
                 (probes, {"healthz", "readyz"}, ("probes",)),
             ]
         )
-        if secure is not None and metrics.strip() not in ("", "0"):
-            await nursery.start(secure.run)  # the certificate first: a bad one fails the start
+        if secure is not None:
+            nursery.start_soon(secure.run)
         for address, endpoints, labels in plans:
             serve = self.http.serve
             if secure is not None and labels == ("metrics",):

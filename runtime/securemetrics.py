@@ -62,6 +62,7 @@ class SecureMetrics:
         )
         self.self_signed: ServingPair | None = None  # its ca_pem lets a local client verify
         self._context: ssl.SSLContext | None = None
+        self._loaded = False
 
     def ssl_context(self) -> ssl.SSLContext:
         """The context for the next connection: the last certificate loaded."""
@@ -73,17 +74,22 @@ class SecureMetrics:
     async def check(self, method: str, path: str, authorization: str) -> tuple[int, str] | None:
         return await self.authorizer.check(method, path, authorization)
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Load the certificate (``CertificateError`` naming the files if it cannot serve),
-        report started, then keep file certificates current until cancelled."""
-        if self.watcher is None:
-            # Key generation takes a few milliseconds of CPU: off the event loop.
-            self.self_signed = await trio.to_thread.run_sync(self_signed)
-            self._context = server_context(self.self_signed)
-            log.info("serving metrics with a self-signed certificate")
-            task_status.started()
+    async def load(self) -> None:
+        """Load the certificate; ``CertificateError`` naming the files if it cannot serve."""
+        if self.watcher is not None:
+            self.watcher.read()
+            self._loaded = True
+            log.info(
+                "serving metrics with a certificate from files", cert=str(self.watcher.cert_path)
+            )
             return
-        self.watcher.read()
-        log.info("serving metrics with a certificate from files", cert=str(self.watcher.cert_path))
-        task_status.started()
-        await self.watcher.run()
+        # Key generation takes a few milliseconds of CPU: off the event loop.
+        self.self_signed = await trio.to_thread.run_sync(self_signed)
+        self._context = server_context(self.self_signed)
+        log.info("serving metrics with a self-signed certificate")
+
+    async def run(self) -> None:
+        """Keep a certificate from files current until cancelled (once ``load``ed: metrics
+        turned off never load one)."""
+        if self.watcher is not None and self._loaded:
+            await self.watcher.run()

@@ -37,6 +37,7 @@ from kubetrio.runtime.leaderelection import LeaderElectionOptions
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.metricsauth import MetricsAuthorizer
 from kubetrio.runtime.securemetrics import SecureServing
+from kubetrio.runtime.servingcert import CertificateError
 
 from .conftest import Kubectl
 from .rbac_helpers import bind, ok, sa_subject, service_account, token
@@ -552,3 +553,24 @@ async def test_concurrent_scrapes_share_one_review_and_its_failure(
             nursery.start_soon(scrape, "a-new-token")
     assert answers == [(500, "Authentication failed")] * 5
     assert reviews(emu)[0] - before[0] == 1
+
+
+async def test_manager_run_raises_an_unusable_certificate_as_one_plain_error(
+    emu: Emulator, manual_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    manager = secure_manager(admin_client(emu), SecureServing(tmp_path / "nothing-here"))
+    with pytest.raises(CertificateError) as caught:
+        await manager.run()
+    assert str(caught.value) == (
+        f"cannot read {tmp_path}/nothing-here/tls.crt: No such file or directory"
+    )
+    assert not manager.serving.is_set()  # nothing started
+    # Metrics turned off: no certificate is needed, nor read.
+    off = Manager(
+        admin_client(emu),
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        metrics_secure=SecureServing(tmp_path / "nothing-here"),
+    )
+    async with running(off):
+        assert "metrics" not in off.bound_ports
