@@ -164,6 +164,17 @@ async def test_allowed_denied_anonymous_and_garbage_tokens(
             )
         )
         assert response.status_code == 401
+        # The verb is the method in lower case, as controller-runtime asks: get is granted,
+        # head is not.
+        head = await trio.to_thread.run_sync(
+            lambda: requests.head(
+                metrics_url(manager),
+                headers={"Authorization": f"Bearer {allowed}"},
+                verify=False,
+                timeout=10,
+            )
+        )
+        assert head.status_code == 403
         # Paths other than /metrics are not found, whoever asks: nothing else is served there.
         assert (await get(metrics_url(manager, "/healthz"), allowed)).status_code == 404
 
