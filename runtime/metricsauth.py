@@ -228,7 +228,7 @@ class MetricsAuthorizer:
                 self._tokens[key] = status.user
                 return status.user
             if status.error:  # "could not decide": an error upstream, so never cached
-                log.info("token rejected", error=status.error)
+                log.debug("token rejected", error=status.error)
                 return None
             self._tokens[key] = None
             return None

@@ -146,7 +146,9 @@ def _memory_file(data: bytes) -> Iterator[str]:
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create("kubetrio-serving-cert", os.MFD_CLOEXEC)
         try:
-            os.write(fd, data)
+            rest = memoryview(data)
+            while rest:
+                rest = rest[os.write(fd, rest) :]
             yield f"/proc/self/fd/{fd}"
         finally:
             os.close(fd)
