@@ -275,8 +275,15 @@ class ManagerConfig(_Section, kw_only=True, frozen=True):
     context: str | None = None
     master: str | None = None
     controllers: Names = DEFAULT_CONTROLLERS
-    metrics_bind_address: str = "127.0.0.1:8080"
-    health_probe_bind_address: str = "127.0.0.1:8081"
+    # Unset: controller-runtime's defaults, every interface: metrics on ":8080" (":8443" with
+    # metricsSecure), probes on ":8081" (the Manager's defaults); the embedded demo takes free
+    # ports on 127.0.0.1 instead.
+    metrics_bind_address: str | None = None
+    health_probe_bind_address: str | None = None
+    metrics_secure: bool = False
+    metrics_cert_path: str | None = None  # a folder; unset: a self-signed certificate
+    metrics_cert_name: Name = "tls.crt"
+    metrics_cert_key: Name = "tls.key"
     leader_election: LeaderElectionConfig = msgspec.field(default_factory=LeaderElectionConfig)
     graceful_shutdown_timeout: Duration = Duration(30)
     logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
@@ -348,13 +355,35 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     _s("--context", "context", "str", "kubeconfig context to use"),
     _s("--master", "master", "str", "API server URL, overriding the kubeconfig's"),
     _s("--controllers", "controllers", "list", "controllers to run, comma-separated"),
-    _s("--metrics-bind-address", "metricsBindAddress", "str", 'host:port for /metrics; "0" off'),
+    _s(
+        "--metrics-bind-address",
+        "metricsBindAddress",
+        "str",
+        'host:port for /metrics, ":port" on every interface; "0" off '
+        '(default ":8080", ":8443" with --metrics-secure)',
+    ),
     _s(
         "--health-probe-bind-address",
         "healthProbeBindAddress",
         "str",
-        'host:port for /healthz and /readyz; "0" off',
+        'host:port for /healthz and /readyz; "0" off (default ":8081")',
     ),
+    _s(
+        "--metrics-secure",
+        "metricsSecure",
+        "bool",
+        "serve /metrics over HTTPS, only to readers the API server authenticates (TokenReview) "
+        "and authorizes (SubjectAccessReview of get on /metrics)",
+    ),
+    _s(
+        "--metrics-cert-path",
+        "metricsCertPath",
+        "str",
+        "folder of the metrics server's certificate and key, reloaded when they change "
+        "(default: a self-signed certificate)",
+    ),
+    _s("--metrics-cert-name", "metricsCertName", "str", "certificate file in --metrics-cert-path"),
+    _s("--metrics-cert-key", "metricsCertKey", "str", "key file in --metrics-cert-path"),
     _s("--leader-elect", "leaderElection.enabled", "bool", "elect a leader before running"),
     _s("--leader-election-namespace", "leaderElection.namespace", "str", "namespace of the Lease"),
     _s("--leader-election-id", "leaderElection.name", "str", "name of the Lease"),
@@ -517,6 +546,7 @@ _OPTIONAL_STRINGS: Final = frozenset(
         ("kubeconfig",),
         ("context",),
         ("master",),
+        ("metricsCertPath",),
         ("storage", "backendURL"),
         *((role, field) for role in ("control", "target") for field in ("kubeconfig", "context")),
     }
@@ -911,6 +941,7 @@ def _validate(config: ManagerConfig, sources: _Sources, known: Collection[str]) 
         _check_controllers,
         _check_workers,
         _check_addresses,
+        _check_metrics_tls,
         _check_logging,
         _check_leader_election,
         _check_durations,
@@ -953,6 +984,8 @@ def _check_workers(config: ManagerConfig, sources: _Sources, known: Collection[s
 def _check_addresses(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
     for field in ("metricsBindAddress", "healthProbeBindAddress"):
         value = getattr(config, _attr(field))
+        if value is None:
+            continue  # the default
         try:
             parse_bind_address(value)
         except BindAddressError as exc:
@@ -964,6 +997,23 @@ def _check_addresses(config: ManagerConfig, sources: _Sources, known: Collection
         problem = None if url is None else _url_problem(url)
         if problem is not None:
             raise sources.error(path, problem)
+
+
+def _check_metrics_tls(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
+    if config.metrics_cert_path is not None and not config.metrics_secure:
+        raise sources.error(
+            ["metricsCertPath"],
+            "only with metricsSecure (the certificate serves /metrics over TLS)",
+        )
+    metrics, probes = config.metrics_bind_address, config.health_probe_bind_address
+    if config.metrics_secure and metrics is not None and metrics == probes:
+        address = parse_bind_address(metrics)
+        if address is not None and address.port != 0:
+            raise sources.error(
+                ["healthProbeBindAddress"],
+                f"{metrics} is also metricsBindAddress: with metricsSecure the probes stay plain "
+                "HTTP on a port of their own",
+            )
 
 
 def _url_problem(url: str) -> str | None:

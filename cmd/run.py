@@ -33,6 +33,7 @@ from kubetrio.cmd.config import (
 from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
 from kubetrio.cmd.demo_view import kubectl_hint
 from kubetrio.cmd.embedded import EmbeddedClusterError, embedded_cluster
+from kubetrio.cmd.endpoints import announce_endpoints, local_free_ports, secure_serving
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.example import seed_demo
@@ -43,6 +44,7 @@ from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeadershipLos
 from kubetrio.runtime.log import configure_logging, get_logger
 from kubetrio.runtime.manager import CacheSyncTimeout, Manager, process_registry
 from kubetrio.runtime.plugins import ControllerRegistry, PluginError
+from kubetrio.runtime.servingcert import CertificateError
 from kubetrio.runtime.syncfailure import CacheSyncError
 
 log = get_logger("kubetrio.run")
@@ -119,6 +121,7 @@ EXPECTED_FAILURES: tuple[type[Exception], ...] = (
     EmbeddedClusterError,
     KubeconfigError,
     TargetClusterError,
+    CertificateError,
     trio.TooSlowError,
 )
 
@@ -225,6 +228,7 @@ async def serve_embedded(
     """The embedded cluster, the manager against it, and the demo as the manager's companion
     (without the machine controller there is nothing to show: the manager runs alone)."""
     workdir = args.embedded_dir or Path(tempfile.mkdtemp(prefix="kubetrio-embedded-"))
+    config = local_free_ports(config)
     live = sys.stdout.isatty()
     async with embedded_cluster(workdir) as cluster:
         kubeconfig = str(cluster.kubeconfig)
@@ -242,7 +246,12 @@ async def serve_embedded(
         if "machine" not in controllers:
             print("the demo needs the machine controller: running the manager only", flush=True)
             return await run_manager(
-                config, registry, controllers, kubeconfig, stop_signals=EMBEDDED_STOP_SIGNALS
+                config,
+                registry,
+                controllers,
+                kubeconfig,
+                stop_signals=EMBEDDED_STOP_SIGNALS,
+                announce=True,
             )
         demo = Demo(
             make_client(config, kubeconfig),
@@ -267,6 +276,7 @@ async def serve_embedded(
                 demo.run,
                 demo.stopping,
                 EMBEDDED_STOP_SIGNALS,
+                announce=True,
             )
         # The live table owns the terminal: the manager's log lines go to a file instead.
         log_path = workdir / "manager.log"
@@ -282,6 +292,7 @@ async def serve_embedded(
                     demo.run,
                     demo.stopping,
                     EMBEDDED_STOP_SIGNALS,
+                    announce=True,
                 )
             finally:
                 configure_logging(config.logging.format, config.logging.level)
@@ -295,10 +306,12 @@ async def run_manager(
     companion: Callable[[Manager], Awaitable[int]] | None = None,
     on_stopping: Callable[[], None] | None = None,
     stop_signals: tuple[signal.Signals, ...] = (signal.SIGTERM, signal.SIGINT),
+    announce: bool = False,
 ) -> int:
     """Run the manager until a signal, or until ``companion`` (the embedded demo) returns:
     then the manager stops gracefully and the companion's result is the exit code.
-    ``on_stopping`` hears of the first signal (the demo says what is happening)."""
+    ``on_stopping`` hears of the first signal (the demo says what is happening); ``announce``
+    prints where metrics and probes answer (the embedded demo's free ports)."""
     metrics = process_registry()
     # The lease holder's name, and what ends the User-Agent: audit logs name the manager.
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
@@ -317,6 +330,7 @@ async def run_manager(
         registry=metrics,
         metrics_bind_address=config.metrics_bind_address,
         health_probe_bind_address=config.health_probe_bind_address,
+        metrics_secure=secure_serving(config),
         graceful_shutdown_timeout=config.graceful_shutdown_timeout,
         workers=config.workers,
         leader_election=LeaderElectionOptions(
@@ -355,6 +369,8 @@ async def run_manager(
 
             manager_stopping = trio.Event()
             nursery.start_soon(on_signals)
+            if announce:
+                nursery.start_soon(announce_endpoints, manager)
             if companion is not None:
 
                 async def accompany() -> None:

@@ -238,6 +238,15 @@ class Client:
         view.fence = fence
         return view
 
+    def unthrottled(self) -> Client:
+        """This client without the client-side rate limit, for calls made on behalf of an
+        incoming request (the reviews of a metrics scrape): like the apiserver's webhook
+        clients (QPS -1), they must neither wait behind the controllers' budget nor spend it.
+        Connections, concurrency limit and metrics are shared."""
+        view = copy.copy(self)
+        view._bucket = None
+        return view
+
     # -- the raw exchange -----------------------------------------------------------------
 
     async def request(

@@ -9,6 +9,11 @@ Metrics and probes usually listen on different addresses (controller-runtime's
 ``--metrics-bind-address`` and ``--health-probe-bind-address``), so ``serve`` takes the set of
 endpoints one listener exposes and the manager calls it once per address.
 
+With ``tls`` the listener speaks only TLS (``trio.SSLStream`` over the same server; the context
+is asked for at each connection, so a reloaded certificate serves the next one), and a
+``metrics_filter`` decides before ``/metrics`` is served, as controller-runtime's metrics
+``Filter`` wraps its handler (``kubetrio.runtime.securemetrics`` provides both).
+
 Health semantics are controller-runtime's (``pkg/healthz``): named checks, all must pass; failures
 are always listed, successes only with ``?verbose``; ``?exclude=name`` skips a check;
 ``/healthz/<name>`` runs one check; no checks at all means healthy.
@@ -21,7 +26,8 @@ import functools
 import gzip
 import ipaddress
 import re
-from collections.abc import Callable, Collection, Mapping
+import ssl
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, NamedTuple, get_args
 from urllib.parse import parse_qs, urlsplit
@@ -43,6 +49,7 @@ __all__ = [
     "ListenError",
     "Listening",
     "ManagerHTTPServer",
+    "MetricsFilter",
     "Passing",
     "parse_bind_address",
 ]
@@ -55,6 +62,9 @@ ENDPOINTS: Final[frozenset[str]] = frozenset(get_args(Endpoint))
 # A check returns None when healthy, or a reason (or raises) when not. It runs on the event loop,
 # so it must be quick and must not block: read state, don't do I/O.
 HealthCheck = Callable[[], str | None]
+# Decides on a request to /metrics from (method, path, Authorization header): None lets it
+# through, (status, text) answers it instead.
+MetricsFilter = Callable[[str, str, str], Awaitable[tuple[int, str] | None]]
 
 
 class Passing(str):
@@ -264,9 +274,12 @@ class ManagerHTTPServer:
         bind: str,
         endpoints: Collection[str] | Literal["all"] = "all",
         *,
+        tls: Callable[[], ssl.SSLContext] | None = None,
+        metrics_filter: MetricsFilter | None = None,
         task_status: trio.TaskStatus[Listening | None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Listen on ``bind`` and serve ``endpoints`` until cancelled.
+        """Listen on ``bind`` and serve ``endpoints`` until cancelled; over TLS with the
+        context ``tls`` returns, and ``/metrics`` only where ``metrics_filter`` lets it.
 
         Reports a ``Listening`` through ``task_status`` once connections are accepted, or None
         (and returns at once) when ``bind`` disables the listener. Raises BindAddressError for a
@@ -287,10 +300,16 @@ class ManagerHTTPServer:
                 f"{exc.strerror or exc}",
             ) from exc
         bound = tuple(_sockname(listener) for listener in listeners)
-        log.info("serving http", addresses=[f"{h}:{p}" for h, p in bound], endpoints=sorted(served))
+        log.info(
+            "serving https" if tls else "serving http",
+            addresses=[f"{h}:{p}" for h, p in bound],
+            endpoints=sorted(served),
+        )
         try:
             async with trio.open_nursery() as nursery:
-                handler = functools.partial(self._serve_connection, served=served)
+                handler = functools.partial(
+                    self._serve_connection, served=served, tls=tls, metrics_filter=metrics_filter
+                )
                 nursery.start_soon(trio.serve_listeners, handler, listeners)
                 task_status.started(Listening(bound))
         finally:
@@ -313,9 +332,25 @@ class ManagerHTTPServer:
             raise ValueError("endpoints: expected at least one endpoint")
         return chosen
 
-    async def _serve_connection(self, stream: trio.SocketStream, *, served: frozenset[str]) -> None:
+    async def _serve_connection(
+        self,
+        raw: trio.SocketStream,
+        *,
+        served: frozenset[str],
+        tls: Callable[[], ssl.SSLContext] | None = None,
+        metrics_filter: MetricsFilter | None = None,
+    ) -> None:
         conn = h11.Connection(h11.SERVER)
+        stream: trio.abc.Stream = raw
         try:
+            if tls is not None:
+                secure = trio.SSLStream(raw, tls(), server_side=True)
+                # Plain HTTP or a client that distrusts us fails here (BrokenResourceError).
+                with trio.move_on_after(self.idle_timeout) as handshake:
+                    await secure.do_handshake()
+                if handshake.cancelled_caught:
+                    return
+                stream = secure
             while True:
                 request: _Request | None = None
                 with trio.move_on_after(self.idle_timeout):  # a keep-alive client gone quiet
@@ -323,7 +358,7 @@ class ManagerHTTPServer:
                 if request is None:
                     return
                 try:
-                    response = await self._respond(request, served)
+                    response = await self._respond(request, served, metrics_filter)
                 except Exception:
                     # A bug in one response must not take the listener (and the manager) down.
                     log.exception("http handler failed", path=request.path)
@@ -338,15 +373,23 @@ class ManagerHTTPServer:
                 bad.headers.append(("Connection", "close"))
                 await _send(conn, stream, "GET", bad)
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
-            pass  # the client went away; nothing to answer
+            pass  # the client went away (or spoke no TLS); nothing to answer
         finally:
             await trio.aclose_forcefully(stream)
 
-    async def _respond(self, request: _Request, served: frozenset[str]) -> _Response:
+    async def _respond(
+        self, request: _Request, served: frozenset[str], metrics_filter: MetricsFilter | None = None
+    ) -> _Response:
         path = request.path
         top, _, rest = path.lstrip("/").partition("/")
         if top not in served or (top == "metrics" and rest):
             return _text(404, "404 page not found\n")
+        if top == "metrics" and metrics_filter is not None:
+            denied = await metrics_filter(
+                request.method, path, request.headers.get("authorization", "")
+            )
+            if denied is not None:
+                return _text(denied[0], f"{denied[1]}\n")
         if request.method not in ("GET", "HEAD"):
             response = _text(405, "method not allowed\n")
             response.headers.append(("Allow", "GET, HEAD"))
@@ -401,7 +444,7 @@ class _Request:
     headers: dict[str, str]
 
 
-async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> _Request | None:
+async def _read_request(conn: h11.Connection, stream: trio.abc.Stream) -> _Request | None:
     """The next request, its body drained; None when the client closed the connection."""
     head: h11.Request | None = None
     size = 0
@@ -435,7 +478,7 @@ async def _read_request(conn: h11.Connection, stream: trio.SocketStream) -> _Req
 
 
 async def _send(
-    conn: h11.Connection, stream: trio.SocketStream, method: str, response: _Response
+    conn: h11.Connection, stream: trio.abc.Stream, method: str, response: _Response
 ) -> None:
     headers = [
         ("Content-Type", response.content_type),

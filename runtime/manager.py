@@ -21,6 +21,11 @@ side effects (cloud and storage calls). ``manager.unfenced_client`` is for runna
 on every replica. A leader-only runnable that meets ``NotLeader`` ends with one log line.
 Every cluster's client is fenced by the same lease.
 
+With ``metrics_secure`` (``kubetrio.runtime.securemetrics``) ``/metrics`` is served over TLS
+to readers the API server authenticates and authorizes, on its own listener; the probes stay
+plain HTTP. Bind addresses default to controller-runtime's: every interface, metrics on
+``:8080`` (``:8443`` when secure), probes on ``:8081``.
+
 A cache that cannot sync ends ``run`` with one plain exception (not an exception group): a
 ``CacheSyncError`` as soon as a LIST is refused for good (CRD missing, RBAC), or
 ``CacheSyncTimeout`` after ``cache_sync_timeout``.
@@ -50,6 +55,7 @@ from kubetrio.runtime.httpserver import ManagerHTTPServer
 from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
 from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.securemetrics import SecureMetrics, SecureServing
 from kubetrio.runtime.syncfailure import CacheSyncError
 
 log = get_logger("kubetrio.manager")
@@ -90,8 +96,9 @@ class Manager:
         client: Client,
         *,
         registry: CollectorRegistry | None = None,
-        metrics_bind_address: str = "127.0.0.1:8080",
-        health_probe_bind_address: str = "127.0.0.1:8081",
+        metrics_bind_address: str | None = None,
+        health_probe_bind_address: str | None = None,
+        metrics_secure: SecureServing | None = None,
         leader_election: LeaderElectionOptions | None = None,
         graceful_shutdown_timeout: float = 30.0,
         cache_sync_timeout: float = 120.0,
@@ -115,8 +122,16 @@ class Manager:
         self.clusters: dict[str, Cluster] = {}  # added with add_cluster, by name
         self._stood_in_for: set[str] = set()  # names cluster() answered with the primary
         self.http = ManagerHTTPServer(self.registry)
+        # The reviews change nothing: every replica makes them, lease or not (unfenced).
+        self.secure_metrics = (
+            SecureMetrics(metrics_secure, client, self.registry) if metrics_secure else None
+        )
+        if metrics_bind_address is None:
+            metrics_bind_address = ":8443" if metrics_secure else ":8080"
         self.metrics_bind_address = metrics_bind_address
-        self.health_probe_bind_address = health_probe_bind_address
+        self.health_probe_bind_address = (
+            ":8081" if health_probe_bind_address is None else health_probe_bind_address
+        )
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
         self._workers = dict(workers or {})
@@ -206,6 +221,9 @@ class Manager:
             raise self._sync_failure  # raised out here, the caller sees it bare
 
     async def _run(self, task_status: trio.TaskStatus[None]) -> None:
+        secure = self.secure_metrics
+        if secure is not None and self.metrics_bind_address.strip() not in ("", "0"):
+            await secure.load()  # a certificate that cannot serve: one plain error, at once
         async with trio.open_nursery() as root:
             await self._start_http(root)
             clusters = [self._primary, *self.clusters.values()]
@@ -246,16 +264,22 @@ class Manager:
 
     async def _start_http(self, nursery: trio.Nursery) -> None:
         metrics, probes = self.metrics_bind_address, self.health_probe_bind_address
+        secure = self.secure_metrics
         plans = (
             [(metrics, "all", ("metrics", "probes"))]
-            if metrics == probes
+            if metrics == probes and secure is None
             else [
                 (metrics, {"metrics"}, ("metrics",)),
                 (probes, {"healthz", "readyz"}, ("probes",)),
             ]
         )
+        if secure is not None:
+            nursery.start_soon(secure.run)
         for address, endpoints, labels in plans:
-            listening = await nursery.start(self.http.serve, address, endpoints)
+            serve = self.http.serve
+            if secure is not None and labels == ("metrics",):
+                serve = partial(serve, tls=secure.ssl_context, metrics_filter=secure.check)
+            listening = await nursery.start(serve, address, endpoints)
             if listening is not None:
                 for label in labels:
                     self.bound_ports[label] = listening.port

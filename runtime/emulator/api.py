@@ -21,7 +21,7 @@ from kubetrio.runtime.emulator.auth.users import ANONYMOUS_USER, UserInfo
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry
 from kubetrio.runtime.emulator.eviction import evict
-from kubetrio.runtime.emulator.faults import Counters, Faults, reason_for
+from kubetrio.runtime.emulator.faults import Counters, Decision, Faults, reason_for
 from kubetrio.runtime.emulator.gc.policy import delete_warning
 from kubetrio.runtime.emulator.http import (
     JSON,
@@ -227,6 +227,10 @@ class KubeApi:
         target = self._target(group, version, rest)
         target.user = user
         if self.access.serves(target.rt, target.sub):
+            # Reviews and TokenRequests are requests like any other: counted, and faulted.
+            verb = self._verb(req, target)
+            self.counters.inc(verb, target.rt.plural, target.sub)
+            await self._fault(verb, target)
             expect = _TOKEN_REQUEST if target.sub == "token" else None
             answer = self.access.serve(
                 req.method,
@@ -290,32 +294,37 @@ class KubeApi:
             return "delete" if t.name else "deletecollection"
         return m.lower()
 
-    async def _resource(self, req: Request, t: Target) -> Response | StreamResponse:
-        verb = self._verb(req, t)
-        self.counters.inc(verb, t.rt.plural, t.sub)
-        t.pb = pb.wants_protobuf(req.header("accept"), t.rt)
+    async def _fault(self, verb: str, t: Target) -> Decision:
+        """The injected fault for this request: its latency waited, its error raised (but a
+        410 on a watch, which the watch itself reports)."""
         decision = self.faults.decide(verb, t.rt.plural, t.sub, t.namespace or "", t.name)
         if decision.latency > 0:
             with waiting_on_simulated_time():
                 await trio.sleep(decision.latency)
         rule = decision.rule
+        if rule is None or rule.status is None or (rule.status == 410 and verb == "watch"):
+            return decision
+        headers = [("Retry-After", str(rule.retry_after))] if rule.retry_after is not None else []
+        details: dict[str, Any] = {}
+        if rule.retry_after is not None:
+            details["retryAfterSeconds"] = rule.retry_after
+        raise ApiError(
+            rule.status,
+            rule.reason or reason_for(rule.status),
+            rule.message or f"injected fault: {verb} {t.rt.plural}",
+            details,
+            headers,
+        )
+
+    async def _resource(self, req: Request, t: Target) -> Response | StreamResponse:
+        verb = self._verb(req, t)
+        self.counters.inc(verb, t.rt.plural, t.sub)
+        t.pb = pb.wants_protobuf(req.header("accept"), t.rt)
+        decision = await self._fault(verb, t)
+        rule = decision.rule
         if rule is not None and rule.status == 410 and verb == "watch":
             # kube-apiserver opens the stream and says "too old" in it: an ERROR event.
             return self._watch(req, t, decision.cut_watch_after, expired=True)
-        if rule is not None and rule.status is not None:
-            headers = (
-                [("Retry-After", str(rule.retry_after))] if rule.retry_after is not None else []
-            )
-            details: dict[str, Any] = {}
-            if rule.retry_after is not None:
-                details["retryAfterSeconds"] = rule.retry_after
-            raise ApiError(
-                rule.status,
-                rule.reason or reason_for(rule.status),
-                rule.message or f"injected fault: {verb} {t.rt.plural}",
-                details,
-                headers,
-            )
         dry_run = req.query.get("dryRun") == "All"
         if req.query.get("dryRun") not in (None, "", "All"):
             raise errors.bad_request(

@@ -137,8 +137,10 @@ def test_defaults() -> None:
         "nodedelete",
         "storagegc",
     )
-    assert config.metrics_bind_address == "127.0.0.1:8080"
-    assert config.health_probe_bind_address == "127.0.0.1:8081"
+    # Unset: the Manager's (controller-runtime's) defaults, ":8080"/":8443" and ":8081".
+    assert config.metrics_bind_address is None and config.health_probe_bind_address is None
+    assert (config.metrics_secure, config.metrics_cert_path) == (False, None)
+    assert (config.metrics_cert_name, config.metrics_cert_key) == ("tls.crt", "tls.key")
     le = config.leader_election
     assert (le.enabled, le.namespace, le.name) == (False, "kube-system", "kubetrio-leader")
     assert (le.lease_duration, le.renew_deadline, le.retry_period) == (15, 10, 2)
@@ -310,6 +312,8 @@ def test_every_flag_and_variable_sets_its_field(setting: Setting) -> None:
     expected = expected_value(setting, text)
     # A target cluster's rate limit needs a target cluster apart from the control one.
     apart = ["--target-context", "other"] if setting.path in TARGET_LIMITS else []
+    if setting.path == ("metricsCertPath",):
+        apart = ["--metrics-secure"]  # the certificate serves /metrics over TLS only
     assert value_at(load([*apart, setting.flag, text]), setting.path) == expected
     assert value_at(load(apart, {setting.env: text}), setting.path) == expected
     assert value_at(load(), setting.path) != expected
