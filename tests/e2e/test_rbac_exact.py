@@ -8,11 +8,14 @@ roles ``kubetrio rbac --controllers`` makes from its declaration."""
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+import requests
 import trio
 import yaml
 
@@ -45,15 +48,53 @@ from .test_storage_sim import add_ready_node
 # Pods start at once and end quickly; a detach takes long enough that a forced deletion finds
 # the volume still attached and deletes its VolumeAttachment itself.
 SIM = ClusterSimulation(pod_start_delay=0.05, grace_factor=0.01, detach_delay=10.0)
+# The scrapes skip verifying the self-signed serving certificate, as `curl -k`.
+pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+
 CLUSTER_ROLE = f"ClusterRole/{MANAGER_ROLE}"
 ROLE = f"Role/{NAMESPACE}/{LEADER_ELECTION_ROLE}"
+METRICS_AUTH_ROLE = "ClusterRole/kubetrio-metrics-auth-role"
 
 
-def shipped(folder: Path) -> list[tuple[str, list[PolicyRule]]]:
+def shipped(folder: Path, secure_metrics: bool = True) -> list[tuple[str, list[PolicyRule]]]:
+    """The roles the manager's ServiceAccount is bound to (the metrics-auth one is only used
+    when it serves /metrics securely)."""
+
+    def rules(name: str) -> list[PolicyRule]:
+        return role_rules(yaml.safe_load((folder / name).read_text()))
+
     return [
-        (CLUSTER_ROLE, role_rules(yaml.safe_load((folder / "role.yaml").read_text()))),
-        (ROLE, role_rules(yaml.safe_load((folder / "leader_election_role.yaml").read_text()))),
+        (CLUSTER_ROLE, rules("role.yaml")),
+        (ROLE, rules("leader_election_role.yaml")),
+        *([(METRICS_AUTH_ROLE, rules("metrics_auth_role.yaml"))] if secure_metrics else []),
     ]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def scraper_token(kubectl: Kubectl) -> str:
+    """A token of a ServiceAccount bound to the shipped metrics-reader role, as Prometheus'."""
+    await kubectl.run("create", "serviceaccount", "prometheus", "-n", NAMESPACE)
+    await kubectl.run(
+        "create", "clusterrolebinding", "prometheus-metrics",
+        "--clusterrole", "kubetrio-metrics-reader",
+        "--serviceaccount", f"{NAMESPACE}:prometheus",
+    )  # fmt: skip
+    return (await kubectl.out("create", "token", "prometheus", "-n", NAMESPACE)).strip()
+
+
+async def scrape(port: int, token: str) -> requests.Response:
+    url = f"https://127.0.0.1:{port}/metrics"
+    return await trio.to_thread.run_sync(
+        lambda: requests.get(
+            url, headers={"Authorization": f"Bearer {token}"}, verify=False, timeout=10
+        )
+    )
 
 
 async def install(emu: Emulator, kubectl: Kubectl, rbac: Path, home: Path) -> Path:
@@ -64,6 +105,12 @@ async def install(emu: Emulator, kubectl: Kubectl, rbac: Path, home: Path) -> Pa
     await kubectl.run("apply", "-k", str(rbac))
     token = await kubectl.out("create", "token", SERVICE_ACCOUNT, "-n", NAMESPACE)
     return sa_kubeconfig(home / "sa.kubeconfig", emu.url, token.strip())
+
+
+def kubeconfig_token(kubeconfig: Path) -> str:
+    """The manager's own token: it may review others' access, not scrape itself."""
+    token: str = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"]
+    return token
 
 
 def report(title: str, usage: Usage, figures: Coverage) -> None:
@@ -99,8 +146,12 @@ async def test_the_shipped_roles_allow_the_whole_lifecycle_and_nothing_more(
                 verb="create", resource="secrets", namespace="kube-system", status=409, count=1
             )
         )
+        prometheus = await scraper_token(kubectl)
+        metrics_port = free_port()
+        secure = ("--metrics-secure", "--metrics-bind-address", f"127.0.0.1:{metrics_port}")
         started = trio.current_time()
-        async with manager_process(kubeconfig, tmp_path / "manager.log", *manager_args(emu)):
+        log = tmp_path / "manager.log"
+        async with manager_process(kubeconfig, log, *manager_args(emu), *secure):
             await until(
                 emu,
                 lambda: any(
@@ -114,6 +165,11 @@ async def test_the_shipped_roles_allow_the_whole_lifecycle_and_nothing_more(
                 storage, lambda: storage.node("gone-while-down") is None, "the GC deleted it"
             )
             scenario = await lifecycle(emu, storage)
+            # Secure metrics: the manager reviews the scraper's token and access itself.
+            scraped = await scrape(metrics_port, prometheus)
+            assert scraped.status_code == 200, scraped.text
+            assert "controller_runtime_reconcile_total" in scraped.text
+            assert (await scrape(metrics_port, kubeconfig_token(kubeconfig))).status_code == 403
         seconds = trio.current_time() - started
     assert scenario.evicted >= 2 and scenario.attachments_deleted >= 1
     usage = read_usage(audit)
@@ -216,7 +272,7 @@ async def test_a_plugin_runs_under_the_roles_made_from_its_declaration(
                 "the plugin stamped the ConfigMap",
             )
     usage = read_usage(audit)
-    figures = coverage(usage, shipped(rbac))
+    figures = coverage(usage, shipped(rbac, secure_metrics=False))
     report("plugin", usage, figures)
     assert [(e["verb"], e["requestURI"]) for e in usage.denied] == []
     assert figures.unused == []
