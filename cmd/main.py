@@ -23,6 +23,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "kubetrio.cmd.emulator",
         "serve the embedded Kubernetes API emulator on 127.0.0.1",
     ),
+    "crds": ("kubetrio.cmd.crds", "print the machine CRDs (kubetrio crds | kubectl apply -f -)"),
+    "manifests": (
+        "kubetrio.cmd.manifests",
+        "print the deployment kit, as kubectl kustomize config/default renders it",
+    ),
 }
 
 

@@ -1,0 +1,186 @@
+"""The few kustomize features the shipped kit uses, so ``kubetrio manifests`` renders
+``config/default`` from the wheel without a kustomize binary: ``resources`` (files and
+folders with their own kustomization), ``namespace``, and kustomize's default (legacy) output
+order. Anything else in a kustomization is refused by name rather than silently ignored, so the
+kit cannot grow a feature this renderer would drop; a test compares the output with
+``kubectl kustomize`` object by object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from importlib.resources.abc import Traversable
+from typing import Any, Final
+
+import yaml
+
+__all__ = ["KustomizeError", "render"]
+
+KUSTOMIZATION: Final = "kustomization.yaml"
+_KNOWN_FIELDS: Final = frozenset({"apiVersion", "kind", "resources", "namespace"})
+
+# Built-in kinds that have no namespace (kustomize knows them from its OpenAPI schema); any
+# other kind, a custom resource's included, is namespaced as kustomize assumes.
+CLUSTER_SCOPED: Final = frozenset(
+    {
+        "APIService",
+        "CertificateSigningRequest",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CSIDriver",
+        "CSINode",
+        "CustomResourceDefinition",
+        "IngressClass",
+        "MutatingWebhookConfiguration",
+        "Namespace",
+        "Node",
+        "PersistentVolume",
+        "PriorityClass",
+        "RuntimeClass",
+        "StorageClass",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingWebhookConfiguration",
+        "VolumeAttachment",
+    }
+)
+
+# kustomize's legacy order (its default): what others depend on first, webhooks last, every
+# other kind in between.
+_FIRST: Final = (
+    "Namespace",
+    "ResourceQuota",
+    "StorageClass",
+    "CustomResourceDefinition",
+    "ServiceAccount",
+    "PodSecurityPolicy",
+    "Role",
+    "ClusterRole",
+    "RoleBinding",
+    "ClusterRoleBinding",
+    "ConfigMap",
+    "Secret",
+    "Endpoints",
+    "Service",
+    "LimitRange",
+    "PriorityClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "Deployment",
+    "StatefulSet",
+    "CronJob",
+    "PodDisruptionBudget",
+)
+_LAST: Final = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+
+Document = dict[str, Any]
+
+
+class KustomizeError(Exception):
+    """A kustomization this renderer cannot follow; ``str(error)`` names the file and field."""
+
+
+def render(root: Traversable, folder: str = "default") -> list[Document]:
+    """The objects ``kubectl kustomize config/<folder>`` prints, in its order; ``root`` is the
+    kit (``config/``), which every resource path must stay inside."""
+    return sorted(_build(root, _parts(folder, "", folder)), key=_order)
+
+
+def _build(root: Traversable, folder: tuple[str, ...]) -> list[Document]:
+    label = "/".join(("config", *folder))
+    where = f"{label}/{KUSTOMIZATION}"
+    kustomization = yaml.safe_load(_at(root, folder, KUSTOMIZATION).read_text(encoding="utf-8"))
+    if not isinstance(kustomization, dict):
+        raise KustomizeError(f"{where}: expected a mapping")
+    unknown = sorted(set(kustomization) - _KNOWN_FIELDS)
+    if unknown:
+        raise KustomizeError(f"{where}: {', '.join(unknown)}: not supported by kubetrio manifests")
+    documents: list[Document] = []
+    for entry in kustomization.get("resources") or []:
+        parts = _parts("/".join(folder), str(entry), where)
+        target = _at(root, parts)
+        if target.is_dir():
+            if not (target / KUSTOMIZATION).is_file():
+                message = f"resource {entry}: the folder has no {KUSTOMIZATION}"
+                raise KustomizeError(f"{where}: {message}")
+            documents.extend(_build(root, parts))
+        elif target.is_file():
+            documents.extend(_load(target, "/".join(("config", *parts))))
+        else:
+            raise KustomizeError(f"{where}: resource {entry}: no such file or folder")
+    namespace = kustomization.get("namespace")
+    if namespace is not None:
+        _set_namespace(documents, str(namespace))
+    return documents
+
+
+def _parts(base: str, entry: str, where: str) -> tuple[str, ...]:
+    """``entry`` relative to the folder ``base`` as path parts from the kit's root; a path
+    leaving the kit is refused (a wheel holds nothing outside it)."""
+    parts: list[str] = []
+    for part in f"{base}/{entry}".split("/"):
+        if part == "..":
+            if not parts:
+                raise KustomizeError(f"{where}: resource {entry}: outside config/")
+            parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    return tuple(parts)
+
+
+def _at(root: Traversable, parts: Iterable[str], *more: str) -> Traversable:
+    target = root
+    for part in (*parts, *more):
+        target = target / part
+    return target
+
+
+def _load(path: Traversable, label: str) -> list[Document]:
+    documents: list[Document] = []
+    for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        if document is None:
+            continue
+        if not isinstance(document, dict) or not document.get("kind"):
+            raise KustomizeError(f"{label}: every document must be an object with a kind")
+        documents.append(document)
+    return documents
+
+
+def _set_namespace(documents: Iterable[Document], namespace: str) -> None:
+    """kustomize's namespace transformer: every namespaced object moves to ``namespace``, a
+    Namespace object is renamed to it, and a ServiceAccount subject of a binding follows its
+    ServiceAccount when the subject names one of these objects (in its old namespace, or with
+    no namespace at all)."""
+    documents = list(documents)
+    moved = {
+        (doc["metadata"]["name"], doc["metadata"].get("namespace") or "default")
+        for doc in documents
+        if doc["kind"] == "ServiceAccount"
+    }
+    moved_names = {name for name, _ in moved}
+    for doc in documents:
+        metadata = doc.setdefault("metadata", {})
+        if doc["kind"] == "Namespace":
+            metadata["name"] = namespace
+        elif doc["kind"] not in CLUSTER_SCOPED:
+            metadata["namespace"] = namespace
+        if doc["kind"] in ("RoleBinding", "ClusterRoleBinding"):
+            for subject in doc.get("subjects") or []:
+                if subject.get("kind") != "ServiceAccount":
+                    continue
+                name, old = subject.get("name"), subject.get("namespace")
+                if (old is None and name in moved_names) or (name, old) in moved:
+                    subject["namespace"] = namespace
+
+
+def _order(doc: Document) -> tuple[int, str, str, str]:
+    kind = str(doc["kind"])
+    if kind in _FIRST:
+        rank = _FIRST.index(kind)
+    elif kind in _LAST:
+        rank = len(_FIRST) + 1 + _LAST.index(kind)
+    else:
+        rank = len(_FIRST)
+    metadata = doc.get("metadata") or {}
+    group_kind = f"{doc.get('apiVersion', '')}|{kind}"
+    return rank, group_kind, str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
