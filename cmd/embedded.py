@@ -110,14 +110,17 @@ def embedded_workdir(given: Path | None) -> Iterator[Path]:
     """``given`` as it is (the user asked to keep the cluster's files there), else a fresh
     temporary folder that is removed however the run ends (done, failed, Ctrl-C): demos run
     again and again, and each would otherwise leave its state and logs behind."""
-    if given is not None:
-        yield given
-        return
-    workdir = Path(tempfile.mkdtemp(prefix="kubetrio-embedded-"))
+    workdir = given or Path(tempfile.mkdtemp(prefix="kubetrio-embedded-"))
+    # pykube-ng writes a kubeconfig's inline certificates to files in the temporary folder and
+    # leaves them there; the embedded cluster's CA is new on every run, so each run would leave
+    # one more. They go into the cluster's folder instead, with it.
+    outer, tempfile.tempdir = tempfile.tempdir, str(workdir)
     try:
         yield workdir
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        tempfile.tempdir = outer
+        if given is None:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def admin_token(kubeconfig: Path) -> str:
