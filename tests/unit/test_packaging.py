@@ -175,3 +175,34 @@ def test_the_installed_wheel_reads_its_assets_outside_the_checkout(
     kit = kubetrio("manifests")
     assert kit == render(ROOT / "config", "default")
     assert {d["kind"] for d in kit} >= {"Deployment", "ServiceMonitor", "ClusterRole"}
+
+
+# --- the image --------------------------------------------------------------------------------
+
+
+def test_the_image_installs_as_ci_does_and_runs_as_the_deployment_expects() -> None:
+    """Images cannot be built here, so the Dockerfile's install is the script CI runs in a fresh
+    virtualenv, and what the Deployment assumes of the image (its command, a numeric non-root
+    user for runAsNonRoot) is what the Dockerfile says."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    assert dockerfile.count("FROM python:3.12-slim") == 2  # multi-stage, slim
+    assert "source=.ci/install-wheel" in dockerfile
+    assert "install-wheel /wheels /opt/kubetrio" in dockerfile
+    assert '.ci/install-wheel "$wheel_dir"' in (ROOT / ".ci" / "run").read_text()
+    user = next(line.split()[1] for line in dockerfile.splitlines() if line.startswith("USER "))
+    assert all(part.isdigit() and part != "0" for part in user.split(":"))
+    assert 'ENTRYPOINT ["kubetrio"]' in dockerfile and 'CMD ["run"]' in dockerfile
+
+    manager = next(
+        doc
+        for doc in yaml.safe_load_all((ROOT / "config" / "manager" / "manager.yaml").read_text())
+        if doc["kind"] == "Deployment"
+    )
+    (container,) = manager["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["kubetrio", "run"]
+    assert container["image"] == "kubetrio:latest"
+    assert manager["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
+    # The read-only root filesystem leaves /tmp to an emptyDir.
+    assert {"mountPath": "/tmp", "name": "tmp"} in container["volumeMounts"]
+    ignored = (ROOT / ".dockerignore").read_text().splitlines()
+    assert "!.ci/install-wheel" in ignored and ".venv" in ignored
