@@ -9,16 +9,18 @@ a missing file is then a packaging bug the wheel test catches rather than a user
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Final
 
 import yaml
 
-from kubetrio.cmd.kustomize import Document, KustomizeError, render
+from kubetrio.cmd.kustomize import Document, Image, KustomizeError, render
 
 __all__ = [
     "EXAMPLE_CONFIG",
+    "MANAGER_IMAGE",
     "KustomizeError",
     "config_root",
     "crd_documents",
@@ -29,6 +31,8 @@ __all__ = [
 
 PACKAGE: Final = "kubetrio.config"
 EXAMPLE_CONFIG: Final = "kubetrio.example.yaml"
+# The image name config/manager/manager.yaml gives the manager (kubebuilder's controller:latest).
+MANAGER_IMAGE: Final = "kubetrio"
 
 
 def config_root() -> Traversable:
@@ -44,10 +48,10 @@ def crd_documents() -> list[Document]:
     return [doc for doc in documents if doc["kind"] == "CustomResourceDefinition"]
 
 
-def kit_documents() -> list[Document]:
+def kit_documents(images: Sequence[Image] = ()) -> list[Document]:
     """Everything ``config/default`` deploys, as ``kubectl kustomize config/default`` renders
-    it."""
-    return render(config_root(), "default")
+    it (with ``images`` as an overlay's ``images`` would set them)."""
+    return render(config_root(), "default", images)
 
 
 def example_config_text() -> str:

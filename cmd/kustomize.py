@@ -3,21 +3,26 @@
 folders with their own kustomization), ``namespace``, and kustomize's default (legacy) output
 order. Anything else in a kustomization is refused by name rather than silently ignored, so the
 kit cannot grow a feature this renderer would drop; a test compares the output with
-``kubectl kustomize`` object by object.
+``kubectl kustomize`` object by object. ``images`` too (kustomize's image transformer), since
+an image name is the one thing every deployment of the kit changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from importlib.resources.abc import Traversable
 from typing import Any, Final
 
 import yaml
 
-__all__ = ["KustomizeError", "render"]
+__all__ = ["Image", "KustomizeError", "image_override", "render"]
 
 KUSTOMIZATION: Final = "kustomization.yaml"
-_KNOWN_FIELDS: Final = frozenset({"apiVersion", "kind", "resources", "namespace"})
+_KNOWN_FIELDS: Final = frozenset({"apiVersion", "kind", "resources", "namespace", "images"})
+_IMAGE_FIELDS: Final = frozenset({"name", "newName", "newTag", "digest"})
+# An image reference: the name, then ":tag" or "@digest" (a registry's ":port" is in the name).
+_REFERENCE: Final = re.compile(r"^(?P<name>[^@]+?)(?P<rest>(?::[^:/@]+)?(?:@.+)?)$")
 
 # Built-in kinds that have no namespace (kustomize knows them from its OpenAPI schema); any
 # other kind, a custom resource's included, is namespaced as kustomize assumes.
@@ -74,16 +79,37 @@ _FIRST: Final = (
 _LAST: Final = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
 Document = dict[str, Any]
+Image = Mapping[str, str]  # one ``images`` entry: name, and newName / newTag / digest
 
 
 class KustomizeError(Exception):
     """A kustomization this renderer cannot follow; ``str(error)`` names the file and field."""
 
 
-def render(root: Traversable, folder: str = "default") -> list[Document]:
+def render(
+    root: Traversable, folder: str = "default", images: Sequence[Image] = ()
+) -> list[Document]:
     """The objects ``kubectl kustomize config/<folder>`` prints, in its order; ``root`` is the
-    kit (``config/``), which every resource path must stay inside."""
-    return sorted(_build(root, _parts(folder, "", folder)), key=_order)
+    kit (``config/``), which every resource path must stay inside. ``images`` apply last, as
+    an overlay's would."""
+    documents = _build(root, _parts(folder, "", folder))
+    _set_images(documents, images, "images")
+    return sorted(documents, key=_order)
+
+
+def image_override(name: str, reference: str) -> Image:
+    """The ``images`` entry that makes image ``name`` ``reference`` (``registry/app:1.2`` or
+    ``registry/app@sha256:…``), as ``kustomize edit set image name=reference`` writes it."""
+    match = _REFERENCE.match(reference)
+    if match is None or not match.group("name"):
+        raise KustomizeError(f"image {reference!r}: expected NAME[:TAG][@DIGEST]")
+    entry = {"name": name, "newName": match.group("name")}
+    tag, _, digest = match.group("rest").partition("@")
+    if digest:
+        entry["digest"] = digest
+    elif tag:
+        entry["newTag"] = tag.removeprefix(":")
+    return entry
 
 
 def _build(root: Traversable, folder: tuple[str, ...]) -> list[Document]:
@@ -111,6 +137,7 @@ def _build(root: Traversable, folder: tuple[str, ...]) -> list[Document]:
     namespace = kustomization.get("namespace")
     if namespace is not None:
         _set_namespace(documents, str(namespace))
+    _set_images(documents, kustomization.get("images") or [], f"{where}: images")
     return documents
 
 
@@ -171,6 +198,39 @@ def _set_namespace(documents: Iterable[Document], namespace: str) -> None:
                 name, old = subject.get("name"), subject.get("namespace")
                 if (old is None and name in moved_names) or (name, old) in moved:
                     subject["namespace"] = namespace
+
+
+def _set_images(documents: Iterable[Document], images: Sequence[Any], where: str) -> None:
+    """kustomize's image transformer on the containers of pods and pod templates: an image
+    whose name is an entry's ``name`` gets its ``newName``, its ``newTag`` or ``digest`` (a
+    digest replaces the tag), keeping what the entry does not set."""
+    for index, entry in enumerate(images):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            raise KustomizeError(f"{where}[{index}]: expected a mapping with a name")
+        unknown = sorted(set(entry) - _IMAGE_FIELDS)
+        if unknown:
+            raise KustomizeError(f"{where}[{index}]: {', '.join(unknown)}: not supported")
+        for container in _containers(documents):
+            image = container.get("image")
+            match = _REFERENCE.match(image) if isinstance(image, str) else None
+            if match is None or match.group("name") != entry["name"]:
+                continue
+            rest = match.group("rest")
+            if "digest" in entry:
+                rest = f"@{entry['digest']}"
+            elif "newTag" in entry:
+                rest = f":{entry['newTag']}"
+            container["image"] = entry.get("newName", match.group("name")) + rest
+
+
+def _containers(documents: Iterable[Document]) -> Iterable[dict[str, Any]]:
+    for doc in documents:
+        spec = doc.get("spec") or {}
+        pod = spec if doc["kind"] == "Pod" else (spec.get("template") or {}).get("spec") or {}
+        for key in ("initContainers", "containers"):
+            for container in pod.get(key) or []:
+                if isinstance(container, dict):
+                    yield container
 
 
 def _order(doc: Document) -> tuple[int, str, str, str]:

@@ -7,6 +7,7 @@ reads back as written."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -239,3 +240,44 @@ async def test_kit_passes_a_server_dry_run_then_applies(
     # Applying what `kubetrio manifests` prints on top changes nothing.
     again = await kubectl.run("apply", "-f", "-", stdin=await kubetrio("manifests"))
     assert all(line.endswith("unchanged") for line in again.stdout.decode().splitlines())
+
+
+def relative(path: Path, start: Path) -> str:
+    """``path`` from ``start``: kustomize refuses an absolute path to a base."""
+    return os.path.relpath(path, start)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_manifests_image_is_kustomize_edit_set_image(
+    version: str, emu: Emulator, tmp_path: Path
+) -> None:
+    """``kubetrio manifests --image REF`` renders what an overlay of config/default with the
+    ``images`` entry ``kustomize edit set image kubetrio=REF`` writes renders with kubectl."""
+    kubectl = kubectl_of(version, emu, tmp_path)
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    base = relative(KIT / "default", overlay)
+    digest = "sha256:" + "0" * 64
+    # reference -> (the images entry, the manager's image it gives)
+    cases = {
+        "ghcr.io/acme/kubetrio:0.1.0": (
+            "{name: kubetrio, newName: ghcr.io/acme/kubetrio, newTag: 0.1.0}",
+            "ghcr.io/acme/kubetrio:0.1.0",
+        ),
+        "localhost:5000/kubetrio": (
+            "{name: kubetrio, newName: localhost:5000/kubetrio}",
+            "localhost:5000/kubetrio:latest",  # no tag given: the kit's stays
+        ),
+        f"registry.example/kt@{digest}": (
+            f"{{name: kubetrio, newName: registry.example/kt, digest: '{digest}'}}",
+            f"registry.example/kt@{digest}",
+        ),
+    }
+    for reference, (entry, image) in cases.items():
+        kustomization = f"resources:\n- {base}\nimages:\n- {entry}\n"
+        (overlay / "kustomization.yaml").write_text(kustomization)
+        theirs = documents(await kubectl.out("kustomize", str(overlay)))
+        ours = documents(await kubetrio("manifests", "--image", reference))
+        assert ours == theirs, reference
+        (deployment,) = [doc for doc in ours if doc["kind"] == "Deployment"]
+        assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == image

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kubetrio.cmd.kustomize import KustomizeError, render
+from kubetrio.cmd.kustomize import KustomizeError, image_override, render
 
 CONFIG_MAP = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n"
 
@@ -22,11 +22,12 @@ def kit(tmp_path: Path, kustomization: str) -> Path:
 
 
 def test_a_field_it_does_not_implement_is_named(tmp_path: Path) -> None:
-    root = kit(tmp_path, "namePrefix: x-\nimages: []\nresources: []\n")
+    root = kit(tmp_path, "namePrefix: x-\nreplicas: []\nresources: []\n")
     with pytest.raises(KustomizeError) as error:
         render(root, "default")
     assert str(error.value) == (
-        "config/default/kustomization.yaml: images, namePrefix: not supported by kubetrio manifests"
+        "config/default/kustomization.yaml: namePrefix, replicas: "
+        "not supported by kubetrio manifests"
     )
 
 
@@ -65,3 +66,25 @@ def test_nested_folders_and_the_namespace_of_the_outer_level(tmp_path: Path) -> 
         ("settings", "apps"),
     ]
     assert "namespace" not in render(root, "base")[0]["metadata"]
+
+
+def test_image_references_split_as_kustomize_edit_set_image_writes_them() -> None:
+    assert image_override("kubetrio", "ghcr.io/a/kubetrio:1.2") == {
+        "name": "kubetrio",
+        "newName": "ghcr.io/a/kubetrio",
+        "newTag": "1.2",
+    }
+    # A registry's port is part of the name, not a tag.
+    assert image_override("kubetrio", "localhost:5000/kt") == {
+        "name": "kubetrio",
+        "newName": "localhost:5000/kt",
+    }
+    assert image_override("kubetrio", "r/kt:1@sha256:ab")["digest"] == "sha256:ab"
+    with pytest.raises(KustomizeError, match="expected NAME"):
+        image_override("kubetrio", "")
+
+
+def test_an_images_entry_it_does_not_implement_is_named(tmp_path: Path) -> None:
+    root = kit(tmp_path, "images:\n- {name: app, newName: other, tagSuffix: x}\n")
+    with pytest.raises(KustomizeError, match=r"images\[0\]: tagSuffix: not supported"):
+        render(root, "default")
