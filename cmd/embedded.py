@@ -3,30 +3,31 @@ exactly as to a real cluster and holds no simulated state of its own.
 
 It runs the simulated cluster (``kubetrio emulator --simulate``: kubelets, scheduler, volumes,
 workload controllers; the simulated cloud the ``sim`` machine driver calls) and has the machine
-CRDs from ``config/crd`` installed before it is handed out, so the machine controller's
-informers can start at once.
+CRDs the package ships (``kubetrio crds``) installed before it is handed out, so the machine
+controller's informers can start at once.
 """
 
 from __future__ import annotations
 
 import functools
+import shutil
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import trio
 import yaml
 
+from kubetrio.cmd.assets import crd_documents
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
 
 STARTUP_TIMEOUT = 30.0
-CRD_DIR = Path(__file__).resolve().parents[1] / "config" / "crd"
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # The simulated storage service's base path on the emulator (issue 8); the manager's storage
 # backend URL is the cluster URL plus this.
@@ -51,7 +52,7 @@ class EmbeddedCluster:
 
 @asynccontextmanager
 async def embedded_cluster(
-    workdir: Path, *, simulate: bool = True, crd_dir: Path = CRD_DIR
+    workdir: Path, *, simulate: bool = True
 ) -> AsyncIterator[EmbeddedCluster]:
     """Start ``kubetrio emulator`` with its state in ``workdir`` and the machine CRDs
     installed; stop it on exit."""
@@ -91,7 +92,7 @@ async def embedded_cluster(
         try:
             url = await _read_url(process)
             client = Client.from_url(url, token=admin_token(kubeconfig))
-            await install_crds(client, crd_dir)
+            await install_crds(client)
             storage = await serves_storage(client)
             yield EmbeddedCluster(url, kubeconfig, workdir, storage)
         finally:
@@ -102,6 +103,24 @@ async def embedded_cluster(
             if process.returncode is None:
                 process.kill()
             log_file.close()
+
+
+@contextmanager
+def embedded_workdir(given: Path | None) -> Iterator[Path]:
+    """``given`` as it is (the user asked to keep the cluster's files there), else a fresh
+    temporary folder that is removed however the run ends (done, failed, Ctrl-C): demos run
+    again and again, and each would otherwise leave its state and logs behind."""
+    workdir = given or Path(tempfile.mkdtemp(prefix="kubetrio-embedded-"))
+    # pykube-ng writes a kubeconfig's inline certificates to files in the temporary folder and
+    # leaves them there; the embedded cluster's CA is new on every run, so each run would leave
+    # one more. They go into the cluster's folder instead, with it.
+    outer, tempfile.tempdir = tempfile.tempdir, str(workdir)
+    try:
+        yield workdir
+    finally:
+        tempfile.tempdir = outer
+        if given is None:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def admin_token(kubeconfig: Path) -> str:
@@ -126,25 +145,9 @@ async def _read_url(process: trio.Process) -> str:
     )
 
 
-def load_crds(crd_dir: Path = CRD_DIR) -> list[dict[str, Any]]:
-    """The CustomResourceDefinitions in ``crd_dir``'s YAML files (what ``kubectl apply -f``
-    would send), in file order."""
-    if not crd_dir.is_dir():
-        raise EmbeddedClusterError(
-            f"the machine CRDs are not at {crd_dir}: the embedded cluster needs the source "
-            "tree's config/crd (an editable install)"
-        )
-    documents: list[dict[str, Any]] = []
-    for path in sorted(crd_dir.glob("*.yaml")):
-        for document in yaml.safe_load_all(path.read_text()):
-            if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition":
-                documents.append(document)
-    return documents
-
-
-async def install_crds(client: Client, crd_dir: Path = CRD_DIR) -> None:
+async def install_crds(client: Client) -> None:
     """Create each CRD unless it is there already (a restart on kept state)."""
-    for crd in load_crds(crd_dir):
+    for crd in crd_documents():
         try:
             await client.request("POST", CRD_PATH, body=msgspec.json.encode(crd))
         except ApiError as error:

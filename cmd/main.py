@@ -27,6 +27,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "kubetrio.cmd.rbac",
         "print (or --write) the RBAC roles the enabled controllers need",
     ),
+    "crds": ("kubetrio.cmd.crds", "print the machine CRDs (kubetrio crds | kubectl apply -f -)"),
+    "manifests": (
+        "kubetrio.cmd.manifests",
+        "print the deployment kit, as kubectl kustomize config/default renders it",
+    ),
 }
 
 

@@ -7,7 +7,6 @@ import os
 import signal
 import socket
 import sys
-import tempfile
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -32,7 +31,7 @@ from kubetrio.cmd.config import (
 )
 from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
 from kubetrio.cmd.demo_view import kubectl_hint
-from kubetrio.cmd.embedded import EmbeddedClusterError, embedded_cluster
+from kubetrio.cmd.embedded import EmbeddedClusterError, embedded_cluster, embedded_workdir
 from kubetrio.cmd.endpoints import announce_endpoints, local_free_ports, secure_serving
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.clusters import TARGET
@@ -225,9 +224,25 @@ async def serve_embedded(
     controllers: list[str],
     args: argparse.Namespace,
 ) -> int:
+    """The embedded cluster in ``--embedded-dir``, else in a temporary folder removed on exit."""
+    with embedded_workdir(args.embedded_dir) as workdir:
+        if args.embedded_dir is None:
+            print(
+                f"embedded cluster in {workdir} (removed on exit; --embedded-dir keeps it)",
+                flush=True,
+            )
+        return await serve_embedded_in(workdir, config, registry, controllers, args)
+
+
+async def serve_embedded_in(
+    workdir: Path,
+    config: ManagerConfig,
+    registry: ControllerRegistry,
+    controllers: list[str],
+    args: argparse.Namespace,
+) -> int:
     """The embedded cluster, the manager against it, and the demo as the manager's companion
     (without the machine controller there is nothing to show: the manager runs alone)."""
-    workdir = args.embedded_dir or Path(tempfile.mkdtemp(prefix="kubetrio-embedded-"))
     config = local_free_ports(config)
     live = sys.stdout.isatty()
     async with embedded_cluster(workdir) as cluster:

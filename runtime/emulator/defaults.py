@@ -30,6 +30,13 @@ _CONTAINER: tuple[tuple[str, Any], ...] = (
     ("terminationMessagePolicy", "File"),
     ("resources", {}),
 )
+_PROBE: tuple[tuple[str, Any], ...] = (
+    ("timeoutSeconds", 1),
+    ("periodSeconds", 10),
+    ("successThreshold", 1),
+    ("failureThreshold", 3),
+)
+_HTTP_GET: tuple[tuple[str, Any], ...] = (("path", "/"), ("scheme", "HTTP"))
 
 
 def _dict(parent: Obj, key: str) -> Obj | None:
@@ -67,6 +74,12 @@ def _containers(spec: Obj, key: str) -> None:
         for port in c.get("ports") or []:
             if isinstance(port, dict):
                 port.setdefault("protocol", "TCP")
+        for key in ("livenessProbe", "readinessProbe", "startupProbe"):
+            probe = c.get(key)
+            if isinstance(probe, dict):
+                _fill(probe, _PROBE)
+                if isinstance(probe.get("httpGet"), dict):
+                    _fill(probe["httpGet"], _HTTP_GET)
 
 
 def pod_spec(spec: Obj) -> None:

@@ -137,7 +137,6 @@ DEPLOYMENT = "pool-bench"
 PREFIX = "m-"
 MACHINE_API = "machine.sapcloud.io/v1alpha1"
 MACHINES_PATH = f"/apis/{MACHINE_API}/namespaces/{NS}/machines"
-CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
 USER_DATA = "#!/bin/sh\nkubeadm join --token <<BOOTSTRAP_TOKEN>>\n"
 IN_FLIGHT = 16  # the driver's concurrent requests
 TOKEN = "kubetrio-bench"  # the admin's bearer token the emulator child is started with
@@ -333,16 +332,16 @@ def _target(path: str) -> str:
 
 def emulator_child(window: int, boot: float = 0.0) -> None:
     import trio
-    import yaml
 
+    from kubetrio.cmd.assets import crd_documents
     from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
     from kubetrio.runtime.emulator.http import Request, Response, json_response
 
     async def main() -> None:
         options = EmulatorOptions(window=window, token=TOKEN)
         async with serve_emulator(options=options) as emu:
-            for path in sorted(CRD_DIR.glob("*.yaml")):
-                emu.create(yaml.safe_load(path.read_text()))
+            for crd in crd_documents():
+                emu.create(crd)
             for doc in class_docs(boot):
                 emu.create(doc)
             tracker = Tracker()

@@ -7,14 +7,13 @@ import base64
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import trio
-import yaml
 
 from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine
+from kubetrio.cmd.assets import crd_documents
 from kubetrio.cmd.config import MachineConfig, ManagerConfig
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.setup import setup
@@ -22,14 +21,13 @@ from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager import Manager
 
-CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
 MACHINE_API = "machine.sapcloud.io/v1alpha1"
 USER_DATA = "#!/bin/sh\nkubeadm join --token <<BOOTSTRAP_TOKEN>>\n"
 
 
 def install_crds(emu: Emulator) -> None:
-    for path in sorted(CRD_DIR.glob("*.yaml")):
-        emu.create(yaml.safe_load(path.read_text()))
+    for crd in crd_documents():
+        emu.create(crd)
 
 
 def machine_class_doc(name: str = "small", **provider_spec: Any) -> dict[str, Any]:

@@ -136,3 +136,37 @@ async def test_workloads_read_back_with_their_defaults(
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
     r = await client.request("POST", "/api/v1/namespaces/default/secrets", secret)
     assert r.json()["type"] == "Opaque"
+
+
+async def test_probes_read_back_with_their_defaults(
+    client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    """SetDefaults_Probe and SetDefaults_HTTPGetAction: what `kubectl get -o yaml` shows of
+    a probe that set only its handler."""
+    container = {
+        "name": "app",
+        "image": "app:1",
+        "livenessProbe": {"httpGet": {"port": 8081}},
+        "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8081}, "periodSeconds": 5},
+        "startupProbe": {"tcpSocket": {"port": 8081}},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "probed", "namespace": "default"},
+        "spec": {"containers": [container]},
+    }
+    r = await client.request("POST", "/api/v1/namespaces/default/pods", pod)
+    assert r.status == 201, r.body
+    (read,) = r.json()["spec"]["containers"]
+    assert read["livenessProbe"] == {
+        "httpGet": {"port": 8081, "path": "/", "scheme": "HTTP"},
+        "timeoutSeconds": 1,
+        "periodSeconds": 10,
+        "successThreshold": 1,
+        "failureThreshold": 3,
+    }
+    assert read["readinessProbe"]["periodSeconds"] == 5  # a given value stays
+    assert read["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert read["startupProbe"]["tcpSocket"] == {"port": 8081}
+    assert read["startupProbe"]["failureThreshold"] == 3

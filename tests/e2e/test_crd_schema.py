@@ -14,6 +14,7 @@ import trio.testing
 import yaml
 
 from kubetrio.api.machine import Machine
+from kubetrio.cmd.assets import crd_documents
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
@@ -693,11 +694,9 @@ async def test_apply_is_validated(emu: Emulator, mock_clock: trio.testing.MockCl
 async def test_machine_with_numeric_provider_id_is_refused(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    for path in sorted(CRD_DIR.glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if doc:
-                r = await post(emu, CRDS, doc)
-                assert r.status_code == 201, r.text
+    for doc in crd_documents():
+        r = await post(emu, CRDS, doc)
+        assert r.status_code == 201, r.text
     client = Client.from_url(emu.url, token=emu.token)
     machine = {
         "metadata": {"name": "m1", "namespace": "default"},
@@ -882,7 +881,7 @@ async def test_kubectl_prints_the_causes_of_a_bad_machine(
     # kubectl 1.27 reads /openapi/v2 before it validates; with --validate=false it sends
     # fieldValidation=Ignore and leaves the checking to the server's schema alone.
     validate = ["--validate=false"] if version == "1.27" else []
-    await kubectl.run("apply", *validate, "-f", str(CRD_DIR))
+    await kubectl.run("apply", *validate, "-k", str(CRD_DIR))
     bad = {
         "apiVersion": "machine.sapcloud.io/v1alpha1",
         "kind": "Machine",

@@ -35,7 +35,7 @@ MACHINE = {
 
 
 async def test_crds_apply_and_serve_typed_objects(emu: Emulator, kubectl: Kubectl) -> None:
-    out = await kubectl.out("apply", "-f", str(CRD_DIR))
+    out = await kubectl.out("apply", "-k", str(CRD_DIR))
     assert "machines.machine.sapcloud.io created" in out
     assert "machineclasses.machine.sapcloud.io created" in out
     await kubectl.apply([MACHINE_CLASS, MACHINE])

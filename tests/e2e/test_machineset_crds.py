@@ -63,7 +63,7 @@ MACHINE_DEPLOYMENT = {
 async def test_machineset_and_deployment_crds_serve_typed_objects(
     emu: Emulator, kubectl: Kubectl
 ) -> None:
-    out = await kubectl.out("apply", "-f", str(CRD_DIR))
+    out = await kubectl.out("apply", "-k", str(CRD_DIR))
     assert "machinesets.machine.sapcloud.io created" in out
     assert "machinedeployments.machine.sapcloud.io created" in out
     await kubectl.apply([MACHINE_SET, MACHINE_DEPLOYMENT])
@@ -131,7 +131,7 @@ async def test_machineset_and_deployment_crds_serve_typed_objects(
 
 
 async def test_schema_rejects_wrong_types_naming_the_field(emu: Emulator, kubectl: Kubectl) -> None:
-    await kubectl.out("apply", "-f", str(CRD_DIR))
+    await kubectl.out("apply", "-k", str(CRD_DIR))
     bad = {**MACHINE_SET, "spec": {**MACHINE_SET["spec"], "replicas": "three"}}
     proc = await kubectl.run("apply", "-f", "-", stdin=_yaml(bad), check=False)
     assert proc.returncode != 0

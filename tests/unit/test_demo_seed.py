@@ -10,7 +10,7 @@ import msgspec
 from kubetrio.api.machine import MachineClass, parse_duration
 from kubetrio.api.machineset import MachineDeployment
 from kubetrio.cmd import demo_seed as seed
-from kubetrio.cmd.embedded import load_crds
+from kubetrio.cmd.assets import crd_documents
 
 
 def test_the_deployment_starts_at_half_and_one_machine_always_stays() -> None:
@@ -58,7 +58,7 @@ def test_workload_spreads_over_the_machines_with_volumes_and_a_budget() -> None:
 
 
 def test_crd_files_define_every_machine_kind() -> None:
-    names = {crd["metadata"]["name"] for crd in load_crds()}
+    names = {crd["metadata"]["name"] for crd in crd_documents()}
     assert names == {
         "machines.machine.sapcloud.io",
         "machineclasses.machine.sapcloud.io",

@@ -1,0 +1,283 @@
+"""The deployment kit against the emulator with real kubectl (1.27 and 1.33: their kustomize
+versions differ): ``kubetrio crds | kubectl apply -f -`` installs the CRDs; ``kubetrio
+manifests`` is what ``kubectl kustomize config/default`` renders, object by object, and our
+namespace transform is kustomize's on the cases it has; ``kubectl apply --dry-run=server -k
+config/default`` passes and creates nothing, then the real apply creates the objects kubectl
+reads back as written."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import yaml
+
+from kubetrio.cmd.kustomize import render
+from kubetrio.runtime.emulator import Emulator
+
+from .conftest import Kubectl, kubectl_of
+
+ROOT = Path(__file__).resolve().parents[2]
+KIT = ROOT / "config"
+SERVICE_MONITOR_CRD = (
+    Path(__file__).parent / "fixtures" / "monitoring.coreos.com_servicemonitors.yaml"
+)
+VERSIONS = ["1.27", "1.33"]
+NS = "kubetrio-system"
+
+
+async def kubetrio(*args: str) -> bytes:
+    """The CLI as a user runs it (a separate process), its standard output."""
+    with trio.fail_after(60):
+        result = await trio.run_process(
+            [sys.executable, "-m", "kubetrio.cmd.main", *args],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr.decode()
+    return result.stdout
+
+
+def documents(text: bytes | str) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+
+
+async def test_crds_pipe_into_kubectl_apply(emu: Emulator, kubectl: Kubectl) -> None:
+    stream = await kubetrio("crds")
+    out = (await kubectl.run("apply", "-f", "-", stdin=stream)).stdout.decode()
+    assert out.count("created") == 4, out
+    names = (await kubectl.out("get", "crd", "-o", "name")).split()
+    assert sorted(names) == [
+        f"customresourcedefinition.apiextensions.k8s.io/{kind}.machine.sapcloud.io"
+        for kind in ("machineclasses", "machinedeployments", "machines", "machinesets")
+    ]
+    # Served: the kinds are listed (empty), and applying again changes nothing.
+    assert "No resources found" in (await kubectl.run("get", "machines", "-A")).stderr.decode()
+    again = (await kubectl.run("apply", "-f", "-", stdin=stream)).stdout.decode()
+    assert again.count("unchanged") == 4, again
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_manifests_are_what_kubectl_kustomize_renders(
+    version: str, emu: Emulator, tmp_path: Path
+) -> None:
+    kubectl = kubectl_of(version, emu, tmp_path)
+    theirs = documents(await kubectl.out("kustomize", str(KIT / "default")))
+    ours = documents(await kubetrio("manifests"))
+    assert [identity(doc) for doc in ours] == [identity(doc) for doc in theirs]  # and the order
+    for mine, expected in zip(ours, theirs, strict=True):
+        assert mine == expected, identity(mine)
+    kinds = {doc["kind"] for doc in ours}
+    assert kinds == {
+        "Namespace",
+        "CustomResourceDefinition",
+        "ServiceAccount",
+        "Role",
+        "ClusterRole",
+        "RoleBinding",
+        "ClusterRoleBinding",
+        "Service",
+        "Deployment",
+        "ServiceMonitor",
+    }
+
+
+def identity(doc: dict[str, Any]) -> str:
+    metadata = doc.get("metadata") or {}
+    return f"{doc['kind']}/{metadata.get('namespace', '')}/{metadata.get('name')}"
+
+
+# Objects for kustomize's namespace transform where it is subtle: a Namespace is renamed, a
+# custom kind is namespaced, cluster-scoped kinds are left alone, and a ServiceAccount subject
+# follows only a ServiceAccount of the kit (named so, in its old namespace or with none).
+TRANSFORM_CASES = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: system}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: manager, namespace: system}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: bare}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: binding}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: x}
+subjects:
+- {kind: ServiceAccount, name: manager, namespace: system}
+- {kind: ServiceAccount, name: manager, namespace: default}
+- {kind: ServiceAccount, name: manager}
+- {kind: ServiceAccount, name: bare, namespace: default}
+- {kind: ServiceAccount, name: stranger, namespace: system}
+- {kind: User, name: someone, namespace: system}
+- {kind: Group, name: people}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: local, namespace: elsewhere}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: x}
+subjects:
+- {kind: ServiceAccount, name: manager, namespace: system}
+---
+apiVersion: example.com/v1
+kind: Widget
+metadata: {name: gadget}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: fast}
+provisioner: example.com/fast
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+"""
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_namespace_transform_is_kustomizes(
+    version: str, emu: Emulator, tmp_path: Path
+) -> None:
+    kit = tmp_path / "kit"
+    (kit / "base").mkdir(parents=True)
+    (kit / "overlay").mkdir()
+    (kit / "base" / "objects.yaml").write_text(TRANSFORM_CASES)
+    (kit / "base" / "kustomization.yaml").write_text("resources:\n- objects.yaml\n")
+    (kit / "overlay" / "kustomization.yaml").write_text("namespace: moved\nresources:\n- ../base\n")
+    kubectl = kubectl_of(version, emu, tmp_path)
+    theirs = documents(await kubectl.out("kustomize", str(kit / "overlay")))
+    ours = render(kit, "overlay")
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_kit_passes_a_server_dry_run_then_applies(
+    version: str, emu: Emulator, tmp_path: Path
+) -> None:
+    kubectl = kubectl_of(version, emu, tmp_path)
+    # A cluster running prometheus-operator has its ServiceMonitor CRD.
+    await kubectl.run("apply", "-f", str(SERVICE_MONITOR_CRD))
+    # A server dry run cannot put objects into a namespace it only pretends to create
+    # (kube-apiserver answers NotFound, kubernetes/kubernetes#83562): the namespace comes first.
+    await kubectl.run("create", "namespace", NS)
+    dry = (await kubectl.run("apply", "--dry-run=server", "-k", str(KIT / "default"))).stdout
+    lines = dry.decode().splitlines()
+    assert len(lines) == len(render(KIT, "default")), dry.decode()
+    assert all(line.endswith("(server dry run)") for line in lines), dry.decode()
+    nothing = await kubectl.run("get", "deployments,serviceaccounts,services", "-n", NS)
+    assert b"kubetrio-controller-manager" not in nothing.stdout
+    assert b"machines.machine.sapcloud.io" not in (await kubectl.run("get", "crd")).stdout
+
+    applied = (await kubectl.run("apply", "-k", str(KIT / "default"))).stdout.decode()
+    assert "deployment.apps/kubetrio-controller-manager created" in applied, applied
+
+    deployment = await kubectl.json("get", "deployment", "kubetrio-controller-manager", "-n", NS)
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["name"] == "manager"
+    assert container["command"] == ["kubetrio", "run"]
+    assert container["args"] == [
+        "--leader-elect",
+        f"--leader-election-namespace={NS}",
+        "--metrics-bind-address=:8443",
+        "--metrics-secure",
+        "--health-probe-bind-address=:8081",
+    ]
+    assert pod["serviceAccountName"] == "kubetrio-controller-manager"
+    assert pod["securityContext"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"] == {
+        "httpGet": {"path": "/readyz", "port": 8081, "scheme": "HTTP"},
+        "initialDelaySeconds": 5,
+        "periodSeconds": 10,
+        # Filled in by the server, as kube-apiserver's SetDefaults_Probe does.
+        "timeoutSeconds": 1,
+        "successThreshold": 1,
+        "failureThreshold": 3,
+    }
+    assert {p["containerPort"] for p in container["ports"]} == {8443, 8081}
+    assert set(container["resources"]) == {"requests", "limits"}
+    assert {v["name"]: v["mountPath"] for v in container["volumeMounts"]} == {"tmp": "/tmp"}
+
+    binding = await kubectl.json("get", "clusterrolebinding", "kubetrio-manager-rolebinding")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kubetrio-controller-manager", "namespace": NS}
+    ]
+    role = await kubectl.json("get", "role", "kubetrio-leader-election-role", "-n", NS)
+    assert {"leases", "events"} == {r for rule in role["rules"] for r in rule["resources"]}
+    service = await kubectl.json(
+        "get", "service", "kubetrio-controller-manager-metrics-service", "-n", NS
+    )
+    assert service["spec"]["ports"][0]["name"] == "https"
+    assert service["spec"]["ports"][0]["port"] == 8443
+    monitor = await kubectl.json(
+        "get", "servicemonitor", "kubetrio-controller-manager-metrics-monitor", "-n", NS
+    )
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https" and endpoint["port"] == "https"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+    assert monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
+    assert deployment["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
+
+    # Applying what `kubetrio manifests` prints on top changes nothing.
+    again = await kubectl.run("apply", "-f", "-", stdin=await kubetrio("manifests"))
+    assert all(line.endswith("unchanged") for line in again.stdout.decode().splitlines())
+
+
+def relative(path: Path, start: Path) -> str:
+    """``path`` from ``start``: kustomize refuses an absolute path to a base."""
+    return os.path.relpath(path, start)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_manifests_image_is_kustomize_edit_set_image(
+    version: str, emu: Emulator, tmp_path: Path
+) -> None:
+    """``kubetrio manifests --image REF`` renders what an overlay of config/default with the
+    ``images`` entry ``kustomize edit set image kubetrio=REF`` writes renders with kubectl."""
+    kubectl = kubectl_of(version, emu, tmp_path)
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    base = relative(KIT / "default", overlay)
+    digest = "sha256:" + "0" * 64
+    # reference -> (the images entry, the manager's image it gives)
+    cases = {
+        "ghcr.io/acme/kubetrio:0.1.0": (
+            "{name: kubetrio, newName: ghcr.io/acme/kubetrio, newTag: 0.1.0}",
+            "ghcr.io/acme/kubetrio:0.1.0",
+        ),
+        "localhost:5000/kubetrio": (
+            "{name: kubetrio, newName: localhost:5000/kubetrio}",
+            "localhost:5000/kubetrio:latest",  # no tag given: the kit's stays
+        ),
+        f"registry.example/kt@{digest}": (
+            f"{{name: kubetrio, newName: registry.example/kt, digest: '{digest}'}}",
+            f"registry.example/kt@{digest}",
+        ),
+    }
+    for reference, (entry, image) in cases.items():
+        kustomization = f"resources:\n- {base}\nimages:\n- {entry}\n"
+        (overlay / "kustomization.yaml").write_text(kustomization)
+        theirs = documents(await kubectl.out("kustomize", str(overlay)))
+        ours = documents(await kubetrio("manifests", "--image", reference))
+        assert ours == theirs, reference
+        (deployment,) = [doc for doc in ours if doc["kind"] == "Deployment"]
+        assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == image
