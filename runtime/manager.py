@@ -23,7 +23,9 @@ Every cluster's client is fenced by the same lease.
 
 A cache that cannot sync ends ``run`` with one plain exception (not an exception group): a
 ``CacheSyncError`` as soon as a LIST is refused for good (CRD missing, RBAC), or
-``CacheSyncTimeout`` after ``cache_sync_timeout``.
+``CacheSyncTimeout`` after ``cache_sync_timeout``. Custom kinds are looked up in discovery
+before any informer starts, so missing CRDs end ``run`` at once, all named
+(``UnservedKinds``).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from prometheus_client import (
 from kubetrio.runtime.builder import ControllerBuilder
 from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
-from kubetrio.runtime.cluster import Cluster, wait_for_clusters
+from kubetrio.runtime.cluster import Cluster, check_clusters_served, wait_for_clusters
 from kubetrio.runtime.fence import Fence, is_not_leader
 from kubetrio.runtime.httpserver import ManagerHTTPServer
 from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
@@ -209,10 +211,11 @@ class Manager:
         async with trio.open_nursery() as root:
             await self._start_http(root)
             clusters = [self._primary, *self.clusters.values()]
-            for cluster in clusters:
-                await root.start(cluster.cache.run)
             with self._startup:
                 try:
+                    await check_clusters_served(clusters)  # before any informer's 404s
+                    for cluster in clusters:
+                        await root.start(cluster.cache.run)
                     with trio.fail_after(self.cache_sync_timeout):
                         await wait_for_clusters(clusters)
                 except trio.TooSlowError:

@@ -38,7 +38,8 @@ def sync_failure(kind: KindInfo, namespace: str | None, error: ApiError) -> Cach
     if error.status == 403:
         where = f" in namespace {namespace}" if namespace else " cluster-wide"
         return CacheSyncError(
-            f"RBAC: {_identity(error.message)} cannot list {resource}{where} ({error.message})",
+            f"RBAC: {_identity(error.message)} cannot list {resource}{where} ({error.message}); "
+            f"grant it list and watch on {resource}{where}",
             error,
         )
     if error.status == 401:
