@@ -7,8 +7,10 @@ election, once this replica knows who leads.
 
 Stopping (``stop()``, e.g. on SIGTERM): controllers take no new keys and their in-flight
 reconciles finish; whatever still runs after the grace period is cancelled; the lease is
-released; ``run`` returns. Losing the lease stops leader-only work at once and makes ``run``
-raise ``LeadershipLost`` (the process should exit non-zero and be restarted).
+released; ``run`` returns. ``run`` takes SIGTERM and SIGINT itself unless something else
+handles them (``stopsignals``), so a script's manager stops as ``kubetrio run`` does.
+Losing the lease stops leader-only work at once and makes ``run`` raise ``LeadershipLost``
+(the process should exit non-zero and be restarted).
 
 Clusters added with ``add_cluster`` (another API server: MCM's target cluster) have their own
 client and cache, started and synced with the primary one and probed as ``informers-<name>``;
@@ -51,7 +53,8 @@ from kubetrio.runtime.fence import Fence, is_not_leader
 from kubetrio.runtime.httpserver import ManagerHTTPServer
 from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
-from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.log import configure_default_logging, get_logger
+from kubetrio.runtime.stopsignals import STOP_SIGNALS, stop_on_signals, unclaimed
 from kubetrio.runtime.syncfailure import CacheSyncError
 
 log = get_logger("kubetrio.manager")
@@ -201,9 +204,26 @@ class Manager:
         self._stop_requested.set()
         self._startup.cancel()  # still waiting for caches: nothing to finish, just leave
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run everything until ``stop`` (or cancellation); ``started`` once caches synced."""
-        await self._run(task_status)
+    async def run(
+        self,
+        *,
+        handle_signals: bool | None = None,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run everything until ``stop`` (or cancellation); ``started`` once caches synced.
+
+        SIGTERM and SIGINT stop it as ``kubetrio run`` does (a second one cancels what still
+        runs): ``handle_signals`` None takes those nobody else handles (``stopsignals``),
+        True both, False none. Logs go to stderr unless logging was configured already."""
+        configure_default_logging()
+        signals = (
+            unclaimed() if handle_signals is None else (STOP_SIGNALS if handle_signals else ())
+        )
+        async with trio.open_nursery() as outer:
+            if signals:
+                await outer.start(stop_on_signals, signals, self.stop, outer.cancel_scope.cancel)
+            await self._run(task_status)
+            outer.cancel_scope.cancel()
         if self._sync_failure is not None:
             raise self._sync_failure  # raised out here, the caller sees it bare
 
