@@ -26,6 +26,7 @@ from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.httpserver import ListenError
 from kubetrio.runtime.kubeconfig import KubeconfigError
 from kubetrio.runtime.leaderelection import LeadershipLost
+from kubetrio.runtime.leasefailure import LeaseRefused
 from kubetrio.runtime.manager import CacheSyncTimeout
 from kubetrio.runtime.plugins import PluginError
 from kubetrio.runtime.syncfailure import CacheSyncError
@@ -36,6 +37,7 @@ __all__ = ["EXPECTED_FAILURES", "describe_failure", "expected_failure"]
 # Ordered by precedence: in a group, the first kind present is the cause.
 EXPECTED_FAILURES: tuple[type[Exception], ...] = (
     LeadershipLost,  # the rest of a group are its consequences
+    LeaseRefused,
     ListenError,
     KubeconfigError,
     CacheSyncError,
@@ -104,6 +106,13 @@ def _leadership_lost(error: Exception, _: ManagerConfig) -> str:
     return f"{error}; exiting so a restart can campaign again"
 
 
+def _lease_refused(error: Exception, _: ManagerConfig) -> str:
+    assert isinstance(error, LeaseRefused)
+    if error.error.status == 404:
+        return f"{error}; create it or choose another with --leader-election-namespace"
+    return str(error)
+
+
 def _listen(error: Exception, _: ManagerConfig) -> str:
     assert isinstance(error, ListenError)
     text = error.strerror or str(error)  # without OSError's "[Errno 98]"
@@ -143,6 +152,7 @@ def _api(error: Exception, _: ManagerConfig) -> str:
 _DESCRIBERS: tuple[tuple[type[Exception], Callable[[Exception, ManagerConfig], str]], ...] = (
     (trio.TooSlowError, _too_slow),
     (LeadershipLost, _leadership_lost),
+    (LeaseRefused, _lease_refused),
     (ListenError, _listen),
     (UnservedKinds, _unserved),
     (CacheSyncError, _sync),

@@ -10,7 +10,8 @@ reconciles finish; whatever still runs after the grace period is cancelled; the 
 released; ``run`` returns. ``run`` takes SIGTERM and SIGINT itself unless something else
 handles them (``stopsignals``), so a script's manager stops as ``kubetrio run`` does.
 Losing the lease stops leader-only work at once and makes ``run`` raise ``LeadershipLost``
-(the process should exit non-zero and be restarted).
+(the process should exit non-zero and be restarted); a campaign refused for good before ever
+leading (no such namespace, no RBAC on leases) raises ``LeaseRefused``.
 
 Clusters added with ``add_cluster`` (another API server: MCM's target cluster) have their own
 client and cache, started and synced with the primary one and probed as ``informers-<name>``;
@@ -53,6 +54,7 @@ from kubetrio.runtime.fence import Fence, is_not_leader
 from kubetrio.runtime.httpserver import ManagerHTTPServer
 from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
+from kubetrio.runtime.leasefailure import LeaseRefused
 from kubetrio.runtime.log import configure_default_logging, get_logger
 from kubetrio.runtime.stopsignals import STOP_SIGNALS, stop_on_signals, unclaimed
 from kubetrio.runtime.syncfailure import CacheSyncError
@@ -130,7 +132,7 @@ class Manager:
         self._stop_requested = trio.Event()
         self._work = trio.CancelScope()  # replaced by the work nursery's scope in run()
         self._startup = trio.CancelScope()  # the wait for caches; a stop() meanwhile ends it
-        self._leadership_lost: LeadershipLost | None = None
+        self._leadership_lost: LeadershipLost | LeaseRefused | None = None
         self._sync_failure: CacheSyncError | CacheSyncTimeout | None = None
         self.bound_ports: dict[str, int] = {}  # "metrics" / "probes" -> port, once serving
         self.serving = trio.Event()
@@ -224,8 +226,12 @@ class Manager:
                 await outer.start(stop_on_signals, signals, self.stop, outer.cancel_scope.cancel)
             await self._run(task_status)
             outer.cancel_scope.cancel()
+        # Raised out here, outside every nursery, so the caller sees them bare.
         if self._sync_failure is not None:
-            raise self._sync_failure  # raised out here, the caller sees it bare
+            raise self._sync_failure
+        if self._leadership_lost is not None:
+            raise self._leadership_lost  # the elector's reason: not renewed, or who took over
+        log.info("manager stopped")
 
     async def _run(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as root:
@@ -263,9 +269,6 @@ class Manager:
                         work.start_soon(self._lead)
                 supervision.cancel_scope.cancel()
             root.cancel_scope.cancel()
-        if self._leadership_lost is not None:
-            raise self._leadership_lost  # the elector's reason: not renewed, or who took over
-        log.info("manager stopped")
 
     async def _start_http(self, nursery: trio.Nursery) -> None:
         metrics, probes = self.metrics_bind_address, self.health_probe_bind_address
@@ -308,7 +311,7 @@ class Manager:
 
         try:
             await self.elector.run(lead)
-        except LeadershipLost as lost:
+        except (LeadershipLost, LeaseRefused) as lost:
             self._leadership_lost = lost
             self._work.cancel()
 

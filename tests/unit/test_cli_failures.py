@@ -14,6 +14,7 @@ from kubetrio.cmd.failures import describe_failure, expected_failure
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.httpserver import ListenError
 from kubetrio.runtime.leaderelection import LeadershipLost
+from kubetrio.runtime.leasefailure import lease_refusal
 from kubetrio.runtime.syncfailure import CacheSyncError, sync_failure
 from kubetrio.runtime.unreachable import classify, transport_problem
 
@@ -125,3 +126,10 @@ def test_unreachable_servers_are_described_by_their_cause() -> None:
     assert transport_problem(ValueError("odd\n  thing")) == (
         "no response from the API server: odd thing"
     )
+
+
+@pytest.mark.parametrize("status", [0, 409, 422, 429, 500, 503])
+def test_lease_failures_a_retry_may_heal_are_not_final(status: int) -> None:
+    assert lease_refusal("default", "kubetrio-leader", ApiError(status, "Whatever", "x")) is None
+    gone = ApiError(404, "NotFound", 'leases.coordination.k8s.io "kubetrio-leader" not found')
+    assert lease_refusal("default", "kubetrio-leader", gone) is None  # only a missing namespace
