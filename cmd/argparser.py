@@ -21,6 +21,14 @@ class CommandParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if isinstance(action, argparse._SubParsersAction) and value not in action.choices:
+            commands = list(action.choices)
+            close = difflib.get_close_matches(value, commands, n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]}?" if close else f" (one of {', '.join(commands)})"
+            raise argparse.ArgumentError(None, f"unknown command {value!r}{hint}")
+        super()._check_value(action, value)
+
     def parse_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> argparse.Namespace:
