@@ -57,7 +57,9 @@ async def check_served(client: Client, kinds: Iterable[KindInfo], cluster: str =
     first_error: ApiError | None = None
     for api_version, wanted in sorted(by_version.items()):
         try:
-            body = await client.request("GET", f"/apis/{api_version}")
+            # The legacy core group ("v1") is served under /api, every other under /apis.
+            root = "/apis" if "/" in api_version else "/api"
+            body = await client.request("GET", f"{root}/{api_version}")
         except ApiError as error:
             if error.status != 404:
                 log.warning("discovery failed", group_version=api_version, error=str(error))
