@@ -128,7 +128,8 @@ def _unserved(error: Exception, _: ManagerConfig) -> str:
 
 def _sync(error: Exception, _: ManagerConfig) -> str:
     assert isinstance(error, CacheSyncError)
-    if error.error.status == 404 and "CRD not installed" in str(error):
+    ours = any(f"CRD not installed: {k.group_resource}" in str(error) for k in MACHINE_KINDS)
+    if error.error.status == 404 and ours:
         return f"{error}; {CRDS_HINT}"  # a CRD deleted between discovery and the LIST
     if error.error.status == 401:
         return f"{error}; check the user's token, client certificate or exec plugin"

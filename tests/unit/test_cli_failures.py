@@ -133,3 +133,14 @@ def test_lease_failures_a_retry_may_heal_are_not_final(status: int) -> None:
     assert lease_refusal("default", "kubetrio-leader", ApiError(status, "Whatever", "x")) is None
     gone = ApiError(404, "NotFound", 'leases.coordination.k8s.io "kubetrio-leader" not found')
     assert lease_refusal("default", "kubetrio-leader", gone) is None  # only a missing namespace
+
+
+def test_only_kubetrios_own_crds_get_the_kubetrio_crds_hint() -> None:
+    missing = ApiError(404, "NotFound", "the server could not find the requested resource")
+    ours = sync_failure(MACHINES, "default", missing)
+    assert ours is not None
+    assert describe_failure(ours, ManagerConfig()).endswith(
+        "; install them with `kubetrio crds | kubectl apply -f -`"
+    )
+    widgets = CacheSyncError("CRD not installed: widgets.example.com (404 NotFound: x)", missing)
+    assert "kubetrio crds" not in describe_failure(widgets, ManagerConfig())
