@@ -62,14 +62,17 @@ _UNREACHABLE_ADVICE: dict[Problem, str] = {
 }
 
 
-def expected_failure(error: BaseException) -> Exception | None:
+def expected_failure(
+    error: BaseException, expected: tuple[type[Exception], ...] = EXPECTED_FAILURES
+) -> Exception | None:
     """The anticipated failure to report for ``error``, unwrapping exception groups; None
-    when anything in it is unexpected, which then keeps its traceback."""
+    when anything in it is unexpected, which then keeps its traceback. ``expected`` is in
+    order of precedence."""
     leaves = _leaves(error)
     causes = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
-    if not causes or not all(isinstance(leaf, EXPECTED_FAILURES) for leaf in causes):
+    if not causes or not all(isinstance(leaf, expected) for leaf in causes):
         return None
-    for kind in EXPECTED_FAILURES:
+    for kind in expected:
         for leaf in causes:
             if isinstance(leaf, kind):
                 assert isinstance(leaf, Exception)

@@ -41,7 +41,7 @@ def the_line(stderr: str) -> str:
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr
     assert "Traceback" not in stderr and "ExceptionGroup" not in stderr, stderr
-    assert lines[0].startswith("kubetrio: "), stderr
+    assert lines[0].startswith(("kubetrio: ", "kubetrio emulator: ")), stderr
     return lines[0]
 
 
@@ -312,3 +312,12 @@ async def test_a_bug_keeps_its_traceback(emu: Emulator, tmp_path: Path) -> None:
     assert "Traceback (most recent call last)" in stderr, stderr
     assert stderr.rstrip().endswith("ZeroDivisionError: division by zero"), stderr
     assert "kt_test_plugin.py" in stderr
+
+
+async def test_the_emulator_on_a_port_in_use(taken_port: int) -> None:
+    code, stderr = await run_to_exit(kubetrio("emulator", "--port", str(taken_port)))
+    assert code == 1
+    assert the_line(stderr) == (
+        f"kubetrio emulator: cannot listen on 127.0.0.1:{taken_port}: Address already in use; "
+        "free the port or choose another with --port (0 picks a free one)"
+    )
