@@ -321,3 +321,16 @@ async def test_the_emulator_on_a_port_in_use(taken_port: int) -> None:
         f"kubetrio emulator: cannot listen on 127.0.0.1:{taken_port}: Address already in use; "
         "free the port or choose another with --port (0 picks a free one)"
     )
+
+
+async def test_an_embedded_dir_that_cannot_be_created(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    code, stderr = await run_to_exit(
+        kubetrio("run", "--embedded", "--embedded-dir", str(blocker / "cluster"), *NO_PORTS)
+    )
+    assert code == 1
+    assert the_line(stderr) == (
+        f"kubetrio: --embedded-dir {blocker / 'cluster'}: cannot create it (Not a directory); "
+        "choose a directory this user can write"
+    )

@@ -73,10 +73,16 @@ async def test_run_help_shows_every_default_from_the_config() -> None:
         (["--verison"], "kubetrio: unknown flag --verison; did you mean --version?"),
         (["run", "--zzz"], "kubetrio run: unknown flag --zzz"),
         (["rnu"], "kubetrio: unknown command 'rnu'; did you mean run?"),
+        (
+            ["run", "--embedded", "--machines", "x"],
+            "kubetrio run: argument --machines: expected a positive number, got 'x'",
+        ),
         (["xyz"], "kubetrio: unknown command 'xyz' (one of run, emulator"),  # and any later
     ],
 )
-async def test_an_unknown_flag_suggests_the_nearest_one(args: list[str], line: str) -> None:
+async def test_a_mistyped_command_line_gets_one_line_with_what_was_meant(
+    args: list[str], line: str
+) -> None:
     code, out, err = await run_cli(*args)
     assert code == 2
     assert out == ""
