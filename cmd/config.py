@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import msgspec
 import yaml
 
+from kubetrio.cmd.argparser import format_default
 from kubetrio.cmd.clusters import clusters_are_one, kubeconfig_problem
 from kubetrio.runtime.httpserver import BindAddressError, parse_bind_address
 from kubetrio.runtime.log import parse_level
@@ -565,8 +566,11 @@ def add_config_flags(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"YAML or TOML config file (env {env_var(CONFIG_FLAG)})",
     )
+    defaults = config_to_dict(ManagerConfig())
     for setting in SETTINGS:
-        help_text = f"{setting.help} (env {setting.env})"
+        given, default = _lookup(defaults, setting.path)
+        shown = f"default: {format_default(default)}; " if given else ""
+        help_text = f"{setting.help} ({shown}env {setting.env})"
         if setting.kind == "bool":
             group.add_argument(
                 setting.flag,

@@ -56,7 +56,13 @@ async def embedded_cluster(
 ) -> AsyncIterator[EmbeddedCluster]:
     """Start ``kubetrio emulator`` with its state in ``workdir`` and the machine CRDs
     installed; stop it on exit."""
-    await trio.Path(workdir).mkdir(parents=True, exist_ok=True)
+    try:
+        await trio.Path(workdir).mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise EmbeddedClusterError(
+            f"--embedded-dir {workdir}: cannot create it ({error.strerror or error}); "
+            "choose a directory this user can write"
+        ) from None
     kubeconfig = workdir / "kubeconfig"
     command = [
         sys.executable,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -196,5 +197,18 @@ def run(args: argparse.Namespace) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
-    trio.run(_serve, args)
+    try:
+        trio.run(_serve, args)
+    except (OSError, BaseExceptionGroup) as error:
+        from kubetrio.cmd.failures import expected_failure
+
+        taken = expected_failure(error, (OSError,))
+        if not isinstance(taken, OSError) or taken.errno != errno.EADDRINUSE:
+            raise
+        print(
+            f"kubetrio emulator: cannot listen on 127.0.0.1:{args.port}: {taken.strerror}; "
+            "free the port or choose another with --port (0 picks a free one)",
+            file=sys.stderr,
+        )
+        return 1
     return 0

@@ -12,6 +12,8 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
+from kubetrio.cmd.argparser import CommandParser
+
 # subcommand -> (module implementing it, one-line help). Each module has
 # ``configure(parser)`` and ``run(args) -> int``.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -43,7 +45,7 @@ def package_version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="kubetrio",
         description="Kubernetes controllers on trio: machine lifecycle (MCM), node drain, "
         "storage-node cleanup.",

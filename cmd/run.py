@@ -17,7 +17,6 @@ from prometheus_client import CollectorRegistry
 
 from kubetrio.cmd.clusters import (
     Endpoint,
-    TargetClusterError,
     check_target,
     client_for,
     cluster_clients,
@@ -31,20 +30,17 @@ from kubetrio.cmd.config import (
 )
 from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
 from kubetrio.cmd.demo_view import kubectl_hint
-from kubetrio.cmd.embedded import EmbeddedClusterError, embedded_cluster, embedded_workdir
+from kubetrio.cmd.embedded import embedded_cluster, embedded_workdir
 from kubetrio.cmd.endpoints import announce_endpoints, local_free_ports, secure_serving
+from kubetrio.cmd.failures import describe_failure, expected_failure
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.example import seed_demo
 from kubetrio.runtime.client import Client
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.kubeconfig import KubeconfigError
-from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeadershipLost
+from kubetrio.runtime.leaderelection import LeaderElectionOptions
 from kubetrio.runtime.log import configure_logging, get_logger
-from kubetrio.runtime.manager import CacheSyncTimeout, Manager, process_registry
+from kubetrio.runtime.manager import Manager, process_registry
 from kubetrio.runtime.plugins import ControllerRegistry, PluginError
-from kubetrio.runtime.servingcert import CertificateError
-from kubetrio.runtime.syncfailure import CacheSyncError
 
 log = get_logger("kubetrio.run")
 
@@ -97,62 +93,23 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
     return value
 
 
 def _positive_float(text: str) -> float:
-    value = float(text)
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
     return value
-
-
-# Failures an operator fixes outside the process: reported as one line, no traceback.
-EXPECTED_FAILURES: tuple[type[Exception], ...] = (
-    LeadershipLost,  # first: in a group it is the cause, the rest its consequences
-    CacheSyncError,
-    CacheSyncTimeout,
-    PluginError,
-    ApiError,
-    EmbeddedClusterError,
-    KubeconfigError,
-    TargetClusterError,
-    CertificateError,
-    trio.TooSlowError,
-)
-
-
-def expected_failure(error: BaseException) -> Exception | None:
-    """The failure to report for ``error``, unwrapping exception groups (trio nests one per
-    nursery); None when anything in it is unexpected, which then keeps its traceback."""
-    if not isinstance(error, BaseExceptionGroup):
-        return error if isinstance(error, EXPECTED_FAILURES) else None
-    leaves = [leaf for leaf in _leaves(error) if not isinstance(leaf, trio.Cancelled)]
-    if not leaves or not all(isinstance(leaf, EXPECTED_FAILURES) for leaf in leaves):
-        return None
-    for kind in EXPECTED_FAILURES:
-        for leaf in leaves:
-            if isinstance(leaf, kind):
-                return leaf
-    return None
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    found: list[BaseException] = []
-    for inner in group.exceptions:
-        found.extend(_leaves(inner) if isinstance(inner, BaseExceptionGroup) else [inner])
-    return found
-
-
-def describe_failure(error: Exception, config: ManagerConfig) -> str:
-    if isinstance(error, trio.TooSlowError):
-        return f"the API server did not answer within {config.client.timeout:g}s"
-    if isinstance(error, LeadershipLost):
-        return f"{error}; exiting so a restart can campaign again"
-    return " ".join(str(error).split())  # one line, whatever the server's message held
 
 
 def fail(message: str, code: int = 1) -> int:
@@ -179,9 +136,11 @@ def run(args: argparse.Namespace) -> int:
         return fail(conflict, 2)
     configure_logging(config.logging.format, config.logging.level)
     controllers = list(config.controllers)
+    # Groups holding Cancelled are BaseExceptionGroups: caught too, unwrapped when the rest is
+    # anticipated (a KeyboardInterrupt in one is not, and goes on).
     try:
         return trio.run(serve, config, registry, controllers, args)
-    except Exception as error:  # ExceptionGroup included: unwrapped when all of it is expected
+    except (Exception, BaseExceptionGroup) as error:
         failure = expected_failure(error)
         if failure is None:
             raise

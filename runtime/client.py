@@ -45,6 +45,7 @@ from kubetrio.runtime.ratelimit import BucketRateLimiter
 from kubetrio.runtime.relay import ThreadRelay
 from kubetrio.runtime.transport import exec_plugin_of, http_client, run_in_thread
 from kubetrio.runtime.undecodable import Undecodable, undecodable
+from kubetrio.runtime.unreachable import transport_problem
 from kubetrio.runtime.useragent import user_agent
 
 T = TypeVar("T", bound=KubeObject)
@@ -324,7 +325,7 @@ class Client:
                 raise ApiError(
                     0,
                     "Unreachable",
-                    f"no response from the API server: {error}",
+                    transport_problem(error),
                     method=method,
                     path=path,
                 ) from error

@@ -17,9 +17,10 @@ import trio
 
 from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
+from kubetrio.runtime.discovery import check_served
 from kubetrio.runtime.syncfailure import CacheSyncError
 
-__all__ = ["Cluster", "wait_for_clusters"]
+__all__ = ["Cluster", "check_clusters_served", "wait_for_clusters"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,13 @@ class Cluster:
     def pending(self) -> list[str]:
         """The informers that have not listed yet, by resource."""
         return [i.name for i in self.cache.informers if not i.has_synced]
+
+
+async def check_clusters_served(clusters: list[Cluster]) -> None:
+    """``UnservedKinds`` for the first cluster that lacks a custom kind its informers list."""
+    for cluster in clusters:
+        kinds = {informer.kind.KIND for informer in cluster.cache.informers}
+        await check_served(cluster.cache.client, kinds, cluster.name)
 
 
 async def wait_for_clusters(clusters: list[Cluster]) -> None:

@@ -14,6 +14,8 @@ from typing import Any
 import pykube
 import yaml
 
+from kubetrio.runtime.kubeconfig_files import credential_file_problem
+
 
 class KubeconfigError(ValueError):
     pass
@@ -63,4 +65,6 @@ def load_kubeconfig(path: str | None = None, context: str | None = None) -> pyku
         _named(doc, "users", str(ctx["user"]), where)
     config = pykube.KubeConfig(doc, current_context=str(chosen))
     config.filepath = where
+    if (problem := credential_file_problem(config)) is not None:
+        raise KubeconfigError(f"kubeconfig {where}: {problem}")
     return config

@@ -38,6 +38,7 @@ from kubetrio.api.coordination import Lease, LeaseSpec
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError, is_already_exists
 from kubetrio.runtime.fence import Fence
+from kubetrio.runtime.leasefailure import LeaseRefused, lease_refusal
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.rbac import Permissions, on
 
@@ -125,6 +126,7 @@ class LeaderElector:
         self._valid_until_monotonic = -math.inf
         self._observed_record: tuple[Any, ...] | None = None
         self._observed_at = 0.0
+        self._refused: LeaseRefused | None = None  # the last failure, when no retry heals it
         self._rng = rng or random.Random()
         self._gauge = _status_gauge(registry).labels(options.name) if registry else None
         self._log = log.bind(lease=f"{options.namespace}/{options.name}", identity=options.identity)
@@ -179,6 +181,8 @@ class LeaderElector:
     async def _acquire(self) -> None:
         self._log.info("attempting to acquire leader lease")
         while await self._try_acquire_or_renew() is not Outcome.HELD:
+            if self._refused is not None and self.renewed_at == -math.inf:
+                raise self._refused  # never led yet: a retry would meet the same refusal
             period = self.options.retry_period
             await trio.sleep(period + self._rng.random() * ACQUIRE_JITTER * period)
         self._set_leader(True)
@@ -277,6 +281,7 @@ class LeaderElector:
         except ApiError as error:
             if not is_already_exists(error) and error.status not in (409, 422):
                 self._log.warning("leader lease request failed", error=str(error))
+            self._refused = lease_refusal(opts.namespace, opts.name, error)
             return Outcome.FAILED
 
     def _observe(self, lease: Lease) -> None:

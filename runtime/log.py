@@ -28,6 +28,7 @@ __all__ = [
     "REDACTED",
     "LogFormat",
     "Logger",
+    "configure_default_logging",
     "configure_logging",
     "get_logger",
     "parse_level",
@@ -214,6 +215,14 @@ def configure_logging(
     root.addHandler(handler)
     root.setLevel(number)
     _route_structlog_through_logging()
+
+
+def configure_default_logging() -> None:
+    """``configure_logging()``'s defaults, unless the application configured logging itself
+    (the root logger has a handler): a manager started from a script then logs as the binary
+    does, and one inside an application leaves its logging alone."""
+    if not logging.getLogger().handlers:
+        configure_logging()
 
 
 def _route_structlog_through_logging() -> None:

@@ -7,8 +7,11 @@ election, once this replica knows who leads.
 
 Stopping (``stop()``, e.g. on SIGTERM): controllers take no new keys and their in-flight
 reconciles finish; whatever still runs after the grace period is cancelled; the lease is
-released; ``run`` returns. Losing the lease stops leader-only work at once and makes ``run``
-raise ``LeadershipLost`` (the process should exit non-zero and be restarted).
+released; ``run`` returns. ``run`` takes SIGTERM and SIGINT itself unless something else
+handles them (``stopsignals``), so a script's manager stops as ``kubetrio run`` does.
+Losing the lease stops leader-only work at once and makes ``run`` raise ``LeadershipLost``
+(the process should exit non-zero and be restarted); a campaign refused for good before ever
+leading (no such namespace, no RBAC on leases) raises ``LeaseRefused``.
 
 Clusters added with ``add_cluster`` (another API server: MCM's target cluster) have their own
 client and cache, started and synced with the primary one and probed as ``informers-<name>``;
@@ -28,7 +31,9 @@ plain HTTP. Bind addresses default to controller-runtime's: every interface, met
 
 A cache that cannot sync ends ``run`` with one plain exception (not an exception group): a
 ``CacheSyncError`` as soon as a LIST is refused for good (CRD missing, RBAC), or
-``CacheSyncTimeout`` after ``cache_sync_timeout``.
+``CacheSyncTimeout`` after ``cache_sync_timeout``. Custom kinds are looked up in discovery
+before any informer starts, so missing CRDs end ``run`` at once, all named
+(``UnservedKinds``).
 """
 
 from __future__ import annotations
@@ -49,13 +54,15 @@ from prometheus_client import (
 from kubetrio.runtime.builder import ControllerBuilder
 from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
-from kubetrio.runtime.cluster import Cluster, wait_for_clusters
+from kubetrio.runtime.cluster import Cluster, check_clusters_served, wait_for_clusters
 from kubetrio.runtime.fence import Fence, is_not_leader
 from kubetrio.runtime.httpserver import ManagerHTTPServer
 from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
-from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.leasefailure import LeaseRefused
+from kubetrio.runtime.log import configure_default_logging, get_logger
 from kubetrio.runtime.securemetrics import SecureMetrics, SecureServing
+from kubetrio.runtime.stopsignals import STOP_SIGNALS, stop_on_signals, unclaimed
 from kubetrio.runtime.syncfailure import CacheSyncError
 
 log = get_logger("kubetrio.manager")
@@ -140,7 +147,7 @@ class Manager:
         self._stop_requested = trio.Event()
         self._work = trio.CancelScope()  # replaced by the work nursery's scope in run()
         self._startup = trio.CancelScope()  # the wait for caches; a stop() meanwhile ends it
-        self._leadership_lost: LeadershipLost | None = None
+        self._leadership_lost: LeadershipLost | LeaseRefused | None = None
         self._sync_failure: CacheSyncError | CacheSyncTimeout | None = None
         self.bound_ports: dict[str, int] = {}  # "metrics" / "probes" -> port, once serving
         self.serving = trio.Event()
@@ -214,11 +221,32 @@ class Manager:
         self._stop_requested.set()
         self._startup.cancel()  # still waiting for caches: nothing to finish, just leave
 
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run everything until ``stop`` (or cancellation); ``started`` once caches synced."""
-        await self._run(task_status)
+    async def run(
+        self,
+        *,
+        handle_signals: bool | None = None,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run everything until ``stop`` (or cancellation); ``started`` once caches synced.
+
+        SIGTERM and SIGINT stop it as ``kubetrio run`` does (a second one cancels what still
+        runs): ``handle_signals`` None takes those nobody else handles (``stopsignals``),
+        True both, False none. Logs go to stderr unless logging was configured already."""
+        configure_default_logging()
+        signals = (
+            unclaimed() if handle_signals is None else (STOP_SIGNALS if handle_signals else ())
+        )
+        async with trio.open_nursery() as outer:
+            if signals:
+                await outer.start(stop_on_signals, signals, self.stop, outer.cancel_scope.cancel)
+            await self._run(task_status)
+            outer.cancel_scope.cancel()
+        # Raised out here, outside every nursery, so the caller sees them bare.
         if self._sync_failure is not None:
-            raise self._sync_failure  # raised out here, the caller sees it bare
+            raise self._sync_failure
+        if self._leadership_lost is not None:
+            raise self._leadership_lost  # the elector's reason: not renewed, or who took over
+        log.info("manager stopped")
 
     async def _run(self, task_status: trio.TaskStatus[None]) -> None:
         secure = self.secure_metrics
@@ -227,10 +255,11 @@ class Manager:
         async with trio.open_nursery() as root:
             await self._start_http(root)
             clusters = [self._primary, *self.clusters.values()]
-            for cluster in clusters:
-                await root.start(cluster.cache.run)
             with self._startup:
                 try:
+                    await check_clusters_served(clusters)  # before any informer's 404s
+                    for cluster in clusters:
+                        await root.start(cluster.cache.run)
                     with trio.fail_after(self.cache_sync_timeout):
                         await wait_for_clusters(clusters)
                 except trio.TooSlowError:
@@ -258,9 +287,6 @@ class Manager:
                         work.start_soon(self._lead)
                 supervision.cancel_scope.cancel()
             root.cancel_scope.cancel()
-        if self._leadership_lost is not None:
-            raise self._leadership_lost  # the elector's reason: not renewed, or who took over
-        log.info("manager stopped")
 
     async def _start_http(self, nursery: trio.Nursery) -> None:
         metrics, probes = self.metrics_bind_address, self.health_probe_bind_address
@@ -309,7 +335,7 @@ class Manager:
 
         try:
             await self.elector.run(lead)
-        except LeadershipLost as lost:
+        except (LeadershipLost, LeaseRefused) as lost:
             self._leadership_lost = lost
             self._work.cancel()
 

@@ -14,7 +14,7 @@ import re
 from kubetrio.api.registry import BUILTIN_KINDS, KindInfo
 from kubetrio.runtime.errors import ApiError
 
-__all__ = ["CacheSyncError", "sync_failure"]
+__all__ = ["CacheSyncError", "identity_in", "sync_failure"]
 
 _SERVICE_ACCOUNT = re.compile(r'User "system:serviceaccount:([^:"]+):([^:"]+)"')
 _USER = re.compile(r'User "([^"]+)"')
@@ -38,7 +38,8 @@ def sync_failure(kind: KindInfo, namespace: str | None, error: ApiError) -> Cach
     if error.status == 403:
         where = f" in namespace {namespace}" if namespace else " cluster-wide"
         return CacheSyncError(
-            f"RBAC: {_identity(error.message)} cannot list {resource}{where} ({error.message})",
+            f"RBAC: {identity_in(error.message)} cannot list {resource}{where} ({error.message}); "
+            f"grant it list and watch on {resource}{where}",
             error,
         )
     if error.status == 401:
@@ -49,7 +50,7 @@ def sync_failure(kind: KindInfo, namespace: str | None, error: ApiError) -> Cach
     return None
 
 
-def _identity(message: str) -> str:
+def identity_in(message: str) -> str:
     """Who was refused, from kube's Forbidden message (``User "system:serviceaccount:ns:n"``)."""
     if match := _SERVICE_ACCOUNT.search(message):
         return f"the ServiceAccount {match.group(1)}/{match.group(2)}"

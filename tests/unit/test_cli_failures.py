@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
+import requests
 import trio
 
 from kubetrio.api.registry import lookup
-from kubetrio.cmd.run import expected_failure
+from kubetrio.cmd.config import ManagerConfig
+from kubetrio.cmd.failures import describe_failure, expected_failure
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.httpserver import ListenError
 from kubetrio.runtime.leaderelection import LeadershipLost
+from kubetrio.runtime.leasefailure import lease_refusal
 from kubetrio.runtime.syncfailure import CacheSyncError, sync_failure
+from kubetrio.runtime.unreachable import classify, transport_problem
 
 MACHINES = lookup("machine.sapcloud.io/v1alpha1", "Machine")
 PODS = lookup("v1", "Pod")
@@ -68,3 +75,72 @@ def test_anything_unexpected_keeps_its_traceback() -> None:
     bug = ZeroDivisionError("a bug")
     assert expected_failure(bug) is None
     assert expected_failure(ExceptionGroup("mixed", [bug, trio.TooSlowError()])) is None
+
+
+def test_one_anticipated_failure_among_cancellations_is_that_failure() -> None:
+    """What trio raises when a task's failure cancelled its siblings, nurseries deep."""
+    taken = ListenError(98, "cannot listen on 127.0.0.1:8080 for metrics: Address already in use")
+    cancelled = [trio.Cancelled._create() for _ in range(3)]
+    group = BaseExceptionGroup(
+        "outer", [BaseExceptionGroup("inner", [cancelled[0], taken]), *cancelled[1:]]
+    )
+    assert expected_failure(group) is taken
+    only_cancelled = BaseExceptionGroup("all", cancelled)
+    assert expected_failure(only_cancelled) is None  # nothing to report: not ours to explain
+
+
+@pytest.mark.parametrize(
+    ("error", "line"),
+    [
+        (
+            ListenError(98, "cannot listen on :8081 for healthz, readyz: Address already in use"),
+            "cannot listen on :8081 for healthz, readyz: Address already in use; free the port "
+            "or choose another address with --health-probe-bind-address ('0' turns it off)",
+        ),
+        (
+            ApiError(401, "Unauthorized", "Unauthorized", method="GET", path="/version"),
+            "the API server rejected the credentials (401 Unauthorized: Unauthorized (GET "
+            "/version)); check the kubeconfig's user (token, client certificate or exec plugin)",
+        ),
+        (
+            trio.TooSlowError(),
+            "the API server did not answer within 30s: is it up and reachable "
+            "from here? (--kube-api-timeout sets the limit)",
+        ),
+    ],
+)
+def test_each_failure_says_what_to_do(error: Exception, line: str) -> None:
+    assert describe_failure(error, ManagerConfig()) == line
+
+
+def test_unreachable_servers_are_described_by_their_cause() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed when the block ends: connections are refused
+    with pytest.raises(requests.ConnectionError) as refused:
+        requests.get(f"http://127.0.0.1:{port}/version", timeout=5)
+    assert classify(refused.value) == "refused"
+    assert transport_problem(refused.value) == (
+        f"no response from the API server at http://127.0.0.1:{port}: connection refused"
+    )
+    assert transport_problem(ValueError("odd\n  thing")) == (
+        "no response from the API server: odd thing"
+    )
+
+
+@pytest.mark.parametrize("status", [0, 409, 422, 429, 500, 503])
+def test_lease_failures_a_retry_may_heal_are_not_final(status: int) -> None:
+    assert lease_refusal("default", "kubetrio-leader", ApiError(status, "Whatever", "x")) is None
+    gone = ApiError(404, "NotFound", 'leases.coordination.k8s.io "kubetrio-leader" not found')
+    assert lease_refusal("default", "kubetrio-leader", gone) is None  # only a missing namespace
+
+
+def test_only_kubetrios_own_crds_get_the_kubetrio_crds_hint() -> None:
+    missing = ApiError(404, "NotFound", "the server could not find the requested resource")
+    ours = sync_failure(MACHINES, "default", missing)
+    assert ours is not None
+    assert describe_failure(ours, ManagerConfig()).endswith(
+        "; install them with `kubetrio crds | kubectl apply -f -`"
+    )
+    widgets = CacheSyncError("CRD not installed: widgets.example.com (404 NotFound: x)", missing)
+    assert "kubetrio crds" not in describe_failure(widgets, ManagerConfig())
