@@ -52,7 +52,11 @@ def keys(data: Any, prefix: tuple[str, ...] = ()) -> set[str]:
 
 
 def enabled(text: str) -> str:
-    return COMMENTED_SETTING.sub(r"\1", text)
+    """Every commented-out setting enabled; a certificate folder is only valid for secure
+    metrics, so those are switched on with it."""
+    text = COMMENTED_SETTING.sub(r"\1", text)
+    assert "\nmetricsSecure: false\n" in text
+    return text.replace("\nmetricsSecure: false\n", "\nmetricsSecure: true\n")
 
 
 def test_the_example_as_shipped_loads_to_the_defaults(tmp_path: Path) -> None:
