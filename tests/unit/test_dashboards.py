@@ -228,12 +228,19 @@ def test_scrape_example_is_a_valid_prometheus_config(tmp_path: Path) -> None:
     config = yaml.safe_load(SCRAPE.read_text())
     jobs = [job for job in config["scrape_configs"] if job["job_name"] == "kubetrio"]
     assert len(jobs) == 1 and jobs[0]["honor_labels"] is True
+    # As the shipped Deployment serves it: --metrics-secure.
+    assert jobs[0]["scheme"] == "https" and "credentials_file" in jobs[0]["authorization"]
     assert "namespace" in {step.get("target_label") for step in jobs[0]["relabel_configs"]}
     # Debian builds Prometheus without Kubernetes service discovery, so its promtool rejects
     # kubernetes_sd_configs: check everything else with a static target in its place.
+    # It also insists that the token file (the pod's own, in a cluster) exists here.
+    token = tmp_path / "token"
+    token.write_text("a-service-account-token")
     for job in config["scrape_configs"]:
         if job.pop("kubernetes_sd_configs", None) is not None:
             job["static_configs"] = [{"targets": ["127.0.0.1:8080"]}]
+        if "credentials_file" in job.get("authorization", {}):
+            job["authorization"]["credentials_file"] = str(token)
     config["rule_files"] = [str(SCRAPE.parent / name) for name in config["rule_files"]]
     checked = tmp_path / "scrape.yaml"
     checked.write_text(yaml.safe_dump(config))
