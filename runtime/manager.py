@@ -233,6 +233,10 @@ class Manager:
         runs): ``handle_signals`` None takes those nobody else handles (``stopsignals``),
         True both, False none. Logs go to stderr unless logging was configured already."""
         configure_default_logging()
+        secure = self.secure_metrics
+        if secure is not None and self.metrics_bind_address.strip() not in ("", "0"):
+            # A certificate that cannot serve: one plain error, at once, outside any nursery.
+            await secure.load()
         signals = (
             unclaimed() if handle_signals is None else (STOP_SIGNALS if handle_signals else ())
         )
@@ -249,9 +253,6 @@ class Manager:
         log.info("manager stopped")
 
     async def _run(self, task_status: trio.TaskStatus[None]) -> None:
-        secure = self.secure_metrics
-        if secure is not None and self.metrics_bind_address.strip() not in ("", "0"):
-            await secure.load()  # a certificate that cannot serve: one plain error, at once
         async with trio.open_nursery() as root:
             await self._start_http(root)
             clusters = [self._primary, *self.clusters.values()]
