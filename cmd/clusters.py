@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry
 
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.kubeconfig import KubeconfigError, kubeconfig_path
 
 if TYPE_CHECKING:
     from kubetrio.cmd.config import ManagerConfig
@@ -136,9 +137,17 @@ def client_for(
     path = endpoint.kubeconfig
     if path == IN_CLUSTER:
         return Client.in_cluster(**options)
-    if path or os.environ.get("KUBECONFIG") or not os.environ.get("KUBERNETES_SERVICE_HOST"):
+    if path or os.environ.get("KUBECONFIG"):
         return Client.from_kubeconfig(path, endpoint.context, **options)
-    return Client.in_cluster(**options)
+    if os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return Client.in_cluster(**options)
+    default = kubeconfig_path()  # client-go's last resort, after the in-cluster config
+    if not default.exists():
+        raise KubeconfigError(
+            "no kubeconfig: give --kubeconfig or set KUBECONFIG (not in a pod: "
+            f"KUBERNETES_SERVICE_HOST is unset; {default} does not exist)"
+        )
+    return Client.from_kubeconfig(None, endpoint.context, **options)
 
 
 def cluster_clients(

@@ -213,6 +213,24 @@ async def test_a_kubeconfig_that_cannot_be_read(
     assert the_line(stderr).startswith("kubetrio: kubeconfig ") and expected in stderr, stderr
 
 
+async def test_no_kubeconfig_anywhere_says_where_one_was_looked_for(tmp_path: Path) -> None:
+    """Outside a pod, without --kubeconfig, $KUBECONFIG or ~/.kube/config: not "no such file
+    ~/.kube/config" alone, which hides that --kubeconfig and the in-cluster config were
+    tried too (client-go: "invalid configuration: no configuration has been provided")."""
+    env = {k: v for k, v in environment().items() if k not in ("KUBECONFIG",)}
+    env["HOME"] = str(tmp_path)
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    with trio.fail_after(60):
+        proc = await trio.run_process(
+            kubetrio("run", *NO_PORTS), capture_stderr=True, check=False, env=env
+        )
+    assert proc.returncode == 1
+    assert the_line(proc.stderr.decode()) == (
+        "kubetrio: no kubeconfig: give --kubeconfig or set KUBECONFIG (not in a pod: "
+        f"KUBERNETES_SERVICE_HOST is unset; {tmp_path}/.kube/config does not exist)"
+    )
+
+
 async def test_a_context_the_kubeconfig_lacks(emu: Emulator) -> None:
     code, stderr = await run_to_exit(
         kubetrio("run", "--kubeconfig", str(emu.kubeconfig_path), "--context", "prod", *NO_PORTS)
