@@ -141,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
     # anticipated (a KeyboardInterrupt in one is not, and goes on).
     try:
         return trio.run(serve, config, registry, controllers, args)
+    except KeyboardInterrupt:
+        # Ctrl-C before the manager's own signal handling is installed (while the start waits
+        # for the API server): nothing has started, so nothing is left to stop.
+        return fail("interrupted", 130)
     except (Exception, BaseExceptionGroup) as error:
         failure = expected_failure(error)
         if failure is None:

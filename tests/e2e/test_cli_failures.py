@@ -3,7 +3,9 @@ operator can meet before the manager runs; a bug keeps its traceback."""
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -140,6 +142,34 @@ async def test_an_api_server_that_never_answers() -> None:
     # Whichever gives up first, the request's own timeout or the limit around it, says so.
     assert "did not answer within 1s" in line or f"127.0.0.1:{port}: timed out" in line, line
     assert "reachable" in line, line
+
+
+async def test_ctrl_c_while_the_api_server_does_not_answer_is_one_line() -> None:
+    """Before the manager runs (its signal handling not yet installed), Ctrl-C while the
+    start waits for a silent server was a KeyboardInterrupt traceback through trio."""
+    listener = trio.socket.socket()
+    with listener:
+        await listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        argv = kubetrio("run", "--master", f"http://127.0.0.1:{port}", *NO_PORTS, *QUIET)
+        with trio.fail_after(60):
+            process = await trio.lowlevel.open_process(
+                argv, stderr=subprocess.PIPE, env=environment()
+            )
+            try:
+                connection, _ = await listener.accept()  # GET /version is under way
+                with connection:
+                    process.send_signal(signal.SIGINT)
+                    assert process.stderr is not None
+                    stderr = b"".join([chunk async for chunk in process.stderr])
+                    await process.wait()
+            finally:
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+    assert process.returncode == 130
+    assert the_line(stderr.decode()) == "kubetrio: interrupted"
 
 
 def edited_kubeconfig(emu: Emulator, tmp_path: Path, edit: Callable[[Any], None]) -> Path:
