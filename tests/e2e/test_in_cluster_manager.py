@@ -43,9 +43,12 @@ async def scrape(url: str, token: str) -> int:
     return answer.status_code
 
 
+@pytest.mark.parametrize("two_clusters", [False, True], ids=["one-cluster", "inClusterConfig"])
 async def test_the_manager_runs_in_cluster_under_its_mounted_service_account(
-    tmp_path: Path,
+    tmp_path: Path, two_clusters: bool
 ) -> None:
+    """``two_clusters``: MCM's ``--control-kubeconfig=inClusterConfig`` with the Nodes in a
+    target cluster named by a kubeconfig (here the same API server, as its admin)."""
     audit = tmp_path / "audit.log"
     binary = find_kubectl()
     assert binary is not None, "kubectl 1.33 is needed"
@@ -71,6 +74,9 @@ async def test_the_manager_runs_in_cluster_under_its_mounted_service_account(
             *("--leader-elect", f"--leader-election-namespace={NS}", "--metrics-secure"),
             *("--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "0"),
         ]
+        if two_clusters:
+            argv += ["--control-kubeconfig=inClusterConfig"]
+            argv += ["--target-kubeconfig", str(emu.kubeconfig_path)]
         output = b""
         with trio.fail_after(90):
             process = await trio.lowlevel.open_process(
