@@ -6,18 +6,18 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-import yaml
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.api.machineset import MachineSet
 from kubetrio.api.registry import KindInfo
+from kubetrio.cmd.assets import crd_documents
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.discovery import UnservedKinds, check_served
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager import Manager
 
-from .machines import CRD_DIR
+from .machines import install_crds
 
 
 def manager_listing(emu: Emulator, *kinds: type) -> Manager:
@@ -34,7 +34,8 @@ def manager_listing(emu: Emulator, *kinds: type) -> Manager:
 async def test_kinds_missing_from_a_served_group_are_named(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    emu.create(yaml.safe_load((CRD_DIR / "machine.sapcloud.io_machines.yaml").read_text()))
+    (machines,) = [crd for crd in crd_documents() if crd["spec"]["names"]["plural"] == "machines"]
+    emu.create(machines)
     manager = manager_listing(emu, ConfigMap, Machine, MachineClass, MachineSet)
     started = trio.current_time()
     with pytest.raises(UnservedKinds) as caught:
@@ -50,8 +51,7 @@ async def test_kinds_missing_from_a_served_group_are_named(
 
 
 async def test_served_kinds_pass_and_builtins_cost_no_request(emu: Emulator) -> None:
-    for path in sorted(CRD_DIR.glob("*.yaml")):
-        emu.create(yaml.safe_load(path.read_text()))
+    install_crds(emu)
     client = Client.from_url(emu.url, token=emu.token)
     await check_served(client, [Machine.KIND, MachineSet.KIND, ConfigMap.KIND])
     with pytest.raises(UnservedKinds, match=r"^target cluster: CRD not installed: widgets\.ex"):
