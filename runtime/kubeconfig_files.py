@@ -36,12 +36,11 @@ def credential_file_problem(config: pykube.KubeConfig) -> str | None:
     if certificate is None and key is None:
         return None
     if certificate is None or key is None:
-        have, lacks = (
-            ("client-certificate", "client-key")
-            if key is None
-            else ("client-key", "client-certificate")
-        )
-        return f"the user has {have} but no {lacks}"
+        # Worded as kubetrio.runtime.credentials words it (which checks inline data too).
+        where = f"users[{config.contexts[config.current_context].get('user')}]"
+        if key is None:
+            return f"{where}.client-key: required with a client certificate"
+        return f"{where}.client-certificate: required with a client key"
     try:
         context.load_cert_chain(certificate.filename(), key.filename())
     except (OSError, ssl.SSLError) as error:
