@@ -100,7 +100,7 @@ async def scrape(port: int, token: str) -> requests.Response:
 async def install(emu: Emulator, kubectl: Kubectl, rbac: Path, home: Path) -> Path:
     """The CRDs, the namespace and ``rbac`` applied with kubectl; a kubeconfig holding only
     the ServiceAccount's token (from the TokenRequest API, as ``kubectl create token``)."""
-    await kubectl.run("apply", "-f", str(REPO / "config" / "crd"))
+    await kubectl.run("apply", "-k", str(REPO / "config" / "crd"))
     await kubectl.run("create", "namespace", NAMESPACE)
     await kubectl.run("apply", "-k", str(rbac))
     token = await kubectl.out("create", "token", SERVICE_ACCOUNT, "-n", NAMESPACE)
