@@ -29,6 +29,7 @@ from prometheus_client import CollectorRegistry
 
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.kubeconfig import KubeconfigError, kubeconfig_path
 
 if TYPE_CHECKING:
     from kubetrio.cmd.config import ManagerConfig
@@ -131,14 +132,22 @@ def client_for(
         "registry": registry,
         "component": component,
     }
-    if endpoint.master:
-        return Client.from_url(endpoint.master, **options)
-    path = endpoint.kubeconfig
+    path, master = endpoint.kubeconfig, endpoint.master
     if path == IN_CLUSTER:
         return Client.in_cluster(**options)
-    if path or os.environ.get("KUBECONFIG") or not os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return Client.from_kubeconfig(path, endpoint.context, **options)
-    return Client.in_cluster(**options)
+    if path or os.environ.get("KUBECONFIG"):
+        return Client.from_kubeconfig(path, endpoint.context, master, **options)
+    if master and not kubeconfig_path().exists():
+        return Client.from_url(master, **options)  # no kubeconfig to take a user from
+    if os.environ.get("KUBERNETES_SERVICE_HOST") and not master:
+        return Client.in_cluster(**options)
+    default = kubeconfig_path()  # client-go's last resort, after the in-cluster config
+    if not default.exists():
+        raise KubeconfigError(
+            "no kubeconfig: give --kubeconfig or set KUBECONFIG (not in a pod: "
+            f"KUBERNETES_SERVICE_HOST is unset; {default} does not exist)"
+        )
+    return Client.from_kubeconfig(None, endpoint.context, master, **options)
 
 
 def cluster_clients(

@@ -352,7 +352,15 @@ def _s(flag: str, path: str, kind: Kind, help: str) -> Setting:
 
 
 SETTINGS: Final[tuple[Setting, ...]] = (
-    _s("--kubeconfig", "kubeconfig", "str", "kubeconfig file (default: in-cluster config)"),
+    _s(
+        "--kubeconfig",
+        "kubeconfig",
+        "str",
+        (
+            "kubeconfig file (default: $KUBECONFIG, else the in-cluster config in a pod, else "
+            "~/.kube/config)"
+        ),
+    ),
     _s("--context", "context", "str", "kubeconfig context to use"),
     _s("--master", "master", "str", "API server URL, overriding the kubeconfig's"),
     _s("--controllers", "controllers", "list", "controllers to run, comma-separated"),

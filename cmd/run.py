@@ -32,11 +32,12 @@ from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
 from kubetrio.cmd.demo_view import kubectl_hint
 from kubetrio.cmd.embedded import embedded_cluster, embedded_workdir
 from kubetrio.cmd.endpoints import announce_endpoints, local_free_ports, secure_serving
-from kubetrio.cmd.failures import describe_failure, expected_failure
+from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_failure
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.example import seed_demo
 from kubetrio.runtime.client import Client
+from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.leaderelection import LeaderElectionOptions
 from kubetrio.runtime.log import configure_logging, get_logger
 from kubetrio.runtime.manager import Manager, process_registry
@@ -140,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
     # anticipated (a KeyboardInterrupt in one is not, and goes on).
     try:
         return trio.run(serve, config, registry, controllers, args)
+    except KeyboardInterrupt:
+        # Ctrl-C before the manager's own signal handling is installed (while the start waits
+        # for the API server): nothing has started, so nothing is left to stop.
+        return fail("interrupted", 130)
     except (Exception, BaseExceptionGroup) as error:
         failure = expected_failure(error)
         if failure is None:
@@ -294,8 +299,11 @@ async def run_manager(
         if kubeconfig is None
         else (make_client(config, kubeconfig, metrics, identity), None)
     )
-    with trio.fail_after(config.client.timeout):
-        await client.request("GET", "/version")  # unreachable or refused: one clear error now
+    try:  # unreachable or refused: one clear error now
+        with trio.fail_after(config.client.timeout):
+            await client.request("GET", "/version")
+    except (ApiError, trio.TooSlowError) as error:
+        raise ServerCheckFailed(error) from error
     if target is not None:
         await check_target(target, config.client.timeout)
     election = config.leader_election

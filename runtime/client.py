@@ -190,13 +190,18 @@ class Client:
 
     @classmethod
     def from_kubeconfig(
-        cls, path: str | None = None, context: str | None = None, **options: Any
+        cls,
+        path: str | None = None,
+        context: str | None = None,
+        server: str | None = None,
+        **options: Any,
     ) -> Client:
-        """From a kubeconfig file (``$KUBECONFIG`` or ``~/.kube/config`` when ``path`` is None).
+        """From a kubeconfig file (``$KUBECONFIG`` or ``~/.kube/config`` when ``path`` is None);
+        ``server`` overrides its cluster's URL, as ``--master`` does.
 
         Raises ``KubeconfigError`` naming the file and the field when it is unusable.
         """
-        config = load_kubeconfig(path, context)
+        config = load_kubeconfig(path, context, server)
         try:
             return cls.from_config(config, **options)
         except CredentialError as error:

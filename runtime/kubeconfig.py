@@ -39,7 +39,10 @@ def _named(doc: dict[str, Any], section: str, name: str, where: Path) -> dict[st
     raise KubeconfigError(f"kubeconfig {where}: no {section[:-1]} named {name!r}")
 
 
-def load_kubeconfig(path: str | None = None, context: str | None = None) -> pykube.KubeConfig:
+def load_kubeconfig(
+    path: str | None = None, context: str | None = None, server: str | None = None
+) -> pykube.KubeConfig:
+    """``server`` replaces the chosen cluster's (``--master``): its user still authenticates."""
     where = kubeconfig_path(path)
     try:
         text = where.read_text()
@@ -59,6 +62,8 @@ def load_kubeconfig(path: str | None = None, context: str | None = None) -> pyku
         raise KubeconfigError(f"kubeconfig {where}: no current-context and no --context given")
     ctx = _named(doc, "contexts", str(chosen), where)
     cluster = _named(doc, "clusters", str(ctx.get("cluster", "")), where)
+    if server:
+        cluster["server"] = server
     if not cluster.get("server"):
         raise KubeconfigError(f"kubeconfig {where}: cluster {ctx.get('cluster')!r} has no server")
     if ctx.get("user"):

@@ -33,8 +33,14 @@ def credential_file_problem(config: pykube.KubeConfig) -> str | None:
                 f"({_reason(error)})"
             )
     certificate, key = user.get("client-certificate"), user.get("client-key")
+    if certificate is None and key is None:
+        return None
     if certificate is None or key is None:
-        return None  # half a pair is named by the credentials (runtime/credentials.py)
+        # Worded as kubetrio.runtime.credentials words it (which checks inline data too).
+        where = f"users[{config.contexts[config.current_context].get('user')}]"
+        if key is None:
+            return f"{where}.client-key: required with a client certificate"
+        return f"{where}.client-certificate: required with a client key"
     try:
         context.load_cert_chain(certificate.filename(), key.filename())
     except (OSError, ssl.SSLError) as error:

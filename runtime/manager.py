@@ -56,7 +56,7 @@ from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.cluster import Cluster, check_clusters_served, wait_for_clusters
 from kubetrio.runtime.fence import Fence, is_not_leader
-from kubetrio.runtime.httpserver import ManagerHTTPServer
+from kubetrio.runtime.httpserver import ListenError, ManagerHTTPServer
 from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
 from kubetrio.runtime.leasefailure import LeaseRefused
@@ -148,7 +148,8 @@ class Manager:
         self._work = trio.CancelScope()  # replaced by the work nursery's scope in run()
         self._startup = trio.CancelScope()  # the wait for caches; a stop() meanwhile ends it
         self._leadership_lost: LeadershipLost | LeaseRefused | None = None
-        self._sync_failure: CacheSyncError | CacheSyncTimeout | None = None
+        # Why the start failed; raised by run() outside every nursery, so callers see it bare.
+        self._sync_failure: CacheSyncError | CacheSyncTimeout | ListenError | None = None
         self.bound_ports: dict[str, int] = {}  # "metrics" / "probes" -> port, once serving
         self.serving = trio.Event()
         self.http.add_healthz_check("ping", lambda: None)
@@ -235,7 +236,8 @@ class Manager:
         configure_default_logging()
         secure = self.secure_metrics
         if secure is not None and self.metrics_bind_address.strip() not in ("", "0"):
-            # A certificate that cannot serve: one plain error, at once, outside any nursery.
+            # A certificate that cannot serve: one plain error, at once (outside any nursery,
+            # which would wrap it in an exception group).
             await secure.load()
         signals = (
             unclaimed() if handle_signals is None else (STOP_SIGNALS if handle_signals else ())
@@ -254,7 +256,12 @@ class Manager:
 
     async def _run(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as root:
-            await self._start_http(root)
+            try:
+                await self._start_http(root)
+            except ListenError as error:
+                self._sync_failure = error
+                root.cancel_scope.cancel()
+                return
             clusters = [self._primary, *self.clusters.values()]
             with self._startup:
                 try:

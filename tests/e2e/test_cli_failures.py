@@ -3,7 +3,9 @@ operator can meet before the manager runs; a bug keeps its traceback."""
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -142,6 +144,34 @@ async def test_an_api_server_that_never_answers() -> None:
     assert "reachable" in line, line
 
 
+async def test_ctrl_c_while_the_api_server_does_not_answer_is_one_line() -> None:
+    """Before the manager runs (its signal handling not yet installed), Ctrl-C while the
+    start waits for a silent server was a KeyboardInterrupt traceback through trio."""
+    listener = trio.socket.socket()
+    with listener:
+        await listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        argv = kubetrio("run", "--master", f"http://127.0.0.1:{port}", *NO_PORTS, *QUIET)
+        with trio.fail_after(60):
+            process = await trio.lowlevel.open_process(
+                argv, stderr=subprocess.PIPE, env=environment()
+            )
+            try:
+                connection, _ = await listener.accept()  # GET /version is under way
+                with connection:
+                    process.send_signal(signal.SIGINT)
+                    assert process.stderr is not None
+                    stderr = b"".join([chunk async for chunk in process.stderr])
+                    await process.wait()
+            finally:
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+    assert process.returncode == 130
+    assert the_line(stderr.decode()) == "kubetrio: interrupted"
+
+
 def edited_kubeconfig(emu: Emulator, tmp_path: Path, edit: Callable[[Any], None]) -> Path:
     doc = yaml.safe_load(emu.kubeconfig_path.read_text())
     edit(doc)
@@ -211,6 +241,24 @@ async def test_a_kubeconfig_that_cannot_be_read(
     code, stderr = await run_to_exit(kubetrio("run", "--kubeconfig", str(path), *NO_PORTS))
     assert code == 1
     assert the_line(stderr).startswith("kubetrio: kubeconfig ") and expected in stderr, stderr
+
+
+async def test_no_kubeconfig_anywhere_says_where_one_was_looked_for(tmp_path: Path) -> None:
+    """Outside a pod, without --kubeconfig, $KUBECONFIG or ~/.kube/config: not "no such file
+    ~/.kube/config" alone, which hides that --kubeconfig and the in-cluster config were
+    tried too (client-go: "invalid configuration: no configuration has been provided")."""
+    env = environment()
+    env["HOME"] = str(tmp_path)
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    with trio.fail_after(60):
+        proc = await trio.run_process(
+            kubetrio("run", *NO_PORTS), capture_stderr=True, check=False, env=env
+        )
+    assert proc.returncode == 1
+    assert the_line(proc.stderr.decode()) == (
+        "kubetrio: no kubeconfig: give --kubeconfig or set KUBECONFIG (not in a pod: "
+        f"KUBERNETES_SERVICE_HOST is unset; {tmp_path}/.kube/config does not exist)"
+    )
 
 
 async def test_a_context_the_kubeconfig_lacks(emu: Emulator) -> None:

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -120,7 +121,11 @@ def kubetrio(*args: str, plugins: Path | None = None) -> list[str]:
 
 
 def environment(plugins: Path | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBETRIO_")}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("KUBETRIO_") and k != "KUBECONFIG"
+    }
+    # Never the developer's ~/.kube/config: --master and a missing --kubeconfig fall back to it.
+    env["HOME"] = str(Path(tempfile.gettempdir()) / "kubetrio-tests-have-no-home")
     if plugins is not None:
         env["PYTHONPATH"] = str(plugins)
     return env

@@ -198,3 +198,14 @@ def test_a_certificate_without_its_key_is_a_kubeconfig_error(tmp_path: Path) -> 
     assert str(bad.value) == (
         f"kubeconfig {path}: users[me].client-key: required with a client certificate"
     )
+
+
+def test_a_key_without_its_certificate_names_the_field(tmp_path: Path) -> None:
+    write_pair(tmp_path, Authority().issue("alice"))
+    user = {"client-key": str(tmp_path / "client.key")}
+    path = write_kubeconfig(tmp_path / "kubeconfig", "https://127.0.0.1:1", user)
+    with pytest.raises(KubeconfigError) as bad:
+        Client.from_kubeconfig(str(path))
+    assert str(bad.value) == (
+        f"kubeconfig {path}: users[me].client-certificate: required with a client key"
+    )

@@ -17,6 +17,8 @@ from kubetrio.runtime.discovery import UnservedKinds, check_served
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager import Manager
 
+from .machines import install_crds
+
 
 def manager_listing(emu: Emulator, *kinds: type) -> Manager:
     manager = Manager(
@@ -49,8 +51,7 @@ async def test_kinds_missing_from_a_served_group_are_named(
 
 
 async def test_served_kinds_pass_and_builtins_cost_no_request(emu: Emulator) -> None:
-    for crd in crd_documents():
-        emu.create(crd)
+    install_crds(emu)
     client = Client.from_url(emu.url, token=emu.token)
     await check_served(client, [Machine.KIND, MachineSet.KIND, ConfigMap.KIND])
     with pytest.raises(UnservedKinds, match=r"^target cluster: CRD not installed: widgets\.ex"):

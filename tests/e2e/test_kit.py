@@ -222,8 +222,8 @@ async def test_kit_passes_a_server_dry_run_then_applies(
         {"kind": "ServiceAccount", "name": "kubetrio-controller-manager", "namespace": NS}
     ]
     role = await kubectl.json("get", "role", "kubetrio-leader-election-role", "-n", NS)
-    # Only the Lease: Events go to each object's namespace, so the ClusterRole grants them and
-    # an events rule here would never be the one allowing a request (test_rbac_exact).
+    # Leases only: the manager's events are allowed by kubetrio-manager-role in every namespace,
+    # so an events rule here would never be used (test_rbac_exact fails any unused rule).
     assert {"leases"} == {r for rule in role["rules"] for r in rule["resources"]}
     service = await kubectl.json(
         "get", "service", "kubetrio-controller-manager-metrics-service", "-n", NS

@@ -10,7 +10,7 @@ import trio
 
 from kubetrio.api.registry import lookup
 from kubetrio.cmd.config import ManagerConfig
-from kubetrio.cmd.failures import describe_failure, expected_failure
+from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_failure
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.httpserver import ListenError
 from kubetrio.runtime.leaderelection import LeadershipLost
@@ -144,3 +144,19 @@ def test_only_kubetrios_own_crds_get_the_kubetrio_crds_hint() -> None:
     )
     widgets = CacheSyncError("CRD not installed: widgets.example.com (404 NotFound: x)", missing)
     assert "kubetrio crds" not in describe_failure(widgets, ManagerConfig())
+
+
+def test_a_bare_api_error_or_timeout_is_a_bug_unless_the_startup_check_raised_it() -> None:
+    """From a running controller, either keeps its traceback; from ``GET /version``, one line."""
+    gone = ApiError(404, "NotFound", "gone", method="PATCH", path="/api/v1/x")
+    for bug in (gone, trio.TooSlowError(), ExceptionGroup("run", [trio.TooSlowError()])):
+        assert expected_failure(bug) is None
+    refused = ServerCheckFailed(
+        ApiError(401, "Unauthorized", "Unauthorized", method="GET", path="/version")
+    )
+    assert expected_failure(ExceptionGroup("startup", [refused])) is refused
+    assert describe_failure(refused, ManagerConfig()).startswith(
+        "the API server rejected the credentials (401 Unauthorized"
+    )
+    late = ServerCheckFailed(trio.TooSlowError())
+    assert describe_failure(late, ManagerConfig()).startswith("the API server did not answer")

@@ -1,0 +1,115 @@
+"""``kubetrio run`` as the shipped Deployment runs it: no ``--kubeconfig``, so the pod's own
+ServiceAccount (token, CA and KUBERNETES_SERVICE_HOST/PORT, over TLS), with the Deployment's
+leader election and ``--metrics-secure``. The discovery check, the informers, the Lease and
+the metrics reviews all go out with the mounted token; no request of that account is denied.
+
+The only liberty: the mount is a temporary folder instead of
+/var/run/secrets/kubernetes.io/serviceaccount, and the ports are free ones."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import requests
+import trio
+
+from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
+
+from .conftest import Kubectl, find_kubectl, kubectl_env
+from .test_kit_manager import ACCOUNT, KIT, NS, event
+
+# The self-signed serving certificate: what the manager presents is not what is tested here.
+pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+
+# kubetrio's CLI, with the ServiceAccount mount moved to argv[1].
+IN_POD = (
+    "import sys, kubetrio.runtime.incluster as mount; "
+    "mount.SERVICE_ACCOUNT_DIR = sys.argv.pop(1); "
+    "from kubetrio.cmd.main import main; sys.exit(main())"
+)
+
+
+async def scrape(url: str, token: str) -> int:
+    answer = await trio.to_thread.run_sync(
+        lambda: requests.get(
+            url, headers={"Authorization": f"Bearer {token}"}, verify=False, timeout=10
+        )
+    )
+    return answer.status_code
+
+
+@pytest.mark.parametrize("two_clusters", [False, True], ids=["one-cluster", "inClusterConfig"])
+async def test_the_manager_runs_in_cluster_under_its_mounted_service_account(
+    tmp_path: Path, two_clusters: bool
+) -> None:
+    """``two_clusters``: MCM's ``--control-kubeconfig=inClusterConfig`` with the Nodes in a
+    target cluster named by a kubeconfig (here the same API server, as its admin)."""
+    audit = tmp_path / "audit.log"
+    binary = find_kubectl()
+    assert binary is not None, "kubectl 1.33 is needed"
+    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
+        kubectl = Kubectl(binary, kubectl_env(emu, tmp_path))
+        await kubectl.run("create", "namespace", NS)
+        await kubectl.run("apply", "-k", str(KIT / "crd"))
+        await kubectl.run("apply", "-k", str(KIT / "rbac"))
+        token = await kubectl.out("create", "token", "kubetrio-controller-manager", "-n", NS)
+        mount = tmp_path / "serviceaccount"
+        mount.mkdir()
+        (mount / "token").write_text(token.strip())
+        (mount / "ca.crt").write_bytes(emu.tls.ca_pem)
+        (mount / "namespace").write_text(NS)
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(tmp_path),  # no ~/.kube/config, no KUBECONFIG: in-cluster
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(emu.port),
+        }
+        argv = [
+            *(sys.executable, "-c", IN_POD, str(mount), "run"),
+            *("--leader-elect", f"--leader-election-namespace={NS}", "--metrics-secure"),
+            *("--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "0"),
+        ]
+        if two_clusters:
+            argv += ["--control-kubeconfig=inClusterConfig"]
+            argv += ["--target-kubeconfig", str(emu.kubeconfig_path)]
+        output = b""
+        with trio.fail_after(90):
+            process = await trio.lowlevel.open_process(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+            )
+            assert process.stdout is not None
+            try:
+                async for chunk in process.stdout:
+                    output += chunk
+                    if output.count(b"starting workers") >= 4 or b"Traceback" in output:
+                        break
+                found = re.search(rb'msg="serving https" addresses=\[.127\.0\.0\.1:(\d+)', output)
+                assert found is not None, output.decode()
+                url = f"https://127.0.0.1:{int(found.group(1))}/metrics"
+                assert await scrape(url, emu.token) == 200  # the admin may get /metrics
+                assert await scrape(url, token.strip()) == 403  # the manager itself may not
+                process.send_signal(signal.SIGTERM)
+                async for chunk in process.stdout:
+                    output += chunk
+                await process.wait()
+            finally:
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+        assert process.returncode == 0, output.decode()
+
+    mine = [
+        e for e in map(event, audit.read_text().splitlines()) if e["user"]["username"] == ACCOUNT
+    ]
+    denied = [e["requestURI"] for e in mine if e["responseStatus"]["code"] == 403]
+    assert denied == [], denied[:3]
+    uris = {e["requestURI"].split("?")[0] for e in mine}
+    assert "/apis/machine.sapcloud.io/v1alpha1" in uris  # the discovery check
+    assert "/apis/authentication.k8s.io/v1/tokenreviews" in uris  # the metrics reviews
+    assert "/apis/authorization.k8s.io/v1/subjectaccessreviews" in uris
+    assert f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/kubetrio-leader" in uris
