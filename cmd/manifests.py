@@ -1,7 +1,9 @@
 """``kubetrio manifests``: the whole kit (CRDs, RBAC, the manager Deployment, its metrics
 Service and ServiceMonitor) as ``kubectl kustomize config/default`` renders it, from the
 installed wheel: ``kubetrio manifests --image REGISTRY/kubetrio:TAG | kubectl apply -f -``
-deploys kubetrio without a checkout."""
+deploys kubetrio without a checkout. The ServiceMonitor needs prometheus-operator's CRD;
+``--no-servicemonitor`` leaves it out for clusters without the operator (kubectl would refuse
+it there, after applying the rest)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"the manager's image, NAME[:TAG][@DIGEST] (default: {MANAGER_IMAGE}:latest, "
         "what `docker build -t kubetrio .` tags); as kustomize edit set image does",
     )
+    parser.add_argument(
+        "--no-servicemonitor",
+        action="store_true",
+        help="leave out the ServiceMonitor (for a cluster without prometheus-operator)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,4 +36,7 @@ def run(args: argparse.Namespace) -> int:
     except KustomizeError as error:
         print(f"kubetrio: --image: {error}", file=sys.stderr)
         return 2
-    return write_stdout(dump_documents(kit_documents(images)))
+    documents = kit_documents(images)
+    if args.no_servicemonitor:
+        documents = [doc for doc in documents if doc.get("kind") != "ServiceMonitor"]
+    return write_stdout(dump_documents(documents))

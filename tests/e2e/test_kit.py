@@ -62,6 +62,25 @@ async def test_crds_pipe_into_kubectl_apply(emu: Emulator, kubectl: Kubectl) -> 
     assert again.count("unchanged") == 4, again
 
 
+async def test_manifests_without_the_servicemonitor_apply_where_there_is_no_operator(
+    emu: Emulator, kubectl: Kubectl
+) -> None:
+    """A cluster without prometheus-operator refuses the ServiceMonitor (kubectl exits 1 after
+    applying the rest); ``--no-servicemonitor`` leaves exactly it out."""
+    full = documents(await kubetrio("manifests"))
+    trimmed = await kubetrio("manifests", "--no-servicemonitor")
+    assert documents(trimmed) == [doc for doc in full if doc["kind"] != "ServiceMonitor"]
+    assert len(documents(trimmed)) == len(full) - 1
+    refused = await kubectl.run("apply", "-f", "-", stdin=dump(full), check=False)
+    assert refused.returncode == 1 and b"ServiceMonitor" in refused.stderr
+    applied = await kubectl.run("apply", "-f", "-", stdin=trimmed)
+    assert applied.stdout.decode().count("unchanged") == len(full) - 1
+
+
+def dump(docs: list[dict[str, Any]]) -> bytes:
+    return yaml.safe_dump_all(docs).encode()
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 async def test_manifests_are_what_kubectl_kustomize_renders(
     version: str, emu: Emulator, tmp_path: Path
