@@ -5,6 +5,8 @@ and meltdown protection across a real deployment's sets."""
 
 from __future__ import annotations
 
+import itertools
+
 import trio
 import trio.testing
 
@@ -98,6 +100,8 @@ async def test_meltdown_protection_holds_on_a_real_deployment(
             await trio.sleep(3 * HEALTH_TIMEOUT)  # replacements fail and are replaced in turn
             nursery.cancel_scope.cancel()
         assert max(failed for _, _, failed in seen) == 1, seen
-        # Failed machines were replaced one after another: more than three machines existed.
-        names = {m.name for m in p.machines()}
-        assert len(names) >= 3
+        # Failed machines were replaced one after another: a machine became Failed again after
+        # an earlier one had gone (6 times in 600 s here; this used to count the machines left,
+        # which were 3 whether or not any was replaced).
+        failures = sum(1 for before, after in itertools.pairwise(seen) if after[2] > before[2])
+        assert failures >= 2, seen
