@@ -17,6 +17,9 @@ from kubetrio.runtime.emulator import Emulator
 from .machines import MACHINE_API, install_crds, machine_doc, machine_manager, seed_class
 
 NOT_READY_AT_100 = [{"type": "Ready", "status": "False", "afterSeconds": 100}]
+# The meltdown tests' health timeout: shorter than MCM's 10 min, as they prove an order (one
+# Failed at a time, the rest held back long after their timeouts ran out), not the default.
+MELTDOWN_HEALTH_TIMEOUT = 200.0
 
 
 async def test_unhealthy_node_makes_the_machine_unknown_then_failed_on_time(
@@ -80,7 +83,7 @@ async def test_only_one_machine_of_a_deployment_is_failed_at_a_time(
 ) -> None:
     install_crds(emu)
     seed_class(emu, conditionAfter=NOT_READY_AT_100)
-    async with machine_manager(emu) as h:
+    async with machine_manager(emu, health_timeout=MELTDOWN_HEALTH_TIMEOUT) as h:
         for name in ("m-1", "m-2", "m-3"):
             emu.create(machine_doc(name))
         emu.create(machine_doc("other", deployment="pool-b"))
@@ -152,7 +155,7 @@ async def test_meltdown_protection_follows_the_owner_chain_to_the_real_deploymen
     not held back by them."""
     install_crds(emu)
     seed_class(emu, conditionAfter=NOT_READY_AT_100)
-    async with machine_manager(emu) as h:
+    async with machine_manager(emu, health_timeout=MELTDOWN_HEALTH_TIMEOUT) as h:
         pool = emu.create(deployment_stub("pool"))
         other = emu.create(deployment_stub("other"))
         sets = {

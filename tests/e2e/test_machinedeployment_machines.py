@@ -5,6 +5,8 @@ and meltdown protection across a real deployment's sets."""
 
 from __future__ import annotations
 
+import itertools
+
 import trio
 import trio.testing
 
@@ -13,6 +15,8 @@ from kubetrio.runtime.emulator import Emulator
 
 from .deployments import PoolHarness, deployment_doc, pool_manager
 from .machines import install_crds, seed_class
+
+HEALTH_TIMEOUT = 200.0
 
 
 def live(machines: list[Machine]) -> list[Machine]:
@@ -70,12 +74,13 @@ async def test_rolling_update_to_a_new_class_replaces_every_machine_within_bound
 async def test_meltdown_protection_holds_on_a_real_deployment(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    """Every node goes NotReady 100 s after it joins; the health timeout (10 min) passes for
-    all three at once, yet at no moment is more than one of the deployment's machines Failed
-    while its replacement comes up."""
+    """Every node goes NotReady 100 s after it joins; the health timeout passes for all three
+    at once, yet at no moment is more than one of the deployment's machines Failed while its
+    replacement comes up. (A 200 s health timeout rather than MCM's 10 min: the property is
+    about order, and every simulated minute costs real time in clock jumps.)"""
     install_crds(emu)
     seed_class(emu, conditionAfter=[{"type": "Ready", "status": "False", "afterSeconds": 100}])
-    async with pool_manager(emu) as p:
+    async with pool_manager(emu, health_timeout=HEALTH_TIMEOUT) as p:
         emu.create(deployment_doc(replicas=3))
         seen: list[tuple[int, int, int]] = []
         async with trio.open_nursery() as nursery:
@@ -92,9 +97,11 @@ async def test_meltdown_protection_holds_on_a_real_deployment(
             [summary] = deployment.status.failed_machines
             assert summary.last_operation.state == "Failed"
             assert summary.name.startswith("pool-")
-            await trio.sleep(1800)
+            await trio.sleep(3 * HEALTH_TIMEOUT)  # replacements fail and are replaced in turn
             nursery.cancel_scope.cancel()
         assert max(failed for _, _, failed in seen) == 1, seen
-        # Failed machines were replaced one after another: more than three machines existed.
-        names = {m.name for m in p.machines()}
-        assert len(names) >= 3
+        # Failed machines were replaced one after another: a machine became Failed again after
+        # an earlier one had gone (6 times in 600 s here; this used to count the machines left,
+        # which were 3 whether or not any was replaced).
+        failures = sum(1 for before, after in itertools.pairwise(seen) if after[2] > before[2])
+        assert failures >= 2, seen

@@ -7,7 +7,12 @@ import math
 
 import pytest
 
-from kubetrio.controllers.machine.status import similar_descriptions, similarity_ratio
+from kubetrio.controllers.machine.status import (
+    REFRESH_AFTER,
+    SIMILARITY_THRESHOLD,
+    similar_descriptions,
+    similarity_ratio,
+)
 
 
 @pytest.mark.parametrize(
@@ -22,6 +27,12 @@ from kubetrio.controllers.machine.status import similar_descriptions, similarity
 )
 def test_ratio_is_mcms(a: str, b: str, ratio: float) -> None:
     assert similarity_ratio(a, b) == pytest.approx(ratio)
+
+
+def test_threshold_and_refresh_age_are_mcms() -> None:
+    """MCM's values (the e2e test runs with a shorter refresh age to save real time)."""
+    assert SIMILARITY_THRESHOLD == 0.75
+    assert REFRESH_AFTER == 30 * 60
 
 
 def test_two_empty_strings_give_go_s_nan() -> None:
