@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
 import trio
+
+from .running import run_until_started
 
 # The manager alone (no machine controller: no demo), ports the test cannot collide on.
 MANAGER_ONLY = [
@@ -34,35 +35,11 @@ def environment(tmp: Path) -> dict[str, str]:
     return {**os.environ, "TMPDIR": str(tmp)}
 
 
-async def run_until_serving_then_interrupt(args: list[str], env: dict[str, str]) -> str:
-    """Start ``kubetrio run``, wait until its manager runs (the workers started, so it listens
-    for signals), send SIGINT as Ctrl-C would; its output, once it exited 0."""
-    output = b""
-    with trio.fail_after(90):
-        process = await trio.lowlevel.open_process(
-            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
-        )
-        assert process.stdout is not None
-        try:
-            async for chunk in process.stdout:
-                output += chunk
-                if b"starting workers" in output:
-                    break
-            process.send_signal(signal.SIGINT)
-            async for chunk in process.stdout:
-                output += chunk
-            await process.wait()
-        finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-    assert process.returncode == 0, output.decode()
-    return output.decode()
-
-
 async def test_the_temporary_folder_goes_on_ctrl_c(tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
-    output = await run_until_serving_then_interrupt(command(*MANAGER_ONLY), environment(tmp))
+    output = await run_until_started(
+        command(*MANAGER_ONLY), env=environment(tmp), stop=signal.SIGINT
+    )
     announced = next(line for line in output.splitlines() if line.startswith("embedded cluster in"))
     workdir = Path(announced.split()[3])
     assert workdir.parent == tmp and workdir.name.startswith("kubetrio-embedded-")
@@ -95,7 +72,7 @@ async def test_an_embedded_dir_is_kept(tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
     kept = tmp_path / "cluster"
     args = command("--embedded-dir", str(kept), *MANAGER_ONLY)
-    output = await run_until_serving_then_interrupt(args, environment(tmp))
+    output = await run_until_started(args, env=environment(tmp), stop=signal.SIGINT)
     assert "embedded cluster in" not in output  # nothing to warn about: it is the user's
     assert {"kubeconfig", "state.json", "emulator.log"} <= {p.name for p in kept.iterdir()}
     assert list(tmp.iterdir()) == []

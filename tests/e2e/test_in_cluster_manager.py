@@ -9,8 +9,6 @@ The only liberty: the mount is a temporary folder instead of
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,7 +19,9 @@ import trio
 from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
 
 from .conftest import Kubectl, find_kubectl, kubectl_env
-from .test_kit_manager import ACCOUNT, KIT, NS, event
+from .running import ACCOUNT, NS, audit_event, install_shipped, run_until_started
+
+KIT = Path(__file__).resolve().parents[2] / "config"
 
 # The self-signed serving certificate: what the manager presents is not what is tested here.
 pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
@@ -54,13 +54,10 @@ async def test_the_manager_runs_in_cluster_under_its_mounted_service_account(
     assert binary is not None, "kubectl 1.33 is needed"
     async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
         kubectl = Kubectl(binary, kubectl_env(emu, tmp_path))
-        await kubectl.run("create", "namespace", NS)
-        await kubectl.run("apply", "-k", str(KIT / "crd"))
-        await kubectl.run("apply", "-k", str(KIT / "rbac"))
-        token = await kubectl.out("create", "token", "kubetrio-controller-manager", "-n", NS)
+        token = await install_shipped(kubectl, str(KIT))
         mount = tmp_path / "serviceaccount"
         mount.mkdir()
-        (mount / "token").write_text(token.strip())
+        (mount / "token").write_text(token)
         (mount / "ca.crt").write_bytes(emu.tls.ca_pem)
         (mount / "namespace").write_text(NS)
         env = {
@@ -77,34 +74,23 @@ async def test_the_manager_runs_in_cluster_under_its_mounted_service_account(
         if two_clusters:
             argv += ["--control-kubeconfig=inClusterConfig"]
             argv += ["--target-kubeconfig", str(emu.kubeconfig_path)]
-        output = b""
-        with trio.fail_after(90):
-            process = await trio.lowlevel.open_process(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
-            )
-            assert process.stdout is not None
-            try:
-                async for chunk in process.stdout:
-                    output += chunk
-                    if output.count(b"starting workers") >= 4 or b"Traceback" in output:
-                        break
-                found = re.search(rb'msg="serving https" addresses=\[.127\.0\.0\.1:(\d+)', output)
-                assert found is not None, output.decode()
-                url = f"https://127.0.0.1:{int(found.group(1))}/metrics"
-                assert await scrape(url, emu.token) == 200  # the admin may get /metrics
-                assert await scrape(url, token.strip()) == 403  # the manager itself may not
-                process.send_signal(signal.SIGTERM)
-                async for chunk in process.stdout:
-                    output += chunk
-                await process.wait()
-            finally:
-                if process.returncode is None:
-                    process.kill()
-                    await process.wait()
-        assert process.returncode == 0, output.decode()
+
+        async def scrape_both(output: bytes) -> None:
+            found = re.search(rb'msg="serving https" addresses=\[.127\.0\.0\.1:(\d+)', output)
+            assert found is not None, output.decode()
+            url = f"https://127.0.0.1:{int(found.group(1))}/metrics"
+            assert await scrape(url, emu.token) == 200  # the admin may get /metrics
+            assert await scrape(url, token) == 403  # the manager itself may not
+
+        await run_until_started(argv, env=env, workers=4, while_running=scrape_both)
+        lease = await kubectl.json("get", "lease", "kubetrio-leader", "-n", NS)
+        # Taken, then released on the way out (an empty holder, as client-go releases).
+        assert lease["spec"]["acquireTime"] and lease["spec"]["holderIdentity"] == ""
 
     mine = [
-        e for e in map(event, audit.read_text().splitlines()) if e["user"]["username"] == ACCOUNT
+        e
+        for e in map(audit_event, audit.read_text().splitlines())
+        if e["user"]["username"] == ACCOUNT
     ]
     denied = [e["requestURI"] for e in mine if e["responseStatus"]["code"] == 403]
     assert denied == [], denied[:3]
