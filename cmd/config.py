@@ -202,7 +202,9 @@ class LeaderElectionConfig(_Section, kw_only=True, frozen=True):
     """client-go's defaults (15 s / 10 s / 2 s), as controller-runtime uses them."""
 
     enabled: bool = False
-    namespace: Name = "kube-system"
+    # Unset: the pod's own namespace (its ServiceAccount mount says which), else kube-system,
+    # as controller-runtime picks it in a cluster.
+    namespace: Name | None = None
     name: Name = "kubetrio-leader"
     lease_duration: Duration = Duration(15)
     renew_deadline: Duration = Duration(10)
@@ -394,7 +396,12 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     _s("--metrics-cert-name", "metricsCertName", "str", "certificate file in --metrics-cert-path"),
     _s("--metrics-cert-key", "metricsCertKey", "str", "key file in --metrics-cert-path"),
     _s("--leader-elect", "leaderElection.enabled", "bool", "elect a leader before running"),
-    _s("--leader-election-namespace", "leaderElection.namespace", "str", "namespace of the Lease"),
+    _s(
+        "--leader-election-namespace",
+        "leaderElection.namespace",
+        "str",
+        "namespace of the Lease (default: the pod's namespace in a cluster, else kube-system)",
+    ),
     _s("--leader-election-id", "leaderElection.name", "str", "name of the Lease"),
     _s("--leader-elect-lease-duration", "leaderElection.leaseDuration", "duration", "lease term"),
     _s(
@@ -556,6 +563,7 @@ _OPTIONAL_STRINGS: Final = frozenset(
         ("context",),
         ("master",),
         ("metricsCertPath",),
+        ("leaderElection", "namespace"),
         ("storage", "backendURL"),
         *((role, field) for role in ("control", "target") for field in ("kubeconfig", "context")),
     }
@@ -1082,7 +1090,7 @@ def _check_names(config: ManagerConfig, sources: _Sources, known: Collection[str
         (["machine", "namespace"], config.machine.namespace, "label", _DNS_LABEL),
         (["leaderElection", "name"], config.leader_election.name, "subdomain", _DNS_SUBDOMAIN),
     ):
-        if not pattern.match(value):
+        if value is not None and not pattern.match(value):
             raise sources.error(
                 path,
                 f'expected a lower-case DNS-1123 {rule} like "kube-system", got {_show(value)}',

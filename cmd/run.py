@@ -38,12 +38,16 @@ from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.example import seed_demo
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.incluster import pod_namespace
 from kubetrio.runtime.leaderelection import LeaderElectionOptions
 from kubetrio.runtime.log import configure_logging, get_logger
 from kubetrio.runtime.manager import Manager, process_registry
 from kubetrio.runtime.plugins import ControllerRegistry, PluginError
 
 log = get_logger("kubetrio.run")
+
+# Where the Lease goes when neither the configuration nor a pod's mount names a namespace.
+OUTSIDE_A_POD_LEASE_NAMESPACE = "kube-system"
 
 # The embedded cluster runs in its own session (a Ctrl-C must reach the manager first), so
 # nothing stops it if this process dies: a closed terminal (SIGHUP) is a stop like Ctrl-C,
@@ -316,7 +320,7 @@ async def run_manager(
         graceful_shutdown_timeout=config.graceful_shutdown_timeout,
         workers=config.workers,
         leader_election=LeaderElectionOptions(
-            namespace=election.namespace,
+            namespace=election.namespace or pod_namespace() or OUTSIDE_A_POD_LEASE_NAMESPACE,
             name=election.name,
             identity=identity,
             lease_duration=election.lease_duration,

@@ -25,6 +25,16 @@ def _join_host_port(host: str, port: str) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def pod_namespace(directory: str | None = None) -> str | None:
+    """The namespace of the pod this process runs in, from its ServiceAccount mount; None
+    outside a pod. controller-runtime puts its leader-election Lease there by default."""
+    try:
+        text = (Path(directory or SERVICE_ACCOUNT_DIR) / "namespace").read_text()
+    except OSError:
+        return None
+    return text.strip() or None
+
+
 def in_cluster_config(
     directory: str | None = None, environ: Mapping[str, str] | None = None
 ) -> pykube.KubeConfig:

@@ -47,7 +47,8 @@ async def scrape(url: str, token: str) -> int:
 async def test_the_manager_runs_in_cluster_under_its_mounted_service_account(
     tmp_path: Path, two_clusters: bool
 ) -> None:
-    """``two_clusters``: MCM's ``--control-kubeconfig=inClusterConfig`` with the Nodes in a
+    """The Lease goes to the pod's namespace (the mount's) unless named, as controller-runtime's.
+    ``two_clusters``: MCM's ``--control-kubeconfig=inClusterConfig`` with the Nodes in a
     target cluster named by a kubeconfig (here the same API server, as its admin)."""
     audit = tmp_path / "audit.log"
     binary = find_kubectl()
@@ -68,10 +69,12 @@ async def test_the_manager_runs_in_cluster_under_its_mounted_service_account(
         }
         argv = [
             *(sys.executable, "-c", IN_POD, str(mount), "run"),
-            *("--leader-elect", f"--leader-election-namespace={NS}", "--metrics-secure"),
+            *("--leader-elect", "--metrics-secure"),
             *("--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "0"),
         ]
         if two_clusters:
+            # Named as the Deployment names it; the one-cluster run finds it in the mount.
+            argv += [f"--leader-election-namespace={NS}"]
             argv += ["--control-kubeconfig=inClusterConfig"]
             argv += ["--target-kubeconfig", str(emu.kubeconfig_path)]
 

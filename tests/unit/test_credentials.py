@@ -18,7 +18,7 @@ from kubetrio.runtime.execplugin import (
     parse_exec_credential,
 )
 from kubetrio.runtime.filecreds import FileToken
-from kubetrio.runtime.incluster import in_cluster_config
+from kubetrio.runtime.incluster import in_cluster_config, pod_namespace
 from kubetrio.runtime.threadclock import ThreadClock
 
 V1 = "client.authentication.k8s.io/v1"
@@ -148,3 +148,11 @@ def test_which_credential_wins() -> None:
     headers: dict[str, str] = {}
     anonymous.apply(headers, {})
     assert headers == {}
+
+
+def test_the_pod_namespace_comes_from_the_service_account_mount(tmp_path: Path) -> None:
+    assert pod_namespace(str(tmp_path)) is None  # outside a pod: no mount
+    (tmp_path / "namespace").write_text("")
+    assert pod_namespace(str(tmp_path)) is None
+    (tmp_path / "namespace").write_text("kubetrio-system\n")
+    assert pod_namespace(str(tmp_path)) == "kubetrio-system"
