@@ -1,1 +1,73 @@
-"""kubetrio's framework: work queue, rate limiters, client, informers, controllers, manager."""
+"""kubetrio's framework: work queue, rate limiters, client, informers, controllers, manager.
+
+The helpers every reconciler needs are importable from here (each module's docstring has an
+example): finalizers, status conditions, owner references, merge patches, create-or-patch.
+They load on first use, so importing one ``kubetrio.runtime`` module (the emulator's child
+process, the CLI) does not pay for the client stack.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kubetrio.api.condition import Condition
+    from kubetrio.runtime.conditions import (
+        find_condition,
+        is_condition_true,
+        remove_condition,
+        set_condition,
+    )
+    from kubetrio.runtime.createorpatch import OperationResult, create_or_patch
+    from kubetrio.runtime.finalizers import ensure_finalizer, remove_finalizer
+    from kubetrio.runtime.mergepatch import apply_merge_patch, merge_patch
+    from kubetrio.runtime.ownerrefs import (
+        AlreadyOwnedError,
+        is_controlled_by,
+        set_controller_reference,
+        set_owner_reference,
+    )
+
+_EXPORTS = {
+    "Condition": "kubetrio.api.condition",
+    "find_condition": "kubetrio.runtime.conditions",
+    "is_condition_true": "kubetrio.runtime.conditions",
+    "remove_condition": "kubetrio.runtime.conditions",
+    "set_condition": "kubetrio.runtime.conditions",
+    "OperationResult": "kubetrio.runtime.createorpatch",
+    "create_or_patch": "kubetrio.runtime.createorpatch",
+    "ensure_finalizer": "kubetrio.runtime.finalizers",
+    "remove_finalizer": "kubetrio.runtime.finalizers",
+    "apply_merge_patch": "kubetrio.runtime.mergepatch",
+    "merge_patch": "kubetrio.runtime.mergepatch",
+    "AlreadyOwnedError": "kubetrio.runtime.ownerrefs",
+    "is_controlled_by": "kubetrio.runtime.ownerrefs",
+    "set_controller_reference": "kubetrio.runtime.ownerrefs",
+    "set_owner_reference": "kubetrio.runtime.ownerrefs",
+}
+
+__all__ = [
+    "AlreadyOwnedError",
+    "Condition",
+    "OperationResult",
+    "apply_merge_patch",
+    "create_or_patch",
+    "ensure_finalizer",
+    "find_condition",
+    "is_condition_true",
+    "is_controlled_by",
+    "merge_patch",
+    "remove_condition",
+    "remove_finalizer",
+    "set_condition",
+    "set_controller_reference",
+    "set_owner_reference",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

@@ -8,9 +8,9 @@ flow needs the class (and its secret) to ask the provider to delete the VM (MCM 
 from __future__ import annotations
 
 from kubetrio.controllers.machine.context import MACHINE_CLASS_INDEX, MachineContext
-from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.status import FINALIZER
 from kubetrio.runtime.controller import Result
+from kubetrio.runtime.finalizers import ensure_finalizer, remove_finalizer
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.queue import ObjectKey
 
@@ -41,7 +41,7 @@ class MachineClassFinalizer:
                     machines=len(users),
                 )
             elif held:
-                await set_finalizer(ctx.client, machine_class, present=False)
+                await remove_finalizer(ctx.client, machine_class, FINALIZER)
         elif users and not held:
-            await set_finalizer(ctx.client, machine_class, present=True)
+            await ensure_finalizer(ctx.client, machine_class, FINALIZER)
         return Result()

@@ -34,7 +34,6 @@ from kubetrio.controllers.machine.drain.drain import DrainOptions, DrainResult
 from kubetrio.controllers.machine.drain.watching import CacheChanges
 from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, MachineError
 from kubetrio.controllers.machine.driver.driver import SecretData
-from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.health import is_healthy
 from kubetrio.controllers.machine.options import (
     FORCE_DRAIN_TIMEOUT,
@@ -54,6 +53,7 @@ from kubetrio.controllers.machine.status import (
     Operation,
     deletion_step,
 )
+from kubetrio.runtime import finalizers
 from kubetrio.runtime.clock import now, seconds_since
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.gotext import go_quote
@@ -437,7 +437,7 @@ def _own_node(machine: Machine, node: Node) -> bool:
 
 
 async def remove_finalizer(flow: Deletion, machine: Machine) -> tuple[Machine | None, float | None]:
-    if await set_finalizer(flow.ctx.client, machine, present=False) is None:
+    if await finalizers.remove_finalizer(flow.ctx.client, machine, FINALIZER) is None:
         return None, None  # a pass on a stale cache: the finalizer went already
     took = seconds_since(parse_time(machine.metadata.deletion_timestamp))
     if took is not None and took >= 0:

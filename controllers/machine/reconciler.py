@@ -19,13 +19,13 @@ from kubetrio.api.machine import (
 )
 from kubetrio.controllers.machine import creation, deletion
 from kubetrio.controllers.machine.context import MachineContext
-from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.health_check import check_health
 from kubetrio.controllers.machine.nodetemplate import sync_node_template
 from kubetrio.controllers.machine.status import FINALIZER, NODE_LABEL, Operation
 from kubetrio.controllers.machine.validation import validate_class, validate_machine
 from kubetrio.runtime.controller import Result
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.finalizers import ensure_finalizer
 from kubetrio.runtime.gotext import go_quote
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.queue import ObjectKey
@@ -80,7 +80,7 @@ class MachineReconciler:
                 return Result()  # a pass on a stale cache: the machine is gone already
             return Result(requeue_after=retry)
         if FINALIZER not in machine.metadata.finalizers:
-            added = await set_finalizer(ctx.client, machine, present=True)
+            added = await ensure_finalizer(ctx.client, machine, FINALIZER)
             if added is None:
                 return Result()  # deleted meanwhile
             machine = added

@@ -13,7 +13,6 @@ import msgspec
 from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
-from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.status import FINALIZER
 from kubetrio.controllers.machinedeployment import autoscaler, progress, scaling, taints
 from kubetrio.controllers.machinedeployment.catchup import PATIENCE
@@ -31,6 +30,7 @@ from kubetrio.controllers.machinedeployment.writes import Writer, log
 from kubetrio.runtime import clock
 from kubetrio.runtime.client import Client, object_path
 from kubetrio.runtime.controller import Result
+from kubetrio.runtime.finalizers import ensure_finalizer, remove_finalizer
 from kubetrio.runtime.labels import selects_all
 from kubetrio.runtime.queue import ObjectKey
 from kubetrio.runtime.store import Lister
@@ -72,7 +72,7 @@ class DeploymentReconciler:
                 return Result()
             bounds = Fenceposts(0, 0)  # a bad spec must not keep a deletion from finishing
         if not deployment.deleting and FINALIZER not in deployment.metadata.finalizers:
-            added = await set_finalizer(self.client, deployment, True)
+            added = await ensure_finalizer(self.client, deployment, FINALIZER)
             if added is None:
                 return Result()
             self.writer.own.wrote(added)
@@ -139,7 +139,7 @@ class DeploymentReconciler:
         if FINALIZER not in step.deployment.metadata.finalizers:
             return Result()
         if not step.sets:
-            await set_finalizer(self.client, step.deployment, False)
+            await remove_finalizer(self.client, step.deployment, FINALIZER)
             return Result()
         for machine_set in step.sets:
             if not machine_set.deleting:

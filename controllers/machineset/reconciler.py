@@ -16,7 +16,6 @@ import msgspec
 
 from kubetrio.api.machine import PHASE_FAILED, PHASE_TERMINATING, Machine
 from kubetrio.api.machineset import MachineSet
-from kubetrio.controllers.machine.finalizers import set_finalizer
 from kubetrio.controllers.machine.status import FINALIZER
 from kubetrio.controllers.machineset.claim import claim_machines
 from kubetrio.controllers.machineset.control import MachineControl, slow_start
@@ -27,6 +26,7 @@ from kubetrio.runtime.client import Client, object_path
 from kubetrio.runtime.clock import now
 from kubetrio.runtime.controller import Result
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.finalizers import ensure_finalizer, remove_finalizer
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.queue import ObjectKey
 from kubetrio.runtime.store import Lister
@@ -142,7 +142,7 @@ class MachineSetReconciler:
             log.warning("machineset invalid", machineset=ms.name, problem=problem)
             return Result()
         if not ms.deleting and FINALIZER not in ms.metadata.finalizers:
-            written = await set_finalizer(ctx.client, ms, True)
+            written = await ensure_finalizer(ctx.client, ms, FINALIZER)
             if written is None:
                 return Result()
             ms = written
@@ -160,7 +160,7 @@ class MachineSetReconciler:
             if needs_sync:
                 manage_error = await self._manage_replicas(key, ms, machines, fresh)
         elif not machines:
-            await set_finalizer(ctx.client, ms, False)
+            await remove_finalizer(ctx.client, ms, FINALIZER)
             return Result()
         elif FINALIZER in ms.metadata.finalizers:
             await ctx.control.delete_all(ms, machines)

@@ -1,0 +1,140 @@
+"""The reconciler helpers that talk to the API, over HTTP against the emulator: finalizers
+written conditionally on the resourceVersion (and not at all when already right), owner
+references the garbage collector follows, and create_or_patch's three outcomes without
+dropping fields the typed view does not hold. kubectl reads the results back independently;
+those tests run on the real clock, as a child process's wait would let a mock clock jump."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+import trio.testing
+
+from kubetrio.api.core import ConfigMap
+from kubetrio.api.meta import ObjectMeta
+from kubetrio.runtime import (
+    AlreadyOwnedError,
+    create_or_patch,
+    ensure_finalizer,
+    remove_finalizer,
+    set_controller_reference,
+)
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.errors import ApiError
+
+from .conftest import Kubectl
+from .gc_helpers import cm_of, until
+
+OURS = "example.com/cleanup"
+THEIRS = "other.example.com/keep"
+
+
+def new_cm(name: str, *finalizers: str) -> ConfigMap:
+    return ConfigMap(
+        metadata=ObjectMeta(name=name, namespace="default", finalizers=finalizers),
+        data={"k": "v"},
+    )
+
+
+def patches(emu: Emulator) -> int:
+    return emu.counters.get("patch", "configmaps")
+
+
+async def test_finalizers_are_added_and_removed_beside_others(
+    emu: Emulator, kube: Client, kubectl: Kubectl
+) -> None:
+    created = await kube.create(ConfigMap, new_cm("g", THEIRS))
+    held = await ensure_finalizer(kube, created, OURS)
+    assert held is not None and held.metadata.finalizers == (THEIRS, OURS)
+    assert held.resource_version != created.resource_version
+    # Already there: no request at all.
+    before = patches(emu)
+    assert await ensure_finalizer(kube, held, OURS) is held
+    assert await remove_finalizer(kube, created, "absent.example.com/x") is created
+    assert patches(emu) == before
+    shown = await kubectl.json("get", "configmap", "g", "-n", "default")
+    assert shown["metadata"]["finalizers"] == [THEIRS, OURS]
+
+    released = await remove_finalizer(kube, held, OURS)
+    assert released is not None and released.metadata.finalizers == (THEIRS,)
+    assert (cm_of(emu, "g") or {})["metadata"]["finalizers"] == [THEIRS]
+
+
+async def test_a_stale_object_conflicts_instead_of_dropping_a_finalizer(
+    emu: Emulator, kube: Client, mock_clock: trio.testing.MockClock
+) -> None:
+    stale = await kube.create(ConfigMap, new_cm("g"))
+    # Someone else adds theirs after our read.
+    await kube.patch(ConfigMap, "g", {"metadata": {"finalizers": [THEIRS]}}, namespace="default")
+    with pytest.raises(ApiError) as caught:
+        await ensure_finalizer(kube, stale, OURS)
+    assert caught.value.status == 409
+    assert (cm_of(emu, "g") or {})["metadata"]["finalizers"] == [THEIRS]
+    # The retry, on a fresh read, keeps both.
+    fresh = await kube.get(ConfigMap, "g", "default")
+    held = await ensure_finalizer(kube, fresh, OURS)
+    assert held is not None and held.metadata.finalizers == (THEIRS, OURS)
+
+
+async def test_removing_the_last_finalizer_lets_deletion_finish(
+    emu: Emulator, kube: Client, mock_clock: trio.testing.MockClock
+) -> None:
+    await kube.create(ConfigMap, new_cm("g", OURS))
+    await kube.delete(ConfigMap, "g", "default")
+    deleting = await kube.get(ConfigMap, "g", "default")
+    assert deleting.deleting
+    await remove_finalizer(kube, deleting, OURS)
+    assert cm_of(emu, "g") is None
+    # A pass on a stale cache: the object is gone, and that is no error.
+    assert await remove_finalizer(kube, deleting, OURS) is None
+    assert await ensure_finalizer(kube, new_cm("never-created"), OURS) is None
+
+
+async def test_a_controller_reference_is_followed_by_the_garbage_collector(
+    emu: Emulator, kube: Client, mock_clock: trio.testing.MockClock
+) -> None:
+    owner = await kube.create(ConfigMap, new_cm("owner"))
+    child = await kube.create(ConfigMap, set_controller_reference(owner, new_cm("child")))
+    (ref,) = child.metadata.owner_references
+    assert (ref.uid, ref.controller, ref.block_owner_deletion) == (owner.metadata.uid, True, True)
+    other = await kube.create(ConfigMap, new_cm("other"))
+    with pytest.raises(AlreadyOwnedError, match="ConfigMap controller owner"):
+        set_controller_reference(other, child)
+    await kube.delete(ConfigMap, "owner", "default")
+    await until(emu, lambda: cm_of(emu, "child") is None)
+
+
+async def test_create_or_patch_creates_patches_the_difference_and_skips_no_ops(
+    emu: Emulator, kube: Client, kubectl: Kubectl
+) -> None:
+    def greet(cm: ConfigMap) -> None:
+        cm.data = {**cm.data, "greeting": "hello"}
+
+    result, created = await create_or_patch(kube, new_cm("g"), greet)
+    assert result == "created" and created.data == {"k": "v", "greeting": "hello"}
+    # A field our typed view does not hold, written by someone else.
+    await kube.patch(ConfigMap, "g", {"binaryData": {"b": "AAEC"}}, namespace="default")
+
+    before = patches(emu)
+    result, same = await create_or_patch(kube, new_cm("g"), greet)
+    assert result == "unchanged" and same.data == created.data
+    assert patches(emu) == before
+
+    def reword(cm: ConfigMap) -> None:
+        cm.data = {"greeting": "hi"}
+        cm.metadata.labels = {"app": "greeter"}
+
+    result, patched = await create_or_patch(kube, new_cm("g"), reword)
+    assert result == "patched" and patches(emu) == before + 1
+    shown = await kubectl.json("get", "configmap", "g", "-n", "default")
+    assert shown["data"] == {"greeting": "hi"}
+    assert shown["binaryData"] == {"b": "AAEC"}  # kept: the patch held only the difference
+    assert shown["metadata"]["labels"] == {"app": "greeter"}
+    assert msgspec.to_builtins(patched.data) == shown["data"]
+
+    def rename(cm: ConfigMap) -> None:
+        cm.metadata.name = "elsewhere"
+
+    with pytest.raises(ValueError, match=r"must not change metadata\.name"):
+        await create_or_patch(kube, new_cm("g"), rename)
