@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kubetrio.runtime.ownerrefs import (
         AlreadyOwnedError,
         is_controlled_by,
+        new_controller_ref,
         set_controller_reference,
         set_owner_reference,
     )
@@ -43,6 +44,7 @@ _EXPORTS = {
     "merge_patch": "kubetrio.runtime.mergepatch",
     "AlreadyOwnedError": "kubetrio.runtime.ownerrefs",
     "is_controlled_by": "kubetrio.runtime.ownerrefs",
+    "new_controller_ref": "kubetrio.runtime.ownerrefs",
     "set_controller_reference": "kubetrio.runtime.ownerrefs",
     "set_owner_reference": "kubetrio.runtime.ownerrefs",
 }
@@ -58,6 +60,7 @@ __all__ = [
     "is_condition_true",
     "is_controlled_by",
     "merge_patch",
+    "new_controller_ref",
     "remove_condition",
     "remove_finalizer",
     "set_condition",

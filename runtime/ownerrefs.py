@@ -34,7 +34,8 @@ def set_controller_reference(owner: KubeObject, obj: K) -> K:
     true), replacing an earlier reference to the same owner. Refuses a second controller,
     and an owner the garbage collector could never resolve from ``obj``'s namespace."""
     _check_scope(owner, obj)
-    ref = _reference(owner, controller=True)
+    _check_uid(owner)
+    ref = new_controller_ref(owner)
     existing = obj.metadata.controller_ref()
     if existing is not None and not _same_owner(existing, ref):
         raise AlreadyOwnedError(
@@ -48,7 +49,12 @@ def set_owner_reference(owner: KubeObject, obj: K) -> K:
     """``obj`` with a plain (non-controller) reference to ``owner``, replacing an earlier
     reference to the same owner."""
     _check_scope(owner, obj)
-    return _upsert(obj, _reference(owner, controller=False))
+    _check_uid(owner)
+    meta = owner.metadata
+    ref = OwnerReference(
+        api_version=owner.KIND.api_version, kind=owner.KIND.kind, name=meta.name, uid=meta.uid
+    )
+    return _upsert(obj, ref)
 
 
 def is_controlled_by(obj: KubeObject, owner: KubeObject) -> bool:
@@ -57,19 +63,22 @@ def is_controlled_by(obj: KubeObject, owner: KubeObject) -> bool:
     return ref is not None and ref.uid == owner.metadata.uid
 
 
-def _reference(owner: KubeObject, *, controller: bool) -> OwnerReference:
-    if not owner.metadata.uid:
-        raise ValueError(
-            f"owner {_describe(owner)} has no metadata.uid: read it from the API first"
-        )
+def new_controller_ref(owner: KubeObject) -> OwnerReference:
+    """``metav1.NewControllerRef``: a reference to ``owner`` marked as its controller, for
+    objects written whole (a create body, an adoption patch)."""
     return OwnerReference(
         api_version=owner.KIND.api_version,
         kind=owner.KIND.kind,
         name=owner.metadata.name,
         uid=owner.metadata.uid,
-        controller=True if controller else None,
-        block_owner_deletion=True if controller else None,
+        controller=True,
+        block_owner_deletion=True,
     )
+
+
+def _check_uid(owner: KubeObject) -> None:
+    if not owner.metadata.uid:
+        raise ValueError(f"owner {_describe(owner)} has no metadata.uid: use the object as read")
 
 
 def _check_scope(owner: KubeObject, obj: KubeObject) -> None:

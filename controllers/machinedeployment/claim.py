@@ -13,17 +13,7 @@ import msgspec
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.machinedeployment.writes import Writer, log
 from kubetrio.runtime.labels import SelectorError, selector_matches
-
-
-def controller_ref(deployment: MachineDeployment) -> dict[str, Any]:
-    return {
-        "apiVersion": deployment.KIND.api_version,
-        "kind": deployment.KIND.kind,
-        "name": deployment.name,
-        "uid": deployment.metadata.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+from kubetrio.runtime.ownerrefs import new_controller_ref
 
 
 def _matches(deployment: MachineDeployment, machine_set: MachineSet) -> bool:
@@ -66,7 +56,10 @@ async def claim_sets(
             log.info(
                 "adopting machine set", deployment=deployment.name, machineset=machine_set.name
             )
-            refs = [*_other_refs(machine_set, uid), controller_ref(deployment)]
+            refs = [
+                *_other_refs(machine_set, uid),
+                msgspec.to_builtins(new_controller_ref(deployment)),
+            ]
             owned.append(
                 await writer.patch_set(
                     machine_set,

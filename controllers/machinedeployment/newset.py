@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from kubetrio.api.machineset import MachineSet
 from kubetrio.controllers.machinedeployment import progress, scaling
-from kubetrio.controllers.machinedeployment.claim import controller_ref
 from kubetrio.controllers.machinedeployment.hashing import (
     TEMPLATE_HASH_LABEL,
     equal_ignore_hash,
@@ -32,6 +33,7 @@ from kubetrio.controllers.machinedeployment.state import (
 from kubetrio.controllers.machinedeployment.writes import Writer, log
 from kubetrio.runtime import clock
 from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.ownerrefs import new_controller_ref
 
 # Template parts MCM copies onto the current set in place instead of rolling a new one.
 IN_PLACE = ("nodeTemplate", "machineConfiguration")
@@ -135,7 +137,7 @@ async def _create(step: Pass, writer: Writer, new_revision: int) -> MachineSet:
             "namespace": deployment.namespace,
             "labels": template["metadata"].get("labels") or {},
             "annotations": annotations,
-            "ownerReferences": [controller_ref(deployment)],
+            "ownerReferences": [msgspec.to_builtins(new_controller_ref(deployment))],
         },
         "spec": {
             "replicas": replicas,

@@ -24,21 +24,11 @@ from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.labels import selector_matches
 from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.ownerrefs import new_controller_ref
 
 log = get_logger("kubetrio.machineset")
 
 CanAdopt = Callable[[], Awaitable[str | None]]
-
-
-def controller_ref(ms: MachineSet) -> OwnerReference:
-    return OwnerReference(
-        api_version=MachineSet.KIND.api_version,
-        kind=MachineSet.KIND.kind,
-        name=ms.name,
-        uid=ms.metadata.uid,
-        controller=True,
-        block_owner_deletion=True,
-    )
 
 
 def _refs(refs: Sequence[OwnerReference]) -> list[dict[str, Any]]:
@@ -97,7 +87,7 @@ async def claim_machines(
             continue
         try:
             await _write_refs(
-                client, machine, [*machine.metadata.owner_references, controller_ref(ms)]
+                client, machine, [*machine.metadata.owner_references, new_controller_ref(ms)]
             )
         except ApiError as error:
             if error.status != 404:

@@ -22,6 +22,7 @@ from kubetrio.runtime import (
     is_condition_true,
     is_controlled_by,
     merge_patch,
+    new_controller_ref,
     remove_condition,
     set_condition,
     set_controller_reference,
@@ -104,6 +105,7 @@ def test_set_controller_reference_sets_controller_and_block_owner_deletion() -> 
             block_owner_deletion=True,
         ),
     )
+    assert owned.metadata.owner_references == (new_controller_ref(owner),)
     assert is_controlled_by(owned, owner)
     assert not is_controlled_by(child, owner)
     # Again for the same owner (a new uid after recreation): replaced, not added.
