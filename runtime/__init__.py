@@ -1,7 +1,8 @@
 """kubetrio's framework: work queue, rate limiters, client, informers, controllers, manager.
 
 The helpers every reconciler needs are importable from here (each module's docstring has an
-example): finalizers, status conditions, owner references, merge patches, create-or-patch.
+example): finalizers, status conditions, owner references, merge patches, create-or-patch,
+server-side apply.
 They load on first use, so importing one ``kubetrio.runtime`` module (the emulator's child
 process, the CLI) does not pay for the client stack.
 """
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kubetrio.api.condition import Condition
+    from kubetrio.runtime.apply import server_side_apply
     from kubetrio.runtime.conditions import (
         find_condition,
         is_condition_true,
@@ -47,6 +49,7 @@ _EXPORTS = {
     "new_controller_ref": "kubetrio.runtime.ownerrefs",
     "set_controller_reference": "kubetrio.runtime.ownerrefs",
     "set_owner_reference": "kubetrio.runtime.ownerrefs",
+    "server_side_apply": "kubetrio.runtime.apply",
 }
 
 __all__ = [
@@ -63,6 +66,7 @@ __all__ = [
     "new_controller_ref",
     "remove_condition",
     "remove_finalizer",
+    "server_side_apply",
     "set_condition",
     "set_controller_reference",
     "set_owner_reference",

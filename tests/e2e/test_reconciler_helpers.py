@@ -1,8 +1,9 @@
 """The reconciler helpers that talk to the API, over HTTP against the emulator: finalizers
 written conditionally on the resourceVersion (and not at all when already right), owner
 references the garbage collector follows, and create_or_patch's three outcomes without
-dropping fields the typed view does not hold. kubectl reads the results back independently;
-those tests run on the real clock, as a child process's wait would let a mock clock jump."""
+dropping fields the typed view does not hold; server-side apply. kubectl reads the results
+back independently; those tests run on the real clock, as a child process's wait would let a
+mock clock jump."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kubetrio.runtime import (
     create_or_patch,
     ensure_finalizer,
     remove_finalizer,
+    server_side_apply,
     set_controller_reference,
 )
 from kubetrio.runtime.client import Client
@@ -138,3 +140,23 @@ async def test_create_or_patch_creates_patches_the_difference_and_skips_no_ops(
 
     with pytest.raises(ValueError, match=r"must not change metadata\.name"):
         await create_or_patch(kube, new_cm("g"), rename)
+
+
+async def test_server_side_apply_creates_then_merges_under_a_field_manager(
+    emu: Emulator, kube: Client, mock_clock: trio.testing.MockClock
+) -> None:
+    desired = ConfigMap(
+        metadata=ObjectMeta(name="g", namespace="default", labels={"app": "greeter"}),
+        data={"greeting": "hello"},
+    )
+    created = await server_side_apply(kube, desired, field_manager="greeter")
+    assert created.metadata.uid and created.data == {"greeting": "hello"}
+    await kube.patch(ConfigMap, "g", {"data": {"theirs": "x"}}, namespace="default")
+    # ``again`` carries a stale resourceVersion: dropped, since a desired state is unconditional.
+    again = msgspec.structs.replace(created, data={"greeting": "hi"})
+    applied = await server_side_apply(kube, again, field_manager="greeter")
+    assert applied.data == {"greeting": "hi", "theirs": "x"}
+    assert applied.metadata.labels == {"app": "greeter"}
+    assert emu.counters.get("patch", "configmaps") == 3  # two applies, one merge patch
+    with pytest.raises(ValueError, match="field_manager must name"):
+        await server_side_apply(kube, desired, field_manager="")
