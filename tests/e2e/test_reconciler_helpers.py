@@ -1,16 +1,19 @@
 """The reconciler helpers that talk to the API, over HTTP against the emulator: finalizers
 written conditionally on the resourceVersion (and not at all when already right), owner
-references the garbage collector follows, and create_or_patch's three outcomes without
-dropping fields the typed view does not hold; server-side apply. kubectl reads the results
-back independently; those tests run on the real clock, as a child process's wait would let a
-mock clock jump."""
+references the garbage collector follows, create_or_patch's three outcomes without dropping
+fields the typed view does not hold, server-side apply, and conditions that a CRD validates
+as metav1.Condition. kubectl reads results back independently; those tests run on the real
+clock, as a child process's wait would let a mock clock jump."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import msgspec
 import pytest
 import trio.testing
 
+from kubetrio.api.condition import Condition
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.meta import ObjectMeta
 from kubetrio.runtime import (
@@ -19,10 +22,12 @@ from kubetrio.runtime import (
     ensure_finalizer,
     remove_finalizer,
     server_side_apply,
+    set_condition,
     set_controller_reference,
 )
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.errors import ApiError
 
 from .conftest import Kubectl
@@ -160,3 +165,85 @@ async def test_server_side_apply_creates_then_merges_under_a_field_manager(
     assert emu.counters.get("patch", "configmaps") == 3  # two applies, one merge patch
     with pytest.raises(ValueError, match="field_manager must name"):
         await server_side_apply(kube, desired, field_manager="")
+
+
+CONDITIONS_SCHEMA: dict[str, Any] = {  # metav1.Condition as controller-gen writes it
+    "type": "array",
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["type"],
+    "items": {
+        "type": "object",
+        "required": ["lastTransitionTime", "message", "reason", "status", "type"],
+        "properties": {
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "message": {"type": "string", "maxLength": 32768},
+            "observedGeneration": {"type": "integer", "format": "int64", "minimum": 0},
+            "reason": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 1024,
+                "pattern": "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
+            },
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "type": {"type": "string", "maxLength": 316},
+        },
+    },
+}
+GREETINGS = "/apis/example.com/v1/namespaces/default/greetings"
+
+
+async def test_conditions_round_trip_through_a_crd_that_validates_them(
+    client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "status": {"type": "object", "properties": {"conditions": CONDITIONS_SCHEMA}},
+        },
+    }
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "greetings.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "greetings", "singular": "greeting", "kind": "Greeting"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                    "subresources": {"status": {}},
+                }
+            ],
+        },
+    }
+    r = await client.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    assert r.status == 201, r.body
+    greeting = {"apiVersion": "example.com/v1", "kind": "Greeting", "metadata": {"name": "g"}}
+    r = await client.request("POST", GREETINGS, greeting)
+    assert r.status == 201, r.body
+    generation = r.json()["metadata"]["generation"]
+
+    async def write(conditions: tuple[Condition, ...]) -> tuple[Condition, ...]:
+        body = {"status": {"conditions": msgspec.to_builtins(conditions)}}
+        r = await client.request(
+            "PATCH", f"{GREETINGS}/g/status", body, content_type="application/merge-patch+json"
+        )
+        assert r.status == 200, r.body  # an empty message is still sent: it is required
+        stored = r.json()["status"]["conditions"]
+        return msgspec.convert(stored, tuple[Condition, ...])
+
+    waiting = set_condition((), "Ready", "False", "Waiting", "", generation)
+    assert await write(waiting) == waiting
+    mock_clock.jump(60)
+    still = set_condition(waiting, "Ready", "False", "StillWaiting", "a minute on", generation)
+    stored = await write(still)
+    assert stored[0].last_transition_time == waiting[0].last_transition_time
+    assert stored[0].reason == "StillWaiting"
+    mock_clock.jump(60)
+    ready = await write(set_condition(stored, "Ready", "True", "Ready", "", generation))
+    assert ready[0].last_transition_time > waiting[0].last_transition_time
