@@ -55,6 +55,7 @@ from kubetrio.runtime.builder import ControllerBuilder
 from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.cluster import Cluster, check_clusters_served, wait_for_clusters
+from kubetrio.runtime.events import EventRecorder, EventSender, dropped_counter
 from kubetrio.runtime.fence import Fence, is_not_leader
 from kubetrio.runtime.httpserver import ListenError, ManagerHTTPServer
 from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
@@ -81,6 +82,9 @@ class Stoppable(Protocol):
     """A runnable that can finish its current work itself instead of being cancelled."""
 
     def stop(self) -> None: ...
+
+
+EVENT_FLUSH_SECONDS = 5.0
 
 
 class CacheSyncTimeout(Exception):
@@ -128,6 +132,8 @@ class Manager:
         self._primary = Cluster("", self.client, self.cache)
         self.clusters: dict[str, Cluster] = {}  # added with add_cluster, by name
         self._stood_in_for: set[str] = set()  # names cluster() answered with the primary
+        self._event_senders: dict[str, EventSender] = {}  # by cluster name ("" = primary)
+        self._events_dropped = dropped_counter(self.registry)
         self.http = ManagerHTTPServer(self.registry)
         # The reviews change nothing: every replica makes them, lease or not (unfenced).
         self.secure_metrics = (
@@ -193,6 +199,16 @@ class Manager:
             self._stood_in_for.add(name)
             return self._primary
         return cluster
+
+    def event_recorder(self, name: str, cluster: str = "") -> EventRecorder:
+        """Records Events as component ``name`` into ``cluster`` (the primary by default)
+        through that cluster's one background sender (``kubetrio.runtime.events``)."""
+        target = self.cluster(cluster) if cluster else self._primary
+        sender = self._event_senders.get(target.name)
+        if sender is None:
+            sender = EventSender(target.client, self._events_dropped)
+            self._event_senders[target.name] = sender
+        return sender.recorder(name)
 
     def workers_for(self, name: str) -> int:
         return self._workers.get(name, 1)
@@ -282,6 +298,8 @@ class Manager:
                 root.cancel_scope.cancel()
                 return
             log.info("caches synced", informers=sum(len(c.cache.informers) for c in clusters))
+            for sender in self._event_senders.values():
+                root.start_soon(sender.run)
             task_status.started()
             async with trio.open_nursery() as supervision:
                 supervision.start_soon(self._stop_when_asked)
@@ -294,7 +312,16 @@ class Manager:
                     if self.elector is not None:
                         work.start_soon(self._lead)
                 supervision.cancel_scope.cancel()
+            await self._flush_events()
             root.cancel_scope.cancel()
+
+    async def _flush_events(self) -> None:
+        """Send what the stopped controllers recorded last, for a few seconds at most."""
+        for sender in self._event_senders.values():
+            sender.close()
+        with trio.move_on_after(EVENT_FLUSH_SECONDS):
+            for sender in self._event_senders.values():
+                await sender.closed.wait()
 
     async def _start_http(self, nursery: trio.Nursery) -> None:
         metrics, probes = self.metrics_bind_address, self.health_probe_bind_address

@@ -435,6 +435,18 @@ def framework() -> dict[str, Any]:
             "ops",
         ),
         timeseries(
+            "Events dropped/s",
+            "kubetrio_events_dropped_total: Events not written, by why (queue_full: the API "
+            "server is slow; rate_limited: client-go's spam filter; send_failed: refused).",
+            [
+                target(
+                    f"sum by (reason) (rate(kubetrio_events_dropped_total{{{JOB}}}[{RATE}]))",
+                    "{{reason}}",
+                )
+            ],
+            "ops",
+        ),
+        timeseries(
             "Queue latency",
             "How long keys wait before a worker takes them: p50 and p99 of "
             "workqueue_queue_duration_seconds over 5m (recorded).",

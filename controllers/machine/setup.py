@@ -54,7 +54,6 @@ from kubetrio.controllers.machine.status import (
 from kubetrio.controllers.safety.apiserver import control_cluster, target_cluster
 from kubetrio.controllers.safety.setup import setup_machine_safety
 from kubetrio.runtime.client import Client
-from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.predicates import Predicate, on_events
 from kubetrio.runtime.queue import ObjectKey
@@ -200,7 +199,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         if manager.fence is not None:
             driver = FencedDriver(driver, manager.fence)
         instrumented.register(provider, InstrumentedDriver(driver, provider, metrics))
-    events = EventRecorder(manager.client, COMPONENT)
+    events = manager.event_recorder(COMPONENT)
     ctx = MachineContext(
         client=manager.client,
         target=target.client,
@@ -221,7 +220,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
             volume_resolver(instrumented),
             metrics=drain_metrics(manager.registry),
             # A drain's Events are about its Node: they belong with it, in the target cluster.
-            events=EventRecorder(target.client, COMPONENT),
+            events=manager.event_recorder(COMPONENT, cluster=TARGET),
         ),
         status=StatusWriter(manager.client, events),
         metrics=metrics,

@@ -130,7 +130,7 @@ class StatusWriter:
         if self.events is None or self._said.get(key) == message:
             return
         self._said[key] = message
-        await self.events.record(machine, kind, reason, message)
+        self.events.record(machine, kind, reason, message)
 
     def forget(self, namespace: str, name: str) -> None:
         """A machine gone: what was said about it goes too."""
@@ -205,5 +205,5 @@ class StatusWriter:
         )
         if reason and self.events is not None and (changed or new_phase != current.phase):
             kind = "Warning" if operation.state == STATE_FAILED else "Normal"
-            await self.events.record(written, kind, reason, operation.description)
+            self.events.record(written, kind, reason, operation.description)
         return written

@@ -13,7 +13,6 @@ from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machinedeployment.metrics import machinedeployment_metrics
 from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconciler
 from kubetrio.controllers.machinedeployment.writes import Writer
-from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.predicates import on_events
 from kubetrio.runtime.queue import ObjectKey
@@ -49,7 +48,7 @@ def setup(manager: Manager, config: Any) -> DeploymentReconciler:
     machines = cache.informer(Machine, namespace=namespace).lister
     target = manager.cluster(TARGET)
     nodes = target.cache.informer(Node).lister
-    writer = Writer(manager.client, EventRecorder(manager.client, COMPONENT), target.client)
+    writer = Writer(manager.client, manager.event_recorder(COMPONENT), target.client)
     deployment_informer = cache.informer(MachineDeployment, namespace=namespace)
     deployment_informer.add_handler(writer.own.handler())
     deployments = deployment_informer.lister

@@ -30,7 +30,7 @@ class Writer:
         self.own = OwnWrites()
 
     async def event(self, obj: KubeObject, type_: str, reason: str, message: str) -> None:
-        await self.events.record(obj, type_, reason, message)
+        self.events.record(obj, type_, reason, message)
 
     async def scale_set(
         self,

@@ -110,12 +110,10 @@ class MachineControl:
         except ApiError as error:
             if error.status == 504 or error.reason == "Timeout":
                 return  # created but slow to answer: the informer will show it (client-go)
-            await self.events.record(ms, "Warning", "FailedCreate", f"Error creating: {error}")
+            self.events.record(ms, "Warning", "FailedCreate", f"Error creating: {error}")
             raise
         log.info("machine created", machineset=ms.name, machine=created.name)
-        await self.events.record(
-            ms, "Normal", "SuccessfulCreate", f"Created Machine: {created.name}"
-        )
+        self.events.record(ms, "Normal", "SuccessfulCreate", f"Created Machine: {created.name}")
 
     async def delete(self, ms: MachineSet, machine: Machine) -> str | None:
         """Delete one machine and mark it Terminating; the error as one line, if any."""
@@ -124,16 +122,14 @@ class MachineControl:
         except ApiError as error:
             if error.status == 404:
                 return None
-            await self.events.record(ms, "Warning", "FailedDelete", f"Error deleting: {error}")
+            self.events.record(ms, "Warning", "FailedDelete", f"Error deleting: {error}")
             return f"unable to delete machines: {error}"
         if (
             machine.phase == PHASE_FAILED
             and machine.status.last_operation.type == OPERATION_HEALTH_CHECK
         ):
             self.on_stale_removed()
-        await self.events.record(
-            ms, "Normal", "SuccessfulDelete", f"Deleted machine: {machine.name}"
-        )
+        self.events.record(ms, "Normal", "SuccessfulDelete", f"Deleted machine: {machine.name}")
         log.info("machine deleted", machineset=ms.name, machine=machine.name, phase=machine.phase)
         await self._mark_terminating(machine)
         return None

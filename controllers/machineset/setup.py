@@ -11,7 +11,6 @@ from kubetrio.api.machineset import MachineSet
 from kubetrio.controllers.machineset.control import MachineControl
 from kubetrio.controllers.machineset.metrics import machineset_metrics
 from kubetrio.controllers.machineset.reconciler import MachineSetContext, MachineSetReconciler
-from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.informer import EventHandler
 from kubetrio.runtime.labels import selector_matches
 from kubetrio.runtime.manager import Manager
@@ -95,7 +94,7 @@ def setup(manager: Manager, config: Any) -> MachineSetContext:
         sets=sets,
         machines=machine_informer.lister,
         control=MachineControl(
-            manager.client, EventRecorder(manager.client, COMPONENT), on_stale_removed=stale.inc
+            manager.client, manager.event_recorder(COMPONENT), on_stale_removed=stale.inc
         ),
     )
     machine_informer.add_handler(expectation_handler(ctx))

@@ -24,7 +24,6 @@ from kubetrio.controllers.storage.client import HttpStorageBackend
 from kubetrio.controllers.storage.fenced import fenced_backend
 from kubetrio.controllers.storage.metrics import storage_metrics
 from kubetrio.runtime.controller import Controller
-from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.log import get_logger
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.queue import ObjectKey
@@ -72,7 +71,7 @@ def add_node_delete_controller(
         fenced_backend(manager, backend),
         target.cache.informer(Node).lister,
         storage_metrics(manager.registry),
-        recorder=EventRecorder(target.client, COMPONENT),
+        recorder=manager.event_recorder(COMPONENT, cluster=TARGET),
     )
     return (
         manager.controller(NAME)

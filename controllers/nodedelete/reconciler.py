@@ -115,7 +115,7 @@ class NodeDeleteReconciler:
     async def _event(self, name: str, type_: str, reason: str, message: str) -> None:
         node = self._last_seen.get(name)
         if self.recorder is not None and node is not None:
-            await self.recorder.record(node, type_, reason, message)
+            self.recorder.record(node, type_, reason, message)
 
     def _settle(self, key: ObjectKey) -> None:
         self.retry.forget(key)

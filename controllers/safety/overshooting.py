@@ -207,7 +207,7 @@ class OvershootingGuard:
             await self._freeze_set(machine_set, OVERSHOOTING_REPLICA_COUNT, message)
             if deployment is not None:
                 await self._freeze_deployment(deployment, OVERSHOOTING_REPLICA_COUNT, message)
-            await self.events.record(
+            self.events.record(
                 machine_set,
                 "Normal",
                 FREEZE_EVENT,
@@ -261,7 +261,7 @@ class OvershootingGuard:
             kept = [_doc(c) for c in fresh.status.conditions if c.type != MACHINE_SET_FROZEN]
             await self._patch_status(MachineSet, fresh, {"machineSetCondition": kept})
         await self._patch(MachineSet, fresh, _UNFREEZE_PATCH)
-        await self.events.record(
+        self.events.record(
             fresh,
             "Normal",
             UNFREEZE_EVENT,

@@ -17,7 +17,6 @@ from kubetrio.controllers.safety.orphan_vms import OrphanVmCollector
 from kubetrio.controllers.safety.overshooting import OvershootingGuard
 from kubetrio.controllers.safety.unmanaged_nodes import UnmanagedNodeAnnotator
 from kubetrio.runtime.controller import Controller
-from kubetrio.runtime.events import EventRecorder
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.queue import ObjectKey, WorkQueue
 
@@ -61,7 +60,7 @@ def setup(manager: Manager, config: Any) -> OvershootingGuard:
         cache.informer(Machine, namespace=namespace),
         cache.informer(MachineSet, namespace=namespace).lister,
         cache.informer(MachineDeployment, namespace=namespace).lister,
-        EventRecorder(manager.client, COMPONENT),
+        manager.event_recorder(COMPONENT),
         safety_up=int(machine.safety_up),
         safety_down=int(machine.safety_down),
         period=float(machine.safety_overshooting_period),

@@ -313,6 +313,9 @@ async def lifecycle(emu: Emulator, storage: SimulatedStorage) -> ScenarioFigures
     deleted."""
     figures = ScenarioFigures()
     started = trio.current_time()
+    # The first machine creations fail alike: the MachineSet's repeated FailedCreate Event is
+    # patched (its count) rather than created again, so the role's events/patch is needed.
+    emu.faults.add(verb="create", resource="machines", status=500, message="injected", count=8)
     emu.create(class_secret_doc())
     emu.create(machine_class_doc())
     emu.create(deployment(2))

@@ -18,7 +18,7 @@ from kubetrio.controllers.machine.drain.metrics import drain_metrics
 from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.events import EventRecorder
+from kubetrio.runtime.events import EventSender
 
 
 async def no_volumes(specs: Sequence[PersistentVolume]) -> Mapping[str, str]:
@@ -123,8 +123,10 @@ async def drainer(emu: Emulator) -> AsyncIterator[tuple[Drainer, CollectorRegist
     cache = InformerCache(client)
     view = DrainCache.from_cache(cache)
     registry = CollectorRegistry()
+    sender = EventSender(client)
     async with trio.open_nursery() as nursery:
         await nursery.start(cache.run)
+        await nursery.start(sender.run)
         await cache.wait_for_sync()
         yield (
             Drainer(
@@ -132,7 +134,7 @@ async def drainer(emu: Emulator) -> AsyncIterator[tuple[Drainer, CollectorRegist
                 view,
                 no_volumes,
                 metrics=drain_metrics(registry),
-                events=EventRecorder(client, "kubetrio-drain"),
+                events=sender.recorder("kubetrio-drain"),
             ),
             registry,
         )
@@ -353,6 +355,8 @@ async def test_drain_records_events_on_the_node(
     async with drainer(emu) as (d, _):
         await settle(emu, d, 1)
         await d.drain("n1", DrainOptions())
+        assert d.events is not None
+        await d.events.sender.flush()  # recording never waits on the API; the sender does
         events = await d.client.list(Event, namespace="default")
         reasons = [(e.involved_object.kind, e.involved_object.name, e.reason) for e in events.items]
         assert ("Node", "n1", "DrainStarted") in reasons

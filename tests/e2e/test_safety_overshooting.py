@@ -29,7 +29,7 @@ from kubetrio.controllers.safety.overshooting import (
 from kubetrio.controllers.safety.setup import setup
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.events import EventRecorder
+from kubetrio.runtime.events import EventSender
 from kubetrio.runtime.informer import Informer
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.queue import ObjectKey
@@ -355,14 +355,14 @@ async def test_a_machineset_pass_from_a_stale_copy_keeps_the_frozen_condition(
         Informer(client, Machine),
         _Snapshot(),  # type: ignore[arg-type]
         _Snapshot(),  # type: ignore[arg-type]
-        EventRecorder(client, "test"),
+        EventSender(client).recorder("test"),
     )
     await guard._freeze_set(stale, "OverShootingReplicaCount", "too many machines")
     ctx = MachineSetContext(
         client=client,
         sets=_Snapshot(stale),  # type: ignore[arg-type]
         machines=_Snapshot(),  # type: ignore[arg-type]
-        control=MachineControl(client, EventRecorder(client, "test")),
+        control=MachineControl(client, EventSender(client).recorder("test")),
     )
     await MachineSetReconciler(ctx).reconcile(ObjectKey("default", "s"))
     after = await client.get(MachineSet, "s", "default")

@@ -117,7 +117,7 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[tuple[str, str, str, str]] = []
 
-    async def record(self, obj: KubeObject, type_: str, reason: str, message: str) -> None:
+    def record(self, obj: KubeObject, type_: str, reason: str, message: str) -> None:
         self.events.append((obj.metadata.name, type_, reason, message))
 
 

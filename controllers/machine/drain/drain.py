@@ -391,7 +391,7 @@ class Drainer:
 
     async def _event(self, node: Node, type_: str, reason: str, message: str) -> None:
         if self.events is not None:
-            await self.events.record(node, type_, reason, message)
+            self.events.record(node, type_, reason, message)
 
 
 def _gone(pod: Pod, cache: DrainCache) -> bool:
