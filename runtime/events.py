@@ -52,13 +52,21 @@ QUEUE_SIZE = 1000
 RBAC = Permissions(cluster=(on(Event.KIND, "create", "patch"),))
 
 
+DROP_REASONS = ("queue_full", "rate_limited", "send_failed")
+
+
 def dropped_counter(registry: CollectorRegistry | None) -> Counter:
-    return Counter(
+    counter = Counter(
         "kubetrio_events_dropped_total",
         "Events not written to the API server, by why: queue_full, rate_limited, send_failed.",
         ["reason"],
         registry=registry,
     )
+    # Every reason is exported from the start at 0, so a rate over it reads 0 rather than
+    # "no data" until the first drop (dashboards and alerts would see a gap).
+    for reason in DROP_REASONS:
+        counter.labels(reason)
+    return counter
 
 
 @dataclass(slots=True)
