@@ -11,7 +11,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kubetrio.api.machineset import MachineDeployment
-from kubetrio.controllers.machineset.metrics import CONDITION_VALUES, created_at
+from kubetrio.controllers.machineset.metrics import add_conditions_and_failed, created_at
 from kubetrio.runtime.store import Lister
 
 KEY = ["name", "namespace"]
@@ -141,27 +141,13 @@ class MachineDeploymentCollector(Collector):
                 deadline.add_metric(labels, spec.progress_deadline_seconds)
             if spec.rollback_to is not None:
                 rollback.add_metric(labels, spec.rollback_to.revision)
-            for condition in status.conditions:
-                value = CONDITION_VALUES.get(condition.status)
-                if value is not None:
-                    conditions.add_metric([*labels, condition.type], value)
+            add_conditions_and_failed(
+                conditions, failed, labels, status.conditions, status.failed_machines
+            )
             for field, family in counts.items():
                 family.add_metric(labels, getattr(status, field))
             if status.collision_count is not None:
                 collisions.add_metric(labels, status.collision_count)
-            for summary in status.failed_machines:
-                operation = summary.last_operation
-                failed.add_metric(
-                    [
-                        *labels,
-                        summary.name,
-                        summary.provider_id,
-                        summary.owner_ref,
-                        operation.state,
-                        operation.type,
-                    ],
-                    1,
-                )
         yield from (
             items,
             info,

@@ -4,17 +4,50 @@ Failed machines a set deleted to replace them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kubetrio.api.machineset import MachineSet
+from kubetrio.api.machineset import (
+    MachineDeploymentCondition,
+    MachineSet,
+    MachineSetCondition,
+    MachineSummary,
+)
 from kubetrio.api.meta import parse_time
 from kubetrio.runtime.store import Lister
 
 CONDITION_VALUES = {"True": 1, "False": 0, "Unknown": 2}
+
+
+def add_conditions_and_failed(
+    conditions: GaugeMetricFamily,
+    failed: GaugeMetricFamily,
+    labels: list[str],
+    status_conditions: Iterable[MachineSetCondition | MachineDeploymentCondition],
+    failed_machines: Iterable[MachineSummary],
+) -> None:
+    """The rows MachineSets and MachineDeployments share (MCM's set and deployment
+    collectors export them alike): one per condition, one per failed machine summary."""
+    for condition in status_conditions:
+        value = CONDITION_VALUES.get(condition.status)
+        if value is not None:
+            conditions.add_metric([*labels, condition.type], value)
+    for summary in failed_machines:
+        operation = summary.last_operation
+        failed.add_metric(
+            [
+                *labels,
+                summary.name,
+                summary.provider_id,
+                summary.owner_ref,
+                operation.state,
+                operation.type,
+            ],
+            1,
+        )
 
 
 def created_at(timestamp: str | None) -> str:
@@ -101,23 +134,9 @@ class MachineSetCollector(Collector):
             )
             spec_replicas.add_metric(labels, ms.spec.replicas)
             min_ready.add_metric(labels, ms.spec.min_ready_seconds)
-            for condition in ms.status.conditions:
-                value = CONDITION_VALUES.get(condition.status)
-                if value is not None:
-                    conditions.add_metric([*labels, condition.type], value)
-            for summary in ms.status.failed_machines or ():
-                operation = summary.last_operation
-                failed.add_metric(
-                    [
-                        *labels,
-                        summary.name,
-                        summary.provider_id,
-                        summary.owner_ref,
-                        operation.state,
-                        operation.type,
-                    ],
-                    1,
-                )
+            add_conditions_and_failed(
+                conditions, failed, labels, ms.status.conditions, ms.status.failed_machines or ()
+            )
             for field, family in counts.items():
                 family.add_metric(labels, getattr(ms.status, field))
         yield from (items, info, spec_replicas, min_ready, conditions, failed, *counts.values())
