@@ -29,6 +29,7 @@ from kubetrio.runtime.emulator.auth.access import DECISION_ANNOTATION, RULE_ANNO
 from kubetrio.runtime.rbac import PolicyRule
 
 from .machines import MACHINE_API, class_secret_doc, machine_class_doc
+from .soak import objects
 
 NAMESPACE = "kubetrio-system"
 SERVICE_ACCOUNT = "kubetrio-controller-manager"
@@ -65,11 +66,6 @@ async def storage_until(
             await storage.wait_for(condition)
     except trio.TooSlowError:
         raise AssertionError(f"never happened: {what}") from None
-
-
-def objects(emu: Emulator, plural: str, group: str = "", ns: str | None = None) -> list[Any]:
-    """The stored objects themselves: read, never change them."""
-    return [e.obj for e in emu.store.iter(emu.resource(plural, group), ns)]
 
 
 def sa_kubeconfig(path: Path, server: str, token: str) -> Path:

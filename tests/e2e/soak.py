@@ -102,7 +102,7 @@ class SoakFigures:
         }
 
 
-def _objects(emu: Emulator, plural: str, group: str = "", ns: str | None = None) -> list[Any]:
+def objects(emu: Emulator, plural: str, group: str = "", ns: str | None = None) -> list[Any]:
     return [e.obj for e in emu.store.iter(emu.resource(plural, group), ns)]
 
 
@@ -223,17 +223,17 @@ async def soak(
                 h.ctx.classes.get("default", "small"), {}
             )
         figures.orphan_vms = len(vms)
-        figures.stuck_finalizers = len(_objects(emu, "machines", "machine.sapcloud.io"))
+        figures.stuck_finalizers = len(objects(emu, "machines", "machine.sapcloud.io"))
         figures.tokens_left = sum(
             1
-            for s in _objects(emu, "secrets", ns=TOKEN_NAMESPACE)
+            for s in objects(emu, "secrets", ns=TOKEN_NAMESPACE)
             if s.get("type") == "bootstrap.kubernetes.io/token"
         )
-        nodes = {n["metadata"]["name"] for n in _objects(emu, "nodes")}
+        nodes = {n["metadata"]["name"] for n in objects(emu, "nodes")}
         figures.nodes_left = len(nodes)
         figures.pods_on_gone_nodes = sum(
             1
-            for p in _objects(emu, "pods", ns="default")
+            for p in objects(emu, "pods", ns="default")
             if p["spec"].get("nodeName") and p["spec"]["nodeName"] not in nodes
         )
     return figures
