@@ -17,6 +17,7 @@ poll alone reloads.
 from __future__ import annotations
 
 import ssl
+import weakref
 from pathlib import Path
 from typing import Final
 
@@ -31,6 +32,33 @@ __all__ = ["DEFAULT_POLL_INTERVAL", "CertWatcher"]
 log = get_logger("kubetrio.certwatcher")
 
 DEFAULT_POLL_INTERVAL: Final = 10.0  # controller-runtime's defaultWatchInterval
+
+
+# One pair of counters per registry, shared by its watchers (metrics and webhook certificates),
+# as controller-runtime's are global.
+_COUNTERS: weakref.WeakKeyDictionary[CollectorRegistry, tuple[Counter, Counter]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _counters(registry: CollectorRegistry | None) -> tuple[Counter, Counter]:
+    if registry is not None and registry in _COUNTERS:
+        return _COUNTERS[registry]
+    counters = (
+        Counter(
+            "certwatcher_read_certificate_total",
+            "Total number of certificate reads",
+            registry=registry,
+        ),
+        Counter(
+            "certwatcher_read_certificate_errors_total",
+            "Total number of certificate read errors",
+            registry=registry,
+        ),
+    )
+    if registry is not None:
+        _COUNTERS[registry] = counters
+    return counters
 
 
 class CertWatcher:
@@ -49,16 +77,7 @@ class CertWatcher:
         self.key_path = key_path
         self.interval = interval
         self.watch = watch
-        self._reads = Counter(
-            "certwatcher_read_certificate_total",
-            "Total number of certificate reads",
-            registry=registry,
-        )
-        self._errors = Counter(
-            "certwatcher_read_certificate_errors_total",
-            "Total number of certificate read errors",
-            registry=registry,
-        )
+        self._reads, self._errors = _counters(registry)
         self._pair: ServingPair | None = None
         self._context: ssl.SSLContext | None = None
         self.changed = trio.Event()  # set (and replaced) at each reload, for whoever waits

@@ -340,42 +340,12 @@ class ManagerHTTPServer:
         tls: Callable[[], ssl.SSLContext] | None = None,
         metrics_filter: MetricsFilter | None = None,
     ) -> None:
-        conn = h11.Connection(h11.SERVER)
-        stream: trio.abc.Stream = raw
-        try:
-            if tls is not None:
-                secure = trio.SSLStream(raw, tls(), server_side=True)
-                # Plain HTTP or a client that distrusts us fails here (BrokenResourceError).
-                with trio.move_on_after(self.idle_timeout) as handshake:
-                    await secure.do_handshake()
-                if handshake.cancelled_caught:
-                    return
-                stream = secure
-            while True:
-                request: _Request | None = None
-                with trio.move_on_after(self.idle_timeout):  # a keep-alive client gone quiet
-                    request = await _read_request(conn, stream)
-                if request is None:
-                    return
-                try:
-                    response = await self._respond(request, served, metrics_filter)
-                except Exception:
-                    # A bug in one response must not take the listener (and the manager) down.
-                    log.exception("http handler failed", path=request.path)
-                    response = _text(500, "internal server error\n")
-                await _send(conn, stream, request.method, response)
-                if conn.our_state is h11.MUST_CLOSE:
-                    return
-                conn.start_next_cycle()
-        except h11.RemoteProtocolError as exc:
-            if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-                bad = _text(exc.error_status_hint, f"bad request: {exc}\n")
-                bad.headers.append(("Connection", "close"))
-                await _send(conn, stream, "GET", bad)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
-            pass  # the client went away (or spoke no TLS); nothing to answer
-        finally:
-            await trio.aclose_forcefully(stream)
+        await serve_connection(
+            raw,
+            functools.partial(self._respond, served=served, metrics_filter=metrics_filter),
+            tls=tls,
+            idle_timeout=self.idle_timeout,
+        )
 
     async def _respond(
         self, request: _Request, served: frozenset[str], metrics_filter: MetricsFilter | None = None
@@ -436,18 +406,70 @@ def _health(checks: HealthChecks, rest: str, query: Mapping[str, list[str]]) -> 
     return _text(200, "ok")
 
 
+async def serve_connection(
+    raw: trio.SocketStream,
+    respond: Callable[[_Request], Awaitable[_Response]],
+    *,
+    tls: Callable[[], ssl.SSLContext] | None = None,
+    idle_timeout: float = 120.0,
+    max_body: int = _MAX_REQUEST_BODY,
+) -> None:
+    """One keep-alive HTTP/1.1 connection (TLS when ``tls``): each request to ``respond``; an
+    exception there answers 500 and is logged, never ending the listener."""
+    conn = h11.Connection(h11.SERVER)
+    stream: trio.abc.Stream = raw
+    try:
+        if tls is not None:
+            secure = trio.SSLStream(raw, tls(), server_side=True)
+            # Plain HTTP or a client that distrusts us fails here (BrokenResourceError).
+            with trio.move_on_after(idle_timeout) as handshake:
+                await secure.do_handshake()
+            if handshake.cancelled_caught:
+                return
+            stream = secure
+        while True:
+            request: _Request | None = None
+            with trio.move_on_after(idle_timeout):  # a keep-alive client gone quiet
+                request = await _read_request(conn, stream, max_body)
+            if request is None:
+                return
+            try:
+                response = await respond(request)
+            except Exception:
+                # A bug in one response must not take the listener (and the manager) down.
+                log.exception("http handler failed", path=request.path)
+                response = _text(500, "internal server error\n")
+            await _send(conn, stream, request.method, response)
+            if conn.our_state is h11.MUST_CLOSE:
+                return
+            conn.start_next_cycle()
+    except h11.RemoteProtocolError as exc:
+        if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            bad = _text(exc.error_status_hint, f"bad request: {exc}\n")
+            bad.headers.append(("Connection", "close"))
+            await _send(conn, stream, "GET", bad)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+        pass  # the client went away (or spoke no TLS); nothing to answer
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
 @dataclass(slots=True)
 class _Request:
     method: str
     path: str
     query: dict[str, list[str]]
     headers: dict[str, str]
+    body: bytes = b""
 
 
-async def _read_request(conn: h11.Connection, stream: trio.abc.Stream) -> _Request | None:
-    """The next request, its body drained; None when the client closed the connection."""
+async def _read_request(
+    conn: h11.Connection, stream: trio.abc.Stream, max_body: int = _MAX_REQUEST_BODY
+) -> _Request | None:
+    """The next request with its body; None when the client closed the connection."""
     head: h11.Request | None = None
     size = 0
+    chunks: list[bytes] = []
     while True:
         event = conn.next_event()
         if event is h11.NEED_DATA:
@@ -459,8 +481,9 @@ async def _read_request(conn: h11.Connection, stream: trio.abc.Stream) -> _Reque
             head = event
         elif isinstance(event, h11.Data):
             size += len(event.data)
-            if size > _MAX_REQUEST_BODY:
+            if size > max_body:
                 raise h11.RemoteProtocolError("request body too large", 413)
+            chunks.append(bytes(event.data))
         elif isinstance(event, h11.EndOfMessage):
             assert head is not None
             parts = urlsplit(head.target.decode("latin-1"))
@@ -474,6 +497,7 @@ async def _read_request(conn: h11.Connection, stream: trio.abc.Stream) -> _Reque
                 path=parts.path,
                 query=parse_qs(parts.query, keep_blank_values=True),
                 headers=headers,
+                body=b"".join(chunks),
             )
 
 
