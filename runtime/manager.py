@@ -29,6 +29,11 @@ to readers the API server authenticates and authorizes, on its own listener; the
 plain HTTP. Bind addresses default to controller-runtime's: every interface, metrics on
 ``:8080`` (``:8443`` when secure), probes on ``:8081``.
 
+``manager.webhook(kind)`` registers admission and conversion webhooks
+(``kubetrio.runtime.webhook``); their HTTPS server (``webhook_bind_address``, ``:9443``) starts
+after the HTTP endpoints and before the caches, only when a webhook is registered, and
+``/readyz`` waits for it.
+
 A cache that cannot sync ends ``run`` with one plain exception (not an exception group): a
 ``CacheSyncError`` as soon as a LIST is refused for good (CRD missing, RBAC), or
 ``CacheSyncTimeout`` after ``cache_sync_timeout``. Custom kinds are looked up in discovery
@@ -40,7 +45,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Protocol, runtime_checkable
+from pathlib import Path
+from typing import Protocol, TypeVar, runtime_checkable
 
 import trio
 from prometheus_client import (
@@ -51,6 +57,7 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
+from kubetrio.api.meta import KubeObject
 from kubetrio.runtime.builder import ControllerBuilder
 from kubetrio.runtime.cache import InformerCache
 from kubetrio.runtime.client import Client
@@ -65,8 +72,11 @@ from kubetrio.runtime.log import configure_default_logging, get_logger
 from kubetrio.runtime.securemetrics import SecureMetrics, SecureServing
 from kubetrio.runtime.stopsignals import STOP_SIGNALS, stop_on_signals, unclaimed
 from kubetrio.runtime.syncfailure import CacheSyncError
+from kubetrio.runtime.webhook.builder import WebhookBuilder
+from kubetrio.runtime.webhook.server import DEFAULT_BIND_ADDRESS, WebhookServer
 
 log = get_logger("kubetrio.manager")
+K = TypeVar("K", bound=KubeObject)
 
 
 class Runnable(Protocol):
@@ -114,6 +124,8 @@ class Manager:
         graceful_shutdown_timeout: float = 30.0,
         cache_sync_timeout: float = 120.0,
         workers: Mapping[str, int] | None = None,
+        webhook_bind_address: str = DEFAULT_BIND_ADDRESS,
+        webhook_cert_path: Path | None = None,
     ) -> None:
         # Go's client emits no ``*_created`` series; dashboards written for it need none.
         disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -135,6 +147,10 @@ class Manager:
         self._event_senders: dict[str, EventSender] = {}  # by cluster name ("" = primary)
         self._events_dropped = dropped_counter(self.registry)
         self.http = ManagerHTTPServer(self.registry)
+        # Serves only once manager.webhook(...) registers something (kubetrio.runtime.webhook).
+        self.webhooks = WebhookServer(
+            self.registry, bind_address=webhook_bind_address, cert_dir=webhook_cert_path
+        )
         # The reviews change nothing: every replica makes them, lease or not (unfenced).
         self.secure_metrics = (
             SecureMetrics(metrics_secure, client, self.registry) if metrics_secure else None
@@ -167,6 +183,13 @@ class Manager:
 
     def controller(self, name: str) -> ControllerBuilder:
         return ControllerBuilder(self, name)
+
+    def webhook(self, kind: type[K]) -> WebhookBuilder[K]:
+        """Register ``kind``'s defaulter, validator or converter (``kubetrio.runtime.webhook``);
+        ``/readyz`` then waits for the webhook server."""
+        if "webhook" not in self.http.readyz.names():
+            self.http.add_readyz_check("webhook", self.webhooks.started_check)
+        return WebhookBuilder(self.webhooks, kind)
 
     def add(self, runnable: Runnable) -> None:
         self._runnables.append(runnable)
@@ -255,6 +278,8 @@ class Manager:
             # A certificate that cannot serve: one plain error, at once (outside any nursery,
             # which would wrap it in an exception group).
             await secure.load()
+        if self.webhooks.enabled:
+            await self.webhooks.load()  # the same: a certificate that cannot serve fails here
         signals = (
             unclaimed() if handle_signals is None else (STOP_SIGNALS if handle_signals else ())
         )
@@ -344,6 +369,11 @@ class Manager:
             if listening is not None:
                 for label in labels:
                     self.bound_ports[label] = listening.port
+        # Webhooks before caches (controller-runtime's order): a conversion webhook may be
+        # what the caches need to list a CRD's objects.
+        listening = await nursery.start(self.webhooks.serve)
+        if listening is not None:
+            self.bound_ports["webhook"] = listening.port
         self.serving.set()
 
     async def _run_one(self, runnable: Runnable) -> None:
