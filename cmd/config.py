@@ -287,6 +287,9 @@ class ManagerConfig(_Section, kw_only=True, frozen=True):
     metrics_cert_path: str | None = None  # a folder; unset: a self-signed certificate
     metrics_cert_name: Name = "tls.crt"
     metrics_cert_key: Name = "tls.key"
+    # Admission and conversion webhooks (served only when some are registered).
+    webhook_bind_address: str = ":9443"
+    webhook_cert_path: str | None = None  # a folder of tls.crt and tls.key; unset: self-signed
     leader_election: LeaderElectionConfig = msgspec.field(default_factory=LeaderElectionConfig)
     graceful_shutdown_timeout: Duration = Duration(30)
     logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
@@ -395,6 +398,19 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     ),
     _s("--metrics-cert-name", "metricsCertName", "str", "certificate file in --metrics-cert-path"),
     _s("--metrics-cert-key", "metricsCertKey", "str", "key file in --metrics-cert-path"),
+    _s(
+        "--webhook-bind-address",
+        "webhookBindAddress",
+        "str",
+        'host:port of the webhook server (HTTPS), if webhooks are registered; "0" off',
+    ),
+    _s(
+        "--webhook-cert-path",
+        "webhookCertPath",
+        "str",
+        "folder of the webhook server's tls.crt and tls.key, reloaded when they change "
+        "(default: a self-signed certificate)",
+    ),
     _s("--leader-elect", "leaderElection.enabled", "bool", "elect a leader before running"),
     _s(
         "--leader-election-namespace",
@@ -1002,7 +1018,7 @@ def _check_workers(config: ManagerConfig, sources: _Sources, known: Collection[s
 
 
 def _check_addresses(config: ManagerConfig, sources: _Sources, known: Collection[str]) -> None:
-    for field in ("metricsBindAddress", "healthProbeBindAddress"):
+    for field in ("metricsBindAddress", "healthProbeBindAddress", "webhookBindAddress"):
         value = getattr(config, _attr(field))
         if value is None:
             continue  # the default

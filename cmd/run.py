@@ -317,6 +317,8 @@ async def run_manager(
         metrics_bind_address=config.metrics_bind_address,
         health_probe_bind_address=config.health_probe_bind_address,
         metrics_secure=secure_serving(config),
+        webhook_bind_address=config.webhook_bind_address,
+        webhook_cert_path=Path(config.webhook_cert_path) if config.webhook_cert_path else None,
         graceful_shutdown_timeout=config.graceful_shutdown_timeout,
         workers=config.workers,
         leader_election=LeaderElectionOptions(

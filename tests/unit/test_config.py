@@ -270,6 +270,7 @@ def sample_text(setting: Setting) -> str:
         ("controllers",): "machine",
         ("metricsBindAddress",): ":9999",
         ("healthProbeBindAddress",): "0",
+        ("webhookBindAddress",): "127.0.0.1:9444",
         ("master",): "https://example.com:6443",
         ("storage", "backendURL"): "http://storage:5705",
         ("logging", "format"): "json",
