@@ -17,11 +17,12 @@ kubectl as ``Warning: …``) or None, or raises ``Denied`` to reject the request
             return []
         ...
 
-``Denied(message, code=403)`` becomes ``allowed: false`` with a ``Status`` of that code and its
-reason (403 Forbidden, 422 Invalid, …), as controller-runtime's ``admission.Denied`` and
-``apierrors`` do. Any other exception is a bug in the handler: it is logged with its traceback
-and answered ``allowed: false``, code 500, with its message; the server carries on. An object
-the kind's Struct cannot decode is answered with code 400 naming the field.
+``Denied(message, code=403, warnings=())`` becomes ``allowed: false`` with a ``Status`` of
+that code and its reason (403 Forbidden, 422 Invalid, …) and the warnings, as
+controller-runtime's ``admission.Denied`` and ``apierrors`` do. Any other exception is a bug
+in the handler: it is logged with its traceback and answered ``allowed: false``, code 500,
+with its message; the server carries on. An object the kind's Struct cannot decode is
+answered with code 400 naming the field.
 
 ``request.dry_run`` is True when the API server will not persist the result (``kubectl
 --dry-run=server``): handlers with side effects must not make them then.
@@ -72,10 +73,11 @@ _REASONS = {
 class Denied(Exception):
     """Raised by a validator (or defaulter) to reject the request with ``message``."""
 
-    def __init__(self, message: str, code: int = 403) -> None:
+    def __init__(self, message: str, code: int = 403, warnings: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
+        self.warnings = tuple(warnings)  # shown with the denial, as controller-runtime does
 
 
 class Validator(Protocol[T_contra]):
@@ -92,13 +94,14 @@ class BadObject(Exception):
     """The review's object does not fit the kind's Struct (answered with code 400)."""
 
 
-def denied(uid: str, code: int, message: str) -> AdmissionResponse:
-    """``allowed: false`` with a Status of ``code``, as the API server shows it to the user."""
-    reason = _REASONS.get(code, "")
+def denied(uid: str, refusal: Denied) -> AdmissionResponse:
+    """``allowed: false`` with a Status of the refusal's code, as the user will see it."""
+    reason = _REASONS.get(refusal.code, "")
     return AdmissionResponse(
         uid=uid,
         allowed=False,
-        status=Status(status="Failure", code=code, reason=reason, message=message),
+        status=Status(status="Failure", code=refusal.code, reason=reason, message=refusal.message),
+        warnings=refusal.warnings,
     )
 
 

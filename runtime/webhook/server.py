@@ -267,7 +267,7 @@ class WebhookServer:
             try:
                 answer = await handler(admission)
             except Denied as refusal:
-                answer = denied(admission.uid, refusal.code, refusal.message)
+                answer = denied(admission.uid, refusal)
             except BadObject as error:
                 answer = errored(admission.uid, 400, str(error))
             except Exception as error:

@@ -30,6 +30,7 @@ from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.securemetrics import SecureServing
 from kubetrio.runtime.webhook import AdmissionRequest, Denied
 
 MUTATE = "/mutate-machine-sapcloud-io-v1alpha1-machine"
@@ -152,7 +153,11 @@ class Recorder:
     async def validate_create(self, obj: Machine, request: AdmissionRequest) -> list[str]:
         self.calls.append(("create", obj.name, request.dry_run))
         if obj.name.startswith("bad-"):
-            raise Denied(f"metadata.name: Invalid value: {obj.name!r}: reserved", code=422)
+            raise Denied(
+                f"metadata.name: Invalid value: {obj.name!r}: reserved",
+                code=422,
+                warnings=["metadata.name: bad- names are reserved for tests"],
+            )
         return ["spec.providerID: set by the controller, not by you"]
 
     async def validate_update(
@@ -219,6 +224,7 @@ async def test_validator_allows_warns_and_denies(emu: Emulator, tmp_path: Path) 
             "reason": "Invalid",
             "code": 422,
         }
+        assert result["warnings"] == ["metadata.name: bad- names are reserved for tests"]
 
         old = machine(providerID="sim:///a", **{"class": {"name": "small"}})
         new = machine(providerID="sim:///b", **{"class": {"name": "small"}})
@@ -242,7 +248,10 @@ async def test_validator_allows_warns_and_denies(emu: Emulator, tmp_path: Path) 
 
 
 async def test_bad_objects_crashes_and_timeouts_get_answers(
-    emu: Emulator, tmp_path: Path, mock_clock: trio.testing.MockClock
+    emu: Emulator,
+    tmp_path: Path,
+    mock_clock: trio.testing.MockClock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """On the MockClock: the 10 s limit passes in no time, and the hour never comes."""
     manager = webhook_manager(emu)
@@ -268,6 +277,8 @@ async def test_bad_objects_crashes_and_timeouts_get_answers(
         result = answer(await post(manager, VALIDATE, review("CREATE", machine("crash")), ca))
         assert result["allowed"] is False
         assert result["status"] == {"code": 500, "message": "cloud quota lookup failed"}
+        [crash] = [r for r in caplog.records if r.name == "kubetrio.webhook" and r.exc_info]
+        assert crash.exc_info is not None and crash.exc_info[0] is RuntimeError  # traceback
 
         start = trio.current_time()
         result = answer(await post(manager, VALIDATE, review("CREATE", machine("slow")), ca))
@@ -474,7 +485,10 @@ async def test_certificates_from_files_are_reloaded(
     certs.mkdir()
     first, second = trustme.CA(), trustme.CA()
     write_pair(first, certs)
-    manager = webhook_manager(emu, webhook_cert_path=certs)
+    # Secure metrics from the same files: both watchers count into the one registry.
+    manager = webhook_manager(
+        emu, webhook_cert_path=certs, metrics_secure=SecureServing(cert_dir=certs)
+    )
     manager.webhook(Machine).defaulter(default_machine)
     first_pem, second_pem = tmp_path / "first.pem", tmp_path / "second.pem"
     first.cert_pem.write_to_path(str(first_pem))
@@ -491,7 +505,7 @@ async def test_certificates_from_files_are_reloaded(
         with pytest.raises(requests.exceptions.SSLError):
             await post(manager, MUTATE, review("CREATE", machine()), str(first_pem))
     reads = manager.registry.get_sample_value("certwatcher_read_certificate_total")
-    assert reads is not None and reads >= 2
+    assert reads is not None and reads >= 3  # metrics and webhook at start, then the reload
 
 
 def test_review_wire_names() -> None:
