@@ -593,6 +593,10 @@ def test_missing_file_and_wrong_extension(tmp_path: Path) -> None:
             "flag --metrics-bind-address (metricsBindAddress): bind address '8080'",
         ),
         (["--health-probe-bind-address", "[::1:80"], "flag --health-probe-bind-address "),
+        (
+            ["--webhook-bind-address", "9443"],
+            "flag --webhook-bind-address (webhookBindAddress): bind address '9443'",
+        ),
         (["--leader-elect", "maybe"], 'flag --leader-elect: expected true or false, got "maybe"'),
         (
             ["--leader-elect-lease-duration", "5s"],
