@@ -29,6 +29,7 @@ from kubetrio.api.meta import KubeObject
 from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.httpserver import ListenError
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.securemetrics import SecureServing
 from kubetrio.runtime.webhook import AdmissionRequest, Denied
@@ -520,3 +521,14 @@ def test_review_wire_names() -> None:
     assert encoded == {"uid": "u", "allowed": True, "patch": "W10=", "patchType": "JSONPatch"}
     request = msgspec.json.decode(b'{"uid":"u","desiredAPIVersion":"a/v2"}', type=ConversionRequest)
     assert request.desired_api_version == "a/v2"
+
+
+async def test_a_taken_webhook_port_ends_run_with_one_error(emu: Emulator) -> None:
+    taken = trio.socket.socket()
+    await taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    manager = webhook_manager(emu, webhook_bind_address=f"127.0.0.1:{port}")
+    manager.webhook(Machine).defaulter(default_machine)
+    with taken, pytest.raises(ListenError, match=f"cannot listen on 127.0.0.1:{port} for webhooks"):
+        await manager.run(handle_signals=False)
