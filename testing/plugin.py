@@ -1,6 +1,7 @@
 """The pytest plugin behind ``kubetrio.testing`` (entry point ``pytest11``: ``kubetrio``).
 
-Installing kubetrio is enough; no conftest needed::
+Installing ``kubetrio[testing]`` (kubetrio with pytest and pytest-trio) is enough; no conftest
+needed::
 
     import pytest
     from kubetrio.testing import wait_for
@@ -56,7 +57,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionstart(session: pytest.Session) -> None:
     """pytest-trio defines a ``mock_clock`` too (without autojump), and which plugin loads last
     is up to the installer: parse ours again, after every plugin, so ours wins."""
-    session._fixturemanager.parsefactories(holder=sys.modules[__name__], node=session)
+    manager = session._fixturemanager
+    try:
+        manager.parsefactories(holder=sys.modules[__name__], node=session)
+    except TypeError:  # pytest < 8.1 spells it positionally
+        manager.parsefactories(sys.modules[__name__], "")
 
 
 def _run_on_mock_clock(

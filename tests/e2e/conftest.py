@@ -1,14 +1,15 @@
 """Fixtures and helpers for end-to-end tests against the emulator over HTTP.
 
 The testing kit (``kubetrio.testing``'s pytest plugin) provides ``mock_clock``, ``emulator``
-(here also ``emu``), ``kube_client`` (also ``kube``) and ``kubectl``; ``client`` is a raw async
-HTTP client on the emulator and ``kubectl_of`` runs any other kubectl release.
+(here also ``emu``) and ``kube_client``; ``kube`` and ``kubectl`` are the kit's, on ``emu``;
+``client`` is a raw async HTTP client on it and ``kubectl_of`` runs any other kubectl release.
 ``blocking``/``pykube_api`` run pykube-ng in worker threads; ``configmap`` builds a plain
 ConfigMap.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable
@@ -43,16 +44,26 @@ def client(emu: Emulator) -> EmuClient:
     return EmuClient(emu.url, emu.token)
 
 
+# ``kube`` and ``kubectl`` follow ``emu``, which a test file may override (a simulated cluster).
+
+
 @pytest.fixture
-def kube(kube_client: Client) -> Client:
-    """The kit's ``kube_client`` (admin)."""
-    return kube_client
+def kube(emu: Emulator) -> Client:
+    """Our typed async client, from the emulator's kubeconfig (admin, as ``kube_client``)."""
+    return Client.from_kubeconfig(str(emu.kubeconfig_path))
 
 
-async def blocking(fn: Callable[[], T]) -> T:
+@pytest.fixture
+def kubectl(kubectl_binary: str, emu: Emulator, tmp_path: Path) -> Kubectl:
+    """As the kit's ``kubectl``."""
+    return Kubectl(kubectl_binary, kubectl_env(emu, tmp_path))
+
+
+async def blocking(fn: Callable[[], T], *, hold_clock: bool = True) -> T:
     """Run a blocking call (pykube-ng) in a worker thread; a request in flight, so it holds the
-    mock clock as our client's requests do."""
-    with request_in_flight():
+    mock clock as our client's requests do (but a watch, which waits on time: ``hold_clock``
+    False)."""
+    with request_in_flight() if hold_clock else contextlib.nullcontext():
         return await trio.to_thread.run_sync(fn)
 
 
