@@ -60,3 +60,18 @@ def test_plain():
     )
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+def test_kubectl_missing_fails_with_how_to_fix_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        test_kubectl="""
+async def test_uses_kubectl(emulator, kubectl):
+    await kubectl.run("version", "--client")
+"""
+    )
+    monkeypatch.setenv("KUBECTL", str(pytester.path / "no-such-kubectl"))
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)  # pytest-trio sets fixtures up inside the test run
+    result.stdout.fnmatch_lines(["*kubectl not found: install kubectl*or set $KUBECTL*"])
