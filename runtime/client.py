@@ -587,6 +587,8 @@ class Client:
                 return ApiError(0, "Unreachable", f"watch {path}: {error}", method="WATCH")
             except CredentialError as error:
                 return _no_credentials(error, "WATCH", path)
+            finally:
+                connected()  # answered (or failed): the stream's wait for events holds nothing
             with response:
                 if response.status_code >= 400:
                     return ApiError.from_response(
@@ -615,12 +617,22 @@ class Client:
             started = time.perf_counter()
             relay: ThreadRelay[WatchEvent[T]] = ThreadRelay()
             failure: ApiError | None = None
+            # Connecting is a request in flight (holds a test's mock clock) until the response
+            # headers are in; the open stream afterwards is not.
+            connecting = contextlib.ExitStack()
+            connecting.enter_context(request_in_flight())
+            token = trio.lowlevel.current_trio_token()
+
+            def connected() -> None:
+                with contextlib.suppress(trio.RunFinishedError):
+                    token.run_sync_soon(connecting.close)
 
             async def read_stream() -> None:
                 nonlocal failure
                 try:
                     failure = await run_in_thread(stream, self._watch_limiter)
                 finally:
+                    connecting.close()  # cancelled before connecting, too
                     relay.close()
 
             async with trio.open_nursery() as nursery:

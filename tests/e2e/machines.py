@@ -20,6 +20,7 @@ from kubetrio.controllers.machine.setup import setup
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager import Manager
+from kubetrio.testing import run_manager
 
 MACHINE_API = "machine.sapcloud.io/v1alpha1"
 USER_DATA = "#!/bin/sh\nkubeadm join --token <<BOOTSTRAP_TOKEN>>\n"
@@ -124,23 +125,16 @@ async def machine_manager(
     also: Sequence[Callable[[Manager, ManagerConfig], object]] = (),
     **machine_options: Any,
 ) -> AsyncIterator[Harness]:
-    """A manager running the machine controller (and the setups in ``also``); stopped
-    (gracefully) on exit."""
-    client = Client.from_url(emu.url, token=emu.token)
+    """A manager running the machine controller (and the setups in ``also``), through the
+    testing kit's ``run_manager``; stopped (gracefully) on exit."""
     config = ManagerConfig(machine=MachineConfig(**machine_options), workers={"machine": workers})
-    manager = Manager(
-        client,
-        metrics_bind_address="0",
-        health_probe_bind_address="0",
-        workers=config.workers,
-    )
-    ctx = setup(manager, config)
-    for extra in also:
-        extra(manager, config)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(manager.run)
-        yield Harness(emu, client, manager, ctx)
-        manager.stop()
+    contexts: list[MachineContext] = []
+
+    def machine(manager: Manager, config: ManagerConfig) -> None:
+        contexts.append(setup(manager, config))
+
+    async with run_manager(emu, machine, *also, config=config, workers=config.workers) as manager:
+        yield Harness(emu, manager.client, manager, contexts[0])
 
 
 def seed_class(emu: Emulator, name: str = "small", **provider_spec: Any) -> None:

@@ -31,6 +31,7 @@ from kubetrio.runtime.emulator.cluster import (
     ClusterSimulation,
 )
 from kubetrio.runtime.informer import EventHandler, Informer
+from kubetrio.testing import eventually
 
 T = TypeVar("T", bound=KubeObject)
 
@@ -65,12 +66,11 @@ class SimPod(KubeObject, kw_only=True):
 
 
 class Watched(Generic[T]):
-    """An informer whose every event wakes ``until`` waiters."""
+    """An informer recording its events; ``until`` waits on its changes (the testing kit)."""
 
     def __init__(self, informer: Informer[T]) -> None:
         self.informer = informer
         self.events: list[tuple[str, T]] = []
-        self._changed = trio.Event()
         informer.add_handler(
             EventHandler(
                 on_add=lambda o, _initial: self._note("add", o),
@@ -81,8 +81,6 @@ class Watched(Generic[T]):
 
     def _note(self, kind: str, obj: T) -> None:
         self.events.append((kind, obj))
-        self._changed.set()
-        self._changed = trio.Event()
 
     def all(self) -> list[T]:
         return sorted(self.informer.store.values(), key=lambda o: (o.namespace, o.name))
@@ -91,9 +89,7 @@ class Watched(Generic[T]):
         return self.informer.lister.get(namespace, name)
 
     async def until(self, condition: Callable[[], bool], patience: float = 300.0) -> None:
-        with trio.fail_after(patience):
-            while not condition():
-                await self._changed.wait()
+        await eventually(condition, on=[self.informer], timeout=patience)
 
 
 @dataclass

@@ -99,7 +99,16 @@ SHIPPED = {
     ),
 }
 # Copied into the wheel's build tree; everything else of the checkout stays out.
-SOURCES = ("pyproject.toml", "README.md", "runtime", "api", "controllers", "cmd", "config")
+SOURCES = (
+    "pyproject.toml",
+    "README.md",
+    "runtime",
+    "api",
+    "controllers",
+    "cmd",
+    "config",
+    "testing",
+)
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +140,11 @@ def test_the_wheel_ships_the_crds_dashboards_rules_and_kit(wheel: Path) -> None:
     # Only what is meant to ship: no tests, no dashboard scripts, no checkout leftovers.
     assert not [n for n in names if n.startswith(("tests/", "kubetrio/tests/"))]
     assert "kubetrio/config/dashboards/generate.py" not in names
+    # The testing kit's pytest plugin, registered for every session where kubetrio is installed.
+    assert "kubetrio/testing/plugin.py" in names
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    text = zipfile.ZipFile(wheel).read(entry_points).decode()
+    assert "[pytest11]\nkubetrio = kubetrio.testing.plugin" in text
 
 
 def test_the_installed_wheel_reads_its_assets_outside_the_checkout(

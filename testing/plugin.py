@@ -1,0 +1,123 @@
+"""The pytest plugin behind ``kubetrio.testing`` (entry point ``pytest11``: ``kubetrio``).
+
+Installing ``kubetrio[testing]`` (kubetrio with pytest and pytest-trio) is enough; no conftest
+needed::
+
+    import pytest
+    from kubetrio.testing import wait_for
+
+    @pytest.mark.kubetrio(simulated_cluster=True)  # optional: scheduler, kubelets, ...
+    async def test_pod_runs(emulator, kube_client):
+        ...
+
+A test that takes ``emulator`` or ``kube_client`` runs under pytest-trio on ``mock_clock`` even
+when it does not name that fixture, and is marked as a trio test even without ``trio_mode``.
+The marker also takes ``simulated_cluster=ClusterSimulation(...)`` for tuned delays. A session
+that uses none of these fixtures is untouched: nothing is autouse and the emulator is imported
+only when a test asks for it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import AsyncIterator, Callable
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import trio
+import trio.testing
+
+if TYPE_CHECKING:
+    from kubetrio.runtime.client import Client
+    from kubetrio.runtime.emulator import Emulator
+    from kubetrio.testing.kubectl import Kubectl
+
+# How long every task must sit idle before the mock clock jumps. Real I/O is in flight (HTTP to
+# the emulator, worker threads); a request in flight holds the clock (runtime/clockhold), and
+# this threshold covers what the hold cannot see, such as a response being parsed.
+IO_AUTOJUMP = 0.05
+
+# The fixtures that put a test on the kit's clock when the test takes them by name (a test that
+# reaches the emulator only through a fixture of its own keeps whatever clock it names).
+KIT_FIXTURES = frozenset({"emulator", "kube_client"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "kubetrio(simulated_cluster=False): options of the kubetrio emulator fixture; "
+        "simulated_cluster=True (or a ClusterSimulation) runs the simulated cluster",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """pytest-trio defines a ``mock_clock`` too (without autojump), and which plugin loads last
+    is up to the installer: parse ours again, after every plugin, so ours wins."""
+    manager = session._fixturemanager
+    try:
+        manager.parsefactories(holder=sys.modules[__name__], node=session)
+    except TypeError:  # pytest < 8.1 spells it positionally
+        manager.parsefactories(sys.modules[__name__], "")
+
+
+def _run_on_mock_clock(
+    item: pytest.Item, fn: Callable[[], Any], *, clock: trio.abc.Clock | None = None, **kw: Any
+) -> Any:
+    """pytest-trio's runner, with the test's ``mock_clock`` when the test names no clock."""
+    if clock is None:
+        clock = item.funcargs.get("mock_clock")  # type: ignore[attr-defined]
+    return trio.run(fn, clock=clock, **kw)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or KIT_FIXTURES.isdisjoint(info.argnames):
+            continue
+        if inspect.iscoroutinefunction(getattr(item, "obj", None)):
+            # First, so it wins over trio_mode's own mark (pytest-trio takes the first ``run``).
+            item.add_marker(pytest.mark.trio(run=partial(_run_on_mock_clock, item)), append=False)
+
+
+@pytest.fixture
+def mock_clock() -> trio.testing.MockClock:
+    """Autojump once idle: simulated time is free, real I/O still gets its turn."""
+    return trio.testing.MockClock(autojump_threshold=IO_AUTOJUMP)
+
+
+@pytest.fixture
+async def emulator(
+    request: pytest.FixtureRequest, mock_clock: trio.testing.MockClock
+) -> AsyncIterator[Emulator]:
+    """An emulator served over HTTP inside the test's trio run (on ``mock_clock``)."""
+    from kubetrio.runtime.emulator import serve_emulator
+    from kubetrio.runtime.emulator.cluster.options import ClusterSimulation
+
+    marker = request.node.get_closest_marker("kubetrio")
+    simulated = marker.kwargs.get("simulated_cluster", False) if marker else False
+    simulate = ClusterSimulation() if simulated is True else (simulated or None)
+    async with serve_emulator(simulate=simulate) as emu:
+        yield emu
+
+
+@pytest.fixture
+def kube_client(emulator: Emulator) -> Client:
+    """Our typed async client on the emulator, as admin."""
+    from kubetrio.runtime.client import Client
+
+    return Client.from_url(emulator.url, token=emulator.token)
+
+
+@pytest.fixture
+def kubectl(emulator: Emulator, tmp_path: Path) -> Kubectl:
+    """kubectl on the emulator; fails (never skips) when kubectl is not installed."""
+    from kubetrio.testing.kubectl import MISSING, Kubectl, find_kubectl, kubectl_env
+
+    binary = find_kubectl()
+    if binary is None:
+        pytest.fail(MISSING)
+    return Kubectl(binary, kubectl_env(emulator.kubeconfig_path, tmp_path))
