@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kubetrio.api.condition import Condition
-    from kubetrio.api.declare import PreserveUnknownFields, resource
+    from kubetrio.api.declare import resource
+    from kubetrio.api.markers import PreserveUnknownFields
     from kubetrio.api.meta import KubeObject, Model, ObjectMeta
     from kubetrio.api.registry import PrinterColumn, Scale, register
 
@@ -32,7 +33,7 @@ _HOME = {
     "KubeObject": "kubetrio.api.meta",
     "Model": "kubetrio.api.meta",
     "ObjectMeta": "kubetrio.api.meta",
-    "PreserveUnknownFields": "kubetrio.api.declare",
+    "PreserveUnknownFields": "kubetrio.api.markers",
     "PrinterColumn": "kubetrio.api.registry",
     "Scale": "kubetrio.api.registry",
     "register": "kubetrio.api.registry",

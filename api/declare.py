@@ -34,18 +34,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-import msgspec
-
 from kubetrio.api.registry import CrdFacts, KindInfo, PrinterColumn, Scale, register
 
-__all__ = ["PreserveUnknownFields", "plural_of", "resource"]
-
-# ``Annotated[dict[str, Any], PreserveUnknownFields]``: the server keeps fields the typed view does
-# not model. Typed views are partial on purpose; without this the generated CRD would prune what
-# users (or other controllers) write there.
-PreserveUnknownFields = msgspec.Meta(
-    extra_json_schema={"x-kubernetes-preserve-unknown-fields": True}
-)
+__all__ = ["plural_of", "resource"]
 
 C = TypeVar("C", bound=type)
 

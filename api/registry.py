@@ -122,26 +122,9 @@ BUILTIN_KINDS: tuple[KindInfo, ...] = (
     ),
 )
 
-SCALABLE = ("status", "scale")
-
-# Custom kinds kubetrio's own controllers use; served through CustomResourceDefinitions.
-MACHINE_KINDS: tuple[KindInfo, ...] = (
-    KindInfo("machine.sapcloud.io/v1alpha1", "Machine", "machines", True, ("mach",), ("status",)),
-    KindInfo("machine.sapcloud.io/v1alpha1", "MachineClass", "machineclasses", True, ("machcls",)),
-    KindInfo("machine.sapcloud.io/v1alpha1", "MachineSet", "machinesets", True, ("mcs",), SCALABLE),
-    KindInfo(
-        "machine.sapcloud.io/v1alpha1",
-        "MachineDeployment",
-        "machinedeployments",
-        True,
-        ("mcd",),
-        SCALABLE,
-    ),
-)
-
-_BY_KIND: dict[tuple[str, str], KindInfo] = {
-    (k.api_version, k.kind): k for k in BUILTIN_KINDS + MACHINE_KINDS
-}
+# Custom kinds (kubetrio's own machine kinds among them) join through register(), which
+# @kubetrio.api.resource calls as each class is declared.
+_BY_KIND: dict[tuple[str, str], KindInfo] = {(k.api_version, k.kind): k for k in BUILTIN_KINDS}
 
 
 class KindConflict(ValueError):

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import trio
 
-from kubetrio.api.registry import MACHINE_KINDS
+from kubetrio.api.machineset import MACHINE_KINDS
 from kubetrio.cmd.clusters import TargetClusterError
 from kubetrio.cmd.config import ManagerConfig
 from kubetrio.cmd.embedded import EmbeddedClusterError

@@ -37,6 +37,7 @@ import msgspec
 import msgspec.inspect as mi
 
 from kubetrio.api.condition import Condition
+from kubetrio.api.markers import SCHEMA_OF
 from kubetrio.api.meta import kind_of
 from kubetrio.api.registry import KindInfo
 
@@ -50,6 +51,7 @@ _PASSTHROUGH = frozenset(
     {
         "description",
         "title",
+        "required",
         "format",
         "pattern",
         "default",
@@ -201,7 +203,10 @@ def _struct(info: mi.StructType, path: str, seen: tuple[type, ...], top: bool = 
 def _doc(cls: type) -> str:
     # A class's own docstring only: Model's or KubeObject's would describe every type.
     doc = cls.__dict__.get("__doc__")
-    return pyinspect.cleandoc(doc) if isinstance(doc, str) else ""
+    if not isinstance(doc, str):
+        return ""
+    # Paragraphs become single lines: wrapping in source is not meaning.
+    return "\n\n".join(" ".join(p.split()) for p in pyinspect.cleandoc(doc).split("\n\n"))
 
 
 def _default(field: mi.Field, where: str) -> Any:
@@ -224,7 +229,8 @@ def _default(field: mi.Field, where: str) -> Any:
 
 def _node(t: mi.Type, where: str, seen: tuple[type, ...]) -> Schema:
     if isinstance(t, mi.Metadata):
-        node = _node(t.type, where, seen)
+        described_by = (t.extra or {}).get(SCHEMA_OF)
+        node = _node(mi.type_info(described_by) if described_by else t.type, where, seen)
         extra = dict(t.extra_json_schema or {})
         for key in list(extra):
             if key == "examples":
@@ -339,7 +345,11 @@ def _union(t: mi.UnionType, where: str, seen: tuple[type, ...]) -> Schema:
     if len(rest) == 1:
         node = _node(rest[0], where, seen)
     elif kinds == ["IntType", "StrType"]:
-        node = {"x-kubernetes-int-or-string": True}
+        # As controller-gen writes intstr.IntOrString: the anyOf names both types for clients.
+        node = {
+            "anyOf": [{"type": "integer"}, {"type": "string"}],
+            "x-kubernetes-int-or-string": True,
+        }
     else:
         raise CrdError(
             f"{where}: unsupported union of {', '.join(kinds)} (a CRD field has one type; "

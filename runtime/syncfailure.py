@@ -34,6 +34,8 @@ def install_hint(kinds: Iterable[KindInfo]) -> str:
     kind was declared with ``@kubetrio.api.resource`` (the declaration is the CRD's source), else
     "" (a kind known only by name has no class to generate from)."""
     kinds = list(kinds)
+    if any(k.crd is not None and k.crd.source.startswith("kubetrio.") for k in kinds):
+        return ""  # kubetrio's own kinds: their CRDs ship with it (`kubetrio crds`)
     sources = sorted({k.crd.source for k in kinds if k.crd is not None and k.crd.source})
     if not kinds or any(k.crd is None or not k.crd.source for k in kinds):
         return ""

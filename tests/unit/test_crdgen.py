@@ -170,7 +170,11 @@ def test_scalars_bounds_enum_defaults() -> None:
 def test_unions_maps_and_wire_names() -> None:
     props = spec_schema()
     assert props["maybe"] == {"type": "integer", "nullable": True}
-    assert props["port"] == {"x-kubernetes-int-or-string": True, "default": 80}
+    assert props["port"] == {
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "x-kubernetes-int-or-string": True,
+        "default": 80,
+    }
     assert props["at"] == {"type": "string", "format": "date-time", "nullable": True}
     assert props["labels"] == {"type": "object", "additionalProperties": {"type": "string"}}
     assert props["free"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
