@@ -41,7 +41,7 @@ from kubetrio.api.markers import SCHEMA_OF
 from kubetrio.api.meta import kind_of
 from kubetrio.api.registry import KindInfo
 
-__all__ = ["CrdError", "crd_for", "schema_for"]
+__all__ = ["CrdError", "classes_of", "crd_for", "import_class", "schema_for"]
 
 Schema = dict[str, Any]
 

@@ -236,6 +236,8 @@ async def test_undeclared_and_uninstalled_kinds_name_the_fix(
         manager.controller("x").for_(Undeclared)
     with pytest.raises(UndeclaredKind, match=re.escape(fix)):
         manager.controller("y").for_(Greeting).owns(NotAKind)  # type: ignore[arg-type]
+    with pytest.raises(UndeclaredKind, match=re.escape(fix)):
+        manager.cache.informer(NotAKind)  # type: ignore[type-var]
 
     # Declared but not installed: discovery says how to install it.
     with pytest.raises(UnservedKinds) as caught:

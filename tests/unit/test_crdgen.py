@@ -22,6 +22,7 @@ from kubetrio.api import (
     resource,
 )
 from kubetrio.api.declare import plural_of
+from kubetrio.api.markers import Atomic, DateTime, Int32, Quantity, SchemaOf
 from kubetrio.api.meta import UndeclaredKind, kind_of
 from kubetrio.api.registry import KindConflict, KindInfo, lookup
 from kubetrio.runtime.crdgen import CrdError, crd_for, schema_for
@@ -317,3 +318,41 @@ def test_schema_refuses_what_the_types_refuse() -> None:
     bad = {"spec": {"size": 9, "mode": "c", "items": [{"key": "UP"}]}}
     fields = sorted(cause.field for cause in validate(schema, bad))
     assert fields == ["spec.items[0].key", "spec.mode", "spec.size"]
+
+
+class Shape(Model, kw_only=True):
+    """A typed form of a raw field."""
+
+    size: int = 0
+    zone: str = ""
+
+
+class MarkedSpec(Model, kw_only=True):
+    count: Int32 = 0
+    seen: DateTime | None = None
+    selector: Annotated[dict[str, str], Atomic] = {}
+    capacity: dict[str, Quantity] = {}
+    raw: Annotated[dict[str, Any], SchemaOf(Shape, required=("zone",)), PreserveUnknownFields] = {}
+
+
+@resource(group="unit.kubetrio.dev", version="v1")
+class Marked(KubeObject, kw_only=True):
+    spec: MarkedSpec = msgspec.field(default_factory=MarkedSpec)
+
+
+def test_markers() -> None:
+    props = schema_for(Marked)["properties"]["spec"]["properties"]
+    assert props["count"] == {"type": "integer", "format": "int32"}
+    assert props["seen"] == {"type": "string", "format": "date-time", "nullable": True}
+    assert props["selector"]["x-kubernetes-map-type"] == "atomic"
+    quantity = props["capacity"]["additionalProperties"]
+    assert quantity["x-kubernetes-int-or-string"] is True and quantity["pattern"].startswith("^(")
+    assert props["raw"] == {
+        "type": "object",
+        "description": "A typed form of a raw field.",
+        "properties": {"size": {"type": "integer"}, "zone": {"type": "string"}},
+        "required": ["zone"],
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+    assert validate(schema_for(Marked), {"spec": {"raw": {"size": 1}}})[0].field == "spec.raw.zone"
+    assert check_crd(crd_for(Marked)[0]) == []
