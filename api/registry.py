@@ -7,6 +7,7 @@ entries by ``kubetrio.api`` modules as they are defined; a kind without one is s
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -127,6 +128,11 @@ BUILTIN_KINDS: tuple[KindInfo, ...] = (
 _BY_KIND: dict[tuple[str, str], KindInfo] = {(k.api_version, k.kind): k for k in BUILTIN_KINDS}
 
 
+# Groups whose kinds kubetrio itself declares, by the module declaring them: looking one up by
+# name works before anything imported the class.
+_HOMES = {"machine.sapcloud.io": "kubetrio.api.machineset"}
+
+
 class KindConflict(ValueError):
     """Two different declarations of one ``apiVersion``/``kind``."""
 
@@ -150,8 +156,12 @@ def register(info: KindInfo) -> KindInfo:
 
 def lookup(api_version: str, kind: str) -> KindInfo:
     """The registered entry for ``apiVersion``/``kind``; KeyError names the fix when unknown."""
+    key = (api_version, kind)
+    home = _HOMES.get(api_version.rpartition("/")[0])
+    if key not in _BY_KIND and home is not None:
+        importlib.import_module(home)  # declares kubetrio's own kinds of that group
     try:
-        return _BY_KIND[(api_version, kind)]
+        return _BY_KIND[key]
     except KeyError:
         raise KeyError(
             f"unknown kind {kind!r} in apiVersion {api_version!r}: declare its class with "

@@ -356,3 +356,12 @@ def test_markers() -> None:
     }
     assert validate(schema_for(Marked), {"spec": {"raw": {"size": 1}}})[0].field == "spec.raw.zone"
     assert check_crd(crd_for(Marked)[0]) == []
+
+
+def test_rbac_helpers_address_declared_kinds() -> None:
+    from kubetrio.runtime.rbac import cached, on
+
+    (listing,) = cached(Sample.KIND)
+    status = on(Sample.KIND, "patch", subresource="status")
+    assert (listing.api_groups, listing.resources) == (("unit.kubetrio.dev",), ("samples",))
+    assert status.resources == ("samples/status",)
