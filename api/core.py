@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import msgspec
 
+from kubetrio.api.markers import DateTime
 from kubetrio.api.meta import KubeObject, Model
 from kubetrio.api.registry import KindInfo, lookup
 
@@ -18,7 +19,7 @@ class Taint(Model, kw_only=True):
     key: str
     effect: str
     value: str = ""
-    time_added: str | None = None
+    time_added: DateTime | None = None
 
 
 class NodeSpec(Model, kw_only=True):

@@ -8,13 +8,18 @@ MachineClass's ``providerSpec`` is an opaque dict because each driver defines it
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Annotated, Any
 
 import msgspec
 
 from kubetrio.api.core import Taint
+from kubetrio.api.declare import resource
+from kubetrio.api.markers import DateTime, Int32, PreserveUnknownFields, Quantity, SchemaOf
 from kubetrio.api.meta import KubeObject, Model
-from kubetrio.api.registry import KindInfo, lookup
+from kubetrio.api.registry import PrinterColumn
+
+GROUP = "machine.sapcloud.io"
+VERSION = "v1alpha1"
 
 # -- phases and last-operation vocabulary (MCM's names: tools and dashboards match on them)
 
@@ -103,7 +108,7 @@ def format_duration(seconds: float) -> str:
 
 
 class ClassSpec(Model, kw_only=True):
-    """The reference from a Machine to its class (``spec.class``)."""
+    """The MachineClass this machine is created from."""
 
     api_group: str = ""
     kind: str = ""
@@ -120,20 +125,31 @@ class NodeTemplateSpec(Model, kw_only=True):
 
 
 class NodeTemplate(Model, kw_only=True):
-    """What the machine controller keeps in sync on the machine's Node."""
+    """Labels, annotations and taints kept in sync on the machine's Node."""
 
     metadata: TemplateMetadata = msgspec.field(default_factory=TemplateMetadata)
     spec: NodeTemplateSpec = msgspec.field(default_factory=NodeTemplateSpec)
 
 
-class MachineConfiguration(Model, kw_only=True):
-    """Per-machine overrides of the controller's safety options; durations are Go strings."""
+GoDuration = Annotated[str, msgspec.Meta(description="A Go duration such as 2h, 30m or 90s.")]
 
-    drain_timeout: str | None = None
-    health_timeout: str | None = None
-    creation_timeout: str | None = None
-    max_evict_retries: int | None = None
-    node_conditions: str | None = None
+
+class MachineConfiguration(Model, kw_only=True):
+    """Per-machine overrides of the controller's safety options."""
+
+    drain_timeout: GoDuration | None = None
+    health_timeout: GoDuration | None = None
+    creation_timeout: GoDuration | None = None
+    max_evict_retries: Int32 | None = None
+    node_conditions: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                description="Comma-separated node condition types that make a machine unhealthy."
+            ),
+        ]
+        | None
+    ) = None
 
     def node_condition_types(self) -> tuple[str, ...] | None:
         """The comma-separated ``nodeConditions`` as a tuple, or None when not overridden."""
@@ -147,7 +163,9 @@ class MachineConfiguration(Model, kw_only=True):
 
 class MachineSpec(Model, kw_only=True):
     class_: ClassSpec = msgspec.field(default_factory=ClassSpec, name="class")
-    provider_id: str = msgspec.field(default="", name="providerID")
+    provider_id: Annotated[
+        str, msgspec.Meta(description="The provider's ID of the VM, set once it exists.")
+    ] = msgspec.field(default="", name="providerID")
     node_template: NodeTemplate | None = None
     machine_configuration: MachineConfiguration | None = None
 
@@ -155,14 +173,14 @@ class MachineSpec(Model, kw_only=True):
 class CurrentStatus(Model, kw_only=True):
     phase: str = ""
     timeout_active: bool = False
-    last_update_time: str | None = None
+    last_update_time: DateTime | None = None
 
 
 class LastOperation(Model, kw_only=True):
     description: str = ""
     state: str = ""
     type: str = ""
-    last_update_time: str | None = None
+    last_update_time: DateTime | None = None
     error_code: str = ""
 
 
@@ -173,8 +191,8 @@ class MachineCondition(Model, kw_only=True):
     status: str
     reason: str = ""
     message: str = ""
-    last_transition_time: str | None = None
-    last_heartbeat_time: str | None = None
+    last_transition_time: DateTime | None = None
+    last_heartbeat_time: DateTime | None = None
 
 
 class MachineStatus(Model, kw_only=True):
@@ -185,8 +203,21 @@ class MachineStatus(Model, kw_only=True):
     node: str = ""
 
 
+@resource(
+    group=GROUP,
+    version=VERSION,
+    short_names=("mach",),
+    status=True,
+    printer_columns=(
+        PrinterColumn("Status", ".status.currentStatus.phase", description="The machine's phase."),
+        PrinterColumn("Node", ".metadata.labels.node", priority=1),
+        PrinterColumn("ProviderID", ".spec.providerID", priority=1),
+        PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ),
+)
 class Machine(KubeObject, kw_only=True):
-    KIND: ClassVar[KindInfo] = lookup("machine.sapcloud.io/v1alpha1", "Machine")
+    """A virtual machine that joins the cluster as one Node."""
+
     spec: MachineSpec = msgspec.field(default_factory=MachineSpec)
     status: MachineStatus = msgspec.field(default_factory=MachineStatus)
 
@@ -207,26 +238,56 @@ class SecretReference(Model, kw_only=True):
 
 
 class ClassNodeTemplate(Model, kw_only=True):
-    """MCM's MachineClass ``nodeTemplate``: the node a machine of the class becomes, for
-    autoscalers scaling a pool from zero and for the driver. Quantities stay as written
-    (int or string, as ``resource.Quantity`` accepts)."""
+    """The node a machine of this class becomes (MCM's NodeTemplate), for autoscalers scaling
+    from zero and for the driver."""
 
-    capacity: dict[str, str | int] = {}
-    virtual_capacity: dict[str, str | int] = {}
+    # Quantities stay as written (int or string, as resource.Quantity accepts).
+    capacity: Annotated[
+        dict[str, Quantity],
+        msgspec.Meta(description="The node's resources; MCM requires cpu, gpu and memory."),
+    ] = {}
+    virtual_capacity: Annotated[
+        dict[str, Quantity],
+        msgspec.Meta(description="Expected virtual extended resources of the node."),
+    ] = {}
     instance_type: str = ""
     region: str = ""
     zone: str = ""
     architecture: str | None = None
 
 
+@resource(
+    group=GROUP,
+    version=VERSION,
+    short_names=("machcls",),
+    printer_columns=(
+        PrinterColumn("Provider", ".provider"),
+        PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ),
+)
 class MachineClass(KubeObject, kw_only=True):
-    """Provider settings shared by machines; ``provider_spec`` belongs to the named driver.
-    ``node_template`` is kept as written (``ClassNodeTemplate`` is its typed form), so a bad
-    one is reported on the machines of the class instead of hiding the whole class."""
+    """Provider settings shared by the machines created from it."""
 
-    KIND: ClassVar[KindInfo] = lookup("machine.sapcloud.io/v1alpha1", "MachineClass")
-    provider_spec: dict[str, Any] = {}
+    # provider_spec belongs to the named driver. node_template is kept as written
+    # (ClassNodeTemplate is its typed form), so a bad one is reported on the machines of the
+    # class instead of hiding the whole class; the CRD still describes it by that form.
+    provider: Annotated[
+        str,
+        msgspec.Meta(
+            description="The driver that creates machines of this class (for example sim)."
+        ),
+    ] = ""
+    provider_spec: Annotated[
+        dict[str, Any],
+        msgspec.Meta(description="Driver-specific settings, passed to the driver as-is."),
+    ] = {}
     secret_ref: SecretReference | None = None
     credentials_secret_ref: SecretReference | None = None
-    provider: str = ""
-    node_template: dict[str, Any] | None = None
+    node_template: (
+        Annotated[
+            dict[str, Any],
+            SchemaOf(ClassNodeTemplate, required=("capacity", "instanceType", "region", "zone")),
+            PreserveUnknownFields,
+        ]
+        | None
+    ) = None

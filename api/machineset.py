@@ -8,14 +8,25 @@ Only what the MachineSet and MachineDeployment controllers read is modelled; wri
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated
 
 import msgspec
 
-from kubetrio.api.machine import LastOperation, MachineSpec, TemplateMetadata
+from kubetrio.api.declare import resource
+from kubetrio.api.machine import (
+    GROUP,
+    VERSION,
+    ClassSpec,
+    LastOperation,
+    Machine,
+    MachineClass,
+    MachineSpec,
+    TemplateMetadata,
+)
+from kubetrio.api.markers import Atomic, DateTime, Int32, Int64, PreserveUnknownFields
 from kubetrio.api.meta import KubeObject, Model
 from kubetrio.api.policy import LabelSelector
-from kubetrio.api.registry import KindInfo, lookup
+from kubetrio.api.registry import KindInfo, PrinterColumn, Scale
 
 # -- annotations and labels MCM users and the cluster autoscaler rely on
 
@@ -55,10 +66,37 @@ STRATEGY_ROLLING_UPDATE = "RollingUpdate"
 
 
 class MachineTemplateSpec(Model, kw_only=True):
-    """What a machine created from a set looks like: its labels/annotations and spec."""
+    """The machines to create: their metadata and Machine spec."""
 
-    metadata: TemplateMetadata = msgspec.field(default_factory=TemplateMetadata)
-    spec: MachineSpec = msgspec.field(default_factory=MachineSpec)
+    # Partial on purpose: metadata beyond labels/annotations is kept, not pruned.
+    metadata: Annotated[TemplateMetadata, PreserveUnknownFields] = msgspec.field(
+        default_factory=TemplateMetadata
+    )
+    spec: Annotated[
+        MachineSpec,
+        msgspec.Meta(
+            description="The spec of each machine created from this template (as a Machine's)."
+        ),
+    ] = msgspec.field(default_factory=MachineSpec)
+
+
+Replicas = Annotated[Int32, msgspec.Meta(description="How many machines to keep.")]
+Selector = Annotated[
+    LabelSelector,
+    Atomic,
+    msgspec.Meta(
+        description="Label query over the machines this object owns; it must match the "
+        "template's labels."
+    ),
+]
+MinReadySeconds = Annotated[
+    Int32,
+    msgspec.Meta(description="How long a machine must be ready before it counts as available."),
+]
+FailedMachines = Annotated[
+    tuple["MachineSummary", ...],
+    msgspec.Meta(description="The machines whose last operation failed."),
+]
 
 
 class MachineSummary(Model, kw_only=True):
@@ -74,36 +112,67 @@ class MachineSummary(Model, kw_only=True):
 
 
 class MachineSetSpec(Model, kw_only=True):
-    replicas: int = 0
-    selector: LabelSelector | None = None
+    replicas: Replicas = 0
+    selector: Selector | None = None
+    machine_class: (
+        Annotated[
+            ClassSpec,
+            msgspec.Meta(description="Unused: the template's spec.class names the class."),
+        ]
+        | None
+    ) = None
     template: MachineTemplateSpec = msgspec.field(default_factory=MachineTemplateSpec)
-    min_ready_seconds: int = 0
+    min_ready_seconds: MinReadySeconds = 0
 
 
 class MachineSetCondition(Model, kw_only=True):
     type: str
     status: str
-    last_transition_time: str | None = None
+    last_transition_time: DateTime | None = None
     reason: str = ""
     message: str = ""
 
 
 class MachineSetStatus(Model, kw_only=True):
-    replicas: int = 0
-    fully_labeled_replicas: int = 0
-    ready_replicas: int = 0
-    available_replicas: int = 0
-    observed_generation: int = 0
+    replicas: Int32 = 0
+    fully_labeled_replicas: Int32 = 0
+    ready_replicas: Int32 = 0
+    available_replicas: Int32 = 0
+    observed_generation: Int64 = 0
     # MCM's wire name for a set's conditions (unlike the deployment's ``conditions``).
     conditions: tuple[MachineSetCondition, ...] = msgspec.field(
         default=(), name="machineSetCondition"
     )
     last_operation: LastOperation = msgspec.field(default_factory=LastOperation)
-    failed_machines: tuple[MachineSummary, ...] | None = None
+    failed_machines: FailedMachines | None = None
 
 
+REPLICAS_SCALE = Scale(".spec.replicas", ".status.replicas")
+
+
+@resource(
+    group=GROUP,
+    version=VERSION,
+    short_names=("mcs",),
+    status=True,
+    scale=REPLICAS_SCALE,
+    printer_columns=(
+        PrinterColumn("Desired", ".spec.replicas", type="integer", description="Desired machines."),
+        PrinterColumn(
+            "Current", ".status.replicas", type="integer", description="Machines the set has."
+        ),
+        PrinterColumn(
+            "Ready",
+            ".status.readyReplicas",
+            type="integer",
+            description="Machines whose node is ready.",
+        ),
+        PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ),
+)
 class MachineSet(KubeObject, kw_only=True):
-    KIND: ClassVar[KindInfo] = lookup("machine.sapcloud.io/v1alpha1", "MachineSet")
+    """Keeps a number of identical machines running, replacing failed ones."""
+
     spec: MachineSetSpec = msgspec.field(default_factory=MachineSetSpec)
     status: MachineSetStatus = msgspec.field(default_factory=MachineSetStatus)
 
@@ -117,58 +186,129 @@ class MachineSet(KubeObject, kw_only=True):
 class RollingUpdateMachineDeployment(Model, kw_only=True):
     """Bounds of a rolling update: absolute counts or percentages ("25%") of replicas."""
 
-    max_unavailable: int | str | None = None
-    max_surge: int | str | None = None
+    max_unavailable: (
+        Annotated[
+            int | str,
+            msgspec.Meta(
+                description="Machines allowed to be unavailable during an update: a count or a "
+                "percentage (rounded down)."
+            ),
+        ]
+        | None
+    ) = None
+    max_surge: (
+        Annotated[
+            int | str,
+            msgspec.Meta(
+                description="Machines allowed above replicas during an update: a count or a "
+                "percentage (rounded up)."
+            ),
+        ]
+        | None
+    ) = None
 
 
 class MachineDeploymentStrategy(Model, kw_only=True):
-    type: str = ""
+    """How machines are replaced when the template changes."""
+
+    type: Annotated[str, msgspec.Meta(description="RollingUpdate (the default) or Recreate.")] = ""
     rolling_update: RollingUpdateMachineDeployment | None = None
 
 
 class RollbackConfig(Model, kw_only=True):
-    """MCM's deprecated ``spec.rollbackTo``: revision 0 means the previous one."""
+    """Deprecated: the revision to roll back to (0 for the previous one); cleared once done."""
 
-    revision: int = 0
+    revision: Int64 = 0
 
 
 class MachineDeploymentSpec(Model, kw_only=True):
-    replicas: int = 0
-    selector: LabelSelector | None = None
+    replicas: Replicas = 0
+    selector: Selector | None = None
     template: MachineTemplateSpec = msgspec.field(default_factory=MachineTemplateSpec)
     strategy: MachineDeploymentStrategy = msgspec.field(default_factory=MachineDeploymentStrategy)
-    min_ready_seconds: int = 0
-    revision_history_limit: int | None = None
+    min_ready_seconds: MinReadySeconds = 0
+    revision_history_limit: (
+        Annotated[Int32, msgspec.Meta(description="How many old MachineSets to keep for rollback.")]
+        | None
+    ) = None
     paused: bool = False
     rollback_to: RollbackConfig | None = None
-    progress_deadline_seconds: int | None = None
+    progress_deadline_seconds: (
+        Annotated[
+            Int32,
+            msgspec.Meta(
+                description="Seconds without progress after which the rollout is reported as "
+                "failed."
+            ),
+        ]
+        | None
+    ) = None
 
 
 class MachineDeploymentCondition(Model, kw_only=True):
     type: str
     status: str
-    last_update_time: str | None = None
-    last_transition_time: str | None = None
+    last_update_time: DateTime | None = None
+    last_transition_time: DateTime | None = None
     reason: str = ""
     message: str = ""
 
 
 class MachineDeploymentStatus(Model, kw_only=True):
-    observed_generation: int = 0
-    replicas: int = 0
-    updated_replicas: int = 0
-    ready_replicas: int = 0
-    available_replicas: int = 0
-    unavailable_replicas: int = 0
+    observed_generation: Int64 = 0
+    replicas: Int32 = 0
+    updated_replicas: Int32 = 0
+    ready_replicas: Int32 = 0
+    available_replicas: Int32 = 0
+    unavailable_replicas: Int32 = 0
     conditions: tuple[MachineDeploymentCondition, ...] = ()
-    collision_count: int | None = None
-    failed_machines: tuple[MachineSummary, ...] = ()
+    collision_count: Int32 | None = None
+    failed_machines: FailedMachines = ()
 
 
+@resource(
+    group=GROUP,
+    version=VERSION,
+    short_names=("mcd",),
+    status=True,
+    scale=REPLICAS_SCALE,
+    printer_columns=(
+        PrinterColumn(
+            "Ready",
+            ".status.readyReplicas",
+            type="integer",
+            description="Ready machines of the deployment.",
+        ),
+        PrinterColumn("Desired", ".spec.replicas", type="integer", description="Desired machines."),
+        PrinterColumn(
+            "Up-to-date",
+            ".status.updatedReplicas",
+            type="integer",
+            description="Machines built from the current template.",
+        ),
+        PrinterColumn(
+            "Available",
+            ".status.availableReplicas",
+            type="integer",
+            description="Machines ready for at least minReadySeconds.",
+        ),
+        PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+    ),
+)
 class MachineDeployment(KubeObject, kw_only=True):
-    KIND: ClassVar[KindInfo] = lookup("machine.sapcloud.io/v1alpha1", "MachineDeployment")
+    """Rolls a pool of machines from one template to the next through MachineSets."""
+
     spec: MachineDeploymentSpec = msgspec.field(default_factory=MachineDeploymentSpec)
     status: MachineDeploymentStatus = msgspec.field(default_factory=MachineDeploymentStatus)
 
     def condition(self, condition_type: str) -> MachineDeploymentCondition | None:
         return next((c for c in self.status.conditions if c.type == condition_type), None)
+
+
+# The machine.sapcloud.io kinds kubetrio ships CRDs for (``kubetrio crds``).
+MACHINE_KINDS: tuple[KindInfo, ...] = (
+    Machine.KIND,
+    MachineClass.KIND,
+    MachineSet.KIND,
+    MachineDeployment.KIND,
+)

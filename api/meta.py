@@ -8,7 +8,7 @@ patches or round-trip the raw object (DESIGN §4).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import msgspec
 
@@ -57,10 +57,40 @@ class ListMeta(Model, kw_only=True):
     remaining_item_count: int | None = None
 
 
-class KubeObject(Model, kw_only=True):
-    """A typed API object. Subclasses set ``KIND`` so client and informers can address them."""
+class UndeclaredKind(TypeError):
+    """A Struct used as an API kind without a ``KIND`` (no ``@resource`` on it)."""
 
-    KIND: ClassVar[KindInfo]
+
+class _Undeclared:
+    """``KIND`` of a class nobody declared: reading it says how to declare it, so the client,
+    the cache and the builder all fail with the same one-line fix instead of an AttributeError."""
+
+    def __get__(self, obj: object, owner: type) -> KindInfo:
+        raise UndeclaredKind(undeclared_message(owner))
+
+
+def undeclared_message(cls: Any) -> str:
+    name = getattr(cls, "__qualname__", repr(cls))
+    return (
+        f"{name} is not a declared kind: decorate it with "
+        f"@kubetrio.api.resource(group=..., version=...)"
+    )
+
+
+def kind_of(cls: Any) -> KindInfo:
+    """The ``KindInfo`` of a typed kind, or ``UndeclaredKind`` naming the fix (also for a plain
+    Struct that is no ``KubeObject`` at all)."""
+    info = getattr(cls, "KIND", None)
+    if not isinstance(info, KindInfo):
+        raise UndeclaredKind(undeclared_message(cls))
+    return info
+
+
+class KubeObject(Model, kw_only=True):
+    """A typed API object. Subclasses are declared with ``@kubetrio.api.resource`` (which sets
+    ``KIND``) so client and informers can address them."""
+
+    KIND: ClassVar[KindInfo] = _Undeclared()  # type: ignore[assignment]
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
 
     @property

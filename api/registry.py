@@ -7,7 +7,47 @@ entries by ``kubetrio.api`` modules as they are defined; a kind without one is s
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True)
+class PrinterColumn:
+    """One column ``kubectl get`` shows for a custom kind (a CRD's ``additionalPrinterColumns``).
+
+    ``json_path`` is evaluated against each object, e.g. ``".spec.style"``; priority 0 columns are
+    shown always, higher ones only with ``-o wide``."""
+
+    name: str
+    json_path: str
+    type: Literal["string", "integer", "number", "boolean", "date"] = "string"
+    description: str = ""
+    priority: int = 0
+    format: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Scale:
+    """The scale subresource's paths, so ``kubectl scale`` and autoscalers can resize the kind."""
+
+    spec_replicas_path: str
+    status_replicas_path: str
+    label_selector_path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CrdFacts:
+    """What only a CustomResourceDefinition needs to know: the generator reads it from here so
+    a declared class is all ``kubetrio crd generate`` needs."""
+
+    printer_columns: tuple[PrinterColumn, ...] = ()
+    scale: Scale | None = None
+    storage: bool = True
+    served: bool = True
+    # ``module:Class`` that declared the kind: the install hint names it. Not part of identity, as
+    # one module may be imported under two names (pytest's importlib mode does that).
+    source: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +62,7 @@ class KindInfo:
     subresources: tuple[str, ...] = ()
     categories: tuple[str, ...] = ()
     singular: str = field(default="")
+    crd: CrdFacts | None = None
 
     @property
     def group(self) -> str:
@@ -82,34 +123,50 @@ BUILTIN_KINDS: tuple[KindInfo, ...] = (
     ),
 )
 
-SCALABLE = ("status", "scale")
+# Custom kinds (kubetrio's own machine kinds among them) join through register(), which
+# @kubetrio.api.resource calls as each class is declared.
+_BY_KIND: dict[tuple[str, str], KindInfo] = {(k.api_version, k.kind): k for k in BUILTIN_KINDS}
 
-# Custom kinds kubetrio's own controllers use; served through CustomResourceDefinitions.
-MACHINE_KINDS: tuple[KindInfo, ...] = (
-    KindInfo("machine.sapcloud.io/v1alpha1", "Machine", "machines", True, ("mach",), ("status",)),
-    KindInfo("machine.sapcloud.io/v1alpha1", "MachineClass", "machineclasses", True, ("machcls",)),
-    KindInfo("machine.sapcloud.io/v1alpha1", "MachineSet", "machinesets", True, ("mcs",), SCALABLE),
-    KindInfo(
-        "machine.sapcloud.io/v1alpha1",
-        "MachineDeployment",
-        "machinedeployments",
-        True,
-        ("mcd",),
-        SCALABLE,
-    ),
-)
 
-_BY_KIND: dict[tuple[str, str], KindInfo] = {
-    (k.api_version, k.kind): k for k in BUILTIN_KINDS + MACHINE_KINDS
-}
+# Groups whose kinds kubetrio itself declares, by the module declaring them: looking one up by
+# name works before anything imported the class.
+_HOMES = {"machine.sapcloud.io": "kubetrio.api.machineset"}
+
+
+class KindConflict(ValueError):
+    """Two different declarations of one ``apiVersion``/``kind``."""
+
+
+def register(info: KindInfo) -> KindInfo:
+    """Make ``info`` known to the client, the informers and the emulator's kind table.
+
+    Registering the same declaration again is a no-op (a module imported twice); a different
+    one for the same apiVersion/kind raises ``KindConflict`` naming both, because two classes
+    disagreeing on a kind's plural or scope would address different URLs."""
+    key = (info.api_version, info.kind)
+    known = _BY_KIND.get(key)
+    if known is not None and known != info:
+        raise KindConflict(
+            f"kind {info.kind!r} in apiVersion {info.api_version!r} is already registered "
+            f"differently: {known} vs {info}"
+        )
+    _BY_KIND.setdefault(key, info)
+    return _BY_KIND[key]
 
 
 def lookup(api_version: str, kind: str) -> KindInfo:
-    """The registered entry for ``apiVersion``/``kind``; KeyError names both when unknown."""
+    """The registered entry for ``apiVersion``/``kind``; KeyError names the fix when unknown."""
+    key = (api_version, kind)
+    home = _HOMES.get(api_version.rpartition("/")[0])
+    if key not in _BY_KIND and home is not None:
+        importlib.import_module(home)  # declares kubetrio's own kinds of that group
     try:
-        return _BY_KIND[(api_version, kind)]
+        return _BY_KIND[key]
     except KeyError:
-        raise KeyError(f"unknown kind {kind!r} in apiVersion {api_version!r}") from None
+        raise KeyError(
+            f"unknown kind {kind!r} in apiVersion {api_version!r}: declare its class with "
+            f"@kubetrio.api.resource(group=..., version=...)"
+        ) from None
 
 
 def all_kinds() -> tuple[KindInfo, ...]:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import trio
 
-from kubetrio.api.registry import MACHINE_KINDS
+from kubetrio.api.machineset import MACHINE_KINDS
 from kubetrio.cmd.clusters import TargetClusterError
 from kubetrio.cmd.config import ManagerConfig
 from kubetrio.cmd.embedded import EmbeddedClusterError
@@ -147,7 +147,11 @@ def _listen(error: Exception, _: ManagerConfig) -> str:
 def _unserved(error: Exception, _: ManagerConfig) -> str:
     assert isinstance(error, UnservedKinds)
     ours = all(kind in MACHINE_KINDS for kind in error.kinds)
-    return f"{error}; {CRDS_HINT}" if ours else f"{error}; install their CustomResourceDefinitions"
+    if ours:
+        return f"{error}; {CRDS_HINT}"
+    if "kubetrio crd generate" in str(error):  # declared kinds: the message names the command
+        return str(error)
+    return f"{error}; install their CustomResourceDefinitions"
 
 
 def _sync(error: Exception, _: ManagerConfig) -> str:

@@ -30,6 +30,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "print (or --write) the RBAC roles the enabled controllers need",
     ),
     "crds": ("kubetrio.cmd.crds", "print the machine CRDs (kubetrio crds | kubectl apply -f -)"),
+    "crd": ("kubetrio.cmd.crd", "generate CRDs from declared kinds (crd generate module:Class)"),
     "manifests": (
         "kubetrio.cmd.manifests",
         "print the deployment kit, as kubectl kustomize config/default renders it",

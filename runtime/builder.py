@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Self
 
-from kubetrio.api.meta import KubeObject
+from kubetrio.api.meta import KubeObject, kind_of
 from kubetrio.runtime.cluster import Cluster
 from kubetrio.runtime.controller import Controller, Mapper, Reconciler, Source
 from kubetrio.runtime.predicates import Predicate
@@ -32,7 +32,7 @@ def object_key(obj: KubeObject) -> Iterable[ObjectKey]:
 
 def controller_owner(owner_kind: type[KubeObject], every_owner: bool = False) -> Mapper[ObjectKey]:
     """Map an object to its owner(s) of ``owner_kind`` (only the controlling one by default)."""
-    info = owner_kind.KIND
+    info = kind_of(owner_kind)
 
     def owners(obj: KubeObject) -> Iterable[ObjectKey]:
         namespace = obj.metadata.namespace if info.namespaced else ""
@@ -76,6 +76,7 @@ class ControllerBuilder:
         """Reconcile objects of ``kind`` by their own key. Call once."""
         if self._for is not None:
             raise ValueError(f"controller {self._name}: for_() was already called")
+        kind_of(kind)  # an undeclared class fails here, naming the fix, not at the first LIST
         self._for = kind
         self._sources.append((kind, object_key, predicates, selection, cluster))
         return self
@@ -90,6 +91,7 @@ class ControllerBuilder:
         """Reconcile the for_() owner of objects of ``kind``."""
         if self._for is None:
             raise ValueError(f"controller {self._name}: call for_() before owns()")
+        kind_of(kind)
         mapper = controller_owner(self._for, every_owner)
         self._sources.append((kind, mapper, predicates, selection, None))
         return self

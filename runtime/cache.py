@@ -11,7 +11,7 @@ from typing import Any, TypeVar, cast
 
 import trio
 
-from kubetrio.api.meta import KubeObject
+from kubetrio.api.meta import KubeObject, kind_of
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.informer import Informer
 
@@ -37,6 +37,7 @@ class InformerCache:
         transform: Callable[[T], T] | None = None,
     ) -> Informer[T]:
         """The shared informer for this kind and selection, created on first request."""
+        kind_of(kind)  # an undeclared class fails here, naming the fix
         key: InformerKey = (kind, namespace, label_selector, field_selector)
         existing = self._informers.get(key)
         if existing is not None:

@@ -33,7 +33,7 @@ import trio
 import urllib3
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from kubetrio.api.meta import KubeObject, ListMeta, ObjectList, Status
+from kubetrio.api.meta import KubeObject, ListMeta, ObjectList, Status, kind_of
 from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.clockhold import request_in_flight
 from kubetrio.runtime.errors import ApiError
@@ -367,14 +367,14 @@ class Client:
             result: T = self.decoder(type_).decode(payload)
         except (msgspec.DecodeError, msgspec.ValidationError) as error:
             raise ApiError(
-                200, "BadResponse", f"cannot decode {type_.KIND.kind} from {where}: {error}"
+                200, "BadResponse", f"cannot decode {kind_of(type_).kind} from {where}: {error}"
             ) from error
         return result
 
     # -- typed verbs ----------------------------------------------------------------------
 
     async def get(self, kind: type[T], name: str, namespace: str = "") -> T:
-        path = object_path(kind.KIND, namespace, name)
+        path = object_path(kind_of(kind), namespace, name)
         return self.decode(kind, await self.request("GET", path), path)
 
     async def get_or_none(self, kind: type[T], name: str, namespace: str = "") -> T | None:
@@ -402,7 +402,7 @@ class Client:
         ``kind`` goes there instead of failing the whole list (an informer must not be wedged
         by one poison object); without it, any undecodable item fails the call.
         """
-        path = object_path(kind.KIND, namespace)
+        path = object_path(kind_of(kind), namespace)
         params: dict[str, str] = {}
         if label_selector:
             params["labelSelector"] = label_selector
@@ -424,7 +424,7 @@ class Client:
                 )
             except (msgspec.DecodeError, msgspec.ValidationError) as error:
                 raise ApiError(
-                    200, "BadResponse", f"cannot decode {kind.KIND.kind} list: {error}"
+                    200, "BadResponse", f"cannot decode {kind_of(kind).kind} list: {error}"
                 ) from error
             if result is None:
                 result = page
@@ -457,9 +457,9 @@ class Client:
         namespace: str | None = None,
         dry_run: bool = False,
     ) -> T:
-        document = _with_type_meta(kind.KIND, body)
+        document = _with_type_meta(kind_of(kind), body)
         ns = namespace if namespace is not None else document.get("metadata", {}).get("namespace")
-        path = object_path(kind.KIND, ns)
+        path = object_path(kind_of(kind), ns)
         params = {"dryRun": "All"} if dry_run else None
         payload = await self.request(
             "POST", path, params=params, body=msgspec.json.encode(document)
@@ -478,7 +478,7 @@ class Client:
         field_manager: str | None = None,
     ) -> T:
         """Patch an object; ``json`` patches may carry a ``test`` op on resourceVersion."""
-        path = object_path(kind.KIND, namespace, name, subresource)
+        path = object_path(kind_of(kind), namespace, name, subresource)
         params = {"fieldManager": field_manager} if field_manager else None
         payload = await self.request(
             "PATCH",
@@ -513,7 +513,7 @@ class Client:
         propagation_policy: Literal["Orphan", "Background", "Foreground"] | None = None,
         missing_ok: bool = False,
     ) -> None:
-        info = kind if isinstance(kind, KindInfo) else kind.KIND
+        info = kind if isinstance(kind, KindInfo) else kind_of(kind)
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
@@ -561,7 +561,7 @@ class Client:
         a final ERROR event, so the consumer handles every outcome in one loop. The stream
         ends by itself after ``timeout_seconds``.
         """
-        path = object_path(kind.KIND, namespace)
+        path = object_path(kind_of(kind), namespace)
         params = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
         if resource_version:
             params["resourceVersion"] = resource_version

@@ -18,7 +18,7 @@ from kubetrio.api.registry import BUILTIN_KINDS, KindInfo
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.syncfailure import CacheSyncError
+from kubetrio.runtime.syncfailure import CacheSyncError, install_hint
 
 __all__ = ["UnservedKinds", "check_served"]
 
@@ -31,7 +31,8 @@ class UnservedKinds(CacheSyncError):
     def __init__(self, kinds: list[KindInfo], cluster: str, error: ApiError) -> None:
         names = ", ".join(kind.group_resource for kind in kinds)
         where = f"{cluster} cluster: " if cluster else ""
-        super().__init__(f"{where}CRD not installed: {names} ({error})", error)
+        hint = install_hint(kinds)
+        super().__init__(f"{where}CRD not installed: {names} ({error}){hint}", error)
         self.kinds = kinds
         self.cluster = cluster
 

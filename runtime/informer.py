@@ -36,7 +36,7 @@ from typing import Generic, TypeVar
 
 import trio
 
-from kubetrio.api.meta import KubeObject, ObjectList
+from kubetrio.api.meta import KubeObject, ObjectList, kind_of
 from kubetrio.runtime.backoff import Backoff
 from kubetrio.runtime.client import WATCH_CUT, Client, WatchEvent
 from kubetrio.runtime.errors import ApiError
@@ -107,7 +107,7 @@ class Informer(Generic[T]):
 
     @property
     def name(self) -> str:
-        return self.kind.KIND.group_resource
+        return kind_of(self.kind).group_resource
 
     # -- consumers ------------------------------------------------------------------------
 
@@ -150,7 +150,7 @@ class Informer(Generic[T]):
                     await self._relist()
                 except ApiError as error:
                     log.warning("list failed kind=%s error=%s", self.name, error)
-                    final = sync_failure(self.kind.KIND, self.namespace, error)
+                    final = sync_failure(kind_of(self.kind), self.namespace, error)
                     if final is not None and not self._settled.is_set():
                         self.sync_error = final  # kept: a later 503 does not make it syncable
                         self._settled.set()

@@ -10,6 +10,7 @@ Transient failures (5xx, 429, timeouts) are retried as before.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from kubetrio.api.registry import BUILTIN_KINDS, KindInfo
 from kubetrio.runtime.errors import ApiError
@@ -28,13 +29,28 @@ class CacheSyncError(Exception):
         self.error = error
 
 
+def install_hint(kinds: Iterable[KindInfo]) -> str:
+    """``"; install its CRD: kubetrio crd generate mod:Class | kubectl apply -f -"`` when every
+    kind was declared with ``@kubetrio.api.resource`` (the declaration is the CRD's source), else
+    "" (a kind known only by name has no class to generate from)."""
+    kinds = list(kinds)
+    if any(k.crd is not None and k.crd.source.startswith("kubetrio.") for k in kinds):
+        return ""  # kubetrio's own kinds: their CRDs ship with it (`kubetrio crds`)
+    sources = sorted({k.crd.source for k in kinds if k.crd is not None and k.crd.source})
+    if not kinds or any(k.crd is None or not k.crd.source for k in kinds):
+        return ""
+    what = "its CRD" if len(kinds) == 1 else "their CRDs"
+    return f"; install {what}: kubetrio crd generate {' '.join(sources)} | kubectl apply -f -"
+
+
 def sync_failure(kind: KindInfo, namespace: str | None, error: ApiError) -> CacheSyncError | None:
     """The reason ``error`` (from listing ``kind``) makes the cache unsyncable, or None when
     a retry may still succeed."""
     resource = kind.group_resource
     if error.status == 404:
         what = "API not served" if kind in BUILTIN_KINDS else "CRD not installed"
-        return CacheSyncError(f"{what}: {resource} ({error})", error)
+        hint = "" if kind in BUILTIN_KINDS else install_hint([kind])
+        return CacheSyncError(f"{what}: {resource} ({error}){hint}", error)
     if error.status == 403:
         where = f" in namespace {namespace}" if namespace else " cluster-wide"
         return CacheSyncError(
