@@ -80,6 +80,18 @@ BUILTIN_KINDS: tuple[KindInfo, ...] = (
         ("crd", "crds"),
         ("status",),
     ),
+    KindInfo(
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        False,
+    ),
+    KindInfo(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        False,
+    ),
 )
 
 SCALABLE = ("status", "scale")

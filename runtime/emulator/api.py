@@ -3,6 +3,8 @@ fault injection and request counting."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -15,6 +17,8 @@ import yaml
 from kubetrio.runtime.clock import now
 from kubetrio.runtime.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator import discovery, errors, fieldcheck, gaps, scale
+from kubetrio.runtime.emulator.admission.dispatch import Admission, Outcome
+from kubetrio.runtime.emulator.admission.rules import Attributes
 from kubetrio.runtime.emulator.audit import AuditLog, AuditRecord
 from kubetrio.runtime.emulator.auth import Access
 from kubetrio.runtime.emulator.auth.users import ANONYMOUS_USER, UserInfo
@@ -57,6 +61,7 @@ class Target:
     watch_path: bool
     pb: bool = False  # the response is protobuf (negotiated from Accept)
     user: UserInfo = ANONYMOUS_USER  # who asks (authenticated and authorized already)
+    audit: AuditRecord | None = None  # where webhooks' audit annotations go
 
 
 @dataclass(slots=True)
@@ -148,6 +153,7 @@ class KubeApi:
         self._list_cache: dict[tuple[str, str | None, str], tuple[object, bytes]] = {}
         self.openapi = OpenApi(store)
         self.audit: AuditLog | None = None  # set when the emulator keeps an audit log
+        self.admission = Admission(store)
 
     async def __call__(self, req: Request) -> Response | StreamResponse:
         if self.audit is None:
@@ -225,7 +231,7 @@ class KubeApi:
                 raise errors.no_such_resource()
             return json_response(doc)
         target = self._target(group, version, rest)
-        target.user = user
+        target.user, target.audit = user, record
         if self.access.serves(target.rt, target.sub):
             # Reviews and TokenRequests are requests like any other: counted, and faulted.
             verb = self._verb(req, target)
@@ -358,6 +364,7 @@ class KubeApi:
             obj = self._body_object(req, t)
             warnings = self._field_warnings(req, t, obj, "create", req.body)
             self.access.check_write(t.rt, ns, t.user, obj)
+            obj, warnings = await self._admit(t, None, obj, dry_run, warnings)
             entry = self.store.create(t.rt, ns, obj, dry_run=dry_run)
             return self._object(req, t, entry, 201, warnings)
         if verb == "update":
@@ -365,18 +372,53 @@ class KubeApi:
             obj = self._body_object(req, t)
             warnings = self._field_warnings(req, t, obj, "update", req.body)
             self.access.check_write(t.rt, ns, t.user, obj)
+            old = self.store.get(t.rt, ns, t.name).obj
+            obj, warnings = await self._admit(t, old, obj, dry_run, warnings)
             entry = self.store.update(t.rt, ns, t.name, obj, t.sub, dry_run=dry_run)
             return self._object(req, t, entry, 200, warnings)
         if verb == "patch":
             self._check_writable_sub(t)
-            return self._patch(req, t, dry_run)
+            return await self._patch(req, t, dry_run)
         if verb == "delete":
             if t.sub:
                 raise errors.method_not_allowed()
-            return self._delete(req, t, dry_run)
+            old = self.store.get(t.rt, ns, t.name).obj
+            _, warnings = await self._admit(t, old, None, dry_run, [])
+            return self._delete(req, t, dry_run, warnings)
         if verb == "deletecollection":
             return self._delete_collection(req, t, dry_run)
         raise errors.method_not_allowed()
+
+    async def _admit(
+        self,
+        t: Target,
+        old: dict[str, Any] | None,
+        obj: dict[str, Any] | None,
+        dry_run: bool,
+        warnings: list[tuple[str, str]],
+    ) -> tuple[Any, list[tuple[str, str]]]:
+        """The write's admission webhooks (``admission/``): the object as mutated, and the
+        Warning headers to send. Validating webhooks see the object as it would be stored: a
+        dry run of the store's write (defaults, schema, validation) before the real one."""
+        op = "CREATE" if old is None else "DELETE" if obj is None else "UPDATE"
+        ns = t.namespace or ""
+        attrs = Attributes(t.rt, t.version, op, ns, t.name, t.sub, obj, old, dry_run)
+        outcome = Outcome()
+        obj = await self.admission.mutate(attrs, t.user, outcome)
+
+        def rehearsed() -> dict[str, Any] | None:
+            if obj is None:
+                return None
+            trial = copy.deepcopy(obj)
+            if old is None:
+                return self.store.create(t.rt, ns, trial, dry_run=True).obj
+            return self.store.update(t.rt, ns, t.name, trial, t.sub, dry_run=True).obj
+
+        attrs = dataclasses.replace(attrs, obj=obj)
+        await self.admission.validate(attrs, t.user, outcome, rehearsed)
+        if t.audit is not None:
+            t.audit.annotations.update(outcome.annotations)
+        return obj, warnings + [errors.warning(w) for w in outcome.warnings]
 
     def _scale(self, req: Request, t: Target, verb: str, dry_run: bool) -> Response:
         """A custom resource's autoscaling/v1 Scale: read, or written back as an update of the
@@ -613,11 +655,11 @@ class KubeApi:
             return StreamResponse(watch.run, content_type=pbneg.PROTOBUF_WATCH)
         return StreamResponse(watch.run)
 
-    def _patch(self, req: Request, t: Target, dry_run: bool) -> Response:
+    async def _patch(self, req: Request, t: Target, dry_run: bool) -> Response:
         ctype = req.header("content-type").split(";")[0].strip()
         ns = t.namespace or ""
         if ctype == "application/apply-patch+yaml":
-            return self._apply(req, t, dry_run)
+            return await self._apply(req, t, dry_run)
         if ctype not in _PATCH_TYPES or (
             ctype == "application/strategic-merge-patch+json" and not t.rt.builtin
         ):
@@ -653,10 +695,11 @@ class KubeApi:
             )
         warnings = self._field_warnings(req, t, new, "patch", req.body)
         self.access.check_write(t.rt, ns, t.user, new)
+        new, warnings = await self._admit(t, current.obj, new, dry_run, warnings)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
         return self._object(req, t, entry, 200, warnings)
 
-    def _apply(self, req: Request, t: Target, dry_run: bool) -> Response:
+    async def _apply(self, req: Request, t: Target, dry_run: bool) -> Response:
         """Server-side apply, approximated: create when missing, otherwise merge the applied
         configuration in (strategic for built-ins). Field ownership is not tracked, so fields
         dropped from a later apply are kept rather than removed."""
@@ -685,11 +728,13 @@ class KubeApi:
             # A patch that creates is a create too: the apiserver asks for both verbs.
             self.access.require(t.user, "create", t.rt, ns, t.name)
             self.access.check_write(t.rt, ns, t.user, applied)
+            applied, warnings = await self._admit(t, None, applied, dry_run, warnings)
             entry = self.store.create(t.rt, ns, applied, dry_run=dry_run)
             return self._object(req, t, entry, 201, warnings)
         merge = strategic_merge if t.rt.builtin else merge_patch
         new = merge(current.clone(), applied)
         self.access.check_write(t.rt, ns, t.user, new)
+        new, warnings = await self._admit(t, current.obj, new, dry_run, warnings)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
         return self._object(req, t, entry, 200, warnings)
 
@@ -710,7 +755,9 @@ class KubeApi:
                 body["orphanDependents"] = _GO_BOOLS[orphan]
         return parse_delete_options(body)
 
-    def _delete(self, req: Request, t: Target, dry_run: bool) -> Response:
+    def _delete(
+        self, req: Request, t: Target, dry_run: bool, warnings: list[tuple[str, str]]
+    ) -> Response:
         opts = self._delete_options(req, t)
         entry, _removed = self.store.delete(
             t.rt,
@@ -723,7 +770,7 @@ class KubeApi:
             orphan_dependents=opts.orphan_dependents,
         )
         warning = delete_warning(t.rt, opts.propagation, opts.orphan_dependents)
-        warnings = [errors.warning(warning)] if warning else []
+        warnings = warnings + ([errors.warning(warning)] if warning else [])
         return self._object(req, t, entry, 200, warnings)
 
     def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:

@@ -28,9 +28,10 @@ GAPS: tuple[Gap, ...] = (
         "streaming-subresources",
     ),
     Gap(
-        "admission webhooks and policies (Validating/MutatingWebhookConfiguration, "
-        "ValidatingAdmissionPolicy), PodSecurity, LimitRanger",
-        "not served (404); nothing is admitted or refused beyond the built-in checks",
+        "admission policies (ValidatingAdmissionPolicy), PodSecurity, LimitRanger; webhooks "
+        "reached through clientConfig.service, or on deletecollection and scale",
+        "policies are not served (404); webhooks are called by clientConfig.url only, on "
+        "create, update, patch and delete",
         "admission-webhooks",
     ),
     Gap(

@@ -55,13 +55,37 @@ async def streaming_subresources(client: EmuClient, emu: Emulator) -> None:
 
 
 async def admission_webhooks(client: EmuClient, emu: Emulator) -> None:
-    for path in [
-        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
-        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
-    ]:
-        r = await client.get(path)
-        assert r.status == 404 and r.json()["reason"] == "NotFound", path
+    r = await client.get("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies")
+    assert r.status == 404 and r.json()["reason"] == "NotFound"
+    # Webhook configurations are served (test_admission_webhooks.py); a service reference
+    # is stored but cannot be called: the write fails as a webhook that cannot be reached.
+    config = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "by-service"},
+        "webhooks": [
+            {
+                "name": "by-service.example.com",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "clientConfig": {"service": {"namespace": "default", "name": "hook"}},
+                "rules": [
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "resources": ["configmaps"],
+                    }
+                ],
+            }
+        ],
+    }
+    path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+    assert (await client.request("POST", path, config)).status == 201
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    r = await client.request("POST", "/api/v1/namespaces/default/configmaps", cm)
+    assert r.status == 500, r.body
+    assert "cannot reach in-cluster service" in r.json()["message"]
 
 
 async def quota_not_enforced(client: EmuClient, emu: Emulator) -> None:
