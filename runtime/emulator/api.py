@@ -16,7 +16,7 @@ import yaml
 
 from kubetrio.runtime.clock import now
 from kubetrio.runtime.clockhold import waiting_on_simulated_time
-from kubetrio.runtime.emulator import discovery, errors, fieldcheck, gaps, scale
+from kubetrio.runtime.emulator import crdconvert, discovery, errors, fieldcheck, gaps, scale
 from kubetrio.runtime.emulator.admission.dispatch import Admission, Outcome
 from kubetrio.runtime.emulator.admission.rules import Attributes
 from kubetrio.runtime.emulator.audit import AuditLog, AuditRecord
@@ -340,13 +340,13 @@ class KubeApi:
         if verb == "watch":
             return self._watch(req, t, decision.cut_watch_after)
         if verb == "list":
-            return self._list(req, t)
+            return await self._list(req, t)
         if t.sub == "scale" and verb in ("get", "update", "patch"):
             return self._scale(req, t, verb, dry_run)
         if verb == "get":
             if t.sub not in ("", "status"):
                 raise errors.method_not_allowed()
-            entry = self.store.get(t.rt, ns, t.name)
+            entry = await self._shown(t, self.store.get(t.rt, ns, t.name))
             return self._object(req, t, entry, 200)
         if verb == "create":
             if t.sub == "eviction":
@@ -365,29 +365,47 @@ class KubeApi:
             warnings = self._field_warnings(req, t, obj, "create", req.body)
             self.access.check_write(t.rt, ns, t.user, obj)
             obj, warnings = await self._admit(t, None, obj, dry_run, warnings)
-            entry = self.store.create(t.rt, ns, obj, dry_run=dry_run)
+            obj = await self._to_storage(t, obj)
+            entry = await self._shown(t, self.store.create(t.rt, ns, obj, dry_run=dry_run))
             return self._object(req, t, entry, 201, warnings)
         if verb == "update":
             self._check_writable_sub(t)
             obj = self._body_object(req, t)
             warnings = self._field_warnings(req, t, obj, "update", req.body)
             self.access.check_write(t.rt, ns, t.user, obj)
-            old = self.store.get(t.rt, ns, t.name).obj
+            old = (await self._shown(t, self.store.get(t.rt, ns, t.name))).obj
             obj, warnings = await self._admit(t, old, obj, dry_run, warnings)
+            obj = await self._to_storage(t, obj)
             entry = self.store.update(t.rt, ns, t.name, obj, t.sub, dry_run=dry_run)
-            return self._object(req, t, entry, 200, warnings)
+            return self._object(req, t, await self._shown(t, entry), 200, warnings)
         if verb == "patch":
             self._check_writable_sub(t)
             return await self._patch(req, t, dry_run)
         if verb == "delete":
             if t.sub:
                 raise errors.method_not_allowed()
-            old = self.store.get(t.rt, ns, t.name).obj
+            old = (await self._shown(t, self.store.get(t.rt, ns, t.name))).obj
             _, warnings = await self._admit(t, old, None, dry_run, [])
-            return self._delete(req, t, dry_run, warnings)
+            return await self._delete(req, t, dry_run, warnings)
         if verb == "deletecollection":
             return self._delete_collection(req, t, dry_run)
         raise errors.method_not_allowed()
+
+    async def _shown(self, t: Target, entry: Entry) -> Entry:
+        """The stored object in the requested version (its CRD's conversion webhook called
+        when it has one; see ``crdconvert``)."""
+        return (await crdconvert.convert_entries(self.store, t.rt, [entry], self._want(t)))[0]
+
+    def _want(self, t: Target) -> str:
+        return t.rt.api_version(t.version)
+
+    async def _to_storage(self, t: Target, obj: Any) -> Any:
+        """A write in a version other than the storage version, converted by the CRD's
+        conversion webhook (kept as written when the CRD has none)."""
+        if crdconvert.webhook_of(self.store, t.rt) is None or not isinstance(obj, dict):
+            return obj
+        storage = t.rt.api_version(t.rt.storage_version)
+        return (await crdconvert.convert(self.store, t.rt, [obj], storage))[0]
 
     async def _admit(
         self,
@@ -498,7 +516,7 @@ class KubeApi:
         fields = FieldSelector(req.query.get("fieldSelector", ""), t.rt.field_labels)
         return combine(label, fields)
 
-    def _list(self, req: Request, t: Target) -> Response:
+    async def _list(self, req: Request, t: Target) -> Response:
         pred = self._selectors(req, t)
         limit = _int_param(req, "limit") or 0
         cont = req.query.get("continue", "")
@@ -506,8 +524,10 @@ class KubeApi:
         exact = self._exact_rv(req)
         joined: bytes | None = None
         cache_key = (t.rt.key, t.namespace, t.version)
+        converting = crdconvert.webhook_of(self.store, t.rt) is not None
         plain = (
-            pred is None
+            not converting
+            and pred is None
             and not limit
             and not cont
             and not table_wanted
@@ -526,6 +546,11 @@ class KubeApi:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if joined is None:
             result = self.store.list_entries(t.rt, t.namespace, pred, limit, cont, exact)
+            if converting:  # one ConversionReview for the page, as kube batches a list
+                entries = await crdconvert.convert_entries(
+                    self.store, t.rt, result.entries, self._want(t)
+                )
+                result = dataclasses.replace(result, entries=entries)
             if table_wanted:
                 return json_response(
                     table(
@@ -640,6 +665,13 @@ class KubeApi:
             initial_events=initial_events,
             encode_error=pb.watch_error if proto else None,
         )
+        if crdconvert.webhook_of(self.store, t.rt) is not None:
+            store, rt, want = self.store, t.rt, self._want(t)
+
+            async def convert(entries: list[Entry]) -> list[Entry]:
+                return await crdconvert.convert_entries(store, rt, entries, want)
+
+            spec.convert = convert
         if t.name:
             name = t.name
             inner = spec.pred
@@ -664,7 +696,7 @@ class KubeApi:
             ctype == "application/strategic-merge-patch+json" and not t.rt.builtin
         ):
             raise errors.unsupported_media_type(ctype)
-        current = self.store.get(t.rt, ns, t.name)
+        current = await self._shown(t, self.store.get(t.rt, ns, t.name))
         patch_body = _decode(req.body)
         base = current.clone()
         if ctype == "application/merge-patch+json":
@@ -696,8 +728,9 @@ class KubeApi:
         warnings = self._field_warnings(req, t, new, "patch", req.body)
         self.access.check_write(t.rt, ns, t.user, new)
         new, warnings = await self._admit(t, current.obj, new, dry_run, warnings)
+        new = await self._to_storage(t, new)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
-        return self._object(req, t, entry, 200, warnings)
+        return self._object(req, t, await self._shown(t, entry), 200, warnings)
 
     async def _apply(self, req: Request, t: Target, dry_run: bool) -> Response:
         """Server-side apply, approximated: create when missing, otherwise merge the applied
@@ -722,6 +755,8 @@ class KubeApi:
         ns = t.namespace or ""
         warnings = self._field_warnings(req, t, applied, "apply", None)
         current = self.store.find(t.rt, ns, t.name)
+        if current is not None:
+            current = await self._shown(t, current)
         if current is None:
             if t.sub:
                 raise errors.not_found(t.rt.group, t.rt.plural, t.name)
@@ -729,14 +764,16 @@ class KubeApi:
             self.access.require(t.user, "create", t.rt, ns, t.name)
             self.access.check_write(t.rt, ns, t.user, applied)
             applied, warnings = await self._admit(t, None, applied, dry_run, warnings)
+            applied = await self._to_storage(t, applied)
             entry = self.store.create(t.rt, ns, applied, dry_run=dry_run)
-            return self._object(req, t, entry, 201, warnings)
+            return self._object(req, t, await self._shown(t, entry), 201, warnings)
         merge = strategic_merge if t.rt.builtin else merge_patch
         new = merge(current.clone(), applied)
         self.access.check_write(t.rt, ns, t.user, new)
         new, warnings = await self._admit(t, current.obj, new, dry_run, warnings)
+        new = await self._to_storage(t, new)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
-        return self._object(req, t, entry, 200, warnings)
+        return self._object(req, t, await self._shown(t, entry), 200, warnings)
 
     def _delete_options(self, req: Request, t: Target) -> DeleteOptions:
         body: Any = _read(req, t.rt, _DELETE_OPTIONS) if req.body else {}
@@ -755,7 +792,7 @@ class KubeApi:
                 body["orphanDependents"] = _GO_BOOLS[orphan]
         return parse_delete_options(body)
 
-    def _delete(
+    async def _delete(
         self, req: Request, t: Target, dry_run: bool, warnings: list[tuple[str, str]]
     ) -> Response:
         opts = self._delete_options(req, t)
@@ -771,7 +808,7 @@ class KubeApi:
         )
         warning = delete_warning(t.rt, opts.propagation, opts.orphan_dependents)
         warnings = warnings + ([errors.warning(warning)] if warning else [])
-        return self._object(req, t, entry, 200, warnings)
+        return self._object(req, t, await self._shown(t, entry), 200, warnings)
 
     def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:
         opts = self._delete_options(req, t)

@@ -1,7 +1,7 @@
-"""A small HTTPS admission webhook for tests, served in the test's trio run (h11 over
+"""A small HTTPS admission or conversion webhook for tests, served in the test's trio run (h11 over
 ``trio.SSLStream``, a ``trustme`` CA), so the emulator's webhook calls go over real TLS.
 
-``handler(request) -> response`` gets the AdmissionReview's ``request`` and returns the
+``handler(request) -> response`` gets the review's ``request`` and returns the
 ``response`` fields (``uid`` is filled in); ``reviews`` keeps every review received.
 """
 
@@ -58,8 +58,8 @@ async def _serve_one(server: WebhookServer, stream: trio.SSLStream[trio.SocketSt
         response = await server.handler(review["request"])
         answer = json.dumps(
             {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
+                "apiVersion": review["apiVersion"],  # an AdmissionReview or a ConversionReview
+                "kind": review["kind"],
                 "response": {"uid": review["request"]["uid"], **response},
             }
         ).encode()
