@@ -4,6 +4,7 @@ the test's trio run, kubectl as the client that prints what a user sees."""
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import trio.testing
 import trustme
 
 from kubetrio.runtime.clockhold import request_in_flight, waiting_on_simulated_time
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .conftest import Kubectl, kubectl_of
@@ -329,3 +330,68 @@ async def test_bad_configurations_are_refused_naming_the_field(
         assert (
             await run(kubectl, "delete", "validatingwebhookconfiguration", "good")
         ).returncode == 0
+
+
+async def test_audit_annotations_reach_the_audit_event(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    async def annotate(request: dict[str, Any]) -> dict[str, Any]:
+        return {"allowed": True, "auditAnnotations": {"checked": "colors"}}
+
+    audit = tmp_path / "audit.log"
+    async with (
+        serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu,
+        serve_webhook(annotate) as server,
+    ):
+        client = EmuClient(emu.url, emu.token)
+        conf = configuration(
+            "ValidatingWebhookConfiguration", "audit", hook("audit.example.com", server.config())
+        )
+        path = f"/apis/{V}/validatingwebhookconfigurations"
+        assert (await client.request("POST", path, conf)).status == 201
+        r = await client.request("POST", "/api/v1/namespaces/default/configmaps", cm("a"))
+        assert r.status == 201, r.body
+    events = [json.loads(line) for line in audit.read_text().splitlines()]
+    created = [e for e in events if e["verb"] == "create" and "configmaps" in e["requestURI"]]
+    assert created[0]["annotations"]["audit.example.com/checked"] == "colors"
+
+
+async def test_subresource_rules_and_namespaces_selected_by_their_own_labels(
+    emu: Emulator, client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    async with serve_webhook(allow) as server:
+        rule = {
+            "operations": ["*"],
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "resources": ["namespaces/status"],
+        }
+        conf = configuration(
+            "ValidatingWebhookConfiguration",
+            "ns-status",
+            hook(
+                "ns-status.example.com",
+                server.config(),
+                rules=[rule],
+                namespaceSelector={"matchLabels": {"env": "prod"}},
+            ),
+        )
+        assert (
+            await client.request("POST", f"/apis/{V}/validatingwebhookconfigurations", conf)
+        ).status == 201
+        for name in ("prod", "dev"):
+            ns = {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "labels": {"env": name}},
+            }
+            assert (await client.request("POST", "/api/v1/namespaces", ns)).status == 201
+        assert server.reviews == []  # a create of the namespace is not namespaces/status
+        for name in ("prod", "dev"):
+            current = (await client.get(f"/api/v1/namespaces/{name}")).json()
+            r = await client.request("PUT", f"/api/v1/namespaces/{name}/status", current)
+            assert r.status == 200, r.body
+        assert [r["request"]["name"] for r in server.reviews] == ["prod"]
+        request = server.reviews[0]["request"]
+        assert request["subResource"] == "status" and request["operation"] == "UPDATE"
+        assert request["namespace"] == "prod"  # a namespace's URL names it, as in kube

@@ -3,7 +3,9 @@ read, written and watched in either version, the objects of a list converted in 
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 from typing import Any
 
 import trio
@@ -189,3 +191,58 @@ async def test_an_unusable_conversion_is_refused_naming_the_field(
     message = (await client.request("POST", path, bad)).json()["message"]
     assert "spec.conversion.webhook.conversionReviewVersions: Required value" in message
     assert "cannot reach in-cluster services" in message
+
+
+async def test_match_policy_equivalent_sends_the_object_in_the_rules_version(
+    emu: Emulator, client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    async def stamp(request: dict[str, Any]) -> dict[str, Any]:
+        # a JSON patch written against v1 (the rule's version), applied to a v2 write
+        ops = [
+            {"op": "replace", "path": "/spec/size", "value": request["object"]["spec"]["size"] * 10}
+        ]
+        raw = base64.b64encode(json.dumps(ops).encode()).decode()
+        return {"allowed": True, "patchType": "JSONPatch", "patch": raw}
+
+    async with serve_webhook(converter) as conv, serve_webhook(stamp) as hook:
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        assert (await client.request("POST", path, crd(conv))).status == 201
+        rule = {
+            "operations": ["CREATE"],
+            "apiGroups": ["example.com"],
+            "apiVersions": ["v1"],
+            "resources": ["widgets"],
+        }
+        config = {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "tens"},
+            "webhooks": [
+                {
+                    "name": "tens.example.com",
+                    "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None",
+                    "clientConfig": hook.config(),
+                    "rules": [rule],
+                }
+            ],
+        }
+        configs = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+        assert (await client.request("POST", configs, config)).status == 201
+        v2 = "/apis/example.com/v2/namespaces/default/widgets"
+        r = await client.request("POST", v2, widget("v2", "eq", 4))
+        assert r.status == 201, r.body
+        assert r.json()["spec"] == {"dimensions": {"size": 40}}
+        request = hook.reviews[-1]["request"]
+        assert request["kind"]["version"] == "v1" and request["requestKind"]["version"] == "v2"
+        assert request["resource"]["version"] == "v1"
+        assert request["object"]["apiVersion"] == "example.com/v1"
+        assert request["object"]["spec"] == {"size": 4}
+        # Exact: a v2 write no longer matches a v1 rule
+        config["webhooks"][0]["matchPolicy"] = "Exact"
+        r = await client.get(configs + "/tens")
+        config["metadata"] = r.json()["metadata"]
+        assert (await client.request("PUT", configs + "/tens", config)).status == 200
+        r = await client.request("POST", v2, widget("v2", "exact", 5))
+        assert r.json()["spec"] == {"dimensions": {"size": 5}}
+        assert len(hook.reviews) == 1

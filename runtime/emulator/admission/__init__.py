@@ -23,6 +23,11 @@ refused, as nothing runs in-cluster here)::
       rules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1],
                resources: [configmaps]}]
 
-Not done here: ``deletecollection`` and the ``scale`` subresource skip webhooks, and CRD
-conversion webhooks are not called (served versions differ only in apiVersion).
+Not done here: ``deletecollection`` and the ``scale`` subresource skip webhooks. CRD conversion
+webhooks are ``runtime/emulator/crdconvert.py``'s.
+
+Holding a test's mock clock: each webhook call holds it as a request in flight does, and the
+emulator's wait for its webhooks counts as waiting on simulated time, so a webhook in the test's
+own run that answers by sleeping on the clock (``clockhold.waiting_on_simulated_time``) lets
+``timeoutSeconds`` expire in simulated time.
 """

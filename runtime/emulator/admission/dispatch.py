@@ -17,7 +17,7 @@ import msgspec
 import trio
 
 from kubetrio.runtime.clockhold import waiting_on_simulated_time
-from kubetrio.runtime.emulator import errors
+from kubetrio.runtime.emulator import crdconvert, errors
 from kubetrio.runtime.emulator.admission.caller import CallError, post_review
 from kubetrio.runtime.emulator.admission.configs import MUTATING, VALIDATING
 from kubetrio.runtime.emulator.admission.rules import (
@@ -68,10 +68,6 @@ def _gvr(a: Attributes, version: str) -> dict[str, str]:
     return {"group": a.rt.group, "version": version, "resource": a.rt.plural}
 
 
-def _in_version(obj: dict[str, Any] | None, api_version: str) -> dict[str, Any] | None:
-    return None if obj is None else {**obj, "apiVersion": api_version}
-
-
 class Admission:
     """The emulator's webhook admission: reads the configurations from the store as they are
     now (kube's are eventually consistent; here a configuration applies from the next write)."""
@@ -103,10 +99,18 @@ class Admission:
                     out.append((hook, version))
         return out
 
-    def _review(
+    async def _as(
+        self, a: Attributes, version: str, obj: dict[str, Any] | None
+    ) -> dict[str, Any] | None:
+        """``obj`` in ``version`` (a rule matched through ``matchPolicy: Equivalent``):
+        converted as a read in that version would be."""
+        if obj is None or version == a.version:
+            return obj
+        return (await crdconvert.convert(self.store, a.rt, [obj], a.rt.api_version(version)))[0]
+
+    async def _review(
         self, a: Attributes, user: UserInfo, version: str, obj: dict[str, Any] | None
     ) -> dict[str, Any]:
-        api_version = a.rt.api_version(version)
         request: dict[str, Any] = {
             "uid": str(uuid.uuid4()),
             "kind": _gvk(a, version),
@@ -116,13 +120,15 @@ class Admission:
             "name": a.name or str(((obj or {}).get("metadata") or {}).get("name") or ""),
             "operation": a.operation,
             "userInfo": user.to_json(),
-            "object": _in_version(obj, api_version),
-            "oldObject": _in_version(a.old, api_version),
+            "object": await self._as(a, version, obj),
+            "oldObject": await self._as(a, version, a.old),
             "dryRun": a.dry_run,
             "options": {"kind": _OPTIONS[a.operation], "apiVersion": "meta.k8s.io/v1"},
         }
-        if a.namespace:
-            request["namespace"] = a.namespace
+        # A namespace's own URL names it as the namespace too (kube's RequestInfo).
+        namespace = a.namespace or (a.name if a.rt.key == "namespaces" else "")
+        if namespace:
+            request["namespace"] = namespace
         if a.sub:
             request["subResource"] = request["requestSubResource"] = a.sub
         return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
@@ -138,7 +144,7 @@ class Admission:
     ) -> dict[str, Any] | None:
         """The webhook's response (None when it failed and its failure policy ignores that)."""
         name = str(hook.get("name"))
-        review = self._review(a, user, version, obj)
+        review = await self._review(a, user, version, obj)
         try:
             answer = await post_review(
                 hook.get("clientConfig") or {}, int(hook.get("timeoutSeconds") or 10), review
@@ -201,15 +207,19 @@ class Admission:
             )
         try:
             ops = msgspec.json.decode(base64.b64decode(patch))
-            patched = json_patch(copy.deepcopy(obj), ops)
+            patched = json_patch(copy.deepcopy(await self._as(a, version, obj)), ops)
         except (ValueError, ApiError) as exc:
             raise errors.internal(
                 f'failed calling webhook "{name}": JSON patch could not be applied: {exc}'
             ) from None
         if not isinstance(patched, dict):
             raise errors.internal(f'webhook "{name}": the patched object is not a JSON object')
-        patched["apiVersion"] = obj.get("apiVersion")
-        return patched
+        if version == a.version:
+            patched["apiVersion"] = obj.get("apiVersion")
+            return patched
+        patched["apiVersion"] = a.rt.api_version(version)
+        request_version = a.rt.api_version(a.version)
+        return (await crdconvert.convert(self.store, a.rt, [patched], request_version))[0]
 
     async def validate(
         self,
