@@ -98,7 +98,8 @@ async def test_a_denial_reaches_kubectl_with_the_webhooks_message(
         assert request["operation"] == "CREATE" and request["namespace"] == "default"
         assert request["kind"] == {"group": "", "version": "v1", "kind": "ConfigMap"}
         assert request["resource"] == {"group": "", "version": "v1", "resource": "configmaps"}
-        assert request["userInfo"]["username"] == "kubernetes-admin" or request["userInfo"]
+        assert request["userInfo"]["username"] == "kubernetes-admin"
+        assert "system:masters" in request["userInfo"]["groups"]
         assert request["name"] == "blue" and request["oldObject"] is None
         assert request["dryRun"] is False
         # an update sends the old object too; a delete only the old one

@@ -10,6 +10,7 @@ simulated time cannot jump while a webhook is answering.
 from __future__ import annotations
 
 import base64
+import functools
 import ssl
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,7 +39,9 @@ def resolve_url(client_config: dict[str, Any], timeout: int) -> str:
     return f"{url}{'&' if '?' in url else '?'}timeout={timeout}s"
 
 
-def _ssl_context(ca_bundle: Any) -> ssl.SSLContext:
+@functools.lru_cache(maxsize=64)
+def _ssl_context(ca_bundle: str | None) -> ssl.SSLContext:
+    """One context per CA bundle: building one (loading the CAs) costs more than a call."""
     if ca_bundle:
         return ssl.create_default_context(cadata=base64.b64decode(ca_bundle).decode())
     return ssl.create_default_context()
@@ -103,7 +106,8 @@ async def post_review(client_config: dict[str, Any], seconds: int, review: Any) 
     """POST ``review`` and return the decoded answer; CallError on any failure."""
     url = resolve_url(client_config, seconds)
     try:
-        ctx = _ssl_context(client_config.get("caBundle"))
+        ca = client_config.get("caBundle")
+        ctx = _ssl_context(str(ca) if ca else None)
     except (ValueError, ssl.SSLError) as exc:
         raise CallError(f"could not load the caBundle: {exc}") from None
     shown = f'Post "{url}"'
