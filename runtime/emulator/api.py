@@ -388,7 +388,7 @@ class KubeApi:
             _, warnings = await self._admit(t, old, None, dry_run, [])
             return await self._delete(req, t, dry_run, warnings)
         if verb == "deletecollection":
-            return self._delete_collection(req, t, dry_run)
+            return await self._delete_collection(req, t, dry_run)
         raise errors.method_not_allowed()
 
     async def _shown(self, t: Target, entry: Entry) -> Entry:
@@ -429,7 +429,10 @@ class KubeApi:
                 return None
             trial = copy.deepcopy(obj)
             if old is None:
-                return self.store.create(t.rt, ns, trial, dry_run=True).obj
+                made = self.store.create(t.rt, ns, trial, dry_run=True).obj
+                # a generated name is kept, so the webhooks saw the name that is stored
+                obj.setdefault("metadata", {})["name"] = made["metadata"]["name"]
+                return made
             return self.store.update(t.rt, ns, t.name, trial, t.sub, dry_run=True).obj
 
         attrs = dataclasses.replace(attrs, obj=obj)
@@ -810,13 +813,16 @@ class KubeApi:
         warnings = warnings + ([errors.warning(warning)] if warning else [])
         return self._object(req, t, await self._shown(t, entry), 200, warnings)
 
-    def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:
+    async def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:
         opts = self._delete_options(req, t)
         pred = self._selectors(req, t)
         result = self.store.list_entries(t.rt, t.namespace, pred)
         deleted: list[Entry] = []
         for e in result.entries:
             md = e.obj["metadata"]
+            # each object is admitted as its own DELETE, as kube-apiserver does
+            one = dataclasses.replace(t, namespace=md.get("namespace") or None, name=md["name"])
+            await self._admit(one, (await self._shown(t, e)).obj, None, dry_run, [])
             try:
                 entry, _ = self.store.delete(
                     t.rt,
@@ -832,6 +838,7 @@ class KubeApi:
                     continue
                 raise
             deleted.append(entry)
+        deleted = await crdconvert.convert_entries(self.store, t.rt, deleted, self._want(t))
         if t.pb:
             meta = {"resourceVersion": str(self.store.rv)}
             return pb.list_response(t.rt, t.version, meta, [e.obj for e in deleted])

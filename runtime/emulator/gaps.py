@@ -29,9 +29,9 @@ GAPS: tuple[Gap, ...] = (
     ),
     Gap(
         "admission policies (ValidatingAdmissionPolicy), PodSecurity, LimitRanger; webhooks "
-        "reached through clientConfig.service, or on deletecollection and scale",
+        "reached through clientConfig.service, or on the scale subresource",
         "policies are not served (404); webhooks are called by clientConfig.url only, on "
-        "create, update, patch and delete",
+        "every write but scale",
         "admission-webhooks",
     ),
     Gap(

@@ -396,3 +396,37 @@ async def test_subresource_rules_and_namespaces_selected_by_their_own_labels(
         request = server.reviews[0]["request"]
         assert request["subResource"] == "status" and request["operation"] == "UPDATE"
         assert request["namespace"] == "prod"  # a namespace's URL names it, as in kube
+
+
+async def test_delete_collection_admits_each_object_and_generated_names_are_kept(
+    emu: Emulator, kubectl: Kubectl, client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    async def keep_precious(request: dict[str, Any]) -> dict[str, Any]:
+        obj = request["object"] or request["oldObject"]
+        if request["operation"] == "DELETE" and obj["metadata"]["name"] == "precious":
+            return {"allowed": False, "status": {"message": "keep it"}}
+        return {"allowed": True}
+
+    async with serve_webhook(keep_precious) as server:
+        conf = configuration(
+            "ValidatingWebhookConfiguration", "keep", hook("keep.example.com", server.config())
+        )
+        assert (await run(kubectl, "apply", "-f", "-", docs=[conf])).returncode == 0
+        generated = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "g-"}}
+        p = await run(kubectl, "create", "-f", "-", "-o", "name", docs=[generated])
+        assert p.returncode == 0, p.stderr
+        name = p.stdout.decode().strip().removeprefix("configmap/")
+        assert server.reviews[-1]["request"]["object"]["metadata"]["name"] == name
+        for n in ("a-first", "precious"):
+            assert (await run(kubectl, "create", "cm", n)).returncode == 0
+        before = len(server.reviews)
+        with request_in_flight():  # a deletecollection (kubectl delete --all deletes one by one)
+            r = await client.request("DELETE", "/api/v1/namespaces/default/configmaps")
+        assert r.status == 400, r.body
+        assert r.json()["message"] == (
+            'admission webhook "keep.example.com" denied the request: keep it'
+        )
+        deletes = [r["request"] for r in server.reviews[before:]]
+        assert all(d["operation"] == "DELETE" for d in deletes)
+        assert "precious" in [d["name"] for d in deletes]
+        assert (await run(kubectl, "get", "cm", "precious")).returncode == 0

@@ -23,7 +23,8 @@ refused, as nothing runs in-cluster here)::
       rules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1],
                resources: [configmaps]}]
 
-Not done here: ``deletecollection`` and the ``scale`` subresource skip webhooks. CRD conversion
+A ``deletecollection`` admits each object as its own DELETE. Not done here: the ``scale``
+subresource skips webhooks. CRD conversion
 webhooks are ``runtime/emulator/crdconvert.py``'s.
 
 Holding a test's mock clock: each webhook call holds it as a request in flight does, and the
