@@ -422,6 +422,19 @@ class KubeApi:
         ns = t.namespace or ""
         attrs = Attributes(t.rt, t.version, op, ns, t.name, t.sub, obj, old, dry_run)
         outcome = Outcome()
+        try:
+            obj = await self._webhooks(attrs, t, outcome)
+        except ApiError as exc:  # a refusal carries the warnings given before it, as in kube
+            exc.headers += [errors.warning(w) for w in outcome.warnings]
+            raise
+        finally:
+            if t.audit is not None:
+                t.audit.annotations.update(outcome.annotations)
+        return obj, warnings + [errors.warning(w) for w in outcome.warnings]
+
+    async def _webhooks(self, attrs: Attributes, t: Target, outcome: Outcome) -> Any:
+        """Mutating webhooks, then validating ones on the object as it would be stored."""
+        ns, old = attrs.namespace, attrs.old
         obj = await self.admission.mutate(attrs, t.user, outcome)
 
         def rehearsed() -> dict[str, Any] | None:
@@ -437,9 +450,7 @@ class KubeApi:
 
         attrs = dataclasses.replace(attrs, obj=obj)
         await self.admission.validate(attrs, t.user, outcome, rehearsed)
-        if t.audit is not None:
-            t.audit.annotations.update(outcome.annotations)
-        return obj, warnings + [errors.warning(w) for w in outcome.warnings]
+        return obj
 
     def _scale(self, req: Request, t: Target, verb: str, dry_run: bool) -> Response:
         """A custom resource's autoscaling/v1 Scale: read, or written back as an update of the

@@ -74,6 +74,7 @@ async def test_a_denial_reaches_kubectl_with_the_webhooks_message(
             return {
                 "allowed": False,
                 "status": {"code": 403, "reason": "Forbidden", "message": "red is not allowed"},
+                "warnings": ["red is loud"],
             }
         return {"allowed": True, "warnings": ["colors are checked"]}
 
@@ -90,6 +91,7 @@ async def test_a_denial_reaches_kubectl_with_the_webhooks_message(
             'Error from server (Forbidden): error when creating "STDIN": admission webhook '
             '"no-red.example.com" denied the request: red is not allowed'
         ) in p.stderr.decode()
+        assert "Warning: red is loud" in p.stderr.decode()  # sent with the refusal too
         p = await run(kubectl, "apply", "-f", "-", docs=[cm("blue", color="blue")])
         assert p.returncode == 0, p.stderr
         assert "Warning: colors are checked" in p.stderr.decode()
