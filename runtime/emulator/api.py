@@ -394,7 +394,8 @@ class KubeApi:
     async def _shown(self, t: Target, entry: Entry) -> Entry:
         """The stored object in the requested version (its CRD's conversion webhook called
         when it has one; see ``crdconvert``)."""
-        return (await crdconvert.convert_entries(self.store, t.rt, [entry], self._want(t)))[0]
+        shown = await crdconvert.convert_entries(self.store, t.rt, [entry], self._want(t), True)
+        return shown[0]
 
     def _want(self, t: Target) -> str:
         return t.rt.api_version(t.version)
@@ -405,7 +406,7 @@ class KubeApi:
         if crdconvert.webhook_of(self.store, t.rt) is None or not isinstance(obj, dict):
             return obj
         storage = t.rt.api_version(t.rt.storage_version)
-        return (await crdconvert.convert(self.store, t.rt, [obj], storage))[0]
+        return (await crdconvert.convert(self.store, t.rt, [obj], storage, True))[0]
 
     async def _admit(
         self,
@@ -562,7 +563,7 @@ class KubeApi:
             result = self.store.list_entries(t.rt, t.namespace, pred, limit, cont, exact)
             if converting:  # one ConversionReview for the page, as kube batches a list
                 entries = await crdconvert.convert_entries(
-                    self.store, t.rt, result.entries, self._want(t)
+                    self.store, t.rt, result.entries, self._want(t), True
                 )
                 result = dataclasses.replace(result, entries=entries)
             if table_wanted:
@@ -849,7 +850,7 @@ class KubeApi:
                     continue
                 raise
             deleted.append(entry)
-        deleted = await crdconvert.convert_entries(self.store, t.rt, deleted, self._want(t))
+        deleted = await crdconvert.convert_entries(self.store, t.rt, deleted, self._want(t), True)
         if t.pb:
             meta = {"resourceVersion": str(self.store.rv)}
             return pb.list_response(t.rt, t.version, meta, [e.obj for e in deleted])

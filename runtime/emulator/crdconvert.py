@@ -19,9 +19,11 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from kubetrio.runtime.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator import errors
 from kubetrio.runtime.emulator.admission.caller import CallError, post_review
 from kubetrio.runtime.emulator.eventlog import Entry
@@ -128,10 +130,16 @@ def _keep_metadata(before: dict[str, Any], after: Any, api_version: str) -> dict
 
 
 async def convert(
-    store: Store, rt: ResourceType, objs: list[dict[str, Any]], api_version: str
+    store: Store,
+    rt: ResourceType,
+    objs: list[dict[str, Any]],
+    api_version: str,
+    answering: bool = False,
 ) -> list[dict[str, Any]]:
     """``objs`` in ``api_version``: one review for those in another version (none when all are
-    already there, or when the CRD converts by apiVersion alone)."""
+    already there, or when the CRD converts by apiVersion alone). ``answering``: a request's
+    answer waits on the call, which holds a test's mock clock in its stead (a watch's
+    conversion, or one made inside admission, is already accounted for)."""
     todo = [i for i, o in enumerate(objs) if o.get("apiVersion") != api_version]
     if not todo:
         return objs
@@ -149,7 +157,8 @@ async def convert(
         "request": {"uid": uid, "desiredAPIVersion": api_version, "objects": sent},
     }
     try:
-        answer = await post_review(webhook.get("clientConfig") or {}, _TIMEOUT, review)
+        with waiting_on_simulated_time() if answering else contextlib.nullcontext():
+            answer = await post_review(webhook.get("clientConfig") or {}, _TIMEOUT, review)
         response = answer.get("response") if isinstance(answer, dict) else None
         if not isinstance(response, dict) or response.get("uid") != uid:
             raise CallError("invalid ConversionReview response: the response uid does not match")
@@ -171,8 +180,8 @@ async def convert(
 
 
 async def convert_entries(
-    store: Store, rt: ResourceType, entries: list[Entry], api_version: str
+    store: Store, rt: ResourceType, entries: list[Entry], api_version: str, answering: bool = False
 ) -> list[Entry]:
     """Stored entries as ``api_version`` shows them (the same entries when nothing changes)."""
-    objs = await convert(store, rt, [e.obj for e in entries], api_version)
+    objs = await convert(store, rt, [e.obj for e in entries], api_version, answering)
     return [e if o is e.obj else Entry(o, e.rv) for e, o in zip(entries, objs, strict=True)]

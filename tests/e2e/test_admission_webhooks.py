@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 import trustme
@@ -17,7 +18,7 @@ from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .conftest import Kubectl, kubectl_of
-from .webhook_server import WebhookServer, patch_of, serve_webhook
+from .webhook_server import HeldClient, WebhookServer, patch_of, serve_webhook
 
 V = "admissionregistration.k8s.io/v1"
 CM_RULE = {
@@ -26,6 +27,12 @@ CM_RULE = {
     "apiVersions": ["v1"],
     "resources": ["configmaps"],
 }
+
+
+@pytest.fixture
+def client(emu: Emulator) -> EmuClient:
+    """Requests that hold the mock clock (see HeldClient)."""
+    return HeldClient(emu.url, emu.token)
 
 
 def hook(name: str, client_config: dict[str, str], **extra: Any) -> dict[str, Any]:
@@ -207,8 +214,7 @@ async def test_timeout_seconds_is_honoured_on_the_mock_clock(
         path = f"/apis/{V}/validatingwebhookconfigurations"
         assert (await client.request("POST", path, conf)).status == 201
         start = trio.current_time()
-        with request_in_flight():
-            r = await client.request("POST", "/api/v1/namespaces/default/configmaps", cm("s"))
+        r = await client.request("POST", "/api/v1/namespaces/default/configmaps", cm("s"))
         waited = trio.current_time() - start
         assert r.status == 500, r.body
         assert r.json()["message"].endswith('?timeout=7s": context deadline exceeded')
@@ -346,7 +352,7 @@ async def test_audit_annotations_reach_the_audit_event(
         serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu,
         serve_webhook(annotate) as server,
     ):
-        client = EmuClient(emu.url, emu.token)
+        client = HeldClient(emu.url, emu.token)
         conf = configuration(
             "ValidatingWebhookConfiguration", "audit", hook("audit.example.com", server.config())
         )
@@ -422,8 +428,8 @@ async def test_delete_collection_admits_each_object_and_generated_names_are_kept
         for n in ("a-first", "precious"):
             assert (await run(kubectl, "create", "cm", n)).returncode == 0
         before = len(server.reviews)
-        with request_in_flight():  # a deletecollection (kubectl delete --all deletes one by one)
-            r = await client.request("DELETE", "/api/v1/namespaces/default/configmaps")
+        # a deletecollection (kubectl delete --all deletes one by one)
+        r = await client.request("DELETE", "/api/v1/namespaces/default/configmaps")
         assert r.status == 400, r.body
         assert r.json()["message"] == (
             'admission webhook "keep.example.com" denied the request: keep it'

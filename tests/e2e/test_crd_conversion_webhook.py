@@ -8,16 +8,23 @@ import copy
 import json
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 import yaml
 
-from kubetrio.runtime.clockhold import request_in_flight
+from kubetrio.runtime.clockhold import request_in_flight, waiting_on_simulated_time
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .conftest import Kubectl
-from .webhook_server import WebhookServer, serve_webhook
+from .webhook_server import HeldClient, WebhookServer, serve_webhook
+
+
+@pytest.fixture
+def client(emu: Emulator) -> EmuClient:
+    """Requests that hold the mock clock (see HeldClient)."""
+    return HeldClient(emu.url, emu.token)
 
 
 def _schema(spec: dict[str, Any]) -> dict[str, Any]:
@@ -246,3 +253,28 @@ async def test_match_policy_equivalent_sends_the_object_in_the_rules_version(
         r = await client.request("POST", v2, widget("v2", "exact", 5))
         assert r.json()["spec"] == {"dimensions": {"size": 5}}
         assert len(hook.reviews) == 1
+
+
+async def test_a_hanging_conversion_webhook_times_out_after_30s_on_the_mock_clock(
+    emu: Emulator, client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    async def hang(request: dict[str, Any]) -> dict[str, Any]:
+        with waiting_on_simulated_time():  # this server answers by sleeping on the clock
+            await trio.sleep(3600)
+        return await converter(request)
+
+    async with serve_webhook(hang) as server:
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        assert (await client.request("POST", path, crd(server))).status == 201
+        widgets = "/apis/example.com/v1/namespaces/default/widgets"
+        assert (await client.request("POST", widgets, widget("v1", "w", 3))).status == 201
+        start = trio.current_time()
+        r = await client.get("/apis/example.com/v2/namespaces/default/widgets/w")
+        waited = trio.current_time() - start
+        assert r.status == 500, r.body
+        assert r.json()["message"] == (
+            "Internal error occurred: conversion webhook for example.com/v1, Kind=Widget failed: "
+            f'failed to call webhook: Post "{server.url}/convert?timeout=30s": context deadline '
+            "exceeded"
+        )
+        assert 30 <= waited < 60

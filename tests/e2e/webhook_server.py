@@ -19,6 +19,19 @@ import h11
 import trio
 import trustme
 
+from kubetrio.runtime.clockhold import request_in_flight
+from kubetrio.runtime.emulator.testclient import EmuClient, Reply
+
+
+class HeldClient(EmuClient):
+    """An EmuClient whose requests hold the mock clock, as our own client's do: while the
+    emulator waits on a webhook for it, the call is what holds the clock in its stead."""
+
+    async def request(self, *args: Any, **kwargs: Any) -> Reply:
+        with request_in_flight():
+            return await super().request(*args, **kwargs)
+
+
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
