@@ -121,6 +121,18 @@ BUILTIN_KINDS: tuple[KindInfo, ...] = (
         ("crd", "crds"),
         ("status",),
     ),
+    KindInfo(
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        False,
+    ),
+    KindInfo(
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        False,
+    ),
 )
 
 # Custom kinds (kubetrio's own machine kinds among them) join through register(), which

@@ -34,6 +34,7 @@ API_GROUPS = [
     "coordination/v1",
     "authentication/v1",
     "authorization/v1",
+    "admissionregistration/v1",
 ]
 APIEXTENSIONS = ["pkg/apis/apiextensions/v1"]
 MACHINERY = [

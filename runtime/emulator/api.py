@@ -3,6 +3,8 @@ fault injection and request counting."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -14,7 +16,9 @@ import yaml
 
 from kubetrio.runtime.clock import now
 from kubetrio.runtime.clockhold import waiting_on_simulated_time
-from kubetrio.runtime.emulator import discovery, errors, fieldcheck, gaps, scale
+from kubetrio.runtime.emulator import crdconvert, discovery, errors, fieldcheck, gaps, scale
+from kubetrio.runtime.emulator.admission.dispatch import Admission, Outcome
+from kubetrio.runtime.emulator.admission.rules import Attributes
 from kubetrio.runtime.emulator.audit import AuditLog, AuditRecord
 from kubetrio.runtime.emulator.auth import Access
 from kubetrio.runtime.emulator.auth.users import ANONYMOUS_USER, UserInfo
@@ -57,6 +61,7 @@ class Target:
     watch_path: bool
     pb: bool = False  # the response is protobuf (negotiated from Accept)
     user: UserInfo = ANONYMOUS_USER  # who asks (authenticated and authorized already)
+    audit: AuditRecord | None = None  # where webhooks' audit annotations go
 
 
 @dataclass(slots=True)
@@ -148,6 +153,7 @@ class KubeApi:
         self._list_cache: dict[tuple[str, str | None, str], tuple[object, bytes]] = {}
         self.openapi = OpenApi(store)
         self.audit: AuditLog | None = None  # set when the emulator keeps an audit log
+        self.admission = Admission(store)
 
     async def __call__(self, req: Request) -> Response | StreamResponse:
         if self.audit is None:
@@ -225,7 +231,7 @@ class KubeApi:
                 raise errors.no_such_resource()
             return json_response(doc)
         target = self._target(group, version, rest)
-        target.user = user
+        target.user, target.audit = user, record
         if self.access.serves(target.rt, target.sub):
             # Reviews and TokenRequests are requests like any other: counted, and faulted.
             verb = self._verb(req, target)
@@ -334,13 +340,13 @@ class KubeApi:
         if verb == "watch":
             return self._watch(req, t, decision.cut_watch_after)
         if verb == "list":
-            return self._list(req, t)
+            return await self._list(req, t)
         if t.sub == "scale" and verb in ("get", "update", "patch"):
             return self._scale(req, t, verb, dry_run)
         if verb == "get":
             if t.sub not in ("", "status"):
                 raise errors.method_not_allowed()
-            entry = self.store.get(t.rt, ns, t.name)
+            entry = await self._shown(t, self.store.get(t.rt, ns, t.name))
             return self._object(req, t, entry, 200)
         if verb == "create":
             if t.sub == "eviction":
@@ -358,25 +364,94 @@ class KubeApi:
             obj = self._body_object(req, t)
             warnings = self._field_warnings(req, t, obj, "create", req.body)
             self.access.check_write(t.rt, ns, t.user, obj)
-            entry = self.store.create(t.rt, ns, obj, dry_run=dry_run)
+            obj, warnings = await self._admit(t, None, obj, dry_run, warnings)
+            obj = await self._to_storage(t, obj)
+            entry = await self._shown(t, self.store.create(t.rt, ns, obj, dry_run=dry_run))
             return self._object(req, t, entry, 201, warnings)
         if verb == "update":
             self._check_writable_sub(t)
             obj = self._body_object(req, t)
             warnings = self._field_warnings(req, t, obj, "update", req.body)
             self.access.check_write(t.rt, ns, t.user, obj)
+            old = (await self._shown(t, self.store.get(t.rt, ns, t.name))).obj
+            obj, warnings = await self._admit(t, old, obj, dry_run, warnings)
+            obj = await self._to_storage(t, obj)
             entry = self.store.update(t.rt, ns, t.name, obj, t.sub, dry_run=dry_run)
-            return self._object(req, t, entry, 200, warnings)
+            return self._object(req, t, await self._shown(t, entry), 200, warnings)
         if verb == "patch":
             self._check_writable_sub(t)
-            return self._patch(req, t, dry_run)
+            return await self._patch(req, t, dry_run)
         if verb == "delete":
             if t.sub:
                 raise errors.method_not_allowed()
-            return self._delete(req, t, dry_run)
+            old = (await self._shown(t, self.store.get(t.rt, ns, t.name))).obj
+            _, warnings = await self._admit(t, old, None, dry_run, [])
+            return await self._delete(req, t, dry_run, warnings)
         if verb == "deletecollection":
-            return self._delete_collection(req, t, dry_run)
+            return await self._delete_collection(req, t, dry_run)
         raise errors.method_not_allowed()
+
+    async def _shown(self, t: Target, entry: Entry) -> Entry:
+        """The stored object in the requested version (its CRD's conversion webhook called
+        when it has one; see ``crdconvert``)."""
+        shown = await crdconvert.convert_entries(self.store, t.rt, [entry], self._want(t), True)
+        return shown[0]
+
+    def _want(self, t: Target) -> str:
+        return t.rt.api_version(t.version)
+
+    async def _to_storage(self, t: Target, obj: Any) -> Any:
+        """A write in a version other than the storage version, converted by the CRD's
+        conversion webhook (kept as written when the CRD has none)."""
+        if crdconvert.webhook_of(self.store, t.rt) is None or not isinstance(obj, dict):
+            return obj
+        storage = t.rt.api_version(t.rt.storage_version)
+        return (await crdconvert.convert(self.store, t.rt, [obj], storage, True))[0]
+
+    async def _admit(
+        self,
+        t: Target,
+        old: dict[str, Any] | None,
+        obj: dict[str, Any] | None,
+        dry_run: bool,
+        warnings: list[tuple[str, str]],
+    ) -> tuple[Any, list[tuple[str, str]]]:
+        """The write's admission webhooks (``admission/``): the object as mutated, and the
+        Warning headers to send. Validating webhooks see the object as it would be stored: a
+        dry run of the store's write (defaults, schema, validation) before the real one."""
+        op = "CREATE" if old is None else "DELETE" if obj is None else "UPDATE"
+        ns = t.namespace or ""
+        attrs = Attributes(t.rt, t.version, op, ns, t.name, t.sub, obj, old, dry_run)
+        outcome = Outcome()
+        try:
+            obj = await self._webhooks(attrs, t, outcome)
+        except ApiError as exc:  # a refusal carries the warnings given before it, as in kube
+            exc.headers += [errors.warning(w) for w in outcome.warnings]
+            raise
+        finally:
+            if t.audit is not None:
+                t.audit.annotations.update(outcome.annotations)
+        return obj, warnings + [errors.warning(w) for w in outcome.warnings]
+
+    async def _webhooks(self, attrs: Attributes, t: Target, outcome: Outcome) -> Any:
+        """Mutating webhooks, then validating ones on the object as it would be stored."""
+        ns, old = attrs.namespace, attrs.old
+        obj = await self.admission.mutate(attrs, t.user, outcome)
+
+        def rehearsed() -> dict[str, Any] | None:
+            if obj is None:
+                return None
+            trial = copy.deepcopy(obj)
+            if old is None:
+                made = self.store.create(t.rt, ns, trial, dry_run=True).obj
+                # a generated name is kept, so the webhooks saw the name that is stored
+                obj.setdefault("metadata", {})["name"] = made["metadata"]["name"]
+                return made
+            return self.store.update(t.rt, ns, t.name, trial, t.sub, dry_run=True).obj
+
+        attrs = dataclasses.replace(attrs, obj=obj)
+        await self.admission.validate(attrs, t.user, outcome, rehearsed)
+        return obj
 
     def _scale(self, req: Request, t: Target, verb: str, dry_run: bool) -> Response:
         """A custom resource's autoscaling/v1 Scale: read, or written back as an update of the
@@ -456,7 +531,7 @@ class KubeApi:
         fields = FieldSelector(req.query.get("fieldSelector", ""), t.rt.field_labels)
         return combine(label, fields)
 
-    def _list(self, req: Request, t: Target) -> Response:
+    async def _list(self, req: Request, t: Target) -> Response:
         pred = self._selectors(req, t)
         limit = _int_param(req, "limit") or 0
         cont = req.query.get("continue", "")
@@ -464,8 +539,10 @@ class KubeApi:
         exact = self._exact_rv(req)
         joined: bytes | None = None
         cache_key = (t.rt.key, t.namespace, t.version)
+        converting = crdconvert.webhook_of(self.store, t.rt) is not None
         plain = (
-            pred is None
+            not converting
+            and pred is None
             and not limit
             and not cont
             and not table_wanted
@@ -484,6 +561,11 @@ class KubeApi:
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if joined is None:
             result = self.store.list_entries(t.rt, t.namespace, pred, limit, cont, exact)
+            if converting:  # one ConversionReview for the page, as kube batches a list
+                entries = await crdconvert.convert_entries(
+                    self.store, t.rt, result.entries, self._want(t), True
+                )
+                result = dataclasses.replace(result, entries=entries)
             if table_wanted:
                 return json_response(
                     table(
@@ -598,6 +680,13 @@ class KubeApi:
             initial_events=initial_events,
             encode_error=pb.watch_error if proto else None,
         )
+        if crdconvert.webhook_of(self.store, t.rt) is not None:
+            store, rt, want = self.store, t.rt, self._want(t)
+
+            async def convert(entries: list[Entry]) -> list[Entry]:
+                return await crdconvert.convert_entries(store, rt, entries, want)
+
+            spec.convert = convert
         if t.name:
             name = t.name
             inner = spec.pred
@@ -613,16 +702,16 @@ class KubeApi:
             return StreamResponse(watch.run, content_type=pbneg.PROTOBUF_WATCH)
         return StreamResponse(watch.run)
 
-    def _patch(self, req: Request, t: Target, dry_run: bool) -> Response:
+    async def _patch(self, req: Request, t: Target, dry_run: bool) -> Response:
         ctype = req.header("content-type").split(";")[0].strip()
         ns = t.namespace or ""
         if ctype == "application/apply-patch+yaml":
-            return self._apply(req, t, dry_run)
+            return await self._apply(req, t, dry_run)
         if ctype not in _PATCH_TYPES or (
             ctype == "application/strategic-merge-patch+json" and not t.rt.builtin
         ):
             raise errors.unsupported_media_type(ctype)
-        current = self.store.get(t.rt, ns, t.name)
+        current = await self._shown(t, self.store.get(t.rt, ns, t.name))
         patch_body = _decode(req.body)
         base = current.clone()
         if ctype == "application/merge-patch+json":
@@ -653,10 +742,12 @@ class KubeApi:
             )
         warnings = self._field_warnings(req, t, new, "patch", req.body)
         self.access.check_write(t.rt, ns, t.user, new)
+        new, warnings = await self._admit(t, current.obj, new, dry_run, warnings)
+        new = await self._to_storage(t, new)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
-        return self._object(req, t, entry, 200, warnings)
+        return self._object(req, t, await self._shown(t, entry), 200, warnings)
 
-    def _apply(self, req: Request, t: Target, dry_run: bool) -> Response:
+    async def _apply(self, req: Request, t: Target, dry_run: bool) -> Response:
         """Server-side apply, approximated: create when missing, otherwise merge the applied
         configuration in (strategic for built-ins). Field ownership is not tracked, so fields
         dropped from a later apply are kept rather than removed."""
@@ -679,19 +770,25 @@ class KubeApi:
         ns = t.namespace or ""
         warnings = self._field_warnings(req, t, applied, "apply", None)
         current = self.store.find(t.rt, ns, t.name)
+        if current is not None:
+            current = await self._shown(t, current)
         if current is None:
             if t.sub:
                 raise errors.not_found(t.rt.group, t.rt.plural, t.name)
             # A patch that creates is a create too: the apiserver asks for both verbs.
             self.access.require(t.user, "create", t.rt, ns, t.name)
             self.access.check_write(t.rt, ns, t.user, applied)
+            applied, warnings = await self._admit(t, None, applied, dry_run, warnings)
+            applied = await self._to_storage(t, applied)
             entry = self.store.create(t.rt, ns, applied, dry_run=dry_run)
-            return self._object(req, t, entry, 201, warnings)
+            return self._object(req, t, await self._shown(t, entry), 201, warnings)
         merge = strategic_merge if t.rt.builtin else merge_patch
         new = merge(current.clone(), applied)
         self.access.check_write(t.rt, ns, t.user, new)
+        new, warnings = await self._admit(t, current.obj, new, dry_run, warnings)
+        new = await self._to_storage(t, new)
         entry = self.store.update(t.rt, ns, t.name, new, t.sub, dry_run=dry_run)
-        return self._object(req, t, entry, 200, warnings)
+        return self._object(req, t, await self._shown(t, entry), 200, warnings)
 
     def _delete_options(self, req: Request, t: Target) -> DeleteOptions:
         body: Any = _read(req, t.rt, _DELETE_OPTIONS) if req.body else {}
@@ -710,7 +807,9 @@ class KubeApi:
                 body["orphanDependents"] = _GO_BOOLS[orphan]
         return parse_delete_options(body)
 
-    def _delete(self, req: Request, t: Target, dry_run: bool) -> Response:
+    async def _delete(
+        self, req: Request, t: Target, dry_run: bool, warnings: list[tuple[str, str]]
+    ) -> Response:
         opts = self._delete_options(req, t)
         entry, _removed = self.store.delete(
             t.rt,
@@ -723,16 +822,19 @@ class KubeApi:
             orphan_dependents=opts.orphan_dependents,
         )
         warning = delete_warning(t.rt, opts.propagation, opts.orphan_dependents)
-        warnings = [errors.warning(warning)] if warning else []
-        return self._object(req, t, entry, 200, warnings)
+        warnings = warnings + ([errors.warning(warning)] if warning else [])
+        return self._object(req, t, await self._shown(t, entry), 200, warnings)
 
-    def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:
+    async def _delete_collection(self, req: Request, t: Target, dry_run: bool) -> Response:
         opts = self._delete_options(req, t)
         pred = self._selectors(req, t)
         result = self.store.list_entries(t.rt, t.namespace, pred)
         deleted: list[Entry] = []
         for e in result.entries:
             md = e.obj["metadata"]
+            # each object is admitted as its own DELETE, as kube-apiserver does
+            one = dataclasses.replace(t, namespace=md.get("namespace") or None, name=md["name"])
+            await self._admit(one, (await self._shown(t, e)).obj, None, dry_run, [])
             try:
                 entry, _ = self.store.delete(
                     t.rt,
@@ -748,6 +850,7 @@ class KubeApi:
                     continue
                 raise
             deleted.append(entry)
+        deleted = await crdconvert.convert_entries(self.store, t.rt, deleted, self._want(t), True)
         if t.pb:
             meta = {"resourceVersion": str(self.store.rv)}
             return pb.list_response(t.rt, t.version, meta, [e.obj for e in deleted])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrio.runtime.emulator import errors
+from kubetrio.runtime.emulator.crdconvert import conversion_causes
 from kubetrio.runtime.emulator.kinds import ResourceTypes, from_crd
 from kubetrio.runtime.emulator.schema_structural import check_crd
 
@@ -22,11 +23,9 @@ def validate_crd(types: ResourceTypes, obj: dict[str, Any]) -> None:
             name,
             [("FieldValueInvalid", fld, msg)],
         ) from None
-    causes = check_crd(obj)
+    causes = [c.triple() for c in check_crd(obj)] + conversion_causes(obj)
     if causes:
-        raise errors.invalid(
-            "apiextensions.k8s.io", "CustomResourceDefinition", name, [c.triple() for c in causes]
-        )
+        raise errors.invalid("apiextensions.k8s.io", "CustomResourceDefinition", name, causes)
     want = f"{rt.plural}.{rt.group}"
     if name != want:
         raise errors.invalid(

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubetrio.runtime.emulator import services
+from kubetrio.runtime.emulator.admission.configs import MUTATING, VALIDATING, admit_configuration
 
 Obj = dict[str, Any]
 
@@ -250,6 +251,9 @@ DEFAULTERS: dict[str, Callable[[Obj, str], None]] = {
     "cronjobs.batch": cronjob,
     "priorityclasses.scheduling.k8s.io": priorityclass,
     "services": lambda obj, uid: services.set_defaults(obj),
+    # Defaults and the checks a configuration must pass before any webhook is called with it.
+    MUTATING: lambda obj, uid: admit_configuration(obj, mutating=True),
+    VALIDATING: lambda obj, uid: admit_configuration(obj, mutating=False),
 }
 
 

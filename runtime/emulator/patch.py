@@ -34,6 +34,7 @@ MERGE_KEYS: dict[str, str] = {
     "topologySpreadConstraints": "topologyKey",
     "podIPs": "ip",
     "hostIPs": "ip",
+    "webhooks": "name",  # Mutating/ValidatingWebhookConfiguration
 }
 # Lists of scalars merged as sets (patchStrategy=merge without a key).
 MERGED_SCALAR_LISTS = frozenset({"finalizers"})

@@ -499,6 +499,15 @@ _TEMPLATE_COLUMNS: list[Column] = [
 
 # Kinds kubectl's imperative create makes, printed as kube's printers
 # (pkg/printers/internalversion) print them.
+_WEBHOOKS: tuple[list[Column], Callable[[dict[str, Any], dt.datetime], Row]] = (
+    [("Name", "string", 0), ("Webhooks", "integer", 0), ("Age", "string", 0)],
+    lambda o, now: [
+        _md(o).get("name"),
+        len(o.get("webhooks") or []),
+        age(_md(o).get("creationTimestamp"), now),
+    ],
+)
+
 _BUILTIN.update(
     {
         "services": (
@@ -585,6 +594,8 @@ _BUILTIN.update(
         "clusterroles.rbac.authorization.k8s.io": _CREATED_AT,
         "rolebindings.rbac.authorization.k8s.io": (_BINDING_COLUMNS, _binding_row),
         "clusterrolebindings.rbac.authorization.k8s.io": (_BINDING_COLUMNS, _binding_row),
+        "mutatingwebhookconfigurations.admissionregistration.k8s.io": _WEBHOOKS,
+        "validatingwebhookconfigurations.admissionregistration.k8s.io": _WEBHOOKS,
     }
 )
 

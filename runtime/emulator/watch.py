@@ -9,13 +9,14 @@ sends everything that is ready in one chunk.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import trio
 
+from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry, TooOld, WatchEvent
 from kubetrio.runtime.emulator.faults import Faults
 from kubetrio.runtime.emulator.http import Cut, StreamWriter
@@ -38,6 +39,8 @@ class WatchSpec:
     encode: Encoder | None = None  # None: the shared cached line
     initial_events: bool = False  # sendInitialEvents: state, then an initial-events-end bookmark
     encode_error: Callable[[dict[str, Any]], bytes] | None = None  # None: a JSON ERROR line
+    # Objects in the watched version (a CRD's conversion webhook); None: as stored.
+    convert: Callable[[list[Entry]], Awaitable[list[Entry]]] | None = None
 
 
 def plain_line(type_: str, entry: Entry) -> bytes:
@@ -70,6 +73,7 @@ class Watch:
         self.error: TooOld | None = None
         self.last_rv = store.rv
         self.snapshot_rv = store.rv
+        self._shown: dict[int, Entry] = {}  # stored entry id -> converted, for one batch
         # Position chosen now, synchronously, so nothing written after the request is missed.
         rv = spec.resource_version
         if rv in ("", "0") or spec.initial_events:
@@ -99,9 +103,30 @@ class Watch:
 
     def _line(self, type_: str, ev: WatchEvent) -> bytes:
         enc = self.spec.encode
+        entry = self._shown.get(id(ev.entry), ev.entry)
         if enc is not None:
-            return enc(type_, ev.entry)
+            return enc(type_, entry)
+        if entry is not ev.entry:
+            return plain_line(type_, entry)
         return ev.line() if type_ == ev.type else plain_line(type_, ev.entry)
+
+    async def _converted(self, out: StreamWriter, entries: list[Entry]) -> list[Entry] | None:
+        """``entries`` in the watched version; None (after an ERROR event) when the
+        conversion failed, which ends the watch as kube-apiserver ends it."""
+        if self.spec.convert is None:
+            return entries
+        try:
+            return await self.spec.convert(entries)
+        except ApiError as exc:
+            status = exc.status()
+            enc = self.spec.encode_error
+            line = (
+                msgspec.json.encode({"type": "ERROR", "object": status}) + b"\n"
+                if enc is None
+                else enc(status)
+            )
+            await out.send(line)
+            return None
 
     def _render(self, ev: WatchEvent) -> bytes | None:
         spec = self.spec
@@ -149,7 +174,10 @@ class Watch:
 
     async def _follow(self, out: StreamWriter) -> None:
         if self.initial:
-            await out.send(b"".join(self._line_initial(e) for e in self.initial))
+            initial = await self._converted(out, self.initial)
+            if initial is None:
+                return
+            await out.send(b"".join(self._line_initial(e) for e in initial))
             self.initial = []
         if self.spec.initial_events:
             # The state sent so far is as of the snapshot taken at open; later events follow.
@@ -172,7 +200,13 @@ class Watch:
             if events:
                 self.seq += len(events)
                 self.last_rv = events[-1].rv
+                if self.spec.convert is not None:
+                    shown = await self._converted(out, [ev.entry for ev in events])
+                    if shown is None:
+                        return
+                    self._shown = {id(ev.entry): e for ev, e in zip(events, shown, strict=True)}
                 chunk = [line for line in map(self._render, events) if line is not None]
+                self._shown = {}
                 if chunk:
                     await out.send(b"".join(chunk))
                 continue

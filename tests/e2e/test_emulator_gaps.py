@@ -55,13 +55,37 @@ async def streaming_subresources(client: EmuClient, emu: Emulator) -> None:
 
 
 async def admission_webhooks(client: EmuClient, emu: Emulator) -> None:
-    for path in [
-        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
-        "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
-        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
-    ]:
-        r = await client.get(path)
-        assert r.status == 404 and r.json()["reason"] == "NotFound", path
+    r = await client.get("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies")
+    assert r.status == 404 and r.json()["reason"] == "NotFound"
+    # Webhook configurations are served (test_admission_webhooks.py); a service reference
+    # is stored but cannot be called: the write fails as a webhook that cannot be reached.
+    config = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "by-service"},
+        "webhooks": [
+            {
+                "name": "by-service.example.com",
+                "admissionReviewVersions": ["v1"],
+                "sideEffects": "None",
+                "clientConfig": {"service": {"namespace": "default", "name": "hook"}},
+                "rules": [
+                    {
+                        "operations": ["CREATE"],
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "resources": ["configmaps"],
+                    }
+                ],
+            }
+        ],
+    }
+    path = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+    assert (await client.request("POST", path, config)).status == 201
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    r = await client.request("POST", "/api/v1/namespaces/default/configmaps", cm)
+    assert r.status == 500, r.body
+    assert "cannot reach in-cluster service" in r.json()["message"]
 
 
 async def quota_not_enforced(client: EmuClient, emu: Emulator) -> None:
@@ -96,7 +120,8 @@ async def apply_no_conflicts(client: EmuClient, emu: Emulator) -> None:
     assert (await client.get(f"{cms}/owned")).json()["data"] == {"a": "2"}
 
 
-async def crd_no_conversion(client: EmuClient, emu: Emulator) -> None:
+async def cel_untyped(client: EmuClient, emu: Emulator) -> None:
+    # A cluster refuses this CRD (int + string does not type-check); here it is stored.
     schema = {
         "openAPIV3Schema": {
             "type": "object",
@@ -104,6 +129,7 @@ async def crd_no_conversion(client: EmuClient, emu: Emulator) -> None:
                 "spec": {
                     "type": "object",
                     "properties": {"size": {"type": "integer"}},
+                    "x-kubernetes-validations": [{"rule": "self.size + 'a' == 'b'"}],
                 }
             },
         }
@@ -116,25 +142,11 @@ async def crd_no_conversion(client: EmuClient, emu: Emulator) -> None:
             "group": "example.com",
             "scope": "Namespaced",
             "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-            "versions": [
-                {"name": "v1", "served": True, "storage": True, "schema": schema},
-                {"name": "v2", "served": True, "storage": False, "schema": schema},
-            ],
+            "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
         },
     }
     r = await client.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
     assert r.status == 201, r.body
-    gadget = {
-        "apiVersion": "example.com/v1",
-        "kind": "Gadget",
-        "metadata": {"name": "g"},
-        "spec": {"size": 10},
-    }
-    r = await client.request("POST", "/apis/example.com/v1/namespaces/default/gadgets", gadget)
-    assert r.status == 201, r.body
-    as_v2 = (await client.get("/apis/example.com/v2/namespaces/default/gadgets/g")).json()
-    assert as_v2["apiVersion"] == "example.com/v2"
-    assert as_v2["spec"] == {"size": 10}
 
 
 async def yaml_as_json(client: EmuClient, emu: Emulator) -> None:
@@ -179,7 +191,7 @@ PROBES: dict[str, Callable[[EmuClient, Emulator], Awaitable[None]]] = {
     "admission-webhooks": admission_webhooks,
     "quota-not-enforced": quota_not_enforced,
     "apply-no-conflicts": apply_no_conflicts,
-    "crd-no-conversion": crd_no_conversion,
+    "cel-untyped": cel_untyped,
     "yaml-as-json": yaml_as_json,
     "aggregation": aggregation,
     "jobs-not-run": jobs_not_run,
