@@ -36,9 +36,9 @@ CrdSource = str | os.PathLike[str] | Mapping[str, Any] | type
 
 def _documents(source: CrdSource) -> list[dict[str, Any]]:
     if isinstance(source, type):
-        from kubetrio.runtime.crdgen import crd_for  # type: ignore[import-not-found,unused-ignore]
+        from kubetrio.runtime.crdgen import crd_for
 
-        return [dict(crd_for(source))]
+        return [dict(crd) for crd in crd_for(source)]
     if isinstance(source, Mapping):
         docs = [dict(source)]
     else:

@@ -215,6 +215,16 @@ async def test_install_crds_from_dicts_and_files_then_served(
         await install_crds(kube_client, path)
 
 
+async def test_install_crds_from_a_declared_kind(kube_client: Client) -> None:
+    """A class goes through the CRD generator; the next create is served at once."""
+    from tests.e2e.greeting import Greeting
+
+    await install_crds(kube_client, Greeting)
+    body = {"metadata": {"name": "hi", "namespace": "default"}, "spec": {"name": "you"}}
+    created = await kube_client.create(Greeting, body)
+    assert (created.spec.style, created.spec.repeat) == ("casual", 1)  # the schema's defaults
+
+
 @pytest.mark.kubetrio(simulated_cluster=True)
 async def test_simulated_cluster_marker(emulator: Emulator, kube_client: Client) -> None:
     async with run_manager(emulator, lambda m, c: m.cache.informer(Node)) as manager:
