@@ -115,7 +115,8 @@ class WorkQueue(Generic[K]):
         if key in self._processing:
             return
         self._push_ready(key, priority)
-        self._workers_waiting.unpark()
+        if self._workers_waiting:  # unpark() costs even when no worker is parked
+            self._workers_waiting.unpark()
 
     def _push_ready(self, key: K, priority: int) -> None:
         entry = (-priority, next(self._sequence), key)
@@ -143,7 +144,7 @@ class WorkQueue(Generic[K]):
         entry = (ready_at, next(self._sequence), key, priority)
         self._parked_entry[key] = entry
         heapq.heappush(self._parked, entry)
-        if self._parked[0] is entry:
+        if self._parked[0] is entry and self._workers_waiting:
             # A sleeping worker computed its wake-up time from the old head: wake one to
             # recompute. Busy workers look at the heap when they come back anyway.
             self._workers_waiting.unpark()
@@ -186,7 +187,7 @@ class WorkQueue(Generic[K]):
                     self._metrics.handed_out(key, now)
                 else:
                     self._processing[key] = 0.0
-                if self._ready:
+                if self._ready and self._workers_waiting:
                     self._workers_waiting.unpark()
                 await trio.lowlevel.cancel_shielded_checkpoint()
                 return key
@@ -217,7 +218,8 @@ class WorkQueue(Generic[K]):
             self._promote_due()
         if key in self._dirty:
             self._push_ready(key, self._dirty[key])
-            self._workers_waiting.unpark()
+            if self._workers_waiting:
+                self._workers_waiting.unpark()
         elif self._draining and not self._processing:
             self._drained.set()
 
