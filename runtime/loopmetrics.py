@@ -23,9 +23,9 @@ Example::
     adds = LoopCounter("workqueue_adds_total", "Total number of adds handled by workqueue",
                        ("name", "controller"), registry=registry)
     adds.labels("machine", "machine").inc()
-    latency = LoopHistogram("work_seconds", "Work time", ("name",), buckets=(0.1, 1.0),
-                            registry=registry)
-    latency.labels("machine").observe(0.5)   # counted in le="1.0" and le="+Inf"
+    work = LoopHistogram("workqueue_work_duration_seconds", "How long processing an item takes",
+                         ("name", "controller"), buckets=(0.1, 1.0), registry=registry)
+    work.labels("machine", "machine").observe(0.5)   # counted in le="1.0" and le="+Inf"
     print(generate_latest(registry).decode())
 """
 
