@@ -726,8 +726,34 @@ _raw_event_decoder = msgspec.json.Decoder(_RawWatchEvent)
 _bookmark_decoder = msgspec.json.Decoder(_Bookmark)
 
 
+class _TypedWatchEvent(msgspec.Struct, Generic[T]):
+    type: str
+    object: T
+
+
+_OBJECT_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED"})
+_typed_event_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
 def decode_watch_line(line: bytes, decoder: msgspec.json.Decoder[T]) -> WatchEvent[T]:
-    """Decode one line of a watch stream straight into a typed event (no dicts on the way)."""
+    """Decode one line of a watch stream straight into a typed event (no dicts on the way).
+
+    The common line (an object that fits) is decoded in one pass; anything else (ERROR,
+    BOOKMARK, a poison object) goes the careful way: envelope first, then its object.
+    """
+    typed = _typed_event_decoders.get(decoder.type)
+    if typed is None:
+        typed = _typed_event_decoders[decoder.type] = msgspec.json.Decoder(
+            _TypedWatchEvent[decoder.type]  # type: ignore[name-defined]
+        )
+    try:
+        event = typed.decode(line)
+    except msgspec.ValidationError:
+        pass
+    else:
+        if event.type in _OBJECT_EVENTS:
+            obj = event.object
+            return WatchEvent(event.type, obj, obj.metadata.resource_version)
     raw = _raw_event_decoder.decode(line)
     if raw.type == "ERROR":
         status = msgspec.json.decode(raw.object, type=Status)

@@ -114,14 +114,15 @@ class Controller(Generic[K]):
         mapper = source.mapper
         enqueue = self.queue.add
 
+        # Called for every event: without predicates, no generator is built for ``all``.
         def on_add(obj: KubeObject, initial: bool) -> None:
-            if all(p.create(obj) for p in predicates):
+            if not predicates or all(p.create(obj) for p in predicates):
                 priority = INITIAL_LIST_PRIORITY if initial else 0
                 for key in mapper(obj):
                     enqueue(key, priority)
 
         def on_update(old: KubeObject, new: KubeObject) -> None:
-            if all(p.update(old, new) for p in predicates):
+            if not predicates or all(p.update(old, new) for p in predicates):
                 # Both sides: an owner or mapped key may have changed with the update.
                 for key in {*mapper(old), *mapper(new)}:
                     enqueue(key)
@@ -129,7 +130,7 @@ class Controller(Generic[K]):
         def on_delete(obj: KubeObject | DeletedFinalStateUnknown[Any]) -> None:
             if isinstance(obj, DeletedFinalStateUnknown):
                 obj = obj.obj
-            if all(p.delete(obj) for p in predicates):
+            if not predicates or all(p.delete(obj) for p in predicates):
                 for key in mapper(obj):
                     enqueue(key)
 
@@ -169,7 +170,7 @@ class Controller(Generic[K]):
     async def _process(self, key: K) -> None:
         metrics = self._metrics
         if metrics is not None:
-            metrics.active_workers.inc()
+            metrics.active_workers.value += 1
         started = time.perf_counter()
         outcome = ""  # stays empty only when the reconcile was cancelled (shutdown)
         try:
@@ -196,7 +197,7 @@ class Controller(Generic[K]):
         finally:
             self.queue.done(key)
             if metrics is not None:
-                metrics.active_workers.dec()
+                metrics.active_workers.value -= 1
                 if outcome:
                     metrics.finished(outcome, time.perf_counter() - started)
 

@@ -1,10 +1,16 @@
-"""controller-runtime's ``controller_runtime_*`` families, so its dashboards work unchanged."""
+"""controller-runtime's ``controller_runtime_*`` families, so its dashboards work unchanged.
+
+They are updated on every reconcile, from the trio thread only, so they are lock-free series
+(``runtime/loopmetrics``) collected at scrape time; the exposition is prometheus_client's.
+"""
 
 from __future__ import annotations
 
 import weakref
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
+
+from kubetrio.runtime.loopmetrics import LoopCounter, LoopGauge, LoopHistogram
 
 # controller-runtime's 40 fixed buckets, 5 ms … 60 s.
 RECONCILE_TIME_BUCKETS: tuple[float, ...] = (
@@ -18,44 +24,44 @@ RESULTS = ("success", "error", "requeue_after", "requeue", "terminal_error")
 
 class ControllerMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.reconcile_total = Counter(
+        self.reconcile_total = LoopCounter(
             "controller_runtime_reconcile_total",
             "Total number of reconciliations per controller",
             ["controller", "result"],
             registry=registry,
         )
-        self.reconcile_errors = Counter(
+        self.reconcile_errors = LoopCounter(
             "controller_runtime_reconcile_errors_total",
             "Total number of reconciliation errors per controller",
             ["controller"],
             registry=registry,
         )
-        self.terminal_errors = Counter(
+        self.terminal_errors = LoopCounter(
             "controller_runtime_terminal_reconcile_errors_total",
             "Total number of terminal reconciliation errors per controller",
             ["controller"],
             registry=registry,
         )
-        self.panics = Counter(
+        self.panics = LoopCounter(
             "controller_runtime_reconcile_panics_total",
             "Total number of reconciliation panics per controller",
             ["controller"],
             registry=registry,
         )
-        self.reconcile_time = Histogram(
+        self.reconcile_time = LoopHistogram(
             "controller_runtime_reconcile_time_seconds",
             "Length of time per reconciliation per controller",
             ["controller"],
             buckets=RECONCILE_TIME_BUCKETS,
             registry=registry,
         )
-        self.active_workers = Gauge(
+        self.active_workers = LoopGauge(
             "controller_runtime_active_workers",
             "Number of currently used workers per controller",
             ["controller"],
             registry=registry,
         )
-        self.max_concurrent = Gauge(
+        self.max_concurrent = LoopGauge(
             "controller_runtime_max_concurrent_reconciles",
             "Maximum number of concurrent reconciles per controller",
             ["controller"],
@@ -85,11 +91,11 @@ class BoundControllerMetrics:
 
     def finished(self, outcome: str, seconds: float) -> None:
         self.reconcile_time.observe(seconds)
-        self.totals[outcome].inc()
+        self.totals[outcome].value += 1
         if outcome in ("error", "terminal_error"):
-            self.errors.inc()
-        if outcome == "terminal_error":
-            self.terminal_errors.inc()
+            self.errors.value += 1
+            if outcome == "terminal_error":
+                self.terminal_errors.value += 1
 
 
 _providers: weakref.WeakKeyDictionary[CollectorRegistry, ControllerMetrics] = (

@@ -273,7 +273,8 @@ class Informer(Generic[T]):
             return  # a bookmark: only the resourceVersion moves
         obj = self._ingest(obj)
         key = key_of(obj)
-        self.undecodable.pop(key, None)  # fixed (or deleted): it fits again
+        if self.undecodable:
+            self.undecodable.pop(key, None)  # fixed (or deleted): it fits again
         if event.type == "DELETED":
             # Unknown to the store means its delete was already delivered (as a tombstone).
             if self.store.remove(key) is not None:
@@ -317,20 +318,31 @@ class Informer(Generic[T]):
 
     # -- delivery -------------------------------------------------------------------------
 
+    # The three emitters run once per event: the handler call and its guard are inlined.
+
     def _emit_add(self, obj: T, initial: bool) -> None:
         for handler in self._handlers:
             if handler.on_add is not None:
-                self._call(handler.on_add, obj, initial)
+                try:
+                    handler.on_add(obj, initial)
+                except Exception:
+                    log.exception("event handler failed kind=%s", self.name)
 
     def _emit_update(self, old: T, new: T) -> None:
         for handler in self._handlers:
             if handler.on_update is not None:
-                self._call(handler.on_update, old, new)
+                try:
+                    handler.on_update(old, new)
+                except Exception:
+                    log.exception("event handler failed kind=%s", self.name)
 
     def _emit_delete(self, obj: T | DeletedFinalStateUnknown[T]) -> None:
         for handler in self._handlers:
             if handler.on_delete is not None:
-                self._call(handler.on_delete, obj)
+                try:
+                    handler.on_delete(obj)
+                except Exception:
+                    log.exception("event handler failed kind=%s", self.name)
 
     def _call(self, callback: Callable[..., None], *args: object) -> None:
         try:

@@ -4,7 +4,8 @@ Dashboards and alerts written for Go controllers read ``workqueue_*`` with label
 ``controller``; we export the same families so they work unchanged. Metrics go into a registry
 the caller chooses (each manager has its own), never implicitly into the global one.
 
-Counters and histograms are updated as things happen. The three gauges (depth, unfinished work,
+Counters and histograms are updated as things happen, lock-free (``runtime/loopmetrics``:
+queues live on the trio thread). The three gauges (depth, unfinished work,
 longest running processor) are computed when the registry is collected, from the queues
 themselves, so they are exact at scrape time and cost nothing on the queue's hot path.
 Collection may run in a thread other than trio's: it only reads snapshots (``dict.copy``,
@@ -17,9 +18,11 @@ import weakref
 from collections.abc import Hashable, Iterable
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from kubetrio.runtime.loopmetrics import LoopCounter, LoopHistogram
 
 if TYPE_CHECKING:
     from kubetrio.runtime.queue import WorkQueue
@@ -44,7 +47,7 @@ class QueueMetrics(Generic[K]):
         self._added_at: dict[K, float] = {}
 
     def added(self, key: K, now: float) -> None:
-        self._adds.inc()
+        self._adds.value += 1
         self._added_at.setdefault(key, now)
 
     def handed_out(self, key: K, now: float) -> None:
@@ -56,33 +59,33 @@ class QueueMetrics(Generic[K]):
         self._work_duration.observe(seconds)
 
     def retried(self) -> None:
-        self._retries.inc()
+        self._retries.value += 1
 
 
 class WorkqueueMetricsProvider(Collector):
     """The ``workqueue_*`` families of one registry, shared by every named queue in it."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.adds = Counter(
+        self.adds = LoopCounter(
             "workqueue_adds_total",
             "Total number of adds handled by workqueue",
             LABELS,
             registry=registry,
         )
-        self.retries = Counter(
+        self.retries = LoopCounter(
             "workqueue_retries_total",
             "Total number of retries handled by workqueue",
             LABELS,
             registry=registry,
         )
-        self.queue_duration = Histogram(
+        self.queue_duration = LoopHistogram(
             "workqueue_queue_duration_seconds",
             "How long in seconds an item stays in workqueue before being requested",
             LABELS,
             buckets=QUEUE_LATENCY_BUCKETS,
             registry=registry,
         )
-        self.work_duration = Histogram(
+        self.work_duration = LoopHistogram(
             "workqueue_work_duration_seconds",
             "How long in seconds processing an item from workqueue takes",
             LABELS,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections import deque
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
@@ -51,10 +52,10 @@ class ObjectKey(NamedTuple):
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
-# Heap entries. The entry object itself is the identity of a queued or parked key: when a key's
+# Entries. The entry object itself is the identity of a queued or parked key: when a key's
 # priority or ready time changes, a new entry is pushed and the mapping points at it, so the old
 # one is recognised as stale when it surfaces (``mapping.get(key) is entry`` fails).
-_ReadyEntry = tuple[int, int, K]  # (-priority, sequence, key)
+_ReadyEntry = tuple[int, K]  # (priority, key): a fresh tuple per push, compared by identity
 _ParkedEntry = tuple[float, int, K, int]  # (ready_at, sequence, key, priority)
 
 
@@ -71,7 +72,10 @@ class WorkQueue(Generic[K]):
     ) -> None:
         self.name = name
         self.rate_limiter: RateLimiter = rate_limiter or default_controller_rate_limiter()
-        self._ready: list[_ReadyEntry[K]] = []
+        # Ready keys: one FIFO per priority (a queue sees one or two priorities, so this is O(1)
+        # where one heap over all keys was O(log n)), and a heap of those priorities, negated.
+        self._ready: dict[int, deque[_ReadyEntry[K]]] = {}
+        self._priorities: list[int] = []
         self._queued: dict[K, _ReadyEntry[K]] = {}
         # Keys that need processing, with their priority: queued, or waiting for ``done``.
         self._dirty: dict[K, int] = {}
@@ -115,12 +119,37 @@ class WorkQueue(Generic[K]):
         if key in self._processing:
             return
         self._push_ready(key, priority)
-        self._workers_waiting.unpark()
+        if self._workers_waiting:  # unpark() costs even when no worker is parked
+            self._workers_waiting.unpark()
 
     def _push_ready(self, key: K, priority: int) -> None:
-        entry = (-priority, next(self._sequence), key)
+        entry = (priority, key)
         self._queued[key] = entry
-        heapq.heappush(self._ready, entry)
+        fifo = self._ready.get(priority)
+        if fifo is None:
+            fifo = self._ready[priority] = deque()
+            heapq.heappush(self._priorities, -priority)
+        fifo.append(entry)
+
+    def _pop_ready(self) -> K | None:
+        """The first live key of the highest priority, or None; drops stale entries and
+        emptied FIFOs on the way."""
+        queued, ready, priorities = self._queued, self._ready, self._priorities
+        while priorities:
+            priority = -priorities[0]
+            fifo = ready[priority]
+            while fifo:
+                entry = fifo.popleft()
+                key = entry[1]
+                if queued.get(key) is entry:
+                    del queued[key]
+                    if not fifo:
+                        del ready[priority]
+                        heapq.heappop(priorities)
+                    return key
+            del ready[priority]
+            heapq.heappop(priorities)
+        return None
 
     def add_after(self, key: K, delay: float, priority: int = 0) -> None:
         """Queue ``key`` once ``delay`` seconds have passed on the trio clock.
@@ -143,7 +172,7 @@ class WorkQueue(Generic[K]):
         entry = (ready_at, next(self._sequence), key, priority)
         self._parked_entry[key] = entry
         heapq.heappush(self._parked, entry)
-        if self._parked[0] is entry:
+        if self._parked[0] is entry and self._workers_waiting:
             # A sleeping worker computed its wake-up time from the old head: wake one to
             # recompute. Busy workers look at the heap when they come back anyway.
             self._workers_waiting.unpark()
@@ -173,12 +202,8 @@ class WorkQueue(Generic[K]):
         while True:
             if self._parked:
                 self._promote_due()
-            while self._ready:
-                entry = heapq.heappop(self._ready)
-                key = entry[2]
-                if self._queued.get(key) is not entry:
-                    continue
-                del self._queued[key]
+            key = self._pop_ready()
+            if key is not None:
                 del self._dirty[key]
                 if self._metrics is not None:
                     now = self._now()
@@ -186,7 +211,7 @@ class WorkQueue(Generic[K]):
                     self._metrics.handed_out(key, now)
                 else:
                     self._processing[key] = 0.0
-                if self._ready:
+                if self._ready and self._workers_waiting:
                     self._workers_waiting.unpark()
                 await trio.lowlevel.cancel_shielded_checkpoint()
                 return key
@@ -217,7 +242,8 @@ class WorkQueue(Generic[K]):
             self._promote_due()
         if key in self._dirty:
             self._push_ready(key, self._dirty[key])
-            self._workers_waiting.unpark()
+            if self._workers_waiting:
+                self._workers_waiting.unpark()
         elif self._draining and not self._processing:
             self._drained.set()
 

@@ -259,7 +259,8 @@ def test_scrape_example_is_a_valid_prometheus_config(tmp_path: Path) -> None:
 DEFINITION = re.compile(
     r"\b(Counter|Gauge|Histogram|Summary|Info|Enum|"
     r"CounterMetricFamily|GaugeMetricFamily|HistogramMetricFamily|SummaryMetricFamily|"
-    r"InfoMetricFamily)\(\s*(f?)\"([a-zA-Z_:{}][a-zA-Z0-9_:{}]*)\""
+    r"InfoMetricFamily|LoopCounter|LoopGauge|LoopHistogram)"
+    r"\(\s*(f?)\"([a-zA-Z_:{}][a-zA-Z0-9_:{}]*)\""
 )
 
 
@@ -273,7 +274,7 @@ def defined_metrics() -> dict[str, str]:
             for kind, fstring, name in DEFINITION.findall(path.read_text()):
                 if "{" in name and not fstring:
                     continue
-                if kind.startswith("Counter"):
+                if "Counter" in kind:
                     name = name.removesuffix("_total") + "_total"
                 elif kind.startswith("Info"):
                     name = name.removesuffix("_info") + "_info"
