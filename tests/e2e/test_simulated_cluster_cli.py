@@ -25,12 +25,14 @@ async def test_standalone_emulator_simulates_the_cluster(tmp_path: Path) -> None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(informer.run)
             await informer.wait_for_sync()
+            # The simulated delays run from when the server took the pod in, before its answer
+            # reached us: time from before the requests.
+            start = trio.current_time()
             for doc in (node("n1"), pod("web")):
                 path = (
                     "/api/v1/nodes" if doc["kind"] == "Node" else "/api/v1/namespaces/default/pods"
                 )
                 await client.request("POST", path, body=msgspec.json.encode(doc))
-            start = trio.current_time()
             await pods.until(lambda: (p := pods.get("web", "default")) is not None and p.ready, 30)
             assert trio.current_time() - start >= 1.0  # ClusterSimulation.realistic()
             web = pods.get("web", "default")
