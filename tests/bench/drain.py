@@ -32,17 +32,15 @@ emulator.
     drain waits for the attachment, not for the pod to run) and the StatefulSet is Parallel so
     no replacement waits for a lower ordinal to be Ready.
 
-Findings (100 pods; kubectl 1.33): kubetrio makes 1.01 requests per pod (100 evictions, one
-cordon patch, no GETs: its waits read the informer cache), the floor for any eviction-based
-drain; kubectl makes about 2.2 (the evictions, 1-2 GETs per pod polling for its deletion, and
-get node / patch node / list pods), so the requests target (<= 1/3 of kubectl's) is missed: it
-would need kubectl at >= 3.03 per pod, which it reaches only with grace periods of a few
-seconds (one more poll per second of grace). kubectl's wall time is dominated by client-go's
-default client-side throttle (5 qps, burst 10; ``-v=6`` logs "Waited before sending request
-... client-side throttling"; 218 requests in 21 s suggests one bucket per API group client, so
-the 100 policy/v1 evictions alone take about 18 s): about 21 s against kubetrio's 5.2 s
-(five waves of 20 concurrent evictions, ``max_parallel_evictions``, each waiting the 1 s
-grace). The volume drain comes within 1 % of its floor.
+Findings (100 pods; kubectl 1.33; two runs on a loaded 2-core machine): during the drain
+kubetrio makes 1.02 requests per pod (100 evictions, one cordon patch, one LIST of the node's
+pods; its waits read the informer cache), kubectl 2.18 (the evictions, about 1.15 GETs per pod
+polling for its deletion, get node / patch node / list pods); counting everything, kubetrio's
+informer sync included (6 LISTs + 6 WATCHes), 114 against 219 requests (0.52). Wall time:
+6.2-7.3 s against kubectl's 21.5-21.7 s (0.29-0.34), most of the difference being client
+rate limits: at kubectl's 5 qps / burst 10 kubetrio takes 19.5 s (0.90 of kubectl's), the
+100 evictions paced by the limiter either way. The volume drain comes within 2-3 % of its
+floor.
 
 ``python tests/bench/drain.py [--pods N] [--pv-pods P]``; last line ``RESULT {json}``, a ratio
 line with pass/miss per target before it. CI size: ``--pods 20`` (about 30 s, most of it the
