@@ -39,7 +39,7 @@ polling for its deletion, get node / patch node / list pods); counting everythin
 informer sync included (6 LISTs + 6 WATCHes), 114 against 219 requests (0.52). Wall time:
 6.2-7.3 s against kubectl's 21.5-21.7 s (0.29-0.34), most of the difference being client
 rate limits: at kubectl's 5 qps / burst 10 kubetrio takes 19.5 s (0.90 of kubectl's), the
-100 evictions paced by the limiter either way. The volume drain comes within 2-3 % of its
+100 evictions paced by the limiter either way. The volume drain comes within 2-4 % of its
 floor.
 
 ``python tests/bench/drain.py [--pods N] [--pv-pods P]``; last line ``RESULT {json}``, a ratio
