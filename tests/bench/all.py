@@ -9,8 +9,8 @@ What each benchmark compares, and how, is in its own docstring.
 
 Example::
 
-    python tests/bench/all.py --quick               # CI sizes, about two minutes
-    python tests/bench/all.py                       # the full sizes the notes quote (~40 min)
+    python tests/bench/all.py --quick               # CI sizes (8 min measured at load 8-10)
+    python tests/bench/all.py                       # the full sizes the notes quote (an hour+)
     python tests/bench/all.py --only informer,drain # a subset
 
 Each benchmark's own output is passed through as it runs; the summary table follows, then
@@ -179,7 +179,7 @@ def table(results: dict[str, dict[str, Any] | None], seconds: dict[str, float]) 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="CI sizes (about two minutes)")
+    parser.add_argument("--quick", action="store_true", help="CI sizes (a few minutes)")
     parser.add_argument("--only", default="", help="comma-separated benchmark names")
     args = parser.parse_args()
     names = [b.name for b in BENCHES]
