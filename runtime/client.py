@@ -398,6 +398,12 @@ class Client:
     ) -> ObjectList[T]:
         """Every matching object, following ``continue`` tokens; the first page's RV.
 
+        Only one page's body is held at a time, so a large list costs its decoded items plus
+        ``limit`` objects of JSON, never the whole response. A continue token the server has
+        compacted away (410 Expired on page 2 or later) falls back to one full, unpaged list
+        at the requested resourceVersion, as client-go's pager does (``FullListIfExpired``):
+        the pages already read may be inconsistent with the rest, so they are dropped.
+
         With ``on_undecodable``, items are decoded one by one and an item that does not fit
         ``kind`` goes there instead of failing the whole list (an informer must not be wedged
         by one poison object); without it, any undecodable item fails the call.
@@ -414,8 +420,16 @@ class Client:
             params["limit"] = str(limit)
         list_type = ObjectList[kind]  # type: ignore[valid-type]
         result: ObjectList[T] | None = None
+        first = dict(params)
         while True:
-            payload = await self.request("GET", path, params=params)
+            try:
+                payload = await self.request("GET", path, params=params)
+            except ApiError as error:
+                if error.status != 410 or "continue" not in params:
+                    raise
+                first.pop("limit", None)
+                params, result = dict(first), None
+                continue
             try:
                 page: ObjectList[T] = (
                     self.decoder(list_type).decode(payload)

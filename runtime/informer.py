@@ -61,6 +61,7 @@ MIN_WATCH_TIMEOUT = 300  # client-go: a random watch timeout in [5, 10) minutes
 # server that accepts and at once closes every watch cannot make the informer spin (client-go's
 # "very short watch" rule).
 HEALTHY_WATCH_SECONDS = 1.0
+LIST_PAGE = 500  # client-go's pager default page size (reflector's initial and later lists)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,9 +203,9 @@ class Informer(Generic[T]):
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             resource_version=resource_version,
-            # "0" is served from the API server's watch cache, which ignores limits; asking
-            # for pages there would only spend client-side rate limit on round trips.
-            limit=0 if resource_version == "0" else 500,
+            # Pages of 500, as client-go's reflector asks: the sync peak holds one page of
+            # JSON, not the whole response (an expired continue falls back to a full list).
+            limit=LIST_PAGE,
             on_undecodable=on_undecodable,
         )
 

@@ -1,0 +1,233 @@
+"""Every benchmark in one command, and one table of the ratios each measured in its own run.
+
+Why: each benchmark compares kubetrio with a baseline *measured in the same run on the same
+machine* (a bare trio channel, pykube-ng, the official client, kopf, kubectl, a floor the
+simulated cluster imposes), so only the ratios travel between machines. Running them one by
+one and collecting the ratios by hand is how a flattering or stale figure gets into a note; this
+runs them all at one chosen size, each in its own process, and prints the ratios side by side.
+What each benchmark compares, and how, is in its own docstring.
+
+Example::
+
+    python tests/bench/all.py --quick               # CI sizes (8 min measured at load 8-10)
+    python tests/bench/all.py                       # the full sizes the notes quote (an hour+)
+    python tests/bench/all.py --only informer,drain # a subset
+
+Each benchmark's own output is passed through as it runs; the summary table follows, then
+``RESULT {json}`` (every benchmark's ``RESULT`` by name). The exit status is non-zero when any
+benchmark failed; the others still run. Needs the ``bench`` extra (kopf, kubernetes) and
+kubectl 1.33 (see ``tests/bench/drain.py``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# Run as ``python tests/bench/all.py``: keep this folder (queue.py!) from shadowing stdlib.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+
+import argparse
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+Figure = Callable[[dict[str, Any]], float]
+
+
+def key(name: str) -> Figure:
+    return lambda result: float(result[name])
+
+
+@dataclass(frozen=True)
+class Bench:
+    """One benchmark script, its CI and full sizes, and the ratios its RESULT yields."""
+
+    name: str
+    quick: tuple[str, ...]
+    full: tuple[str, ...]
+    figures: dict[str, Figure] = field(default_factory=dict)
+
+
+BENCHES = (
+    Bench(
+        "queue",
+        ("--items", "20000", "--rounds", "3"),
+        (),
+        {
+            "queue / bare channel": key("b_over_a"),
+            "queue with metrics / bare channel": key("c_over_a"),
+        },
+    ),
+    Bench(
+        "inprocess",
+        ("--objects", "10000", "--rounds", "3"),
+        (),
+        {"controller / bare channel (reconciles/s)": key("b_over_a")},
+    ),
+    Bench(
+        "metrics",
+        ("--ops", "100000", "--series", "200", "--rounds", "3"),
+        (),
+        {
+            "inc/s ours / prometheus_client": key("ratio_inc_per_s"),
+            "observe/s ours / prometheus_client": key("ratio_observe_per_s"),
+            "scrape time ours / prometheus_client": key("ratio_scrape_s"),
+        },
+    ),
+    Bench(
+        "emulator",
+        ("--quick",),
+        (),
+        {"LIST / plain http.server LIST": lambda r: r["list_per_s"] / r["plain_list_per_s"]},
+    ),
+    Bench(
+        "informer",
+        ("--quick",),
+        (),
+        {
+            "sync time kt / dict": key("kt_over_dict_time"),
+            "sync time kt / pykube": key("kt_over_pykube_time"),
+            "memory by RSS kt / dict": key("kt_over_dict_rss"),
+            "kt KiB per pod by RSS": lambda r: r["kt_rss_bytes_per_pod"] / 1024,
+            "kt sync peak / steady RSS": key("kt_peak_over_steady_rss"),
+        },
+    ),
+    Bench(
+        "reconcile",
+        ("--objects", "2000", "--repeat", "1", "--min-window", "0"),
+        (),
+        {
+            "e2e / kopf (burst)": key("e2e_over_kopf"),
+            "e2e / kopf (streamed)": key("e2e_streamed_over_kopf"),
+            "e2e / kopf (initial)": key("e2e_initial_over_kopf"),
+        },
+    ),
+    Bench(
+        "drain",
+        ("--pods", "20", "--pv-pods", "2"),
+        (),
+        {
+            "wall kt / kubectl": key("wall_ratio"),
+            "wall kt / kubectl at equal rate limits": key("equal_limits_wall_ratio"),
+            "all requests kt / kubectl": key("all_requests_ratio"),
+            "volume drain wall / floor": lambda r: r["pv_wall_s"] / r["pv_floor_s"],
+        },
+    ),
+    Bench(
+        "machines",
+        ("--machines", "100"),
+        (),
+        {
+            "wall / boot baseline": key("wall_over_baseline"),
+            "requests / floor": key("requests_over_floor"),
+        },
+    ),
+    Bench("soak", ("--quick",), (), {"time with 25 % faults / without": key("time_ratio")}),
+    Bench(
+        "exec_credentials",
+        ("--requests", "100"),
+        (),
+        {
+            "ms per request kt / pykube-ng": lambda r: (
+                r["kubetrio_ms_per_request"] / r["pykube_ms_per_request"]
+            ),
+        },
+    ),
+    Bench(
+        "secure_metrics",
+        ("--scrapes", "100"),
+        (),
+        {
+            "secure (cached) / plain scrape": lambda r: (
+                r["secure_cached"]["median_ms"] / r["plain"]["median_ms"]
+            ),
+        },
+    ),
+)
+
+# Run on their own: what they measure takes real time that no size makes short.
+SEPARATE = {"leader_takeover": "lease expiries on the real clock, about a minute per round"}
+
+
+def run(bench: Bench, quick: bool) -> tuple[dict[str, Any] | None, float]:
+    """Run one benchmark, passing its output through; its RESULT (None if it failed)."""
+    command = [
+        sys.executable,
+        str(HERE / f"{bench.name}.py"),
+        *(bench.quick if quick else bench.full),
+    ]
+    print(f"\n=== {bench.name}: {' '.join(command[1:])}", flush=True)
+    started = time.monotonic()
+    result: dict[str, Any] | None = None
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            print(line, end="", flush=True)
+            if line.startswith("RESULT "):
+                result = json.loads(line.removeprefix("RESULT "))
+    if proc.returncode != 0:
+        print(f"=== {bench.name} FAILED (exit {proc.returncode})", flush=True)
+        result = None
+    return result, time.monotonic() - started
+
+
+def table(results: dict[str, dict[str, Any] | None], seconds: dict[str, float]) -> str:
+    rows: list[tuple[str, str, str]] = []
+    for bench in BENCHES:
+        if bench.name not in results:
+            continue
+        result = results[bench.name]
+        if result is None:
+            rows.append((bench.name, "FAILED", ""))
+            continue
+        for label, figure in bench.figures.items():
+            try:
+                value = f"{figure(result):.3f}"
+            except (KeyError, TypeError, ZeroDivisionError) as error:
+                value = f"n/a ({error!r})"
+            rows.append((bench.name, label, value))
+    width = [max(len(row[i]) for row in rows) for i in range(2)]
+    lines = [f"{'benchmark':<{width[0]}}  {'figure (same run)':<{width[1]}}  value"]
+    for name, label, value in rows:
+        lines.append(f"{name:<{width[0]}}  {label:<{width[1]}}  {value}")
+    total = sum(seconds.values())
+    lines.append(
+        f"({len(results)} benchmarks in {total:.0f} s: "
+        + ", ".join(f"{name} {s:.0f} s" for name, s in seconds.items())
+        + ")"
+    )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="CI sizes (a few minutes)")
+    parser.add_argument("--only", default="", help="comma-separated benchmark names")
+    args = parser.parse_args()
+    names = [b.name for b in BENCHES]
+    wanted = [n for n in args.only.split(",") if n] or names
+    unknown = sorted(set(wanted) - set(names))
+    if unknown:
+        parser.error(
+            f"--only: unknown benchmark(s) {', '.join(unknown)} (known: {', '.join(names)})"
+        )
+    results: dict[str, dict[str, Any] | None] = {}
+    seconds: dict[str, float] = {}
+    for bench in BENCHES:
+        if bench.name in wanted:
+            results[bench.name], seconds[bench.name] = run(bench, args.quick)
+    print("\n=== summary\n" + table(results, seconds), flush=True)
+    print("RESULT " + json.dumps(results), flush=True)
+    if any(result is None for result in results.values()):
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
