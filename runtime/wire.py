@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -50,6 +51,10 @@ DEFAULT_IDLE = 64
 # Client certificates whose contexts (and idle connections) are kept: the current one and
 # the ones requests under way may still be finishing with.
 CONTEXTS_KEPT = 4
+
+# Requests whose repetition changes nothing more (RFC 9110 9.2.2): sent again when a
+# kept-alive connection turns out closed before any answer.
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 Headers = dict[str, str]
 Answer = tuple[int, str, Mapping[str, str], bytes]
@@ -178,8 +183,14 @@ class Wire:
         return _Connection(stream, cert)
 
     def _take_idle(self, cert: tuple[str, str] | None) -> _Connection | None:
+        """The most recently used idle connection the server has not hung up on."""
         idle = self._idle.get(cert)
-        return idle.pop() if idle else None
+        while idle:
+            connection = idle.pop()
+            if not _dropped(connection):
+                return connection
+            _close_now(connection)
+        return None
 
     def _give_back(self, connection: _Connection) -> None:
         idle = self._idle.setdefault(connection.key, [])
@@ -281,9 +292,10 @@ class Wire:
                 except trio.TooSlowError:
                     raise WireError(self.api_server, TimeoutError("timed out")) from None
                 except _Stale:
-                    if reused and attempt == 0:
-                        # The server closed a kept-alive connection before this request
-                        # reached it (nothing of an answer came): the request never arrived.
+                    if reused and attempt == 0 and method in IDEMPOTENT:
+                        # A kept-alive connection ended with no answer begun: the server had
+                        # closed it (an idle timeout racing this request). Like Go's
+                        # net/http, only a request that may be repeated goes again.
                         continue
                     raise WireError(
                         self.api_server, ConnectionResetError("connection closed")
@@ -311,11 +323,11 @@ class Wire:
         if body:
             out += wire.send(h11.Data(data=body)) or b""
         out += wire.send(h11.EndOfMessage()) or b""
-        await connection.stream.send_all(out)
         try:
+            await connection.stream.send_all(out)
             response = await connection.next_event()
-        except (trio.BrokenResourceError, ConnectionResetError) as error:
-            raise _Stale() from error
+        except (trio.BrokenResourceError, ConnectionResetError, h11.RemoteProtocolError) as error:
+            raise _Stale() from error  # closed before any of the answer came
         if response is h11.PAUSED or isinstance(response, h11.ConnectionClosed):
             raise _Stale()
         if not isinstance(response, h11.Response):
@@ -406,6 +418,20 @@ class Wire:
 
 class _Stale(Exception):
     """A kept-alive connection turned out closed before any of the answer arrived."""
+
+
+def _dropped(connection: _Connection) -> bool:
+    """True when an idle connection's socket is readable: the server closed it (or sent
+    something unasked), so it must not carry a request (urllib3's ``is_connection_dropped``)."""
+    stream = connection.stream
+    transport = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
+    if not isinstance(transport, trio.SocketStream):
+        return False
+    try:
+        readable, _, _ = select.select([transport.socket.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 def _close_now(connection: _Connection) -> None:
