@@ -177,6 +177,7 @@ class Client:
         self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
         # Requests go out from trio itself unless only pykube-ng's session can send them.
         self._wire = Wire.for_client(api)
+        self._metric_children: dict[tuple[str, str], tuple[Any, Any]] = {}
 
     # -- construction ---------------------------------------------------------------------
 
@@ -359,10 +360,19 @@ class Client:
             raise
         finally:
             if self._metrics is not None and code:
-                self._metrics.requests.labels(code, method, self.host).inc()
-                self._metrics.duration.labels(method, self.host).observe(
-                    time.perf_counter() - started
-                )
+                self._observe(self._metrics, code, method, time.perf_counter() - started)
+
+    def _observe(self, metrics: RestClientMetrics, code: str, method: str, took: float) -> None:
+        """Count one request; the labelled children are looked up once per (code, method),
+        not once per request (``labels()`` takes a lock and builds a key each time)."""
+        children = self._metric_children.get((code, method))
+        if children is None:
+            children = self._metric_children[(code, method)] = (
+                metrics.requests.labels(code, method, self.host),
+                metrics.duration.labels(method, self.host),
+            )
+        children[0].inc()
+        children[1].observe(took)
 
     async def _exchange_on_wire(
         self,

@@ -88,10 +88,12 @@ class _Connection:
             self.h11.receive_data(bytes(await self.stream.receive_some(READ_SIZE)))
 
     def reusable(self) -> bool:
-        if self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE:
+        """Ready for another request: the last exchange is complete, or none began."""
+        ours, theirs = self.h11.our_state, self.h11.their_state
+        if ours is h11.DONE and theirs is h11.DONE:
             self.h11.start_next_cycle()
             return True
-        return False
+        return ours is h11.IDLE and theirs is h11.IDLE
 
 
 class Wire:
@@ -283,25 +285,30 @@ class Wire:
         before_send: Callable[[Headers], None] | None,
     ) -> Answer:
         for attempt in range(2):
-            async with self._connection(cert, min(10.0, read_timeout)) as (connection, reused):
+            connection, reused = await self._acquire(cert, min(10.0, read_timeout))
+            # Plain try/finally and a bare cancel scope: this runs for every request, and
+            # generator-based context managers cost more than the rest of the bookkeeping.
+            try:
                 if before_send is not None:
                     before_send(headers)
-                try:
-                    with trio.fail_after(read_timeout):
-                        return await self._round_trip(connection, method, target, headers, body)
-                except trio.TooSlowError:
-                    raise WireError(self.api_server, TimeoutError("timed out")) from None
-                except _Stale:
-                    if reused and attempt == 0 and method in IDEMPOTENT:
-                        # A kept-alive connection ended with no answer begun: the server had
-                        # closed it (an idle timeout racing this request). Like Go's
-                        # net/http, only a request that may be repeated goes again.
-                        continue
-                    raise WireError(
-                        self.api_server, ConnectionResetError("connection closed")
-                    ) from None
-                except (OSError, trio.BrokenResourceError, h11.ProtocolError) as error:
-                    raise WireError(self.api_server, error) from None
+                with trio.CancelScope(deadline=trio.current_time() + read_timeout):
+                    return await self._round_trip(connection, method, target, headers, body)
+                raise WireError(self.api_server, TimeoutError("timed out"))
+            except _Stale:
+                if reused and attempt == 0 and method in IDEMPOTENT:
+                    # A kept-alive connection ended with no answer begun: the server had
+                    # closed it (an idle timeout racing this request). Like Go's net/http,
+                    # only a request that may be repeated goes again.
+                    continue
+                raise WireError(
+                    self.api_server, ConnectionResetError("connection closed")
+                ) from None
+            except (OSError, trio.BrokenResourceError, h11.ProtocolError) as error:
+                raise WireError(self.api_server, error) from None
+            finally:
+                # Kept only if the exchange is complete (or never began: a fence refused
+                # it); anything else (timed out, cancelled, cut) leaves it unusable.
+                self._give_back(connection)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _round_trip(

@@ -14,7 +14,8 @@ lifecycles at a time, after a warm-up round that opens the connections. Variants
   fed by a queue; answers come back to trio through ``run_sync_soon`` (no thread start, no
   ``to_thread`` bookkeeping; one thread, so the requests are sent one at a time).
 * ``wire`` — the trio-native HTTP/1.1 client (``kubetrio.runtime.wire``, h11 on kept-alive trio
-  streams) through the full ``Client``: what ``Client`` uses now.
+  streams) through the full ``Client``: what ``Client`` uses now; ``wire-raw`` is the same
+  exchange called directly, bytes in and out, to compare with the two raw variants.
 
 The two ``Client`` variants include what the client does around the exchange (rate limiter
 off, metrics, msgspec decoding of typed ConfigMaps); the two raw variants return bytes and
@@ -185,11 +186,21 @@ async def run(url: str, objects: int, concurrency: int, rounds: int) -> dict[str
     assert wired._wire is not None
     raw_threads = urllib3_in_threads(url)
     io_thread = IoThread(url)
+    wire = wired._wire
+
+    async def wire_raw(method: str, path: str, body: bytes | None, content_type: str) -> bytes:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        status, _, _, payload = await wire.exchange(method, path, headers, body, read_timeout=30)
+        if status >= 400:
+            raise RuntimeError(f"{method} {path}: {status}")
+        return payload
+
     variants: dict[str, Callable[[str], Awaitable[None]]] = {
         "thread": lambda name: lifecycle_client(threaded, name),
         "urllib3": lambda name: lifecycle_raw(raw_threads, name),
         "iothread": lambda name: lifecycle_raw(io_thread.send, name),
         "wire": lambda name: lifecycle_client(wired, name),
+        "wire-raw": lambda name: lifecycle_raw(wire_raw, name),
     }
     cpu: dict[str, list[float]] = {name: [] for name in variants}
     wall: dict[str, list[float]] = {name: [] for name in variants}
