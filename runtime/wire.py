@@ -41,6 +41,7 @@ import requests
 import trio
 from urllib3.util.ssl_ import create_urllib3_context
 
+from kubetrio.runtime.clockhold import request_in_flight
 from kubetrio.runtime.credentials import Credentials, Sent
 from kubetrio.runtime.transport import TrackedAdapter
 
@@ -236,7 +237,10 @@ class Wire:
     async def _credentials(self, headers: Headers) -> tuple[Sent, tuple[str, str] | None]:
         options: dict[str, Any] = {}
         if self._blocking_credentials:
-            sent = await trio.to_thread.run_sync(self.credentials.apply, headers, options)
+            # A plugin's run is part of the request: a test's mock clock must not jump (and
+            # time out the caller) while it runs in its thread.
+            with request_in_flight():
+                sent = await trio.to_thread.run_sync(self.credentials.apply, headers, options)
         else:
             sent = self.credentials.apply(headers, options)
         cert = options.get("cert")
@@ -244,7 +248,10 @@ class Wire:
 
     async def _renewed(self, sent: Sent) -> bool:
         if self._blocking_credentials:
-            return await trio.to_thread.run_sync(self.credentials.refresh_after_unauthorized, sent)
+            with request_in_flight():
+                return await trio.to_thread.run_sync(
+                    self.credentials.refresh_after_unauthorized, sent
+                )
         return self.credentials.refresh_after_unauthorized(sent)
 
     async def exchange(
@@ -367,13 +374,18 @@ class Wire:
         """A GET whose answer is read as it arrives (a watch): status, reason and the body's
         chunks. The connection is kept only if the body was read to its end. A 401 renews
         the credentials and the request is made once more, as ``exchange`` does."""
-        sent, cert = await self._credentials(headers)
-        connection, response = await self._open_stream(target, headers, cert, connect_timeout)
-        if response.status_code == 401:
-            _close_now(connection)
-            if await self._renewed(sent):
-                _, cert = await self._credentials(headers)
+        # Until the answer's head is in, this is an exchange like any other: it holds a
+        # test's mock clock (the stream after it does not: it stays open for good).
+        with request_in_flight():
+            sent, cert = await self._credentials(headers)
             connection, response = await self._open_stream(target, headers, cert, connect_timeout)
+            if response.status_code == 401:
+                _close_now(connection)
+                if await self._renewed(sent):
+                    _, cert = await self._credentials(headers)
+                connection, response = await self._open_stream(
+                    target, headers, cert, connect_timeout
+                )
 
         async def chunks() -> AsyncIterator[bytes]:
             while True:
