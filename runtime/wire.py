@@ -173,7 +173,14 @@ class Wire:
     # -- connections ----------------------------------------------------------------------
 
     async def _connect(self, cert: tuple[str, str] | None) -> _Connection:
-        stream: trio.abc.Stream = await trio.open_tcp_stream(self.host, self.port)
+        try:
+            stream: trio.abc.Stream = await trio.open_tcp_stream(self.host, self.port)
+        except BaseExceptionGroup as group:
+            # Ctrl-C landing in trio's connection attempts (a nursery) arrives wrapped; a
+            # caller expects a KeyboardInterrupt as it would arrive anywhere else.
+            if group.subgroup(KeyboardInterrupt) is not None:
+                raise KeyboardInterrupt from None
+            raise
         if self.https:
             try:
                 context = self._context(cert)
