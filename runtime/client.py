@@ -1,17 +1,21 @@
 """Typed async Kubernetes client over pykube-ng.
 
-pykube-ng supplies what it does well: kubeconfig parsing, TLS, passwords and auth-providers;
-credentials that must last (exec plugins, rotating token and certificate files) are
-``kubetrio.runtime.credentials``'s. Everything above the raw HTTP exchange is ours: paths from
-the kind registry, typed (de)serialisation with msgspec straight from bytes, one ``ApiError``
-for every failure, client-side rate limiting, bounded retries on 429, metrics, and prompt
-cancellation (see ``kubetrio.runtime.transport``).
+pykube-ng supplies what it does well: kubeconfig parsing, TLS settings, passwords and
+auth-providers; credentials that must last (exec plugins, rotating token and certificate files)
+are ``kubetrio.runtime.credentials``'s. Requests and watches go out from trio itself over
+kept-alive HTTP/1.1 connections (``kubetrio.runtime.wire``: about a third of the CPU per request
+of pykube-ng's requests session in a worker thread, which remains the path for users only
+pykube-ng can authenticate and for proxies — see ``kubetrio.runtime.transport``). Everything
+above the raw HTTP exchange is ours: paths from the kind registry, typed (de)serialisation with
+msgspec straight from bytes, one ``ApiError`` for every failure, client-side rate limiting,
+bounded retries on 429, metrics, and prompt cancellation.
 
 ``fenced(fence)`` is the same client for leader-only work: a write leaves only if the elector
-still proves the lease held, checked twice as late as possible (before the worker thread takes
-the request, and in the thread right before it is sent). Each fenced write carries the instant
-of that last check in its ``Audit-ID`` (kube-apiserver keeps a client's Audit-ID as the audit
-event's ``auditID``), so an audit log shows when each accepted write was last allowed.
+still proves the lease held, checked twice as late as possible (before the request is queued,
+and right before its bytes are written, on a connection already open). Each fenced write
+carries the instant of that last check in its ``Audit-ID`` (kube-apiserver keeps a client's
+Audit-ID as the audit event's ``auditID``), so an audit log shows when each accepted write was
+last allowed.
 """
 
 from __future__ import annotations
