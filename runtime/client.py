@@ -1,17 +1,21 @@
 """Typed async Kubernetes client over pykube-ng.
 
-pykube-ng supplies what it does well: kubeconfig parsing, TLS, passwords and auth-providers;
-credentials that must last (exec plugins, rotating token and certificate files) are
-``kubetrio.runtime.credentials``'s. Everything above the raw HTTP exchange is ours: paths from
-the kind registry, typed (de)serialisation with msgspec straight from bytes, one ``ApiError``
-for every failure, client-side rate limiting, bounded retries on 429, metrics, and prompt
-cancellation (see ``kubetrio.runtime.transport``).
+pykube-ng supplies what it does well: kubeconfig parsing, TLS settings, passwords and
+auth-providers; credentials that must last (exec plugins, rotating token and certificate files)
+are ``kubetrio.runtime.credentials``'s. Requests and watches go out from trio itself over
+kept-alive HTTP/1.1 connections (``kubetrio.runtime.wire``: about a third of the CPU per request
+of pykube-ng's requests session in a worker thread, which remains the path for users only
+pykube-ng can authenticate and for proxies — see ``kubetrio.runtime.transport``). Everything
+above the raw HTTP exchange is ours: paths from the kind registry, typed (de)serialisation with
+msgspec straight from bytes, one ``ApiError`` for every failure, client-side rate limiting,
+bounded retries on 429, metrics, and prompt cancellation.
 
 ``fenced(fence)`` is the same client for leader-only work: a write leaves only if the elector
-still proves the lease held, checked twice as late as possible (before the worker thread takes
-the request, and in the thread right before it is sent). Each fenced write carries the instant
-of that last check in its ``Audit-ID`` (kube-apiserver keeps a client's Audit-ID as the audit
-event's ``auditID``), so an audit log shows when each accepted write was last allowed.
+still proves the lease held, checked twice as late as possible (before the request is queued,
+and right before its bytes are written, on a connection already open). Each fenced write
+carries the instant of that last check in its ``Audit-ID`` (kube-apiserver keeps a client's
+Audit-ID as the audit event's ``auditID``), so an audit log shows when each accepted write was
+last allowed.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, Literal, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
+import h11
 import msgspec
 import pykube
 import requests
@@ -47,6 +52,7 @@ from kubetrio.runtime.transport import exec_plugin_of, http_client, run_in_threa
 from kubetrio.runtime.undecodable import Undecodable, undecodable
 from kubetrio.runtime.unreachable import transport_problem
 from kubetrio.runtime.useragent import user_agent
+from kubetrio.runtime.wire import Wire, WireError
 
 T = TypeVar("T", bound=KubeObject)
 
@@ -173,6 +179,9 @@ class Client:
         if plugin is not None and self._metrics is not None:
             plugin.on_call = self._metrics.exec_plugin_call
         self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+        # Requests go out from trio itself unless only pykube-ng's session can send them.
+        self._wire = Wire.for_client(api)
+        self._metric_children: dict[tuple[str, str], tuple[Any, Any]] = {}
 
     # -- construction ---------------------------------------------------------------------
 
@@ -278,7 +287,7 @@ class Client:
                 status,
                 payload,
                 http_reason=reason,
-                retry_after_header=headers.get("Retry-After"),
+                retry_after_header=headers.get("retry-after"),
                 method=method,
                 path=path,
             )
@@ -342,7 +351,12 @@ class Client:
         code = "<error>"
         try:
             with request_in_flight():
-                result = await run_in_thread(send, self._limiter)
+                if self._wire is not None:
+                    result = await self._exchange_on_wire(
+                        self._wire, method, path, params, body, headers, read_timeout, fence
+                    )
+                else:
+                    result = await run_in_thread(send, self._limiter)
             code = str(result[0])
             return result
         except NotLeader:
@@ -350,10 +364,55 @@ class Client:
             raise
         finally:
             if self._metrics is not None and code:
-                self._metrics.requests.labels(code, method, self.host).inc()
-                self._metrics.duration.labels(method, self.host).observe(
-                    time.perf_counter() - started
+                self._observe(self._metrics, code, method, time.perf_counter() - started)
+
+    def _observe(self, metrics: RestClientMetrics, code: str, method: str, took: float) -> None:
+        """Count one request; the labelled children are looked up once per (code, method),
+        not once per request (``labels()`` takes a lock and builds a key each time)."""
+        children = self._metric_children.get((code, method))
+        if children is None:
+            children = self._metric_children[(code, method)] = (
+                metrics.requests.labels(code, method, self.host),
+                metrics.duration.labels(method, self.host),
+            )
+        children[0].inc()
+        children[1].observe(took)
+
+    async def _exchange_on_wire(
+        self,
+        wire: Wire,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: bytes | None,
+        headers: dict[str, str],
+        read_timeout: float,
+        fence: Fence | None,
+    ) -> tuple[int, str, Mapping[str, str], bytes]:
+        def last_check(headers: dict[str, str]) -> None:
+            # Right before the bytes leave, on both clocks (the elector's and monotonic).
+            assert fence is not None
+            fence.check(f"{method} {path}")
+            checked_at = fence.check_in_thread(f"{method} {path}")
+            headers["Audit-ID"] = f"{FENCED_AUDIT_ID_PREFIX}{checked_at}-{secrets.token_hex(6)}"
+
+        target = f"{path}?{urlencode(params)}" if params else path
+        try:
+            async with self._limiter:
+                return await wire.exchange(
+                    method,
+                    target,
+                    headers,
+                    body,
+                    read_timeout=read_timeout,
+                    before_send=last_check if fence is not None else None,
                 )
+        except WireError as error:
+            raise ApiError(
+                0, "Unreachable", transport_problem(error), method=method, path=path
+            ) from error
+        except CredentialError as error:
+            raise _no_credentials(error, method, path) from error
 
     def decoder(self, type_: Any) -> msgspec.json.Decoder[Any]:
         decoder = self._decoders.get(type_)
@@ -626,6 +685,11 @@ class Client:
                     return ApiError(0, WATCH_CUT, f"watch {path} broke: {error}")
             return None
 
+        if self._wire is not None:
+            target = f"{path}?{urlencode(params)}"
+            await self._watch_on_wire(self._wire, target, path, decoder, send, timeout_seconds)
+            return
+
         async with send:
             await self._throttle()
             started = time.perf_counter()
@@ -666,6 +730,79 @@ class Client:
             if failure is not None:
                 with contextlib.suppress(trio.BrokenResourceError):
                     await send.send([WatchEvent("ERROR", error=failure)])
+
+    async def _watch_on_wire(
+        self,
+        wire: Wire,
+        target: str,
+        path: str,
+        decoder: msgspec.json.Decoder[T],
+        send: trio.MemorySendChannel[builtins.list[WatchEvent[T]]],
+        timeout_seconds: int,
+    ) -> None:
+        """``watch`` read in this task: each chunk that arrives is decoded and sent on as one
+        batch; the stream is given up ``self.timeout`` after the server should have ended it."""
+        failure: ApiError | None = None
+        async with send:
+            await self._throttle()
+            started = time.perf_counter()
+            headers = {"Accept": JSON, "User-Agent": self.user_agent}
+            try:
+                with trio.fail_after(timeout_seconds + self.timeout):
+                    failure = await self._read_watch(wire, target, path, headers, decoder, send)
+            except trio.TooSlowError:
+                failure = ApiError(0, WATCH_CUT, f"watch {path} broke: timed out")
+            except trio.BrokenResourceError:
+                return  # the consumer went away: stop reading
+            if self._metrics is not None:
+                code = str(failure.status) if failure is not None else "200"
+                self._metrics.requests.labels(code, "WATCH", self.host).inc()
+                self._metrics.duration.labels("WATCH", self.host).observe(
+                    time.perf_counter() - started
+                )
+            if failure is not None:
+                with contextlib.suppress(trio.BrokenResourceError):
+                    await send.send([WatchEvent("ERROR", error=failure)])
+
+    async def _read_watch(
+        self,
+        wire: Wire,
+        target: str,
+        path: str,
+        headers: dict[str, str],
+        decoder: msgspec.json.Decoder[T],
+        send: trio.MemorySendChannel[builtins.list[WatchEvent[T]]],
+    ) -> ApiError | None:
+        try:
+            async with wire.stream(target, headers, connect_timeout=min(10.0, self.timeout)) as (
+                status,
+                reason,
+                chunks,
+            ):
+                if status >= 400:
+                    payload = b"".join([chunk async for chunk in chunks])
+                    return ApiError.from_response(
+                        status, payload, http_reason=reason, method="WATCH", path=path
+                    )
+                pending = b""
+                try:
+                    async for chunk in chunks:
+                        lines = (pending + chunk).split(b"\n")
+                        pending = lines.pop()
+                        batch = [decode_watch_line(line, decoder) for line in lines if line]
+                        if batch:
+                            await send.send(batch)
+                except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                    return ApiError(200, "BadResponse", f"watch {path}: undecodable event: {error}")
+                except (OSError, trio.BrokenResourceError, h11.ProtocolError) as error:
+                    # Cut mid-stream (a load balancer, a restarting server): not an error of
+                    # the request, so the consumer may resume at once from its last RV.
+                    return ApiError(0, WATCH_CUT, f"watch {path} broke: {error}")
+        except WireError as error:
+            return ApiError(0, "Unreachable", f"watch {path}: {error}", method="WATCH")
+        except CredentialError as error:
+            return _no_credentials(error, "WATCH", path)
+        return None
 
 
 def _no_credentials(error: CredentialError, method: str, path: str) -> ApiError:

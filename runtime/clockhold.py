@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from weakref import WeakKeyDictionary
 
 import trio
@@ -54,14 +54,24 @@ def _update(in_flight: int, waiting: int) -> None:
         clock.autojump_threshold = hold.threshold
 
 
-@contextmanager
-def request_in_flight() -> Iterator[None]:
-    """Around a request/response exchange (never a watch: that one is open for good)."""
-    _update(1, 0)
-    try:
-        yield
-    finally:
+class _InFlight(AbstractContextManager[None]):
+    """Stateless, so one instance serves every request (no generator per request)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        _update(1, 0)
+
+    def __exit__(self, *exc_info: object) -> None:
         _update(-1, 0)
+
+
+_IN_FLIGHT = _InFlight()
+
+
+def request_in_flight() -> AbstractContextManager[None]:
+    """Around a request/response exchange (never a watch: that one is open for good)."""
+    return _IN_FLIGHT
 
 
 @contextmanager

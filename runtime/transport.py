@@ -1,6 +1,9 @@
 """Blocking HTTP (pykube-ng's authenticated requests session) made cancellable from trio.
 
-pykube-ng is synchronous, so every request runs in a trio worker thread. Abandoning a thread on
+The fallback path: ``Client`` sends through ``kubetrio.runtime.wire`` from trio itself, except
+for users only pykube-ng can authenticate (passwords, ``auth-provider``) and servers reached
+through a proxy, whose requests come here. pykube-ng is synchronous, so each such request runs
+in a trio worker thread. Abandoning a thread on
 cancellation returns control at once but leaves it blocked in ``recv`` until the HTTP timeout,
 holding a connection and a capacity slot. Instead, every connection a worker thread uses is
 registered with the call that owns it; cancelling the call shuts that socket down, which wakes

@@ -81,6 +81,9 @@ _SAYINGS: tuple[_Saying, ...] = (
 
 def _server(error: BaseException) -> str:
     for cause in _causes(error):
+        server = getattr(cause, "api_server", None)  # kubetrio.runtime.wire's WireError
+        if isinstance(server, str):
+            return server
         pool = getattr(cause, "pool", None)
         if isinstance(cause, urllib3.exceptions.PoolError) and pool is not None:
             return f"{pool.scheme}://{pool.host}:{pool.port}"
@@ -100,4 +103,6 @@ def _causes(error: BaseException) -> Iterator[BaseException]:
         yield current
         inner = [current.__cause__, current.__context__, getattr(current, "reason", None)]
         inner.extend(current.args)
+        if isinstance(current, BaseExceptionGroup):  # trio's failed connection attempts
+            inner.extend(current.exceptions)
         pending.extend(e for e in inner if isinstance(e, BaseException))

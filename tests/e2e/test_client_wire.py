@@ -1,0 +1,152 @@
+"""The client's trio-native HTTP/1.1 path (``kubetrio.runtime.wire``) against a bare server
+that counts connections and requests, so keep-alive, replaced connections and timeouts show."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+
+import pykube
+import pytest
+import trio
+import trio.testing
+
+from kubetrio.api.core import ConfigMap
+from kubetrio.runtime.client import Client
+from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.errors import ApiError
+
+
+@dataclass
+class Seen:
+    connections: int = 0
+    requests: list[dict[str, str]] = field(default_factory=list)
+
+
+async def _read_request(stream: trio.SocketStream, buffer: bytearray) -> dict[str, str] | None:
+    while b"\r\n\r\n" not in buffer:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            return None
+        buffer += chunk
+    head, _, rest = bytes(buffer).partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    method, target, _ = lines[0].split(" ")
+    headers = {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    length = int(headers.get("content-length", "0"))
+    while len(rest) < length:
+        rest += await stream.receive_some(65536)
+    del buffer[:]
+    buffer += rest[length:]
+    return {
+        "method": method,
+        "target": target,
+        "auth": headers.get("authorization", ""),
+        "body": rest[:length].decode(),
+    }
+
+
+async def _serve(mode: str, seen: Seen, stream: trio.SocketStream) -> None:
+    """``keep``: answer on a kept-alive connection; ``close``: hang up after each answer
+    without saying so (as an idle timeout does); ``silent``: never answer."""
+    seen.connections += 1
+    buffer = bytearray()
+    try:
+        while (request := await _read_request(stream, buffer)) is not None:
+            seen.requests.append(request)
+            if mode == "silent":
+                await trio.sleep_forever()
+            body = json.dumps({"n": len(seen.requests), **request}).encode()
+            head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            await stream.send_all(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            if mode == "close":
+                return
+    except trio.BrokenResourceError:
+        return
+    finally:
+        await trio.aclose_forcefully(stream)
+
+
+@asynccontextmanager
+async def bare_server(mode: str) -> AsyncIterator[tuple[str, Seen]]:
+    seen = Seen()
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(
+            partial(trio.serve_tcp, partial(_serve, mode, seen), 0, host="127.0.0.1")
+        )
+        yield f"http://127.0.0.1:{listeners[0].socket.getsockname()[1]}", seen
+        nursery.cancel_scope.cancel()
+
+
+async def test_requests_share_one_kept_alive_connection(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with bare_server("keep") as (url, seen):
+        kube = Client.from_url(url, token="t0k")
+        assert kube._wire is not None  # the trio-native path, not a worker thread
+        for _ in range(10):
+            answer = json.loads(await kube.request("GET", "/x", params={"a": "b c"}))
+        assert answer["target"] == "/x?a=b+c"
+        assert answer["auth"] == "Bearer t0k"
+        assert seen.connections == 1
+
+
+async def test_a_connection_the_server_dropped_while_idle_is_replaced(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """The server hangs up after each answer without a ``Connection: close`` (as an idle
+    timeout does): no request is lost on the dead connection, and each reaches the server
+    exactly once (a write must not be applied twice)."""
+    async with bare_server("close") as (url, seen):
+        kube = Client.from_url(url, token="t0k")
+        for i in range(5):
+            body = f'{{"i":{i}}}'.encode()
+            answer = json.loads(await kube.request("POST" if i % 2 else "GET", "/x", body=body))
+            assert answer["body"] == body.decode()
+        assert [r["body"] for r in seen.requests] == [f'{{"i":{i}}}' for i in range(5)]
+        assert seen.connections == 5
+
+
+async def test_a_server_that_never_answers_times_out_with_a_clear_error() -> None:
+    """On the real clock (a request in flight holds a test's mock clock): --kube-api-timeout."""
+    async with bare_server("silent") as (url, seen):
+        kube = Client.from_url(url, token="t0k", timeout=0.2)
+        with trio.fail_after(10), pytest.raises(ApiError) as failure:
+            await kube.request("GET", "/x")
+        assert failure.value.reason == "Unreachable"
+        assert str(failure.value.message) == f"no response from the API server at {url}: timed out"
+        assert len(seen.requests) == 1
+
+
+async def test_users_only_pykube_ng_authenticates_keep_the_thread_path(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with bare_server("keep") as (url, _):
+        doc = {
+            "clusters": [{"name": "c", "cluster": {"server": url}}],
+            "users": [{"name": "u", "user": {"username": "ann", "password": "pw"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "c",
+        }
+        kube = Client.from_config(pykube.KubeConfig(doc))
+        assert kube._wire is None
+        answer = json.loads(await kube.request("GET", "/x"))
+        assert answer["auth"].startswith("Basic ")
+
+
+async def test_the_emulator_answers_a_typed_round_trip_on_one_connection(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """The emulator (kube-apiserver's double) keeps the connection alive across verbs."""
+    kube = Client.from_url(emu.url, token=emu.token)
+    assert kube._wire is not None
+    for i in range(3):
+        await kube.create(
+            ConfigMap,
+            {"metadata": {"name": f"c{i}", "namespace": "default"}},
+        )
+    idle = sum(len(connections) for connections in kube._wire._idle.values())
+    assert idle == 1
