@@ -131,6 +131,15 @@ BENCHES = (
     ),
     Bench("soak", ("--quick",), (), {"time with 25 % faults / without": key("time_ratio")}),
     Bench(
+        "requests",
+        ("--objects", "300", "--rounds", "1"),
+        (),
+        {
+            "CPU per request wire / thread": lambda r: r["cpu_over_thread"]["wire"],
+            "CPU per request urllib3 / thread": lambda r: r["cpu_over_thread"]["urllib3"],
+        },
+    ),
+    Bench(
         "exec_credentials",
         ("--requests", "100"),
         (),

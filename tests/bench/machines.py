@@ -90,9 +90,9 @@ answers Unimplemented for the sim class: MCM's flow); no reads (the cache serves
 conflicts and stale-cache repeats are rare at 5 workers (a few in a thousand) but grow with
 concurrency (20 workers: 0.28 per machine: 409s on the cordon, a second node Terminating
 patch, finalizer-removal PATCHes answering 404). Wall time 17-24 s unthrottled (about 17x the
-bare POST+DELETE loop), with the manager CPU-bound (about 35 ms of CPU per lifecycle, a
-quarter of it ``requests`` re-reading the proxy environment and ~/.netrc on every request:
-with ``session.trust_env = False`` 26 ms and 25 % less wall time); 700 s at the default 20
+bare POST+DELETE loop). Manager CPU per lifecycle: about 31 ms while requests went through
+pykube-ng/requests in worker threads, 11-13 ms on the trio-native client (``runtime/wire.py``;
+``tests/bench/requests.py`` compares the transports); 700 s at the default 20
 qps (the 14 000 requests through the bucket; 575 s if the cloud calls had a bucket of their
 own). Peak RSS about 55 MB (50 MB after sync).
 
