@@ -24,6 +24,7 @@ from kubetrio.runtime.manager import CacheSyncTimeout, Manager
 from kubetrio.runtime.queue import ObjectKey
 from kubetrio.runtime.syncfailure import CacheSyncError
 
+from .conftest import blocking
 from .machines import install_crds, machine_doc
 from .rbac_helpers import bind, role, rule, sa_subject, service_account, token
 
@@ -220,9 +221,9 @@ async def http_get(manager: Manager, path: str) -> requests.Response:
         manager.bound_ports.get("probes" if "z" in path else "metrics")
         or manager.bound_ports["metrics"]
     )
-    return await trio.to_thread.run_sync(
-        lambda: requests.get(f"http://127.0.0.1:{port}{path}", timeout=10)
-    )
+    # Held like our client's requests: a scrape in a worker thread looks idle to trio, and the
+    # mock clock must not jump past the test's deadlines while the manager answers it.
+    return await blocking(lambda: requests.get(f"http://127.0.0.1:{port}{path}", timeout=10))
 
 
 async def test_metrics_name_every_family_and_readyz_waits_for_sync(

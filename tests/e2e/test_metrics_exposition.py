@@ -19,6 +19,7 @@ from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.queue import ObjectKey
+from tests.e2e.conftest import blocking
 
 OBJECTS = 30
 WORKERS = 3
@@ -148,7 +149,7 @@ async def test_scrape_has_the_same_families_and_counts_match_the_work(
         with trio.fail_after(120):
             await scripted.quiet.wait()
         port = manager.bound_ports["metrics"]
-        response = await trio.to_thread.run_sync(
+        response = await blocking(
             lambda: requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
         )
         manager.stop()
