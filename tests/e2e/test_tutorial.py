@@ -26,7 +26,8 @@ from tests.e2e.conftest import find_kubectl
 TUTORIAL = Path(__file__).parents[2] / "docs" / "tutorial.md"
 BLOCK = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 STEP_TIMEOUT = 180
-PIP_INSTALL = (sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation")
+# Built in pip's isolated build environment, as the reader's `pip install -e` builds it.
+PIP_INSTALL = (sys.executable, "-m", "pip", "install", "-q", "--no-deps")
 RUFF_CHECK = ("check", "--isolated", "--select", "E,F,I,B,UP", "--line-length", "100")
 
 
