@@ -29,6 +29,7 @@ __all__ = ["Recorder", "Registrar", "as_url", "configurations"]
 
 K = TypeVar("K", bound=KubeObject)
 V1 = "admissionregistration.k8s.io/v1"
+INJECT_CA_FROM = "cert-manager.io/inject-ca-from"
 
 
 class Registrar(Protocol):
@@ -70,6 +71,9 @@ def _webhook(kind: type[KubeObject], path: str, verb: str, service: tuple[str, s
                 "apiVersions": [info.version],
                 "operations": ["CREATE", "UPDATE"],
                 "resources": [info.plural],
+                # The API server's default, spelled out so re-applying changes nothing
+                # (rules is an atomic list: a defaulted field would be patched every time).
+                "scope": "Namespaced" if info.namespaced else "Cluster",
             }
         ],
         "sideEffects": "None",
@@ -77,9 +81,14 @@ def _webhook(kind: type[KubeObject], path: str, verb: str, service: tuple[str, s
 
 
 def configurations(
-    recorder: Recorder, service: tuple[str, str], prefix: str = "kubetrio"
+    recorder: Recorder,
+    service: tuple[str, str],
+    prefix: str = "kubetrio",
+    certificate: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The two configurations (either left out when it would be empty)."""
+    """The two configurations (either left out when it would be empty). ``certificate``
+    (``namespace/name``): cert-manager's Certificate whose CA its injector puts in the
+    ``caBundle`` (the ``cert-manager.io/inject-ca-from`` annotation)."""
     paths = set(recorder.server.paths)
     docs = []
     for kind_name, path_of, verb in (
@@ -93,20 +102,20 @@ def configurations(
         ]
         if hooks:
             prefix_kind = kind_name.removesuffix("WebhookConfiguration").lower()
+            metadata: dict[str, Any] = {"name": f"{prefix}-{prefix_kind}-webhook-configuration"}
+            if certificate is not None:
+                metadata["annotations"] = {INJECT_CA_FROM: certificate}
             docs.append(
-                {
-                    "apiVersion": V1,
-                    "kind": kind_name,
-                    "metadata": {"name": f"{prefix}-{prefix_kind}-webhook-configuration"},
-                    "webhooks": hooks,
-                }
+                {"apiVersion": V1, "kind": kind_name, "metadata": metadata, "webhooks": hooks}
             )
     return docs
 
 
 def as_url(doc: dict[str, Any], base_url: str, ca_pem: bytes) -> dict[str, Any]:
-    """A copy calling ``base_url`` + each webhook's service path, trusting ``ca_pem``."""
+    """A copy calling ``base_url`` + each webhook's service path, trusting ``ca_pem`` (and
+    no longer asking cert-manager for a CA)."""
     result = copy.deepcopy(doc)
+    result["metadata"].pop("annotations", None)
     for hook in result["webhooks"]:
         path = hook["clientConfig"]["service"].get("path", "/")
         hook["clientConfig"] = {
