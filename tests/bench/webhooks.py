@@ -7,7 +7,9 @@ serves only the Machine validator (no controllers, so nothing else competes) and
 ``ValidatingWebhookConfiguration`` points the emulator at it (``as_url``, its self-signed CA).
 Every create is then one AdmissionReview over TLS from the emulator to the manager, as
 kube-apiserver makes it. The two runs alternate ``--rounds`` times; the figure is the ratio of
-the median throughputs (with ÷ without).
+the median throughputs (with ÷ without), with the TLS connections the emulator opened to the
+webhook (it keeps them alive, as kube-apiserver does: about ``--concurrency``, not one per
+create).
 
     python tests/bench/webhooks.py [--machines 400] [--rounds 3] [--quick]
 
@@ -80,7 +82,7 @@ async def install(emu: Emulator, manager: Manager | None) -> None:
             emu.create(as_url(doc, base, ca))
 
 
-async def one_run(count: int, concurrency: int, with_webhook: bool) -> tuple[float, int]:
+async def one_run(count: int, concurrency: int, with_webhook: bool) -> tuple[float, int, int]:
     async with serve_emulator() as emu:
         client = Client.from_url(emu.url, token=emu.token, registry=None, qps=0)
         async with trio.open_nursery() as nursery:
@@ -110,16 +112,17 @@ async def one_run(count: int, concurrency: int, with_webhook: bool) -> tuple[flo
                     or 0
                 )
                 manager.stop()
-        return rate, reviews
+        connections = getattr(emu.api.admission, "connections", None)
+        return rate, reviews, connections.opened if connections is not None else -1
 
 
 async def main(count: int, rounds: int, concurrency: int) -> dict[str, Any]:
     plain: list[float] = []
     hooked: list[float] = []
-    reviews = 0
+    reviews = opened = 0
     for _ in range(rounds):
         plain.append((await one_run(count, concurrency, False))[0])
-        rate, reviews = await one_run(count, concurrency, True)
+        rate, reviews, opened = await one_run(count, concurrency, True)
         hooked.append(rate)
     assert reviews == count + 5, f"every create was reviewed once: {reviews} reviews"
     without, with_ = statistics.median(plain), statistics.median(hooked)
@@ -131,6 +134,8 @@ async def main(count: int, rounds: int, concurrency: int) -> dict[str, Any]:
         "creates_per_s_with": round(with_, 1),
         "ratio_with_over_without": round(with_ / without, 3),
         "ms_added_per_create": round((1 / with_ - 1 / without) * 1000 * concurrency, 2),
+        # TLS connections the emulator opened to the webhook in the last run (-1: not counted)
+        "webhook_connections": opened,
     }
 
 

@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import trio
+
 from kubetrio.cmd.config import DEFAULT_CONTROLLERS, ManagerConfig
 from kubetrio.cmd.webhooks import documents
 from kubetrio.controllers.machine.setup import setup as machine_setup
@@ -36,15 +38,20 @@ async def kubectl_run(
 
 
 @asynccontextmanager
-async def webhook_manager(emu: Emulator) -> AsyncIterator[Manager]:
+async def webhook_manager(emu: Emulator, idle_timeout: float = 120.0) -> AsyncIterator[Manager]:
     """The three machine controllers with ``--webhooks``, on a free port."""
     install_crds(emu)
     config = ManagerConfig(webhooks=True)
+
+    def idle(manager: Manager, config: Any) -> None:
+        manager.webhooks.idle_timeout = idle_timeout
+
     async with run_manager(
         emu,
         machine_setup,
         set_setup,
         deployment_setup,
+        idle,
         config=config,
         webhook_bind_address="127.0.0.1:0",
     ) as manager:
@@ -155,3 +162,28 @@ async def test_failure_policy_when_the_manager_is_down(emu: Emulator, kubectl: K
     assert p.returncode == 0, p.stderr
     p = await kubectl_run(kubectl, "apply", "-f", "-", docs=[machine_doc("m1")])
     assert p.returncode == 0, p.stderr
+
+
+async def test_the_emulator_keeps_its_connection_to_the_webhook(
+    emu: Emulator, kubectl: Kubectl
+) -> None:
+    """As kube-apiserver: one TLS connection for many reviews; when the webhook server closes
+    it while idle, the next call opens a new one instead of failing."""
+    async with webhook_manager(emu, idle_timeout=1.0) as manager:
+        p = await kubectl_run(kubectl, "apply", "-f", "-", docs=configurations(manager))
+        assert p.returncode == 0, p.stderr
+        connections = emu.api.admission.connections
+        for i in range(3):
+            p = await kubectl_run(kubectl, "apply", "-f", "-", docs=[machine_doc(f"m{i}")])
+            assert p.returncode == 0, p.stderr
+        assert connections.opened == 1
+        # Simulated time past the server's idle timeout: it closes the kept connection.
+        await trio.sleep(manager.webhooks.idle_timeout + 1)
+        p = await kubectl_run(kubectl, "apply", "-f", "-", docs=[machine_doc("m3")])
+        assert p.returncode == 0, p.stderr
+        assert connections.opened == 2
+        reviews = manager.registry.get_sample_value(
+            "controller_runtime_webhook_requests_total",
+            {"webhook": "/validate-machine-sapcloud-io-v1alpha1-machine", "code": "200"},
+        )
+        assert reviews == 4
