@@ -290,6 +290,9 @@ class ManagerConfig(_Section, kw_only=True, frozen=True):
     # Admission and conversion webhooks (served only when some are registered).
     webhook_bind_address: str = ":9443"
     webhook_cert_path: str | None = None  # a folder of tls.crt and tls.key; unset: self-signed
+    # The built-in controllers' own admission webhooks (Machine, MachineClass, MachineSet,
+    # MachineDeployment): off unless asked, as they need a webhook configuration pointing here.
+    webhooks: bool = False
     leader_election: LeaderElectionConfig = msgspec.field(default_factory=LeaderElectionConfig)
     graceful_shutdown_timeout: Duration = Duration(30)
     logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
@@ -410,6 +413,12 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "str",
         "folder of the webhook server's tls.crt and tls.key, reloaded when they change "
         "(default: a self-signed certificate)",
+    ),
+    _s(
+        "--webhooks",
+        "webhooks",
+        "bool",
+        "serve the enabled controllers' admission webhooks (kubetrio webhooks manifest)",
     ),
     _s("--leader-elect", "leaderElection.enabled", "bool", "elect a leader before running"),
     _s(

@@ -29,6 +29,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "kubetrio.cmd.rbac",
         "print (or --write) the RBAC roles the enabled controllers need",
     ),
+    "webhooks": (
+        "kubetrio.cmd.webhooks",
+        "webhooks manifest: print (or --write) the controllers' webhook configurations",
+    ),
     "crds": ("kubetrio.cmd.crds", "print the machine CRDs (kubetrio crds | kubectl apply -f -)"),
     "crd": ("kubetrio.cmd.crd", "generate CRDs from declared kinds (crd generate module:Class)"),
     "manifests": (

@@ -3,7 +3,9 @@ Service and ServiceMonitor) as ``kubectl kustomize config/default`` renders it, 
 installed wheel: ``kubetrio manifests --image REGISTRY/kubetrio:TAG | kubectl apply -f -``
 deploys kubetrio without a checkout. The ServiceMonitor needs prometheus-operator's CRD;
 ``--no-servicemonitor`` leaves it out for clusters without the operator (kubectl would refuse
-it there, after applying the rest)."""
+it there, after applying the rest). The webhooks' certificate needs cert-manager
+(``config/certmanager``); ``--no-webhooks`` leaves out the webhook configurations, Service and
+certificate, and the manager's webhook arguments, port and volume."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import sys
 from kubetrio.cmd.assets import MANAGER_IMAGE, dump_documents, kit_documents
 from kubetrio.cmd.kustomize import KustomizeError, image_override
 from kubetrio.cmd.output import write_stdout
+from kubetrio.cmd.webhooks import without_webhooks
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +31,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="leave out the ServiceMonitor (for a cluster without prometheus-operator)",
     )
+    parser.add_argument(
+        "--no-webhooks",
+        action="store_true",
+        help="serve no admission webhooks: leave out their configurations and certificate "
+        "(for a cluster without cert-manager)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,4 +48,6 @@ def run(args: argparse.Namespace) -> int:
     documents = kit_documents(images)
     if args.no_servicemonitor:
         documents = [doc for doc in documents if doc.get("kind") != "ServiceMonitor"]
+    if args.no_webhooks:
+        documents = without_webhooks(documents)
     return write_stdout(dump_documents(documents))

@@ -30,6 +30,7 @@ from kubetrio.cmd.config import (
 )
 from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
 from kubetrio.cmd.demo_view import kubectl_hint
+from kubetrio.cmd.demo_webhooks import with_webhooks
 from kubetrio.cmd.embedded import embedded_cluster, embedded_workdir
 from kubetrio.cmd.endpoints import announce_endpoints, local_free_ports, secure_serving
 from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_failure
@@ -212,6 +213,8 @@ async def serve_embedded_in(
     """The embedded cluster, the manager against it, and the demo as the manager's companion
     (without the machine controller there is nothing to show: the manager runs alone)."""
     config = local_free_ports(config)
+    if config.webhooks and config.webhook_bind_address == ":9443":
+        config = msgspec.structs.replace(config, webhook_bind_address="127.0.0.1:0")
     live = sys.stdout.isatty()
     async with embedded_cluster(workdir) as cluster:
         kubeconfig = str(cluster.kubeconfig)
@@ -250,13 +253,16 @@ async def serve_embedded_in(
             ),
             kubeconfig=kubeconfig,
         )
+        companion: Callable[[Manager], Awaitable[int]] = demo.run
+        if config.webhooks:
+            companion = with_webhooks(demo.run, make_client(config, kubeconfig), controllers)
         if not live:
             return await run_manager(
                 config,
                 registry,
                 controllers,
                 kubeconfig,
-                demo.run,
+                companion,
                 demo.stopping,
                 EMBEDDED_STOP_SIGNALS,
                 announce=True,
@@ -272,7 +278,7 @@ async def serve_embedded_in(
                     registry,
                     controllers,
                     kubeconfig,
-                    demo.run,
+                    companion,
                     demo.stopping,
                     EMBEDDED_STOP_SIGNALS,
                     announce=True,

@@ -18,6 +18,7 @@ from kubetrio.api.machineset import MachineSet
 from kubetrio.api.meta import KubeObject, ObjectMeta
 from kubetrio.api.storage import VolumeAttachment
 from kubetrio.controllers.clusters import TARGET
+from kubetrio.controllers.machine import webhooks
 from kubetrio.controllers.machine.bootstrap import TOKEN_LABEL, TOKEN_NAMESPACE
 from kubetrio.controllers.machine.classes import MachineClassFinalizer
 from kubetrio.controllers.machine.context import (
@@ -262,6 +263,8 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     if target.client is not manager.client:
         api_servers.append(target_cluster(target.client))
     setup_machine_safety(manager, ctx, api_servers)
+    if getattr(config, "webhooks", False):
+        webhooks.register(manager, list(plain))
     return ctx
 
 

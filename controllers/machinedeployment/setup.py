@@ -10,6 +10,7 @@ from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machinedeployment import webhooks
 from kubetrio.controllers.machinedeployment.metrics import machinedeployment_metrics
 from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconciler
 from kubetrio.controllers.machinedeployment.writes import Writer
@@ -64,4 +65,6 @@ def setup(manager: Manager, config: Any) -> DeploymentReconciler:
         on_events(create=False, update=False),
         namespace=namespace,
     ).complete(reconciler)
+    if getattr(config, "webhooks", False):
+        webhooks.register(manager)
     return reconciler

@@ -8,6 +8,7 @@ from typing import Any
 
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
+from kubetrio.controllers.machineset import webhooks
 from kubetrio.controllers.machineset.control import MachineControl
 from kubetrio.controllers.machineset.metrics import machineset_metrics
 from kubetrio.controllers.machineset.reconciler import MachineSetContext, MachineSetReconciler
@@ -105,4 +106,6 @@ def setup(manager: Manager, config: Any) -> MachineSetContext:
     ).for_(MachineSet, namespace=namespace).watches(
         Machine, sets_of_machine(sets), namespace=namespace
     ).complete(MachineSetReconciler(ctx))
+    if getattr(config, "webhooks", False):
+        webhooks.register(manager)
     return ctx

@@ -255,6 +255,7 @@ async def serve_emulator(
             finally:
                 nursery.cancel_scope.cancel()
     finally:
+        emu.api.admission.connections.close()
         if emu.persister is not None:
             emu.persister.flush()
         if emu.api.audit is not None:

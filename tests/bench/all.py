@@ -150,6 +150,12 @@ BENCHES = (
         },
     ),
     Bench(
+        "webhooks",
+        ("--quick",),
+        (),
+        {"creates/s with a validating webhook / without": key("ratio_with_over_without")},
+    ),
+    Bench(
         "secure_metrics",
         ("--scrapes", "100"),
         (),

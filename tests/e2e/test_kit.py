@@ -26,6 +26,7 @@ KIT = ROOT / "config"
 SERVICE_MONITOR_CRD = (
     Path(__file__).parent / "fixtures" / "monitoring.coreos.com_servicemonitors.yaml"
 )
+CERT_MANAGER_CRDS = Path(__file__).parent / "fixtures" / "cert-manager.io_crds.yaml"
 VERSIONS = ["1.27", "1.33"]
 NS = "kubetrio-system"
 
@@ -65,16 +66,36 @@ async def test_crds_pipe_into_kubectl_apply(emu: Emulator, kubectl: Kubectl) -> 
 async def test_manifests_without_the_servicemonitor_apply_where_there_is_no_operator(
     emu: Emulator, kubectl: Kubectl
 ) -> None:
-    """A cluster without prometheus-operator refuses the ServiceMonitor (kubectl exits 1 after
-    applying the rest); ``--no-servicemonitor`` leaves exactly it out."""
+    """A cluster without prometheus-operator refuses the ServiceMonitor, one without
+    cert-manager the Certificate and Issuer (kubectl exits 1 after applying the rest);
+    ``--no-servicemonitor`` leaves exactly the first out, ``--no-webhooks`` the webhooks'
+    objects and the Deployment's webhook arguments, port and certificate volume."""
     full = documents(await kubetrio("manifests"))
-    trimmed = await kubetrio("manifests", "--no-servicemonitor")
-    assert documents(trimmed) == [doc for doc in full if doc["kind"] != "ServiceMonitor"]
-    assert len(documents(trimmed)) == len(full) - 1
+    no_monitor = documents(await kubetrio("manifests", "--no-servicemonitor"))
+    assert no_monitor == [doc for doc in full if doc["kind"] != "ServiceMonitor"]
+    trimmed = await kubetrio("manifests", "--no-servicemonitor", "--no-webhooks")
+    left_out = {identity(doc) for doc in no_monitor} - {identity(d) for d in documents(trimmed)}
+    assert left_out == {
+        f"Certificate/{NS}/kubetrio-serving-cert",
+        f"Issuer/{NS}/kubetrio-selfsigned-issuer",
+        f"Service/{NS}/kubetrio-webhook-service",
+        "MutatingWebhookConfiguration//kubetrio-mutating-webhook-configuration",
+        "ValidatingWebhookConfiguration//kubetrio-validating-webhook-configuration",
+    }
+    (deployment,) = [doc for doc in documents(trimmed) if doc["kind"] == "Deployment"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert not [a for a in container["args"] if a.startswith("--webhook")]
+    assert [p["name"] for p in container["ports"]] == ["metrics", "health"]
+    assert [v["name"] for v in pod["volumes"]] == ["tmp"]
+    assert [m["name"] for m in container["volumeMounts"]] == ["tmp"]
     refused = await kubectl.run("apply", "-f", "-", stdin=dump(full), check=False)
     assert refused.returncode == 1 and b"ServiceMonitor" in refused.stderr
+    assert b"Certificate" in refused.stderr and b"Issuer" in refused.stderr
     applied = await kubectl.run("apply", "-f", "-", stdin=trimmed)
-    assert applied.stdout.decode().count("unchanged") == len(full) - 1
+    out = applied.stdout.decode()
+    # The Deployment lost its webhook parts (configured), the rest was applied before.
+    assert out.count("unchanged") + out.count("configured") == len(documents(trimmed)), out
 
 
 def dump(docs: list[dict[str, Any]]) -> bytes:
@@ -103,6 +124,10 @@ async def test_manifests_are_what_kubectl_kustomize_renders(
         "Service",
         "Deployment",
         "ServiceMonitor",
+        "Certificate",
+        "Issuer",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
     }
 
 
@@ -186,6 +211,8 @@ async def test_kit_passes_a_server_dry_run_then_applies(
     kubectl = kubectl_of(version, emu, tmp_path)
     # A cluster running prometheus-operator has its ServiceMonitor CRD.
     await kubectl.run("apply", "-f", str(SERVICE_MONITOR_CRD))
+    # And one running cert-manager its Certificate and Issuer CRDs.
+    await kubectl.run("apply", "-f", str(CERT_MANAGER_CRDS))
     # A server dry run cannot put objects into a namespace it only pretends to create
     # (kube-apiserver answers NotFound, kubernetes/kubernetes#83562): the namespace comes first.
     await kubectl.run("create", "namespace", NS)
@@ -211,6 +238,8 @@ async def test_kit_passes_a_server_dry_run_then_applies(
         "--metrics-bind-address=:8443",
         "--metrics-secure",
         "--health-probe-bind-address=:8081",
+        "--webhooks",
+        "--webhook-cert-path=/tmp/k8s-webhook-server/serving-certs",
     ]
     assert pod["serviceAccountName"] == "kubetrio-controller-manager"
     assert pod["securityContext"] == {
@@ -232,9 +261,27 @@ async def test_kit_passes_a_server_dry_run_then_applies(
         "successThreshold": 1,
         "failureThreshold": 3,
     }
-    assert {p["containerPort"] for p in container["ports"]} == {8443, 8081}
+    assert {p["containerPort"] for p in container["ports"]} == {8443, 8081, 9443}
     assert set(container["resources"]) == {"requests", "limits"}
-    assert {v["name"]: v["mountPath"] for v in container["volumeMounts"]} == {"tmp": "/tmp"}
+    assert {v["name"]: v["mountPath"] for v in container["volumeMounts"]} == {
+        "tmp": "/tmp",
+        "webhook-certs": "/tmp/k8s-webhook-server/serving-certs",
+    }
+    certs = next(v for v in pod["volumes"] if v["name"] == "webhook-certs")
+    assert certs["secret"]["secretName"] == "webhook-server-cert"
+    certificate = await kubectl.json("get", "certificate", "kubetrio-serving-cert", "-n", NS)
+    assert certificate["spec"]["secretName"] == "webhook-server-cert"
+    webhook_service = await kubectl.json("get", "service", "kubetrio-webhook-service", "-n", NS)
+    assert webhook_service["spec"]["ports"][0]["targetPort"] == "webhook-server"
+    assert webhook_service["spec"]["selector"] == {"control-plane": "controller-manager"}
+    validating = await kubectl.json(
+        "get", "validatingwebhookconfiguration", "kubetrio-validating-webhook-configuration"
+    )
+    annotations = validating["metadata"]["annotations"]
+    assert annotations["cert-manager.io/inject-ca-from"] == f"{NS}/kubetrio-serving-cert"
+    assert {h["clientConfig"]["service"]["name"] for h in validating["webhooks"]} == {
+        "kubetrio-webhook-service"
+    }
 
     binding = await kubectl.json("get", "clusterrolebinding", "kubetrio-manager-rolebinding")
     assert binding["subjects"] == [
@@ -260,7 +307,9 @@ async def test_kit_passes_a_server_dry_run_then_applies(
 
     # Applying what `kubetrio manifests` prints on top changes nothing.
     again = await kubectl.run("apply", "-f", "-", stdin=await kubetrio("manifests"))
-    assert all(line.endswith("unchanged") for line in again.stdout.decode().splitlines())
+    assert all(line.endswith("unchanged") for line in again.stdout.decode().splitlines()), (
+        again.stdout.decode()
+    )
 
 
 def relative(path: Path, start: Path) -> str:

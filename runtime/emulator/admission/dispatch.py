@@ -18,7 +18,7 @@ import trio
 
 from kubetrio.runtime.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator import crdconvert, errors
-from kubetrio.runtime.emulator.admission.caller import CallError, post_review
+from kubetrio.runtime.emulator.admission.caller import CallError, Connections, post_review
 from kubetrio.runtime.emulator.admission.configs import MUTATING, VALIDATING
 from kubetrio.runtime.emulator.admission.rules import (
     Attributes,
@@ -74,6 +74,7 @@ class Admission:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.connections = Connections()  # kept alive between calls, as kube-apiserver does
 
     def _hooks(self, key: str, a: Attributes) -> list[tuple[dict[str, Any], str]]:
         if a.rt.key in _EXEMPT:
@@ -147,7 +148,10 @@ class Admission:
         review = await self._review(a, user, version, obj)
         try:
             answer = await post_review(
-                hook.get("clientConfig") or {}, int(hook.get("timeoutSeconds") or 10), review
+                hook.get("clientConfig") or {},
+                int(hook.get("timeoutSeconds") or 10),
+                review,
+                self.connections,
             )
             response = answer.get("response") if isinstance(answer, dict) else None
             if not isinstance(response, dict):
