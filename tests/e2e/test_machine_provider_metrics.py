@@ -90,3 +90,25 @@ async def test_a_manager_exports_them_under_mcm_s_names(
         )
         assert failures == 0
         assert registry.get_sample_value("mcm_machine_items_total") == 1
+
+
+async def test_per_machine_series_can_be_turned_off(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """``metricsPerMachine: false``: the count stays, the three per-machine families go."""
+    install_crds(emu)
+    seed_class(emu)
+    for per_machine in (True, False):
+        async with machine_manager(emu, metrics_per_machine=per_machine) as h:
+            name = f"m-{per_machine}".lower()
+            emu.create(machine_doc(name))
+            await h.wait_phase(name, PHASE_RUNNING)
+            text = generate_latest(h.manager.registry).decode()
+            count = 1 if per_machine else 2
+            assert f"mcm_machine_items_total {count}.0" in text
+            for family in ("current_status_phase", "info", "status_condition"):
+                exported = any(
+                    line.startswith(f"mcm_machine_{family}{{") and f'name="{name}"' in line
+                    for line in text.splitlines()
+                )
+                assert exported is per_machine, family
