@@ -30,7 +30,8 @@ What is measured, in order:
    emulator saw the last Machine ``Running`` (the cloud registered each VM's Node, the storage
    service its storage node).
 5. ``idle_cpu_pct``: the manager's CPU (``utime+stime`` from ``/proc/<pid>/stat``) over
-   ``--idle`` seconds (30; ``--quick``: 5) once all are Running, as a percentage of one core.
+   ``--idle`` seconds (30; ``--quick``: 5) once all are Running, as a percentage of one core;
+   also per 5 s slice (``idle_cpu_slices_pct``), so trailing work after the last Running shows.
 6. RSS (``/proc/<pid>/status``): the manager's ``peak`` (``VmHWM``) and ``steady`` (``VmRSS``
    after the idle window); the same for the emulator, separately. ``rss_per_machine_kib`` =
    (steady - the empty manager's RSS) / N: one Machine with its Node and 10 Pods.
@@ -76,6 +77,7 @@ PODS_PER_NODE = 10
 SCRAPES = 5
 POLL = 0.2  # the driver's look at the emulator's counts while the pool comes up
 TIMEOUT = 1800.0
+IDLE_SLICE = 5.0  # the idle window is also reported in slices: trailing work shows early
 
 
 def node_of(i: int) -> str:
@@ -374,9 +376,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         r["nodes"] = state["nodes"]
 
         cpu0, emu_cpu0, t0 = cpu_seconds(manager.proc.pid), cpu_seconds(emu.proc.pid), time.time()
-        time.sleep(args.idle)  # the idle window itself is what is measured
+        slices, last, at = [], cpu0, t0
+        while (now := time.time()) < t0 + args.idle:
+            time.sleep(min(IDLE_SLICE, t0 + args.idle - now))  # the window is the measure
+            cpu, now = cpu_seconds(manager.proc.pid), time.time()
+            slices.append(round(100 * (cpu - last) / (now - at), 2))
+            last, at = cpu, now
         wall = time.time() - t0
         r["idle_cpu_pct"] = 100 * (cpu_seconds(manager.proc.pid) - cpu0) / wall
+        r["idle_cpu_slices_pct"] = slices
         r["emulator_idle_cpu_pct"] = 100 * (cpu_seconds(emu.proc.pid) - emu_cpu0) / wall
 
         status = proc_status(manager.proc.pid)
@@ -432,7 +440,8 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
     )
     print(
         f"  idle CPU over {r['idle_s']:.0f}s: manager {r['idle_cpu_pct']:.2f}% of a core, "
-        f"emulator {r['emulator_idle_cpu_pct']:.2f}%"
+        f"emulator {r['emulator_idle_cpu_pct']:.2f}%; manager per {IDLE_SLICE:.0f}s: "
+        f"{r['idle_cpu_slices_pct']}"
     )
     print(
         f"  /metrics: {r['scrape_s'] * 1000:.1f} ms, {r['scrape_bytes'] / 1e6:.2f} MB, "
