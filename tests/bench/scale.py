@@ -39,7 +39,8 @@ What is measured, in order:
    run's ``prometheus_client`` registry holding the same number of series (one labelled Gauge
    family, ``generate_latest``), ``scrape_over_plain``.
 
-``python tests/bench/scale.py [--machines N] [--idle S] [--metrics-per-machine false]``;
+``python tests/bench/scale.py [--machines N] [--idle S] [--metrics-per-machine false]
+[--machine-workers W]``;
 ``--quick`` is CI's size (N = 100, 5 s idle, well under a minute). Last line ``RESULT {json}``.
 """
 
@@ -255,7 +256,7 @@ class Manager:
     """``kubetrio run`` against the emulator, on free local ports; ``ready_s`` from spawn
     until ``/readyz`` answered 200."""
 
-    def __init__(self, emu: Emulator, log: Path, per_machine: bool) -> None:
+    def __init__(self, emu: Emulator, log: Path, per_machine: bool, extra: list[str]) -> None:
         self.metrics = f"http://127.0.0.1:{free_port()}/metrics"
         probes = free_port()
         self.log = log
@@ -278,6 +279,7 @@ class Manager:
             "--log-level",
             "warning",
             f"--metrics-per-machine={'true' if per_machine else 'false'}",
+            *extra,
         ]
         started = time.monotonic()
         with log.open("w") as out:
@@ -351,9 +353,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     emu = Emulator(window=max(10_000, 4 * n))
     logs = Path(tempfile.mkdtemp(prefix="kubetrio-scale-"))
     manager: Manager | None = None
+    extra = ["--machine-workers", str(args.machine_workers)] if args.machine_workers else []
     try:
         r["emulator_empty_rss_kib"] = proc_status(emu.proc.pid)["VmRSS"]
-        empty = Manager(emu, logs / "empty.log", args.metrics_per_machine)
+        empty = Manager(emu, logs / "empty.log", args.metrics_per_machine, extra)
         time.sleep(1.0)  # let its start-up garbage settle before reading RSS
         r["empty_ready_s"] = empty.ready_s
         r["empty_rss_kib"] = proc_status(empty.proc.pid)["VmRSS"]
@@ -362,7 +365,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         r["seed_s"] = emu.call("POST", f"/_bench/seed?pods={PODS_PER_NODE * n}&nodes={n}")[
             "seconds"
         ]
-        manager = Manager(emu, logs / "manager.log", args.metrics_per_machine)
+        manager = Manager(emu, logs / "manager.log", args.metrics_per_machine, extra)
         r["cold_sync_s"] = manager.ready_s
         r["rss_after_sync_kib"] = proc_status(manager.proc.pid)["VmRSS"]
 
@@ -420,7 +423,8 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
     n = r["machines"]
     print(
         f"machines={n} pods={r['pods']} nodes={r['nodes']} cores={os.cpu_count()} "
-        f"per-machine series={'on' if args.metrics_per_machine else 'off'}"
+        f"per-machine series={'on' if args.metrics_per_machine else 'off'} "
+        f"machine workers={args.machine_workers or 'default'}"
     )
     print(
         f"  cold sync {r['cold_sync_s']:.1f}s (empty manager {r['empty_ready_s']:.1f}s: "
@@ -468,6 +472,9 @@ def main() -> None:
         type=_bool,
         default=True,
         help="the manager's --metrics-per-machine (default true)",
+    )
+    parser.add_argument(
+        "--machine-workers", type=int, default=0, help="the manager's (default: kubetrio run's)"
     )
     parser.add_argument("--quick", action="store_true", help="CI's size: N=100, 5 s idle")
     parser.add_argument("--emulator-child", type=int, metavar="WINDOW")
