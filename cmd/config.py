@@ -261,6 +261,9 @@ class MachineConfig(_Section, kw_only=True, frozen=True):
     safety_up: NonNegativeInt = 2
     safety_down: NonNegativeInt = 1
     safety_overshooting_period: Duration = Duration(60)
+    # False: no per-machine series (mcm_machine_current_status_phase, _info, _status_condition),
+    # so a scrape stays small at 10 000s of machines; mcm_machine_items_total stays.
+    metrics_per_machine: bool = True
 
 
 class StorageConfig(_Section, kw_only=True, frozen=True):
@@ -515,6 +518,12 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "machine.pvReattachTimeout",
         "duration",
         "wait for volumes to reattach elsewhere during a drain",
+    ),
+    _s(
+        "--metrics-per-machine",
+        "machine.metricsPerMachine",
+        "bool",
+        "export the per-machine mcm_machine_* series (false: only the count; for large pools)",
     ),
     _s(
         "--node-conditions",

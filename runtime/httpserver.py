@@ -38,6 +38,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
 from kubetrio.runtime.log import get_logger, redact_text
+from kubetrio.runtime.prerendered import exposition
 
 __all__ = [
     "ENDPOINTS",
@@ -377,7 +378,7 @@ class ManagerHTTPServer:
 
         def render() -> bytes:
             source = registry.restricted_registry(names) if names else registry
-            body = encoder(source)
+            body = exposition(source, encoder)  # kept lines of prerendered families
             return gzip.compress(body, compresslevel=6) if compress else body
 
         try:

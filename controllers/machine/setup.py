@@ -192,7 +192,9 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     drain_cache = DrainCache.from_cache(target.cache)
     attachment_informer = target.cache.informer(VolumeAttachment)
     attachment_informer.add_index(ATTACHMENT_NODE_INDEX, attachment_node)
-    metrics = MachineMetrics(manager.registry, machines)
+    metrics = MachineMetrics(
+        manager.registry, machines, per_machine=config.machine.metrics_per_machine
+    )
     plain = drivers or default_drivers(manager)
     instrumented = DriverRegistry(plain.default)
     for provider in plain:

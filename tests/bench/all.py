@@ -156,6 +156,15 @@ BENCHES = (
         {"creates/s with a validating webhook / without": key("ratio_with_over_without")},
     ),
     Bench(
+        "scale",
+        ("--quick",),
+        ("--machines", "10000"),
+        {
+            "scrape / plain prometheus_client": key("scrape_over_plain"),
+            "RSS per machine KiB": key("rss_per_machine_kib"),
+        },
+    ),
+    Bench(
         "secure_metrics",
         ("--scrapes", "100"),
         (),

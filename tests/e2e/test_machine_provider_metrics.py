@@ -11,15 +11,21 @@ import pytest
 import trio
 import trio.testing
 from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.machine import PHASE_RUNNING, Machine, MachineClass
+from kubetrio.cmd.config import ManagerConfig
 from kubetrio.controllers.machine.driver import MachineError
 from kubetrio.controllers.machine.driver.sim import SimDriver
 from kubetrio.controllers.machine.provider_metrics import BINARY, ProviderMetrics
+from kubetrio.controllers.machine.setup import MachineContext, setup
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
+from kubetrio.runtime.manager import Manager
+from kubetrio.testing import eventually, run_manager
 
-from .machines import install_crds, machine_doc, machine_manager, seed_class
+from .machines import MACHINE_API, Harness, install_crds, machine_doc, machine_manager, seed_class
+from .test_manager import http_get
 
 SIM = {"provider": "sim", "service": "compute"}
 
@@ -90,3 +96,80 @@ async def test_a_manager_exports_them_under_mcm_s_names(
         )
         assert failures == 0
         assert registry.get_sample_value("mcm_machine_items_total") == 1
+
+
+async def test_per_machine_series_can_be_turned_off(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """``metricsPerMachine: false``: the count stays, the three per-machine families go."""
+    install_crds(emu)
+    seed_class(emu)
+    for per_machine in (True, False):
+        async with machine_manager(emu, metrics_per_machine=per_machine) as h:
+            name = f"m-{per_machine}".lower()
+            emu.create(machine_doc(name))
+            await h.wait_phase(name, PHASE_RUNNING)
+            text = generate_latest(h.manager.registry).decode()
+            count = 1 if per_machine else 2
+            assert f"mcm_machine_items_total {count}.0" in text
+            for family in ("current_status_phase", "info", "status_condition"):
+                exported = any(
+                    line.startswith(f"mcm_machine_{family}{{") and f'name="{name}"' in line
+                    for line in text.splitlines()
+                )
+                assert exported is per_machine, family
+
+
+PER_MACHINE = (
+    "mcm_machine_current_status_phase",
+    "mcm_machine_info",
+    "mcm_machine_status_condition",
+)
+
+
+def machine_series(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        if family.name in PER_MACHINE
+        for s in family.samples
+    }
+
+
+async def test_served_per_machine_series_follow_the_cache(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """/metrics serves the per-machine series from lines kept per machine version: what it
+    serves is what the registry's samples say, and a changed or deleted machine shows at the
+    next scrape."""
+    install_crds(emu)
+    seed_class(emu)
+    config = ManagerConfig(workers={"machine": 5})
+    contexts: list[MachineContext] = []
+
+    def machine(manager: Manager, config: ManagerConfig) -> None:
+        contexts.append(setup(manager, config))
+
+    async with run_manager(
+        emu, machine, config=config, workers=config.workers, metrics_bind_address="127.0.0.1:0"
+    ) as manager:
+        h = Harness(emu, manager.client, manager, contexts[0])
+        for name in ("m-1", "m-2"):
+            emu.create(machine_doc(name))
+            await h.wait_phase(name, PHASE_RUNNING)
+
+        async def served() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+            response = await http_get(h.manager, "/metrics")
+            assert response.status_code == 200
+            return machine_series(response.text)
+
+        first = await served()
+        assert first == machine_series(generate_latest(h.manager.registry).decode())
+        assert {dict(labels)["name"] for _, labels in first} == {"m-1", "m-2"}
+        assert first == await served()  # served again from the kept lines
+
+        emu.delete(MACHINE_API, "Machine", "m-2", "default")
+        await eventually(lambda: h.machine("m-2") is None, on=h.manager)
+        after = await served()
+        assert {dict(labels)["name"] for _, labels in after} == {"m-1"}
+        assert after == {k: v for k, v in first.items() if dict(k[1])["name"] == "m-1"}

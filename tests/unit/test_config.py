@@ -280,6 +280,7 @@ def sample_text(setting: Setting) -> str:
         ("leaderElection", "retryPeriod"): "1s",
         ("leaderElection", "releaseOnCancel"): "false",
         ("machine", "nodeConditions"): "A,B",
+        ("machine", "metricsPerMachine"): "false",  # on by default
         ("workers",): "storagegc=4",
         ("control", "kubeconfig"): "inClusterConfig",
         ("target", "kubeconfig"): __file__,  # checked to exist
@@ -772,3 +773,12 @@ def test_dump_is_plain_data() -> None:
     assert msgspec.json.decode(msgspec.json.encode(dumped)) == dumped
     assert re.fullmatch(r"\d+[hms]", dumped["gracefulShutdownTimeout"])
     assert dumped["leaderElection"]["enabled"] is True
+
+
+def test_metrics_per_machine_layers(tmp_path: Path) -> None:
+    assert load([]).machine.metrics_per_machine is True
+    path = write(tmp_path, "machine: {metricsPerMachine: false}\n")
+    assert load(["--config", path]).machine.metrics_per_machine is False
+    assert load(["--config", path, "--metrics-per-machine"]).machine.metrics_per_machine is True
+    env = {"KUBETRIO_METRICS_PER_MACHINE": "false"}
+    assert load([], env).machine.metrics_per_machine is False

@@ -20,6 +20,19 @@ What it keeps of StorageOS's behaviour (never its code):
 
 Health and locks are computed from the clock when asked (no timers), and ``sync`` runs before
 every answer, so the API always reflects the store as it is at that instant.
+
+**Cost.** While ``run`` follows the store, a Node change only marks that Node's name, and
+``sync`` looks at the marked Nodes alone: registering the 10 000th Node costs what the first
+did (a full pass of every Node on each change made a cluster's start quadratic). Without
+``run`` (a service driven by hand), ``sync`` cannot know what changed and reads every Node.
+Storage nodes are indexed by name and by id, and failover only looks at volumes once some
+storage node lost its Kubernetes Node. ``examined`` counts the Nodes ``sync`` has read, so
+a test can check that cost, e.g.::
+
+    before = storage.examined
+    emu.create(node("n-10001"))          # one Node changes...
+    await storage.wait_for(lambda: storage.examined > before)
+    assert storage.examined - before == 1  # ...one Node read
 """
 
 from __future__ import annotations
@@ -136,6 +149,14 @@ class SimulatedStorage:
         self._wakeup = trio.Event()
         self._changed = trio.Event()
         self._malformed_logged: set[str] = set()
+        self._by_id: dict[str, SimNode] = {}
+        # Names of storage nodes marked offline (their Kubernetes Node is gone or not Ready):
+        # the only masters failover has to look at.
+        self._lost: set[str] = set()
+        # Names of Nodes changed since the last sync; None: unknown (not following the store),
+        # so sync reads them all.
+        self._dirty: set[str] | None = None
+        self.examined = 0  # Kubernetes Nodes read by sync, ever (the cost tests read it)
 
     # -- reading, for tests and demos
 
@@ -143,7 +164,7 @@ class SimulatedStorage:
         return self.nodes.get(name)
 
     def by_id(self, node_id: str) -> SimNode | None:
-        return next((n for n in self.nodes.values() if n.id == node_id), None)
+        return self._by_id.get(node_id)
 
     def records(self, op: str | None = None, node: str | None = None) -> list[RequestRecord]:
         return [
@@ -167,51 +188,70 @@ class SimulatedStorage:
     async def run(self) -> None:
         """Register Ready nodes and notice lost ones as the store changes; until cancelled."""
 
-        def on_change(rt: ResourceType, _: WatchEvent) -> None:
+        def on_change(rt: ResourceType, event: WatchEvent) -> None:
             if rt.key == self.objects.nodes.key:
+                if self._dirty is not None:
+                    self._dirty.add(event.entry.obj["metadata"]["name"])
                 self._wakeup.set()
 
         unsubscribe = self.objects.store.subscribe(on_change)
         try:
+            self.sync()  # the first pass reads every Node; from here on, only changed ones
+            self._dirty = set()
             while True:
                 self._wakeup = trio.Event()
                 self.sync()
                 await self._wakeup.wait()
         finally:
             unsubscribe()
+            self._dirty = None
 
     def sync(self) -> None:
-        """Bring the storage nodes in line with the Kubernetes Nodes as they are now."""
+        """Bring the storage nodes in line with the Kubernetes Nodes as they are now (those
+        changed since the last sync, while ``run`` follows the store; else all of them)."""
         now = self.clock.monotonic()
-        alive: dict[str, Obj] = {}
-        for node in self.objects.all(self.objects.nodes):
-            if condition(node, "Ready") == "True" and not node["metadata"].get("deletionTimestamp"):
-                alive[node["metadata"]["name"]] = node
-        for name, node in alive.items():
-            storage_node = self.nodes.get(name)
+        if self._dirty is None:
+            names = {n["metadata"]["name"] for n in self.objects.all(self.objects.nodes)}
+            names.update(self.nodes)
+        else:
+            names, self._dirty = self._dirty, set()
+        for name in sorted(names):  # a stable order: ids come from a seeded generator
+            self._sync_one(name, now)
+        self._fail_over(now)
+
+    def _sync_one(self, name: str, now: float) -> None:
+        node = self.objects.get(self.objects.nodes, "", name)
+        self.examined += 1
+        alive = (
+            node is not None
+            and condition(node, "Ready") == "True"
+            and not node["metadata"].get("deletionTimestamp")
+        )
+        storage_node = self.nodes.get(name)
+        if node is not None and alive:
             if storage_node is None:
                 storage_node = self._register(name, now)
             elif storage_node.offline_at is not None:
                 log.info("storage node back online node=%s", name)
                 storage_node.offline_at = storage_node.lock_expires_at = None
+                self._lost.discard(name)
                 self._notify()
             self._annotate(node, storage_node)
-        for storage_node in self.nodes.values():
-            if storage_node.name not in alive and storage_node.offline_at is None:
-                low, high = self.offline_after
-                storage_node.offline_at = now + self._rng.uniform(low, high)
-                storage_node.lock_expires_at = storage_node.offline_at + self.lock_seconds
-                log.info(
-                    "storage node lost its kubernetes node node=%s offline_in=%.1fs",
-                    storage_node.name,
-                    storage_node.offline_at - now,
-                )
-                self._notify()
-        self._fail_over(now)
+        elif storage_node is not None and storage_node.offline_at is None:
+            low, high = self.offline_after
+            storage_node.offline_at = now + self._rng.uniform(low, high)
+            storage_node.lock_expires_at = storage_node.offline_at + self.lock_seconds
+            self._lost.add(name)
+            log.info(
+                "storage node lost its kubernetes node node=%s offline_in=%.1fs",
+                name,
+                storage_node.offline_at - now,
+            )
+            self._notify()
 
     def _register(self, name: str, now: float) -> SimNode:
         node_id = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
-        node = self.nodes[name] = SimNode(id=node_id, name=name, registered_at=now)
+        node = self.nodes[name] = self._by_id[node_id] = SimNode(node_id, name, now)
         log.info("storage node registered node=%s id=%s", name, node_id)
         self._notify()
         return node
@@ -242,6 +282,8 @@ class SimulatedStorage:
         self.objects.mutate(self.objects.nodes, k8s_node, change)
 
     def _fail_over(self, now: float) -> None:
+        if not self._lost:
+            return  # every master is online
         for volume in self.volumes.values():
             master = self.nodes.get(volume.master)
             if master is None or master.health(now) == ONLINE:
@@ -285,6 +327,8 @@ class SimulatedStorage:
                 f"{', '.join(sorted(blocking))} without replicas",
             )
         del self.nodes[node.name]
+        del self._by_id[node.id]
+        self._lost.discard(node.name)
         for volume in self.volumes.values():
             if node.name in volume.replicas:
                 volume.replicas.remove(node.name)
@@ -311,6 +355,9 @@ class SimulatedStorage:
         if offline or lock_expired:
             node.offline_at = now
             node.lock_expires_at = now if lock_expired else now + self.lock_seconds
+            self._lost.add(name)
+        if self._dirty is not None:
+            self._dirty.add(name)  # no Node may stand behind it: the next sync decides
         self.sync()
         return node
 

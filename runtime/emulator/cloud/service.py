@@ -12,6 +12,17 @@ A Node belongs to the VM whose providerID it carries: a second VM with the same 
 register over it (its kubelet keeps trying, every ``REGISTER_RETRY`` seconds, and registers once
 that Node is gone), while a Node without a providerID is adopted, as kubelets do. A VM that
 needs initialization boots only once initialized.
+
+**Cost.** VMs are indexed by provider ID and by the machine they were made for, and the
+kubelets' loop only visits VMs that still have something to do (boot, register, a scripted
+condition to report): a VM that booted, registered and reported everything drops out, so
+creating the 10 000th VM costs what the first did. ``examined`` counts the VMs the loop has
+visited, so a test can check that cost::
+
+    before = cloud.examined
+    cloud.create("m-10001", "default", "default/sim", VmScript())
+    await wait_until(lambda: cloud.examined > before)
+    assert cloud.examined - before == 1  # the new VM only, not the 10 000 running ones
 """
 
 from __future__ import annotations
@@ -83,6 +94,10 @@ class SimulatedCloud:
         self.objects = Objects(store)
         self.clock = store.clock
         self.vms: dict[str, Vm] = {}
+        self._by_machine: dict[tuple[str, str], Vm] = {}  # (namespace, machine name)
+        # Provider IDs of the VMs the kubelets' loop still has work for (see ``step``).
+        self._pending: set[str] = set()
+        self.examined = 0  # VMs visited by ``step``, ever (the cost tests read it)
         self._serial = 0
         self._spec_failures: dict[tuple[str, str], tuple[Failure, int]] = {}
         self._scripted: dict[tuple[str, str], list[Failure]] = {}
@@ -151,6 +166,8 @@ class SimulatedCloud:
             initialized=not script.needs_initialization,
         )
         self.vms[vm.provider_id] = vm
+        self._by_machine[(namespace, machine)] = vm
+        self._pending.add(vm.provider_id)
         log.info("vm created provider_id=%s machine=%s/%s", vm.provider_id, namespace, machine)
         self._wakeup.set()
         return vm
@@ -180,7 +197,7 @@ class SimulatedCloud:
     ) -> Vm:
         self.check(class_key, "delete", script)
         vm = self.lookup(machine, namespace, provider_id)
-        del self.vms[vm.provider_id]
+        self._forget(vm)
         log.info("vm deleted provider_id=%s", vm.provider_id)
         if vm.booted:
             self._kubelet_gone(vm)
@@ -204,14 +221,13 @@ class SimulatedCloud:
         return {pid: vm.machine_name for pid, vm in self.vms.items() if vm.class_key == class_key}
 
     def find(self, machine: str, namespace: str) -> Vm | None:
-        return next(
-            (
-                vm
-                for vm in self.vms.values()
-                if vm.machine_name == machine and vm.machine_namespace == namespace
-            ),
-            None,
-        )
+        return self._by_machine.get((namespace, machine))
+
+    def _forget(self, vm: Vm) -> None:
+        del self.vms[vm.provider_id]
+        self._pending.discard(vm.provider_id)
+        if self._by_machine.get((vm.machine_namespace, vm.machine_name)) is vm:
+            del self._by_machine[(vm.machine_namespace, vm.machine_name)]
 
     def lookup(self, machine: str, namespace: str, provider_id: str) -> Vm:
         """By provider ID when the caller knows it, else by the machine it was created for."""
@@ -232,10 +248,15 @@ class SimulatedCloud:
                 await self._wakeup.wait()
 
     def step(self, now: float) -> float | None:
-        """Everything due by ``now``; the time of the next due thing."""
+        """Everything due by ``now``; the time of the next due thing. Visits the pending VMs
+        only; one with nothing left to do (failed, or booted, registered and every scripted
+        condition reported) leaves that set for good."""
         upcoming: list[float] = []
-        for vm in list(self.vms.values()):
-            if vm.failed:
+        for provider_id in list(self._pending):
+            vm = self.vms[provider_id]
+            self.examined += 1
+            if vm.failed or self._done(vm):
+                self._pending.discard(provider_id)
                 continue
             if not vm.booted:
                 if not vm.initialized:
@@ -258,7 +279,13 @@ class SimulatedCloud:
                     continue
                 vm.applied.add(i)
                 self._report(vm, later.type, later.status, later.reason)
+            if self._done(vm):
+                self._pending.discard(provider_id)
         return min(upcoming) if upcoming else None
+
+    @staticmethod
+    def _done(vm: Vm) -> bool:
+        return vm.registered and len(vm.applied) == len(vm.script.conditions_after)
 
     def _register(self, vm: Vm) -> bool:
         """Register (or adopt) the VM's Node; False when another VM's Node has the name."""
