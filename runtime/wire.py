@@ -453,11 +453,14 @@ def _dropped(connection: _Connection) -> bool:
     transport = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
     if not isinstance(transport, trio.SocketStream):
         return False
+    # poll, not select: select() refuses descriptors above FD_SETSIZE (1024), which a busy
+    # manager's sockets reach, and every idle connection would then count as dropped.
+    poller = select.poll()
     try:
-        readable, _, _ = select.select([transport.socket.fileno()], [], [], 0)
+        poller.register(transport.socket.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
-    return bool(readable)
 
 
 def _close_now(connection: _Connection) -> None:

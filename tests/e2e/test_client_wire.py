@@ -4,6 +4,7 @@ that counts connections and requests, so keep-alive, replaced connections and ti
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -150,3 +151,23 @@ async def test_the_emulator_answers_a_typed_round_trip_on_one_connection(
         )
     idle = sum(len(connections) for connections in kube._wire._idle.values())
     assert idle == 1
+
+
+async def test_connections_with_descriptors_above_1024_are_still_reused(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A manager with many open files gets socket descriptors above select()'s FD_SETSIZE
+    (1024); the idle check must still work there rather than call every connection dropped."""
+    fillers = []
+    try:
+        while (fd := os.open(os.devnull, os.O_RDONLY)) < 1100:
+            fillers.append(fd)
+        os.close(fd)
+        async with bare_server("keep") as (url, seen):
+            kube = Client.from_url(url, token="t0k")
+            for _ in range(5):
+                await kube.request("GET", "/x")
+            assert seen.connections == 1
+    finally:
+        for fd in fillers:
+            os.close(fd)
