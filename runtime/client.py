@@ -721,15 +721,22 @@ class Client:
                 except trio.BrokenResourceError:
                     nursery.cancel_scope.cancel()  # the consumer went away: stop reading
                     return
-            if self._metrics is not None:
-                code = str(failure.status) if failure is not None else "200"
-                self._metrics.requests.labels(code, "WATCH", self.host).inc()
-                self._metrics.duration.labels("WATCH", self.host).observe(
-                    time.perf_counter() - started
-                )
-            if failure is not None:
-                with contextlib.suppress(trio.BrokenResourceError):
-                    await send.send([WatchEvent("ERROR", error=failure)])
+            await self._watch_ended(failure, started, send)
+
+    async def _watch_ended(
+        self,
+        failure: ApiError | None,
+        started: float,
+        send: trio.MemorySendChannel[builtins.list[WatchEvent[T]]],
+    ) -> None:
+        """Either path's end of a watch: its metrics, then its failure for the consumer."""
+        if self._metrics is not None:
+            code = str(failure.status) if failure is not None else "200"
+            self._metrics.requests.labels(code, "WATCH", self.host).inc()
+            self._metrics.duration.labels("WATCH", self.host).observe(time.perf_counter() - started)
+        if failure is not None:
+            with contextlib.suppress(trio.BrokenResourceError):
+                await send.send([WatchEvent("ERROR", error=failure)])
 
     async def _watch_on_wire(
         self,
@@ -754,15 +761,7 @@ class Client:
                 failure = ApiError(0, WATCH_CUT, f"watch {path} broke: timed out")
             except trio.BrokenResourceError:
                 return  # the consumer went away: stop reading
-            if self._metrics is not None:
-                code = str(failure.status) if failure is not None else "200"
-                self._metrics.requests.labels(code, "WATCH", self.host).inc()
-                self._metrics.duration.labels("WATCH", self.host).observe(
-                    time.perf_counter() - started
-                )
-            if failure is not None:
-                with contextlib.suppress(trio.BrokenResourceError):
-                    await send.send([WatchEvent("ERROR", error=failure)])
+            await self._watch_ended(failure, started, send)
 
     async def _read_watch(
         self,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import importlib
 import inspect as pyinspect
+import traceback
 from collections.abc import Iterable
 from typing import Any
 
@@ -369,6 +370,11 @@ def import_class(spec: str) -> type:
         target: Any = importlib.import_module(module_name)
     except ImportError as error:
         raise ValueError(f"{spec!r}: cannot import {module_name}: {error}") from None
+    except Exception as error:  # the user's module is broken: say where, in one line
+        raise ValueError(
+            f"{spec!r}: cannot import {module_name}: {type(error).__name__}: {error}"
+            f" ({_raised_at(error)})"
+        ) from None
     for part in qualname.split("."):
         try:
             target = getattr(target, part)
@@ -377,6 +383,14 @@ def import_class(spec: str) -> type:
     if not isinstance(target, type):
         raise ValueError(f"{spec!r}: {qualname} is not a class")
     return target
+
+
+def _raised_at(error: BaseException) -> str:
+    """``file:line`` where ``error`` was raised (a SyntaxError's own position)."""
+    if isinstance(error, SyntaxError):
+        return f"{error.filename}:{error.lineno}"
+    frames = traceback.extract_tb(error.__traceback__)
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "unknown"
 
 
 def classes_of(specs: Iterable[str]) -> list[type]:

@@ -203,9 +203,11 @@ class Informer(Generic[T]):
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             resource_version=resource_version,
-            # Pages of 500, as client-go's reflector asks: the sync peak holds one page of
-            # JSON, not the whole response (an expired continue falls back to a full list).
-            limit=LIST_PAGE,
+            # Pages of 500 from scratch, as client-go's reflector asks: the sync peak holds one
+            # page of JSON, not the whole response (an expired continue falls back to a full
+            # list). A relist at a later resourceVersion is unpaged, as there: paged, it would be
+            # an exact read (410 once compacted, from etcd, not the watch cache).
+            limit=LIST_PAGE if resource_version in ("", "0") else 0,
             on_undecodable=on_undecodable,
         )
 

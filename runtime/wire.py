@@ -380,16 +380,16 @@ class Wire:
     ) -> AsyncIterator[tuple[int, str, AsyncIterator[bytes]]]:
         """A GET whose answer is read as it arrives (a watch): status, reason and the body's
         chunks. The connection is kept only if the body was read to its end. A 401 renews
-        the credentials and the request is made once more, as ``exchange`` does."""
+        the credentials and, if they changed, the request is made once more, as ``exchange``
+        does."""
         # Until the answer's head is in, this is an exchange like any other: it holds a
         # test's mock clock (the stream after it does not: it stays open for good).
         with request_in_flight():
             sent, cert = await self._credentials(headers)
             connection, response = await self._open_stream(target, headers, cert, connect_timeout)
-            if response.status_code == 401:
+            if response.status_code == 401 and await self._renewed(sent):
                 _close_now(connection)
-                if await self._renewed(sent):
-                    _, cert = await self._credentials(headers)
+                _, cert = await self._credentials(headers)
                 connection, response = await self._open_stream(
                     target, headers, cert, connect_timeout
                 )
@@ -453,11 +453,14 @@ def _dropped(connection: _Connection) -> bool:
     transport = stream.transport_stream if isinstance(stream, trio.SSLStream) else stream
     if not isinstance(transport, trio.SocketStream):
         return False
+    # poll, not select: select() refuses descriptors above FD_SETSIZE (1024), which a busy
+    # manager's sockets reach, and every idle connection would then count as dropped.
+    poller = select.poll()
     try:
-        readable, _, _ = select.select([transport.socket.fileno()], [], [], 0)
+        poller.register(transport.socket.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
     except (OSError, ValueError):
         return True
-    return bool(readable)
 
 
 def _close_now(connection: _Connection) -> None:

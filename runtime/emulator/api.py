@@ -607,7 +607,11 @@ class KubeApi:
         match = req.query.get("resourceVersionMatch", "")
         rv = req.query.get("resourceVersion", "")
         if not match:
-            return None
+            # kube-apiserver's legacy rule: a paged list at a resourceVersion other than "0"
+            # (with no resourceVersionMatch) is served exactly at it, from etcd.
+            if rv in ("", "0") or not _int_param(req, "limit") or req.query.get("continue"):
+                return None
+            match = "Exact"
         if match not in ("Exact", "NotOlderThan"):
             raise errors.bad_request(
                 f'resourceVersionMatch: Unsupported value: "{match}": supported values: '

@@ -128,6 +128,16 @@ class Watch:
             await out.send(line)
             return None
 
+    def _shows(self, ev: WatchEvent) -> bool:
+        """Whether ``_render`` makes a line of ``ev`` (it then shows ``ev.entry``)."""
+        spec = self.spec
+        if spec.namespace is not None and ev.namespace != spec.namespace:
+            return False
+        pred = spec.pred
+        if pred is None or pred(ev.entry.obj):
+            return True
+        return ev.type == "MODIFIED" and ev.prev is not None and pred(ev.prev.obj)
+
     def _render(self, ev: WatchEvent) -> bytes | None:
         spec = self.spec
         if spec.namespace is not None and ev.namespace != spec.namespace:
@@ -201,10 +211,13 @@ class Watch:
                 self.seq += len(events)
                 self.last_rv = events[-1].rv
                 if self.spec.convert is not None:
-                    shown = await self._converted(out, [ev.entry for ev in events])
+                    # Only what this watch shows is converted (kube filters, then converts):
+                    # another namespace's object whose conversion fails must not end it.
+                    wanted = [ev for ev in events if self._shows(ev)]
+                    shown = await self._converted(out, [ev.entry for ev in wanted])
                     if shown is None:
                         return
-                    self._shown = {id(ev.entry): e for ev, e in zip(events, shown, strict=True)}
+                    self._shown = {id(ev.entry): e for ev, e in zip(wanted, shown, strict=True)}
                 chunk = [line for line in map(self._render, events) if line is not None]
                 self._shown = {}
                 if chunk:

@@ -438,3 +438,41 @@ async def test_delete_collection_admits_each_object_and_generated_names_are_kept
         assert all(d["operation"] == "DELETE" for d in deletes)
         assert "precious" in [d["name"] for d in deletes]
         assert (await run(kubectl, "get", "cm", "precious")).returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "field"),
+    [
+        ({"allowed": True, "warnings": "careful"}, "response.warnings"),
+        ({"allowed": True, "auditAnnotations": ["a"]}, "response.auditAnnotations"),
+        ({"allowed": True, "patchType": "JSONPatch", "patch": 5}, "response.patch"),
+        ({"allowed": True, "patchType": "JSONPatch", "patch": "bm90IGpzb24="}, "patch"),
+        ({"allowed": "yes"}, "response.allowed"),
+    ],
+)
+async def test_a_malformed_webhook_response_is_refused_naming_the_field(
+    emu: Emulator,
+    kubectl: Kubectl,
+    mock_clock: trio.testing.MockClock,
+    answer: dict[str, Any],
+    field: str,
+) -> None:
+    """A webhook's answer of the wrong shape fails that request (as kube's decoding of the
+    AdmissionReview does), naming the field; the emulator carries on serving others."""
+
+    async def malformed(request: dict[str, Any]) -> dict[str, Any]:
+        return answer
+
+    async with serve_webhook(malformed) as server:
+        conf = configuration(
+            "MutatingWebhookConfiguration", "bad", hook("bad.example.com", server.config("/m"))
+        )
+        assert (await run(kubectl, "apply", "-f", "-", docs=[conf])).returncode == 0
+        p = await run(kubectl, "create", "cm", "refused")
+        assert p.returncode == 1
+        stderr = p.stderr.decode()
+        assert 'Internal error occurred: failed calling webhook "bad.example.com"' in stderr
+        assert field in stderr, stderr
+        assert (await run(kubectl, "delete", "mutatingwebhookconfiguration", "bad")).returncode == 0
+        p = await run(kubectl, "create", "cm", "served")
+        assert p.returncode == 0, p.stderr

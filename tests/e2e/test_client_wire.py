@@ -4,6 +4,7 @@ that counts connections and requests, so keep-alive, replaced connections and ti
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client import Client, WatchEvent
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.errors import ApiError
 
@@ -51,7 +52,8 @@ async def _read_request(stream: trio.SocketStream, buffer: bytearray) -> dict[st
 
 async def _serve(mode: str, seen: Seen, stream: trio.SocketStream) -> None:
     """``keep``: answer on a kept-alive connection; ``close``: hang up after each answer
-    without saying so (as an idle timeout does); ``silent``: never answer."""
+    without saying so (as an idle timeout does); ``silent``: never answer; ``unauthorized``:
+    answer 401 to everything."""
     seen.connections += 1
     buffer = bytearray()
     try:
@@ -59,6 +61,13 @@ async def _serve(mode: str, seen: Seen, stream: trio.SocketStream) -> None:
             seen.requests.append(request)
             if mode == "silent":
                 await trio.sleep_forever()
+            if mode == "unauthorized":
+                status = b'{"kind":"Status","apiVersion":"v1","status":"Failure","code":401}'
+                head = "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+                await stream.send_all(
+                    f"{head}Content-Length: {len(status)}\r\n\r\n".encode() + status
+                )
+                continue
             body = json.dumps({"n": len(seen.requests), **request}).encode()
             head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
             await stream.send_all(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
@@ -150,3 +159,41 @@ async def test_the_emulator_answers_a_typed_round_trip_on_one_connection(
         )
     idle = sum(len(connections) for connections in kube._wire._idle.values())
     assert idle == 1
+
+
+async def test_connections_with_descriptors_above_1024_are_still_reused(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A manager with many open files gets socket descriptors above select()'s FD_SETSIZE
+    (1024); the idle check must still work there rather than call every connection dropped."""
+    fillers = []
+    try:
+        while (fd := os.open(os.devnull, os.O_RDONLY)) < 1100:
+            fillers.append(fd)
+        os.close(fd)
+        async with bare_server("keep") as (url, seen):
+            kube = Client.from_url(url, token="t0k")
+            for _ in range(5):
+                await kube.request("GET", "/x")
+            assert seen.connections == 1
+    finally:
+        for fd in fillers:
+            os.close(fd)
+
+
+async def test_a_refused_token_that_cannot_be_renewed_is_sent_once(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A 401 is tried again only with renewed credentials, for a request and a watch alike: a
+    static token the server refuses is sent once, and the 401 reaches the caller."""
+    async with bare_server("unauthorized") as (url, seen):
+        kube = Client.from_url(url, token="t0k")
+        with pytest.raises(ApiError) as failure:
+            await kube.request("GET", "/x")
+        assert failure.value.status == 401
+        assert len(seen.requests) == 1
+        send, receive = trio.open_memory_channel[list[WatchEvent[ConfigMap]]](10)
+        await kube.watch(ConfigMap, send)
+        events = [event async for batch in receive for event in batch]
+        assert [(e.type, e.error and e.error.status) for e in events] == [("ERROR", 401)]
+        assert len(seen.requests) == 2

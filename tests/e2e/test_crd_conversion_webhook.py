@@ -158,6 +158,35 @@ async def test_a_watch_in_the_other_version_receives_converted_events(
             assert modified["object"]["spec"] == {"dimensions": {"size": 4}}
 
 
+async def test_a_watch_converts_only_the_objects_it_shows(
+    emu: Emulator, client: EmuClient, mock_clock: trio.testing.MockClock
+) -> None:
+    """A namespace's watch (or a selector's) filters before it converts, as kube-apiserver's
+    watch does: an object it would not show, whose conversion fails, does not end it."""
+
+    async def all_but_poison(request: dict[str, Any]) -> dict[str, Any]:
+        if any(o["metadata"]["name"] == "poison" for o in request["objects"]):
+            return {"convertedObjects": [], "result": {"status": "Failure", "message": "no"}}
+        return await converter(request)
+
+    async with serve_webhook(all_but_poison) as server:
+        path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        assert (await client.request("POST", path, crd(server))).status == 201
+        other = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}
+        assert (await client.request("POST", "/api/v1/namespaces", other)).status == 201
+        async with client.watch("/apis/example.com/v2/namespaces/default/widgets?watch=1") as w:
+            poison = {**widget("v1", "poison", 1), "metadata": {"name": "poison"}}
+            r = await client.request(
+                "POST", "/apis/example.com/v1/namespaces/other/widgets", poison
+            )
+            assert r.status == 201, r.body
+            widgets = "/apis/example.com/v1/namespaces/default/widgets"
+            assert (await client.request("POST", widgets, widget("v1", "w", 3))).status == 201
+            added = await w.next()
+            assert added is not None and added["type"] == "ADDED", added
+            assert added["object"]["spec"] == {"dimensions": {"size": 3}}
+
+
 async def test_a_failing_conversion_webhook_fails_the_read_as_kube_words_it(
     emu: Emulator, kubectl: Kubectl, client: EmuClient, mock_clock: trio.testing.MockClock
 ) -> None:

@@ -263,3 +263,18 @@ async def test_generate_reports_bad_input_in_one_line(tmp_path: Path) -> None:
     written = await generate(SPEC, "-o", str(tmp_path))
     assert written.returncode == 0, written.stderr.decode()
     assert [p.name for p in await trio.Path(tmp_path).iterdir()] == ["example.com_greetings.yaml"]
+
+
+async def test_generate_reports_a_module_that_fails_to_import_in_one_line(tmp_path: Path) -> None:
+    """The user's module raising while imported (a typo, a kind declared twice) is their bug
+    to fix: one line naming the module, the error and where it was raised, not a traceback."""
+    (tmp_path / "broken_api.py").write_text("import os\n\nundefined_name + 1\n")
+    argv = [sys.executable, "-m", "kubetrio.cmd.main", "crd", "generate", "broken_api:Greeting"]
+    with trio.fail_after(120):
+        proc = await trio.run_process(
+            argv, cwd=tmp_path, capture_stdout=True, capture_stderr=True, check=False
+        )
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and len(err.splitlines()) == 1, err
+    assert "cannot import broken_api: NameError: name 'undefined_name' is not defined" in err
+    assert "broken_api.py:3" in err

@@ -17,6 +17,7 @@ from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator, EmulatorOptions, FaultRule, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.informer import Informer
+from kubetrio.testing import eventually
 
 from .conftest import configmap
 
@@ -110,3 +111,53 @@ async def test_emulator_answers_410_expired_for_a_compacted_continue(
     status = second.json()
     assert (status["kind"], status["reason"], status["code"]) == ("Status", "Expired", 410)
     assert "continue" in status["message"]
+
+
+async def test_a_paged_list_at_an_old_resource_version_is_exact(
+    emu: Emulator, client: EmuClient
+) -> None:
+    """kube-apiserver's legacy rule: ``resourceVersion=N`` (not 0) with ``limit`` and no
+    ``resourceVersionMatch`` lists exactly at N, so a compacted N answers 410 Expired; without
+    ``limit`` it means "not older than N" and is served."""
+    seed(emu, 3)
+    path = "/api/v1/namespaces/default/configmaps"
+    old = (await client.get(path)).json()["metadata"]["resourceVersion"]
+    late = configmap("late", v="x")
+    late["metadata"]["namespace"] = "default"
+    emu.create(late)
+    emu.faults.expire_watch_history()
+    paged = await client.get(f"{path}?{urlencode({'resourceVersion': old, 'limit': 2})}")
+    assert paged.status == 410, paged.body
+    unpaged = await client.get(f"{path}?{urlencode({'resourceVersion': old})}")
+    assert unpaged.status == 200 and len(unpaged.json()["items"]) == 4
+
+
+async def test_a_relist_after_an_expired_watch_is_one_unpaged_list(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    """client-go's reflector pages only lists at resourceVersion "" or "0": a relist at its
+    last resourceVersion is unpaged ("not older than", from the watch cache), so a watch's 410
+    costs one LIST, not a 410 from an exact paged list and then a list from scratch."""
+    audit = tmp_path / "audit.log"
+    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
+        seed(emu, 3)
+        informer = Informer(Client.from_url(emu.url, token=emu.token), ConfigMap)
+        with trio.fail_after(60):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(informer.run)
+                await informer.wait_for_sync()
+                await emu.faults.wait_open_watches(lambda n: n >= 1)
+                # In one step: the watch cut, a write, its history forgotten; the informer's
+                # new watch from its last resourceVersion gets 410, then it relists.
+                emu.faults.cut_watches()
+                late = configmap("late", v="x")
+                late["metadata"]["namespace"] = "default"
+                emu.create(late)
+                emu.faults.expire_watch_history()
+                await eventually(lambda: informer.relists >= 2, on=[informer])
+                nursery.cancel_scope.cancel()
+    assert informer.store.get(("default", "late")) is not None
+    lists = list_queries(audit)
+    assert [status for status, _ in lists] == [200, 200], lists
+    relist = lists[1][1]
+    assert "limit" not in relist and relist["resourceVersion"] not in ("", "0"), lists

@@ -36,6 +36,19 @@ _EXEMPT = frozenset({MUTATING, VALIDATING})
 _OPTIONS = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
 
 
+class _ResponseShape(msgspec.Struct):
+    """The typed fields of an AdmissionResponse: an answer that does not fit fails the call, as
+    kube's decoding of the AdmissionReview does, instead of failing the emulator's handler."""
+
+    allowed: bool = False
+    uid: Any = None  # compared with the request's below, for kube's own wording
+    status: dict[str, Any] | None = None
+    patch: str | None = None
+    patchType: str | None = None
+    warnings: list[str] | None = None
+    auditAnnotations: dict[str, str] | None = None
+
+
 @dataclass(slots=True)
 class Outcome:
     """What the webhooks added to the response: Warning texts and audit annotations."""
@@ -156,6 +169,11 @@ class Admission:
             response = answer.get("response") if isinstance(answer, dict) else None
             if not isinstance(response, dict):
                 raise CallError("received invalid webhook response: the response is missing")
+            try:
+                msgspec.convert(response, _ResponseShape)
+            except msgspec.ValidationError as exc:
+                where = str(exc).replace("`$", "`response")
+                raise CallError(f"received invalid webhook response: {where}") from None
             if response.get("uid") != review["request"]["uid"]:
                 raise CallError(
                     f"received invalid webhook response: expected response.uid="
