@@ -292,15 +292,7 @@ class ManagerHTTPServer:
             log.info("http listener disabled", endpoints=sorted(served))
             task_status.started(None)
             return
-        try:
-            listeners = await _listen(address)
-        except OSError as exc:
-            raise ListenError(
-                exc.errno,
-                f"cannot listen on {address} for {', '.join(sorted(served))}: "
-                f"{exc.strerror or exc}",
-            ) from exc
-        bound = tuple(_sockname(listener) for listener in listeners)
+        listeners, bound = await open_listeners(address, ", ".join(sorted(served)))
         log.info(
             "serving https" if tls else "serving http",
             addresses=[f"{h}:{p}" for h, p in bound],
@@ -537,6 +529,20 @@ async def _listen(address: BindAddress) -> list[trio.SocketListener]:
             return await trio.open_tcp_listeners(address.port, host="0.0.0.0")
         raise
     return [trio.SocketListener(sock)]
+
+
+async def open_listeners(
+    address: BindAddress, purpose: str
+) -> tuple[list[trio.SocketListener], tuple[tuple[str, int], ...]]:
+    """Listeners for ``address`` and the (host, port) each bound; ListenError naming
+    ``purpose`` (what would be served there) when the address cannot be bound."""
+    try:
+        listeners = await _listen(address)
+    except OSError as exc:
+        raise ListenError(
+            exc.errno, f"cannot listen on {address} for {purpose}: {exc.strerror or exc}"
+        ) from exc
+    return listeners, tuple(_sockname(listener) for listener in listeners)
 
 
 def _sockname(listener: trio.SocketListener) -> tuple[str, int]:

@@ -43,12 +43,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kubetrio.runtime.certwatcher import DEFAULT_POLL_INTERVAL, CertWatcher
 from kubetrio.runtime.httpserver import (
-    ListenError,
     Listening,
-    _listen,
     _Request,
     _Response,
-    _sockname,
+    open_listeners,
     parse_bind_address,
     serve_connection,
 )
@@ -193,13 +191,8 @@ class WebhookServer:
         if address is None or not self:
             task_status.started(None)
             return
-        try:
-            listeners = await _listen(address)
-        except OSError as exc:
-            raise ListenError(
-                exc.errno, f"cannot listen on {address} for webhooks: {exc.strerror or exc}"
-            ) from exc
-        bound = Listening(tuple(_sockname(listener) for listener in listeners))
+        listeners, addresses = await open_listeners(address, "webhooks")
+        bound = Listening(addresses)
         log.info("serving webhooks", addresses=[f"{h}:{p}" for h, p in bound.addresses],
                  paths=self.paths)  # fmt: skip
         try:
