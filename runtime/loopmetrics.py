@@ -34,6 +34,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from abc import abstractmethod
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
@@ -142,14 +143,15 @@ class _Family(Collector, Generic[S]):
             series = self._series[values] = self._new_series()
         return series
 
-    def _new_series(self) -> S:
-        raise NotImplementedError
+    # What each kind of family (counter, gauge, histogram) defines.
+    @abstractmethod
+    def _new_series(self) -> S: ...
 
-    def _family(self) -> Metric:
-        raise NotImplementedError
+    @abstractmethod
+    def _family(self) -> Metric: ...
 
-    def _add(self, family: Metric, values: tuple[str, ...], series: S) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _add(self, family: Metric, values: tuple[str, ...], series: S) -> None: ...
 
     def describe(self) -> Iterable[Metric]:
         return [self._family()]
