@@ -20,7 +20,7 @@ from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.cluster import ClusterSimulation
 from kubetrio.runtime.emulator.testclient import EmuClient
 
-from .conftest import pykube_api
+from .conftest import blocking, pykube_api
 from .gc_helpers import cm, cm_of, ref, ref_uids, settle, until
 
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -275,16 +275,16 @@ async def test_a_second_delete_can_change_the_choice(
 async def test_pykube_propagation_policy(emu: Emulator, mock_clock: trio.testing.MockClock) -> None:
     api = pykube_api(emu)
     owner = await family(emu)
-    obj = await trio.to_thread.run_sync(
+    obj = await blocking(
         lambda: pykube.ConfigMap.objects(api, namespace="default").get(name="owner")
     )
-    await trio.to_thread.run_sync(lambda: obj.delete(propagation_policy="Orphan"))
+    await blocking(lambda: obj.delete(propagation_policy="Orphan"))
     await until(emu, lambda: gone(emu, "owner"))
     assert ref_uids(cm_of(emu, "child-b")) == []
     second = emu.create(cm("second"))
     emu.create(cm("child-c", ref(second)))
     # pykube's raw DELETE with the options in the body, as its delete() builds them.
-    await trio.to_thread.run_sync(
+    await blocking(
         lambda: api.delete(
             url="configmaps/second",
             namespace="default",

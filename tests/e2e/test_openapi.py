@@ -17,7 +17,7 @@ import yaml
 from kubetrio.runtime.emulator import Emulator, openapi_proto
 from kubetrio.runtime.emulator.testclient import EmuClient
 
-from .conftest import Kubectl, kubectl_of, pykube_api
+from .conftest import Kubectl, blocking, kubectl_of, pykube_api
 
 VERSIONS = ("1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
 
@@ -341,7 +341,7 @@ async def test_pykube_reads_openapi(emu: Emulator, mock_clock: trio.testing.Mock
         gv.raise_for_status()
         return v2.json(), index.json(), gv.json()
 
-    v2, index, apps = await trio.to_thread.run_sync(fetch)
+    v2, index, apps = await blocking(fetch)
     assert "io.k8s.api.apps.v1.Deployment" in v2["definitions"]
     assert set(index["paths"]) >= {"api/v1", "apis/apps/v1", "apis/batch/v1"}
     assert "io.k8s.api.apps.v1.Deployment" in apps["components"]["schemas"]

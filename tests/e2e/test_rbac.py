@@ -16,6 +16,7 @@ from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.errors import ApiError, is_forbidden
 
+from .conftest import blocking
 from .rbac_helpers import bind, ok, role, rule, sa_subject, service_account, token
 
 SA_USER = "system:serviceaccount:default:bot"
@@ -119,12 +120,12 @@ async def test_pykube_with_a_service_account_token(
         ).create()
 
     with pytest.raises(pykube.exceptions.HTTPError) as denied:
-        await trio.to_thread.run_sync(create)
+        await blocking(create)
     assert denied.value.code == 403
     assert 'cannot create resource "pods"' in str(denied.value)
     await role(client, "maker", [rule(["create"], ["pods"])])
     await bind(client, "bot-makes", "Role", "maker", [sa_subject("bot")])
-    await trio.to_thread.run_sync(create)
+    await blocking(create)
     assert emu.get("v1", "Pod", "from-pykube") is not None
 
 
