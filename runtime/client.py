@@ -454,6 +454,7 @@ class Client:
         resource_version: str | None = None,
         limit: int = 500,
         on_undecodable: Callable[[Undecodable], None] | None = None,
+        each: Callable[[T], T] | None = None,
     ) -> ObjectList[T]:
         """Every matching object, following ``continue`` tokens; the first page's RV.
 
@@ -466,6 +467,11 @@ class Client:
         With ``on_undecodable``, items are decoded one by one and an item that does not fit
         ``kind`` goes there instead of failing the whole list (an informer must not be wedged
         by one poison object); without it, any undecodable item fails the call.
+
+        ``each`` is applied to every item right after it is decoded, before the next one is
+        (an informer's interning and transform): what it drops is freed while the allocator
+        can reuse the memory for the next item, instead of leaving holes between the items
+        kept (``kubetrio.runtime.intern``). The list holds what ``each`` returns.
         """
         path = object_path(kind_of(kind), namespace)
         params: dict[str, str] = {}
@@ -492,8 +498,8 @@ class Client:
             try:
                 page: ObjectList[T] = (
                     self.decoder(list_type).decode(payload)
-                    if on_undecodable is None
-                    else self._decode_items(kind, payload, on_undecodable)
+                    if on_undecodable is None and each is None
+                    else self._decode_items(kind, payload, on_undecodable, each)
                 )
             except (msgspec.DecodeError, msgspec.ValidationError) as error:
                 raise ApiError(
@@ -510,16 +516,25 @@ class Client:
             params.pop("resourceVersion", None)
 
     def _decode_items(
-        self, kind: type[T], payload: bytes, on_undecodable: Callable[[Undecodable], None]
+        self,
+        kind: type[T],
+        payload: bytes,
+        on_undecodable: Callable[[Undecodable], None] | None,
+        each: Callable[[T], T] | None,
     ) -> ObjectList[T]:
+        """One item at a time: a poison item goes to ``on_undecodable`` (raises without it)."""
         page = _raw_list_decoder.decode(payload)
         decoder = self.decoder(kind)
         items: builtins.list[T] = []
         for raw in page.items:
             try:
-                items.append(decoder.decode(raw))
+                obj = decoder.decode(raw)
             except msgspec.ValidationError as error:
+                if on_undecodable is None:
+                    raise
                 on_undecodable(undecodable(raw, error))
+                continue
+            items.append(obj if each is None else each(obj))
         return ObjectList(metadata=page.metadata, items=items)
 
     async def create(

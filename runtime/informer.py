@@ -186,8 +186,7 @@ class Informer(Generic[T]):
             # The server cannot serve that resourceVersion any more: a consistent read.
             poisons.clear()
             result = await self._list("", poisons.append)
-        items = [self._ingest(obj) for obj in result.items]
-        self._replace(items, poisons)
+        self._replace(result.items, poisons)
         self.last_resource_version = result.metadata.resource_version
         self.relists += 1
         if not self._synced.is_set():
@@ -209,6 +208,8 @@ class Informer(Generic[T]):
             # an exact read (410 once compacted, from etcd, not the watch cache).
             limit=LIST_PAGE if resource_version in ("", "0") else 0,
             on_undecodable=on_undecodable,
+            # Interned as decoded, so the copies it drops leave no holes (runtime/intern.py).
+            each=self._ingest,
         )
 
     def _ingest(self, obj: T) -> T:

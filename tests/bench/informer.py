@@ -29,15 +29,19 @@ shared with another variant's garbage): **RSS growth** (``VmRSS`` after the sync
 rounds are interleaved (``--repeat``) and reported as medians; a ``kt`` breakdown (HTTP only,
 decode only, store only) follows.
 
-Findings (50 000 pods, two runs on a 2-core machine at load 8-10, so the times below wander by
-a factor of two and only the memory figures repeat): kubetrio keeps 2.82 KiB per pod by RSS
-(1.71 KiB by tracemalloc) against 22.9 for one dict per pod and 23.0 for ``pykube.Pod`` (0.12
-of either); its sync peak RSS is 1.038x its steady RSS (208 against 201 MB; unpaged, the
-peak was 301 MB above steady). The 2 KiB-by-RSS target is missed by 0.8 KiB/pod of allocator
-overhead, not objects: glibc's per-thread arenas (the HTTP bodies are read in worker threads;
-``MALLOC_ARENA_MAX=1`` alone brings 3.00 to 2.58 KiB/pod at 5 000 pods) and pymalloc pools
-left part-used by decode temporaries freed between the kept objects. Sync time kt/dict
-0.09-0.41, kt/pykube 0.21-0.32 (default client; qps=0 0.19-0.26 of dict).
+Findings (50 000 pods, same time window, main then this code, A B A B, loaded 2-core machine;
+the times wander with the load, the memory figures repeat): kubetrio keeps 1.60-1.69 KiB per
+pod by RSS (main: 2.70-2.81) and 1.48 KiB by tracemalloc (main: 1.70), against 22.9 for one
+dict per pod, 23.0 for ``pykube.Pod`` and 74.5 for the official client (kt/dict 0.070, main
+0.122); its sync peak RSS is 1.00-1.04x its steady RSS (unpaged, the peak was 301 MB above
+steady). Sync time, one round each at load 3-5: kt/dict 0.34 (main 0.50), kt/pykube 0.42 (main
+0.25; pykube alone took 8.8 s and 16.1 s). The RSS above tracemalloc was mostly not allocator
+overhead but holes: the informer interned each pod's strings only after the whole list was
+decoded, so the label dicts and strings it then dropped (about 0.8 KiB per pod) were freed
+between the pods kept and never handed back. Interning each object as soon as it is decoded
+(``Client.list(each=...)``, ``kubetrio.runtime.intern``) lets the next pod reuse that memory at
+once. glibc's ``malloc_trim(0)`` after the sync would now return only 0.06-0.13 KiB per pod
+more at 50 000 pods, so the informer does not call it.
 
 Example::
 
