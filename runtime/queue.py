@@ -25,7 +25,7 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 import trio
@@ -55,7 +55,7 @@ class ObjectKey(NamedTuple):
 # Entries. The entry object itself is the identity of a queued or parked key: when a key's
 # priority or ready time changes, a new entry is pushed and the mapping points at it, so the old
 # one is recognised as stale when it surfaces (``mapping.get(key) is entry`` fails).
-_ReadyEntry = tuple[int, K]  # (priority, key): a fresh tuple per push, compared by identity
+_ReadyEntry = tuple[int, K]  # (priority, key): a fresh tuple per add, compared by identity
 _ParkedEntry = tuple[float, int, K, int]  # (ready_at, sequence, key, priority)
 
 
@@ -76,9 +76,10 @@ class WorkQueue(Generic[K]):
         # where one heap over all keys was O(log n)), and a heap of those priorities, negated.
         self._ready: dict[int, deque[_ReadyEntry[K]]] = {}
         self._priorities: list[int] = []
-        self._queued: dict[K, _ReadyEntry[K]] = {}
-        # Keys that need processing, with their priority: queued, or waiting for ``done``.
-        self._dirty: dict[K, int] = {}
+        # Keys that need processing, with their entry. A key not processing is queued: its entry
+        # is the live one in a ready FIFO. A key processing waits for ``done``, which pushes its
+        # entry then. So an entry that surfaces from a FIFO is live iff ``_dirty`` maps to it.
+        self._dirty: dict[K, _ReadyEntry[K]] = {}
         # Keys handed to a worker, with the time they were handed out.
         self._processing: dict[K, float] = {}
         self._parked: list[_ParkedEntry[K]] = []
@@ -86,6 +87,7 @@ class WorkQueue(Generic[K]):
         self._sequence = itertools.count()
         self._workers_waiting = trio.lowlevel.ParkingLot()
         self._clock: trio.abc.Clock | None = None
+        self._now: Callable[[], float] = self._bind_clock
         self._shutting_down = False
         self._draining = False
         self._drained = trio.Event()
@@ -106,25 +108,30 @@ class WorkQueue(Generic[K]):
         self._add(key, priority, None)
 
     def _add(self, key: K, priority: int, added_at: float | None) -> None:
-        current = self._dirty.get(key)
+        # The hot path of every event handler: one dict lookup, one insert, one append.
+        dirty = self._dirty
+        current = dirty.get(key)
         if current is not None:
-            if priority > current:
-                self._dirty[key] = priority
-                if key in self._queued:
-                    self._push_ready(key, priority)
+            if priority > current[0]:
+                entry = dirty[key] = (priority, key)
+                if key not in self._processing:
+                    self._push_ready(entry)
             return
-        self._dirty[key] = priority
+        entry = dirty[key] = (priority, key)
         if self._metrics is not None:
             self._metrics.added(key, self._now() if added_at is None else added_at)
         if key in self._processing:
             return
-        self._push_ready(key, priority)
+        fifo = self._ready.get(priority)
+        if fifo is None:
+            self._push_ready(entry)
+        else:
+            fifo.append(entry)
         if self._workers_waiting:  # unpark() costs even when no worker is parked
             self._workers_waiting.unpark()
 
-    def _push_ready(self, key: K, priority: int) -> None:
-        entry = (priority, key)
-        self._queued[key] = entry
+    def _push_ready(self, entry: _ReadyEntry[K]) -> None:
+        priority = entry[0]
         fifo = self._ready.get(priority)
         if fifo is None:
             fifo = self._ready[priority] = deque()
@@ -133,16 +140,16 @@ class WorkQueue(Generic[K]):
 
     def _pop_ready(self) -> K | None:
         """The first live key of the highest priority, or None; drops stale entries and
-        emptied FIFOs on the way."""
-        queued, ready, priorities = self._queued, self._ready, self._priorities
+        emptied FIFOs on the way. The key leaves ``_dirty``: it is the caller's to hand out."""
+        dirty, ready, priorities = self._dirty, self._ready, self._priorities
         while priorities:
             priority = -priorities[0]
             fifo = ready[priority]
             while fifo:
                 entry = fifo.popleft()
                 key = entry[1]
-                if queued.get(key) is entry:
-                    del queued[key]
+                if dirty.get(key) is entry:
+                    del dirty[key]
                     if not fifo:
                         del ready[priority]
                         heapq.heappop(priorities)
@@ -204,15 +211,7 @@ class WorkQueue(Generic[K]):
                 self._promote_due()
             key = self._pop_ready()
             if key is not None:
-                del self._dirty[key]
-                if self._metrics is not None:
-                    now = self._now()
-                    self._processing[key] = now
-                    self._metrics.handed_out(key, now)
-                else:
-                    self._processing[key] = 0.0
-                if self._ready and self._workers_waiting:
-                    self._workers_waiting.unpark()
+                self._hand_out(key)
                 await trio.lowlevel.cancel_shielded_checkpoint()
                 return key
             if self._shutting_down:
@@ -220,6 +219,31 @@ class WorkQueue(Generic[K]):
             wake_at = self._parked[0][0] if self._parked else math.inf
             with trio.move_on_at(wake_at):
                 await self._workers_waiting.park()
+
+    def get_nowait(self) -> K:
+        """The next key if one is ready now, else ``trio.WouldBlock``; not a checkpoint.
+
+        For a worker loop that already made sure it yields often enough (``Controller`` does):
+        handing out a ready key needs no trip through the scheduler. The caller owns the key
+        until it calls ``done(key)``, as with ``get``.
+        """
+        if self._parked:
+            self._promote_due()
+        key = self._pop_ready()
+        if key is None:
+            raise trio.WouldBlock
+        self._hand_out(key)
+        return key
+
+    def _hand_out(self, key: K) -> None:
+        if self._metrics is not None:
+            now = self._now()
+            self._processing[key] = now
+            self._metrics.handed_out(key, now)
+        else:
+            self._processing[key] = 0.0
+        if self._ready and self._workers_waiting:
+            self._workers_waiting.unpark()
 
     def _promote_due(self) -> None:
         now = self._now()
@@ -233,15 +257,18 @@ class WorkQueue(Generic[K]):
 
     def done(self, key: K) -> None:
         """Mark ``key`` as processed; if it was added meanwhile, it is queued again."""
+        if self._parked:
+            # While ``key`` still counts as processing: a due re-add of it only marks it dirty,
+            # and it is queued once, below.
+            self._promote_due()
         started = self._processing.pop(key, None)
         if started is None:
             return
         if self._metrics is not None:
             self._metrics.finished(self._now() - started)
-        if self._parked:
-            self._promote_due()
-        if key in self._dirty:
-            self._push_ready(key, self._dirty[key])
+        entry = self._dirty.get(key)
+        if entry is not None:
+            self._push_ready(entry)
             if self._workers_waiting:
                 self._workers_waiting.unpark()
         elif self._draining and not self._processing:
@@ -284,7 +311,10 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         """Keys ready to be handed out, counting parked keys whose time has come."""
-        return len(self._queued) + self._due_parked_count()
+        dirty = self._dirty
+        # Read from metrics threads too: copies, and ``len`` before the (few) processing keys.
+        queued = len(dirty) - sum(1 for key in self._processing.copy() if key in dirty)
+        return queued + self._due_parked_count()
 
     def _due_parked_count(self) -> int:
         # Safe to call from a metrics thread: it reads copies, never the heap while it moves.
@@ -309,8 +339,8 @@ class WorkQueue(Generic[K]):
         """The trio clock the queue runs on, readable from other threads once it has run."""
         return self._clock.current_time() if self._clock is not None else 0.0
 
-    def _now(self) -> float:
-        clock = self._clock
-        if clock is None:
-            clock = self._clock = trio.lowlevel.current_clock()
+    def _bind_clock(self) -> float:
+        # The first reading inside trio finds the run's clock; later ones call it directly.
+        clock = self._clock = trio.lowlevel.current_clock()
+        self._now = clock.current_time
         return clock.current_time()
