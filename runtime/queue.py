@@ -55,7 +55,10 @@ class ObjectKey(NamedTuple):
 # Entries. The entry object itself is the identity of a queued or parked key: when a key's
 # priority or ready time changes, a new entry is pushed and the mapping points at it, so the old
 # one is recognised as stale when it surfaces (``mapping.get(key) is entry`` fails).
-_ReadyEntry = tuple[int, K]  # (priority, key): a fresh tuple per add, compared by identity
+# (priority, key, added_at): a fresh tuple per add, compared by identity. ``added_at`` (the first
+# add since the key was last handed out, for ``workqueue_queue_duration_seconds``) is 0.0 in a
+# queue without metrics.
+_ReadyEntry = tuple[int, K, float]
 _ParkedEntry = tuple[float, int, K, int]  # (ready_at, sequence, key, priority)
 
 
@@ -91,7 +94,7 @@ class WorkQueue(Generic[K]):
         self._shutting_down = False
         self._draining = False
         self._drained = trio.Event()
-        self._metrics: QueueMetrics[K] | None = None
+        self._metrics: QueueMetrics | None = None
         if metrics is not None:
             if not name:
                 raise ValueError("a queue needs a name to report metrics")
@@ -113,13 +116,18 @@ class WorkQueue(Generic[K]):
         current = dirty.get(key)
         if current is not None:
             if priority > current[0]:
-                entry = dirty[key] = (priority, key)
+                entry = dirty[key] = (priority, key, current[2])
                 if key not in self._processing:
                     self._push_ready(entry)
             return
-        entry = dirty[key] = (priority, key)
-        if self._metrics is not None:
-            self._metrics.added(key, self._now() if added_at is None else added_at)
+        metrics = self._metrics
+        if metrics is None:
+            added_at = 0.0
+        else:
+            metrics.adds.value += 1
+            if added_at is None:
+                added_at = self._now()
+        entry = dirty[key] = (priority, key, added_at)
         if key in self._processing:
             return
         fifo = self._ready.get(priority)
@@ -138,9 +146,9 @@ class WorkQueue(Generic[K]):
             heapq.heappush(self._priorities, -priority)
         fifo.append(entry)
 
-    def _pop_ready(self) -> K | None:
-        """The first live key of the highest priority, or None; drops stale entries and
-        emptied FIFOs on the way. The key leaves ``_dirty``: it is the caller's to hand out."""
+    def _hand_out(self) -> K | None:
+        """Moves the first live key of the highest priority from ready to processing, or
+        returns None; drops stale entries and emptied FIFOs on the way."""
         dirty, ready, priorities = self._dirty, self._ready, self._priorities
         while priorities:
             priority = -priorities[0]
@@ -153,6 +161,14 @@ class WorkQueue(Generic[K]):
                     if not fifo:
                         del ready[priority]
                         heapq.heappop(priorities)
+                    metrics = self._metrics
+                    if metrics is None:
+                        self._processing[key] = 0.0
+                    else:
+                        now = self._processing[key] = self._now()
+                        metrics.queue_duration.observe(now - entry[2])
+                    if ready and self._workers_waiting:
+                        self._workers_waiting.unpark()
                     return key
             del ready[priority]
             heapq.heappop(priorities)
@@ -166,7 +182,7 @@ class WorkQueue(Generic[K]):
         if self._shutting_down:
             return
         if self._metrics is not None:
-            self._metrics.retried()
+            self._metrics.retries.value += 1
         if self._parked:
             self._promote_due()
         if delay <= 0:
@@ -209,9 +225,8 @@ class WorkQueue(Generic[K]):
         while True:
             if self._parked:
                 self._promote_due()
-            key = self._pop_ready()
+            key = self._hand_out()
             if key is not None:
-                self._hand_out(key)
                 await trio.lowlevel.cancel_shielded_checkpoint()
                 return key
             if self._shutting_down:
@@ -229,21 +244,10 @@ class WorkQueue(Generic[K]):
         """
         if self._parked:
             self._promote_due()
-        key = self._pop_ready()
+        key = self._hand_out()
         if key is None:
             raise trio.WouldBlock
-        self._hand_out(key)
         return key
-
-    def _hand_out(self, key: K) -> None:
-        if self._metrics is not None:
-            now = self._now()
-            self._processing[key] = now
-            self._metrics.handed_out(key, now)
-        else:
-            self._processing[key] = 0.0
-        if self._ready and self._workers_waiting:
-            self._workers_waiting.unpark()
 
     def _promote_due(self) -> None:
         now = self._now()
@@ -265,7 +269,7 @@ class WorkQueue(Generic[K]):
         if started is None:
             return
         if self._metrics is not None:
-            self._metrics.finished(self._now() - started)
+            self._metrics.work_duration.observe(self._now() - started)
         entry = self._dirty.get(key)
         if entry is not None:
             self._push_ready(entry)
