@@ -10,6 +10,27 @@ Contract with the reconciler (controller-runtime's):
 * Exceptions are logged once with the controller and key, counted, and never stop the manager.
 * ``NotLeader`` (a fenced write refused: the process is stepping down) is one log line and
   the key is dropped — no traceback, no retry, not counted as an error.
+
+Workers and fairness: a worker that finds keys ready takes them one after another without
+passing through trio's scheduler (that trip cost as much as the rest of the queue), for at most
+``WORKER_SLICE`` (1 ms) of wall time; then it yields like any trio task. So a reconcile that
+never awaits anything can delay other tasks (watches, the API emulator in tests, probes) by
+about one slice per worker, never by a whole queue. Cancellation is checked before every
+reconcile: a controller cancelled or stopped with a million keys queued starts no new one.
+
+Example::
+
+    class Greeter:
+        async def reconcile(self, key: ObjectKey) -> Result:
+            config_map = lister.get(key.namespace, key.name)
+            if config_map is None:
+                return Result()                      # deleted: nothing to do
+            ...                                      # make the world match it
+            return Result(requeue_after=60)          # and look again in a minute
+
+    controller = Controller("greeter", Greeter(), workers=4, registry=registry)
+    controller.watch(Source(informer, lambda cm: [ObjectKey(cm.namespace, cm.name)]))
+    nursery.start_soon(controller.run)
 """
 
 from __future__ import annotations

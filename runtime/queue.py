@@ -17,6 +17,24 @@ whichever is first. Due keys join the ready heap, in ready-time order, before an
 became ready. Observers that must not wait for that (``len(queue)``, the depth gauge) count due
 keys as queued, and a key's time in the queue is measured from its ready time, so no figure
 depends on when a worker happened to look.
+
+``get`` is a trio checkpoint, like a channel's ``receive``. ``get_nowait`` hands out a ready
+key without one (``trio.WouldBlock`` when none is ready): a worker loop that yields on its own
+schedule saves a trip through trio's scheduler per key, which is what ``Controller`` does.
+
+Example::
+
+    queue: WorkQueue[ObjectKey] = WorkQueue(name="machine")
+    queue.add(ObjectKey("default", "m1"))
+    queue.add(ObjectKey("default", "m1"))          # still queued once
+    key = await queue.get()
+    try:
+        ...                                          # reconcile key
+        queue.forget(key)                            # success: reset its backoff
+    except Exception:
+        queue.add_rate_limited(key)                  # retry after 5 ms, 10 ms, 20 ms, ...
+    finally:
+        queue.done(key)                              # re-queued if added meanwhile
 """
 
 from __future__ import annotations
