@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Hashable, Iterable
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -35,31 +35,15 @@ QUEUE_LATENCY_BUCKETS: tuple[float, ...] = tuple(1e-8 * 10**i for i in range(12)
 LABELS = ("name", "controller")
 
 
-class QueueMetrics(Generic[K]):
-    """One queue's handles on the shared families, label values bound once."""
+class QueueMetrics:
+    """One queue's series, label values bound once; the queue updates them directly (it keeps
+    each key's first add time with the key, for ``queue_duration``)."""
 
     def __init__(self, provider: WorkqueueMetricsProvider, name: str, controller: str) -> None:
-        self._adds = provider.adds.labels(name, controller)
-        self._retries = provider.retries.labels(name, controller)
-        self._queue_duration = provider.queue_duration.labels(name, controller)
-        self._work_duration = provider.work_duration.labels(name, controller)
-        # First time each queued key was added; its time in the queue is measured from there.
-        self._added_at: dict[K, float] = {}
-
-    def added(self, key: K, now: float) -> None:
-        self._adds.value += 1
-        self._added_at.setdefault(key, now)
-
-    def handed_out(self, key: K, now: float) -> None:
-        added_at = self._added_at.pop(key, None)
-        if added_at is not None:
-            self._queue_duration.observe(now - added_at)
-
-    def finished(self, seconds: float) -> None:
-        self._work_duration.observe(seconds)
-
-    def retried(self) -> None:
-        self._retries.value += 1
+        self.adds = provider.adds.labels(name, controller)
+        self.retries = provider.retries.labels(name, controller)
+        self.queue_duration = provider.queue_duration.labels(name, controller)
+        self.work_duration = provider.work_duration.labels(name, controller)
 
 
 class WorkqueueMetricsProvider(Collector):
@@ -97,7 +81,7 @@ class WorkqueueMetricsProvider(Collector):
         )
         registry.register(self)
 
-    def register(self, queue: WorkQueue[K], name: str, controller: str) -> QueueMetrics[K]:
+    def register(self, queue: WorkQueue[K], name: str, controller: str) -> QueueMetrics:
         """Start reporting ``queue`` under ``name``; names must be unique per registry."""
         if any(labels[0] == name for labels in list(self._queues.values())):
             raise ValueError(f"a work queue named {name!r} already reports to this registry")

@@ -17,6 +17,24 @@ whichever is first. Due keys join the ready heap, in ready-time order, before an
 became ready. Observers that must not wait for that (``len(queue)``, the depth gauge) count due
 keys as queued, and a key's time in the queue is measured from its ready time, so no figure
 depends on when a worker happened to look.
+
+``get`` is a trio checkpoint, like a channel's ``receive``. ``get_nowait`` hands out a ready
+key without one (``trio.WouldBlock`` when none is ready): a worker loop that yields on its own
+schedule saves a trip through trio's scheduler per key, which is what ``Controller`` does.
+
+Example::
+
+    queue: WorkQueue[ObjectKey] = WorkQueue(name="machine")
+    queue.add(ObjectKey("default", "m1"))
+    queue.add(ObjectKey("default", "m1"))          # still queued once
+    key = await queue.get()
+    try:
+        ...                                          # reconcile key
+        queue.forget(key)                            # success: reset its backoff
+    except Exception:
+        queue.add_rate_limited(key)                  # retry after 5 ms, 10 ms, 20 ms, ...
+    finally:
+        queue.done(key)                              # re-queued if added meanwhile
 """
 
 from __future__ import annotations
@@ -25,7 +43,7 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 import trio
@@ -52,10 +70,9 @@ class ObjectKey(NamedTuple):
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
-# Entries. The entry object itself is the identity of a queued or parked key: when a key's
-# priority or ready time changes, a new entry is pushed and the mapping points at it, so the old
-# one is recognised as stale when it surfaces (``mapping.get(key) is entry`` fails).
-_ReadyEntry = tuple[int, K]  # (priority, key): a fresh tuple per push, compared by identity
+# A parked entry object is the identity of a parked key: when its ready time moves earlier, a new
+# entry is pushed and ``_parked_entry`` points at it, so the old one is recognised as stale when
+# it surfaces (``mapping.get(key) is entry`` fails).
 _ParkedEntry = tuple[float, int, K, int]  # (ready_at, sequence, key, priority)
 
 
@@ -74,11 +91,21 @@ class WorkQueue(Generic[K]):
         self.rate_limiter: RateLimiter = rate_limiter or default_controller_rate_limiter()
         # Ready keys: one FIFO per priority (a queue sees one or two priorities, so this is O(1)
         # where one heap over all keys was O(log n)), and a heap of those priorities, negated.
-        self._ready: dict[int, deque[_ReadyEntry[K]]] = {}
+        # The FIFOs hold the keys themselves: no object is allocated per add (and none is left
+        # for the garbage collector to walk, which cost a seventh of the throughput).
+        self._ready: dict[int, deque[K]] = {}
         self._priorities: list[int] = []
-        self._queued: dict[K, _ReadyEntry[K]] = {}
-        # Keys that need processing, with their priority: queued, or waiting for ``done``.
+        # Keys that need processing, with their priority: queued (not processing), or waiting
+        # for ``done``, which queues them then.
         self._dirty: dict[K, int] = {}
+        # Raising a queued key's priority queues it again in the higher FIFO and leaves its
+        # occurrence in the lower one behind, counted here by (priority, key). Within one FIFO
+        # such leftovers are older than the key's live occurrence, so the first occurrences of a
+        # key to surface are the counted ones: they are skipped, the rest are live.
+        self._stale: dict[tuple[int, K], int] = {}
+        # With metrics: the first add of each dirty key since it was last handed out
+        # (``workqueue_queue_duration_seconds`` counts from there, as client-go's addTimes).
+        self._added_at: dict[K, float] = {}
         # Keys handed to a worker, with the time they were handed out.
         self._processing: dict[K, float] = {}
         self._parked: list[_ParkedEntry[K]] = []
@@ -86,10 +113,11 @@ class WorkQueue(Generic[K]):
         self._sequence = itertools.count()
         self._workers_waiting = trio.lowlevel.ParkingLot()
         self._clock: trio.abc.Clock | None = None
+        self._now: Callable[[], float] = self._bind_clock
         self._shutting_down = False
         self._draining = False
         self._drained = trio.Event()
-        self._metrics: QueueMetrics[K] | None = None
+        self._metrics: QueueMetrics | None = None
         if metrics is not None:
             if not name:
                 raise ValueError("a queue needs a name to report metrics")
@@ -106,50 +134,76 @@ class WorkQueue(Generic[K]):
         self._add(key, priority, None)
 
     def _add(self, key: K, priority: int, added_at: float | None) -> None:
-        current = self._dirty.get(key)
+        # The hot path of every event handler: one dict lookup, one insert, one append.
+        dirty = self._dirty
+        current = dirty.get(key)
         if current is not None:
             if priority > current:
-                self._dirty[key] = priority
-                if key in self._queued:
+                dirty[key] = priority
+                if key not in self._processing:
+                    left = (current, key)
+                    self._stale[left] = self._stale.get(left, 0) + 1
                     self._push_ready(key, priority)
             return
-        self._dirty[key] = priority
-        if self._metrics is not None:
-            self._metrics.added(key, self._now() if added_at is None else added_at)
+        dirty[key] = priority
+        metrics = self._metrics
+        if metrics is not None:
+            metrics.adds.value += 1
+            self._added_at[key] = self._now() if added_at is None else added_at
         if key in self._processing:
             return
-        self._push_ready(key, priority)
+        fifo = self._ready.get(priority)
+        if fifo is None:
+            self._push_ready(key, priority)
+        else:
+            fifo.append(key)
         if self._workers_waiting:  # unpark() costs even when no worker is parked
             self._workers_waiting.unpark()
 
     def _push_ready(self, key: K, priority: int) -> None:
-        entry = (priority, key)
-        self._queued[key] = entry
         fifo = self._ready.get(priority)
         if fifo is None:
             fifo = self._ready[priority] = deque()
             heapq.heappush(self._priorities, -priority)
-        fifo.append(entry)
+        fifo.append(key)
 
-    def _pop_ready(self) -> K | None:
-        """The first live key of the highest priority, or None; drops stale entries and
-        emptied FIFOs on the way."""
-        queued, ready, priorities = self._queued, self._ready, self._priorities
+    def _hand_out(self) -> K | None:
+        """Moves the first live key of the highest priority from ready to processing, or
+        returns None; drops stale entries and emptied FIFOs on the way."""
+        ready, priorities, stale = self._ready, self._priorities, self._stale
         while priorities:
             priority = -priorities[0]
             fifo = ready[priority]
             while fifo:
-                entry = fifo.popleft()
-                key = entry[1]
-                if queued.get(key) is entry:
-                    del queued[key]
+                key = fifo.popleft()
+                if not stale or not self._was_left_behind(priority, key):
+                    del self._dirty[key]
                     if not fifo:
                         del ready[priority]
                         heapq.heappop(priorities)
+                    metrics = self._metrics
+                    if metrics is None:
+                        self._processing[key] = 0.0
+                    else:
+                        now = self._processing[key] = self._now()
+                        metrics.queue_duration.observe(now - self._added_at.pop(key))
+                    if ready and self._workers_waiting:
+                        self._workers_waiting.unpark()
                     return key
             del ready[priority]
             heapq.heappop(priorities)
         return None
+
+    def _was_left_behind(self, priority: int, key: K) -> bool:
+        left = (priority, key)
+        count = self._stale.get(left)
+        if count is None:
+            return False
+        if count == 1:
+            del self._stale[left]
+        else:
+            self._stale[left] = count - 1
+        return True
 
     def add_after(self, key: K, delay: float, priority: int = 0) -> None:
         """Queue ``key`` once ``delay`` seconds have passed on the trio clock.
@@ -159,7 +213,7 @@ class WorkQueue(Generic[K]):
         if self._shutting_down:
             return
         if self._metrics is not None:
-            self._metrics.retried()
+            self._metrics.retries.value += 1
         if self._parked:
             self._promote_due()
         if delay <= 0:
@@ -202,17 +256,8 @@ class WorkQueue(Generic[K]):
         while True:
             if self._parked:
                 self._promote_due()
-            key = self._pop_ready()
+            key = self._hand_out()
             if key is not None:
-                del self._dirty[key]
-                if self._metrics is not None:
-                    now = self._now()
-                    self._processing[key] = now
-                    self._metrics.handed_out(key, now)
-                else:
-                    self._processing[key] = 0.0
-                if self._ready and self._workers_waiting:
-                    self._workers_waiting.unpark()
                 await trio.lowlevel.cancel_shielded_checkpoint()
                 return key
             if self._shutting_down:
@@ -220,6 +265,20 @@ class WorkQueue(Generic[K]):
             wake_at = self._parked[0][0] if self._parked else math.inf
             with trio.move_on_at(wake_at):
                 await self._workers_waiting.park()
+
+    def get_nowait(self) -> K:
+        """The next key if one is ready now, else ``trio.WouldBlock``; not a checkpoint.
+
+        For a worker loop that already made sure it yields often enough (``Controller`` does):
+        handing out a ready key needs no trip through the scheduler. The caller owns the key
+        until it calls ``done(key)``, as with ``get``.
+        """
+        if self._parked:
+            self._promote_due()
+        key = self._hand_out()
+        if key is None:
+            raise trio.WouldBlock
+        return key
 
     def _promote_due(self) -> None:
         now = self._now()
@@ -233,15 +292,18 @@ class WorkQueue(Generic[K]):
 
     def done(self, key: K) -> None:
         """Mark ``key`` as processed; if it was added meanwhile, it is queued again."""
+        if self._parked:
+            # While ``key`` still counts as processing: a due re-add of it only marks it dirty,
+            # and it is queued once, below.
+            self._promote_due()
         started = self._processing.pop(key, None)
         if started is None:
             return
         if self._metrics is not None:
-            self._metrics.finished(self._now() - started)
-        if self._parked:
-            self._promote_due()
-        if key in self._dirty:
-            self._push_ready(key, self._dirty[key])
+            self._metrics.work_duration.observe(self._now() - started)
+        priority = self._dirty.get(key)
+        if priority is not None:
+            self._push_ready(key, priority)
             if self._workers_waiting:
                 self._workers_waiting.unpark()
         elif self._draining and not self._processing:
@@ -284,7 +346,10 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         """Keys ready to be handed out, counting parked keys whose time has come."""
-        return len(self._queued) + self._due_parked_count()
+        dirty = self._dirty
+        # Read from metrics threads too: copies, and ``len`` before the (few) processing keys.
+        queued = len(dirty) - sum(1 for key in self._processing.copy() if key in dirty)
+        return queued + self._due_parked_count()
 
     def _due_parked_count(self) -> int:
         # Safe to call from a metrics thread: it reads copies, never the heap while it moves.
@@ -309,8 +374,8 @@ class WorkQueue(Generic[K]):
         """The trio clock the queue runs on, readable from other threads once it has run."""
         return self._clock.current_time() if self._clock is not None else 0.0
 
-    def _now(self) -> float:
-        clock = self._clock
-        if clock is None:
-            clock = self._clock = trio.lowlevel.current_clock()
+    def _bind_clock(self) -> float:
+        # The first reading inside trio finds the run's clock; later ones call it directly.
+        clock = self._clock = trio.lowlevel.current_clock()
+        self._now = clock.current_time
         return clock.current_time()

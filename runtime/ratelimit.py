@@ -131,13 +131,15 @@ class MaxOfRateLimiter:
         if not limiters:
             raise ValueError("MaxOfRateLimiter needs at least one limiter")
         self.limiters = limiters
+        # Called after every successful reconcile: bound once, not looked up per call.
+        self._forgets = tuple(limiter.forget for limiter in limiters)
 
     def when(self, item: Hashable) -> float:
         return max(limiter.when(item) for limiter in self.limiters)
 
     def forget(self, item: Hashable) -> None:
-        for limiter in self.limiters:
-            limiter.forget(item)
+        for forget in self._forgets:
+            forget(item)
 
     def num_requeues(self, item: Hashable) -> int:
         return max(limiter.num_requeues(item) for limiter in self.limiters)

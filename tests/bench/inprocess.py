@@ -7,6 +7,11 @@
     ``CollectorRegistry``), the same number of workers, the same no-op reconciler. This is
     ``tests/bench/reconcile.py``'s in-process figure.
 
+Both do the same work per key and differ in how a worker gets the next one: (a)'s ``receive``
+passes through trio's scheduler for every key; (b)'s workers take ready keys without that for up
+to 1 ms (``WORKER_SLICE``), then yield, so (b) can come close to or pass (a) while paying for
+dedup, priorities, rate-limiter bookkeeping and the metrics.
+
 For each, the clock runs from the first add/send until the N-th reconcile returned; rounds
 alternate (a), (b) so machine noise hits both; medians are reported with ``b/a`` (the target is
 b >= 150 000/s and b/a >= 0.45). ``python tests/bench/inprocess.py [--objects N]``; last line

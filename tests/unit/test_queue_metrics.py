@@ -144,3 +144,27 @@ async def test_scrape_from_another_thread_while_queue_is_busy(
         nursery.start_soon(churn)
         nursery.start_soon(trio.to_thread.run_sync, scrape_repeatedly)
     assert scrapes == 50
+
+
+async def test_queue_duration_counts_from_the_first_add_since_the_key_was_handed_out(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # client-go's addTimes: a priority raise is not a new add; a re-add while the key is being
+    # processed starts a new wait, which ends when the key is handed out again after ``done``.
+    registry = CollectorRegistry()
+    queue: WorkQueue[str] = WorkQueue(name="q", metrics=workqueue_metrics(registry))
+    queue.add("a")
+    await trio.sleep(1)
+    queue.add("a", priority=5)
+    await trio.sleep(1)
+    assert await queue.get() == "a"  # waited 2 s
+    await trio.sleep(1)
+    queue.add("a")  # t=3, while processing
+    await trio.sleep(2)
+    queue.done("a")  # t=5: queued again
+    await trio.sleep(1)
+    assert await queue.get() == "a"  # t=6: waited 3 s since the re-add
+    samples = scrape(registry)
+    assert value(samples, "workqueue_queue_duration_seconds_count") == 2
+    assert value(samples, "workqueue_queue_duration_seconds_sum") == 2 + 3
+    assert value(samples, "workqueue_adds_total") == 2
