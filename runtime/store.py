@@ -77,7 +77,7 @@ class Store(Generic[T]):
                 index.setdefault(value, set()).add(key)
         self._indexes[name] = index
 
-    def get(self, key: ObjectKey) -> T | None:
+    def get(self, key: _Key) -> T | None:
         return self._objects.get(key)
 
     def __len__(self) -> int:
@@ -95,10 +95,12 @@ class Store(Generic[T]):
     def values(self) -> list[T]:
         return list(self._objects.values())
 
-    def put(self, key: ObjectKey, obj: T) -> T | None:
-        """Store ``obj``; returns what it replaced."""
+    def put(self, key: _Key, obj: T) -> T | None:
+        """Store ``obj`` under ``key`` (an ``ObjectKey`` or its plain tuple); returns what it
+        replaced."""
         old = self._objects.get(key)
-        filed = (key[0], key[1])  # plain (see above); an existing entry keeps its own key
+        # Plain (see above); an existing entry keeps its own key.
+        filed = key if type(key) is tuple else (key[0], key[1])
         self._objects[filed] = obj
         for name, func in self._index_funcs.items():
             index = self._indexes[name]
@@ -117,7 +119,7 @@ class Store(Generic[T]):
                 keys.add(filed)
         return old
 
-    def remove(self, key: ObjectKey) -> T | None:
+    def remove(self, key: _Key) -> T | None:
         old = self._objects.pop(key, None)
         if old is not None:
             for name, func in self._index_funcs.items():
