@@ -58,11 +58,21 @@ of kubetrio's work lasts at least ``--min-window`` seconds, and the e2e N likewi
 calibration burst's CPU per object (N such that kubetrio's work would fill the window on a core
 of its own: wall-clock calibration picked N = 24 000 on a loaded machine and 138 000 on a quiet
 one, so two runs did not even measure the same thing); kopf then gets the same N: the same
-objects for both sides. Each
-figure's spread over its rounds, (max - min) / median, is printed beside its median, so a
+objects for both sides. Each figure's spread over its rounds, (max - min) / median, is printed beside its median, so a
 run says itself whether it can be trusted. Two full runs on the 2-core machine this was written
 on, at load 8-10 from other work, did not agree within 10 % (e2e/kopf 8.1 with N=12 000 and
 12.8 with N=29 000; spreads 24-190 %): the window is long enough, the machine was not quiet.
+At load 2-4 (N = 60 000 fixed) the wall-clock rates of one run's rounds still spread 27-152 %,
+CPU per object 10-35 %; kopf / e2e by CPU per object differed by 9 % and 12 % between two runs
+of the same code (wall-clock: 16.0 vs 23.5 and 18.2 vs 24.1).
+
+Why the ratio fell with N (33-39x at the old short windows, 17-21x at the calibrated ones):
+mostly kubetrio's cost per object grew with N. Each cached object left two
+``ObjectKey``s the garbage collector tracks for good (the store's key, and this benchmark's
+``seen`` set), so every full collection walked all of them: on main, CPU per object was 15.9 us
+at N = 10 000 and 25.9 us at 60 000 (default collector). With the store's keys untracked and
+names counted as ``str`` it is 18.6-20.2 us at 10 000 and 22.5-25.2 us at 60 000 (same load);
+kopf's own CPU per object was about 360 us at 3 000, 390 at 8 000 and 350-555 at 60 000.
 
 Process layout (the machine this was written for has 2 cores): the emulator always runs in a
 child process (``--serve-emulator``: ``serve_emulator()`` in its own trio run, with a watch
