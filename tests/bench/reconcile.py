@@ -58,8 +58,8 @@ of kubetrio's work lasts at least ``--min-window`` seconds, and the e2e N likewi
 calibration burst's CPU per object (N such that kubetrio's work would fill the window on a core
 of its own: wall-clock calibration picked N = 24 000 on a loaded machine and 138 000 on a quiet
 one, so two runs did not even measure the same thing); kopf then gets the same N: the same
-objects for both sides. Each figure's spread over its rounds, (max - min) / median, is printed beside its median, so a
-run says itself whether it can be trusted. Two full runs on the 2-core machine this was written
+objects for both sides. Each figure's spread over its rounds, (max - min) / median, is printed
+beside its median, so a run says itself whether it can be trusted. Two full runs on the 2-core machine this was written
 on, at load 8-10 from other work, did not agree within 10 % (e2e/kopf 8.1 with N=12 000 and
 12.8 with N=29 000; spreads 24-190 %): the window is long enough, the machine was not quiet.
 At load 2-4 (N = 60 000 fixed) the wall-clock rates of one run's rounds still spread 27-152 %,
