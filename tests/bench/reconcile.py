@@ -52,19 +52,19 @@ loaded machine), and how many landed inside a window depended on where the heap 
 source of the slow third rounds. ``--gc default`` leaves both as CPython sets them.
 
 Long enough to repeat (``--min-window``, default 2 s): a 10 000-object window of kubetrio's
-lasts a few tenths of a second, short enough for scheduling noise on a shared machine to move
-a run by ±30 %. So the sizes are calibrated first: the in-process N is raised until one round
-of kubetrio's work lasts at least ``--min-window`` seconds, and the e2e N likewise from one
+lasts a few tenths of a second, short enough for scheduling noise on a shared machine to move a
+run by ±30 %. So the sizes are calibrated first: the in-process N is raised until one round of
+kubetrio's work lasts at least ``--min-window`` seconds, and the e2e N likewise from one
 calibration burst's CPU per object (N such that kubetrio's work would fill the window on a core
 of its own: wall-clock calibration picked N = 24 000 on a loaded machine and 138 000 on a quiet
 one, so two runs did not even measure the same thing); kopf then gets the same N: the same
 objects for both sides. Each figure's spread over its rounds, (max - min) / median, is printed
-beside its median, so a run says itself whether it can be trusted. Two full runs on the 2-core machine this was written
-on, at load 8-10 from other work, did not agree within 10 % (e2e/kopf 8.1 with N=12 000 and
-12.8 with N=29 000; spreads 24-190 %): the window is long enough, the machine was not quiet.
-At load 2-4 (N = 60 000 fixed) the wall-clock rates of one run's rounds still spread 27-152 %,
-CPU per object 10-35 %; kopf / e2e by CPU per object differed by 9 % and 12 % between two runs
-of the same code (wall-clock: 16.0 vs 23.5 and 18.2 vs 24.1).
+beside its median, so a run says itself whether it can be trusted. Two full runs on the 2-core
+machine this was written on, at load 8-10 from other work, did not agree within 10 % (e2e/kopf
+8.1 with N=12 000 and 12.8 with N=29 000; spreads 24-190 %): the window is long enough, the
+machine was not quiet. At load 2-4 (N = 60 000 fixed) the wall-clock rates of one run's rounds
+still spread 27-152 %, CPU per object 10-35 %; kopf / e2e by CPU per object differed by 9 % and
+12 % between two runs of the same code (wall-clock: 16.0 vs 23.5 and 18.2 vs 24.1).
 
 Why the ratio fell with N (33-39x at the old short windows, 17-21x at the calibrated ones):
 mostly kubetrio's cost per object grew with N. Each cached object left two
