@@ -276,9 +276,10 @@ class Informer(Generic[T]):
         if obj is None:
             return  # a bookmark: only the resourceVersion moves
         obj = self._ingest(obj)
-        key = key_of(obj)
+        meta = obj.metadata
+        key = (meta.namespace, meta.name)  # the store's own plain key: no ObjectKey per event
         if self.undecodable:
-            self.undecodable.pop(key, None)  # fixed (or deleted): it fits again
+            self.undecodable.pop(ObjectKey(*key), None)  # fixed (or deleted): it fits again
         if event.type == "DELETED":
             # Unknown to the store means its delete was already delivered (as a tombstone).
             if self.store.remove(key) is not None:

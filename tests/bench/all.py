@@ -107,6 +107,7 @@ BENCHES = (
             "e2e / kopf (burst)": key("e2e_over_kopf"),
             "e2e / kopf (streamed)": key("e2e_streamed_over_kopf"),
             "e2e / kopf (initial)": key("e2e_initial_over_kopf"),
+            "CPU per object kopf / e2e (burst)": key("kopf_cpu_over_e2e"),
         },
     ),
     Bench(

@@ -31,15 +31,48 @@
 Each e2e/kopf scenario runs ``--repeat`` times (default 3), interleaved; medians are reported.
 ``e2e_over_kopf`` compares the headline (burst) figures; the other two ratios are printed too.
 
+Both consumers count the same thing the same way: distinct object names in a ``set`` of
+``str`` (kubetrio's reconciler used to keep ``ObjectKey``s, tuples the garbage collector tracks,
+so kubetrio alone paid for the benchmark's bookkeeping in its full collections).
+
+CPU per object, beside each rate: the consumer process's CPU time (``time.process_time()``,
+all its threads) from the moment it had handled the probe object (initial: from the start of
+its clock) until it had seen the N-th name, divided by N. In the burst scenario the consumer
+has nothing else to do meanwhile, so this is its cost per event; ``kopf_cpu_over_e2e`` is the
+ratio. On a shared machine a consumer gets whatever share of a core the others leave it, and
+the wall-clock rates move with that share from one round to the next (the rates of the same
+code on the same N spread 40-90 % at load 4 on 2 cores); CPU per object does not.
+
+Garbage collector (``--gc``, default ``tuned``): for each round, in both consumer processes
+alike (kubetrio's and kopf's child), what exists before the round is frozen (``gc.collect();
+gc.freeze()``, as a long-running service does after start-up) and the young-generation
+threshold is 10 000 allocations instead of CPython's 700. Why: with CPython's defaults a round
+of kubetrio's ran 3-5 full collections, each walking the whole heap (0.1-0.9 s apiece on a
+loaded machine), and how many landed inside a window depended on where the heap stood - one
+source of the slow third rounds. ``--gc default`` leaves both as CPython sets them.
+
 Long enough to repeat (``--min-window``, default 2 s): a 10 000-object window of kubetrio's
-lasts a few tenths of a second, short enough for scheduling noise on a shared machine to move
-a run by ±30 %. So the sizes are calibrated first: the in-process N is raised until one round
-of kubetrio's work lasts at least ``--min-window`` seconds, and the e2e N likewise from one
-calibration burst (kopf then gets the same, larger, N: the same objects for both sides). Each
-figure's spread over its rounds, (max - min) / median, is printed beside its median, so a
-run says itself whether it can be trusted. Two full runs on the 2-core machine this was written
-on, at load 8-10 from other work, did not agree within 10 % (e2e/kopf 8.1 with N=12 000 and
-12.8 with N=29 000; spreads 24-190 %): the window is long enough, the machine was not quiet.
+lasts a few tenths of a second, short enough for scheduling noise on a shared machine to move a
+run by ±30 %. So the sizes are calibrated first: the in-process N is raised until one round of
+kubetrio's work lasts at least ``--min-window`` seconds, and the e2e N likewise from one
+calibration burst's CPU per object (N such that kubetrio's work would fill the window on a core
+of its own: wall-clock calibration picked N = 24 000 on a loaded machine and 138 000 on a quiet
+one, so two runs did not even measure the same thing); kopf then gets the same N: the same
+objects for both sides. Each figure's spread over its rounds, (max - min) / median, is printed
+beside its median, so a run says itself whether it can be trusted. Two full runs on the 2-core
+machine this was written on, at load 8-10 from other work, did not agree within 10 % (e2e/kopf
+8.1 with N=12 000 and 12.8 with N=29 000; spreads 24-190 %): the window is long enough, the
+machine was not quiet. At load 2-4 (N = 60 000 fixed) the wall-clock rates of one run's rounds
+still spread 27-152 %, CPU per object 10-35 %; kopf / e2e by CPU per object differed by 9 % and
+12 % between two runs of the same code (wall-clock: 16.0 vs 23.5 and 18.2 vs 24.1).
+
+Why the ratio fell with N (33-39x at the old short windows, 17-21x at the calibrated ones):
+mostly kubetrio's cost per object grew with N. Each cached object left two
+``ObjectKey``s the garbage collector tracks for good (the store's key, and this benchmark's
+``seen`` set), so every full collection walked all of them: on main, CPU per object was 15.9 us
+at N = 10 000 and 25.9 us at 60 000 (default collector). With the store's keys untracked and
+names counted as ``str`` it is 18.6-20.2 us at 10 000 and 22.5-25.2 us at 60 000 (same load);
+kopf's own CPU per object was about 360 us at 3 000, 390 at 8 000 and 350-555 at 60 000.
 
 Process layout (the machine this was written for has 2 cores): the emulator always runs in a
 child process (``--serve-emulator``: ``serve_emulator()`` in its own trio run, with a watch
@@ -69,7 +102,8 @@ Fairness of the kopf side (kopf 1.x, asyncio, standalone):
 
 ``python tests/bench/reconcile.py [--objects N] [--min-window S]`` (default 10 000 and 2 s, i.e.
 N grows to fill 2 s; CI: ``--objects 2000 --repeat 1 --min-window 0``).
-Prints the targets (in-process >= 20 000/s; e2e >= 10x kopf) with pass/MISS; last line
+Prints the targets (in-process >= 20 000/s; e2e >= 10x kopf) with pass/MISS and the CPU ratio;
+last line
 ``RESULT {json}``. Needs the ``bench`` extra (``kopf``); ``--skip-kopf`` runs without it.
 """
 
@@ -83,6 +117,8 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     del sys.path[0]
 
 import argparse
+import contextlib
+import gc
 import http.client
 import json
 import os
@@ -92,6 +128,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 NS = "bench"
@@ -103,6 +140,27 @@ E2E_OVER_KOPF_TARGET = 10.0
 TIMEOUT = 600.0
 MODES = ("burst", "streamed", "initial")
 SUFFIX = {"burst": "", "streamed": "_streamed", "initial": "_initial"}
+
+GC_THRESHOLD = (10_000, 10, 10)  # CPython's default is (700, 10, 10)
+gc_tuned = True  # --gc default: leave both consumers' collectors as CPython sets them
+
+
+@contextlib.contextmanager
+def consumer_gc() -> Iterator[None]:
+    """The same collector settings in both consumers for one round (see the docstring)."""
+    if not gc_tuned:
+        yield
+        return
+    threshold = gc.get_threshold()
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
+
 
 # --------------------------------------------------------------------------- emulator child
 
@@ -194,7 +252,12 @@ class Emulator:
 
 
 class Counting:
-    """No-op reconciler: counts calls and distinct keys; ``done`` once ``n`` distinct seen."""
+    """No-op reconciler: counts calls and distinct names; ``done`` once ``n`` distinct seen.
+
+    Names are kept as ``str``, as the kopf handler keeps them: a set of 100 000 ``ObjectKey``s
+    (a tuple subclass the garbage collector tracks) would make kubetrio's side pay for the
+    benchmark's own bookkeeping in every full collection, which kopf's side does not.
+    """
 
     def __init__(self, n: int) -> None:
         import trio
@@ -203,21 +266,26 @@ class Counting:
 
         self.n = n
         self.calls = 0
-        self.seen: set[Any] = set()
+        self.seen: set[str] = set()
         self.first = trio.Event()
         self.done = trio.Event()
         self.finished_at = 0.0
+        self.cpu_first = 0.0  # process CPU seconds when the first (probe) key was reconciled
+        self.cpu_done = 0.0  # ... and when the n-th distinct name was
         self._result = Result()
         self._prefix = PREFIX
 
     async def reconcile(self, key: Any) -> Any:
         if not self.calls:
+            self.cpu_first = time.process_time()
             self.first.set()
         self.calls += 1
-        if key not in self.seen and key.name.startswith(self._prefix):
-            self.seen.add(key)
+        name = key.name
+        if name not in self.seen and name.startswith(self._prefix):
+            self.seen.add(name)
             if len(self.seen) == self.n:
                 self.finished_at = time.monotonic()
+                self.cpu_done = time.process_time()
                 self.done.set()
         return self._result
 
@@ -267,12 +335,14 @@ async def kubetrio_e2e(emu: Emulator, n: int, workers: int, mode: str) -> dict[s
     manager.controller("bench").for_(ConfigMap, namespace=NS).workers(workers).complete(counter)
     async with trio.open_nursery() as nursery:
         start = time.monotonic()
+        cpu_start = time.process_time()
         await nursery.start(manager.run)  # returns once the informer has listed
         if mode != "initial":
             # A probe object seen by the reconciler: the watch is established (as for kopf).
             await trio.to_thread.run_sync(emu.create, 1, "probe-")
             with trio.fail_after(TIMEOUT):
                 await counter.first.wait()
+            cpu_start = counter.cpu_first
             start = time.monotonic()
             seconds, end = await trio.to_thread.run_sync(
                 emu.create, n, PREFIX, BATCH if mode == "streamed" else 0
@@ -284,6 +354,7 @@ async def kubetrio_e2e(emu: Emulator, n: int, workers: int, mode: str) -> dict[s
             await counter.done.wait()
         manager.stop()
     out["per_s"] = n / (counter.finished_at - start)
+    out["cpu_us"] = (counter.cpu_done - cpu_start) / n * 1e6
     out["calls"] = counter.calls - (mode != "initial")
     return out
 
@@ -303,21 +374,22 @@ def kopf_child(n: int) -> None:
     async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
         settings.posting.enabled = False
         settings.scanning.disabled = True
-        print(f"STARTUP {time.monotonic()}", flush=True)
+        print(f"STARTUP {time.monotonic()} {time.process_time()}", flush=True)
 
     @kopf.on.event("v1", "configmaps")
     async def on_event(name: str, **_: Any) -> None:
         if not name.startswith(PREFIX):
-            print(f"SEEN {name} {time.monotonic()}", flush=True)
+            print(f"SEEN {name} {time.monotonic()} {time.process_time()}", flush=True)
             return
         if name not in seen:
             seen.add(name)
             if len(seen) == n:
-                print(f"DONE {time.monotonic()}", flush=True)
+                print(f"DONE {time.monotonic()} {time.process_time()}", flush=True)
 
     kopf.configure(verbose=False, quiet=True)
     logging.getLogger().setLevel(logging.WARNING)
-    kopf.run(standalone=True, namespaces=[NS])
+    with consumer_gc():
+        kopf.run(standalone=True, namespaces=[NS])
 
 
 class Lines:
@@ -352,7 +424,14 @@ def kopf_run(emu: Emulator, n: int, mode: str) -> dict[str, float]:
         out["create_per_s"] = n / emu.create(n)[0]
     env = dict(os.environ, KUBECONFIG=emu.kubeconfig)
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--kopf-child", str(n)],
+        [
+            sys.executable,
+            __file__,
+            "--kopf-child",
+            str(n),
+            "--gc",
+            "tuned" if gc_tuned else "default",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -360,18 +439,20 @@ def kopf_run(emu: Emulator, n: int, mode: str) -> dict[str, float]:
     )
     try:
         lines = Lines(proc)
-        start = float(lines.wait_for("STARTUP")[1])
+        startup = lines.wait_for("STARTUP")
+        start, cpu_start = float(startup[1]), float(startup[2])
         if mode != "initial":
             # kopf has no "watch established" signal: a probe object it must see first.
             emu.create(1, prefix="probe-")
-            lines.wait_for("SEEN")
+            cpu_start = float(lines.wait_for("SEEN")[3])
             start = time.monotonic()
             seconds, end = emu.create(n, PREFIX, BATCH if mode == "streamed" else 0)
             out["create_per_s"] = n / seconds
             if mode == "burst":
                 start = end
-        finished = float(lines.wait_for("DONE")[1])
-        out["per_s"] = n / (finished - start)
+        done = lines.wait_for("DONE")
+        out["per_s"] = n / (float(done[1]) - start)
+        out["cpu_us"] = (float(done[2]) - cpu_start) / n * 1e6
     finally:
         proc.terminate()
         try:
@@ -409,9 +490,17 @@ def main() -> None:
         default=2.0,
         help="raise N until one round of kubetrio's work lasts this long (default 2 s)",
     )
+    parser.add_argument(
+        "--gc",
+        choices=("tuned", "default"),
+        default="tuned",
+        help="collector settings of both consumers during a round (default: tuned, see above)",
+    )
     parser.add_argument("--serve-emulator", nargs=2, metavar=("KUBECONFIG", "WINDOW"))
     parser.add_argument("--kopf-child", type=int, metavar="N")
     args = parser.parse_args()
+    global gc_tuned
+    gc_tuned = args.gc == "tuned"
     if args.serve_emulator:
         serve_emulator_child(args.serve_emulator[0], int(args.serve_emulator[1]))
         return
@@ -425,7 +514,7 @@ def main() -> None:
 
     configure_logging(level="warning")
     n, workers = args.objects, args.workers
-    print(f"objects={n} workers={workers} cores={os.cpu_count()}", flush=True)
+    print(f"objects={n} workers={workers} cores={os.cpu_count()} gc={args.gc}", flush=True)
 
     async def inprocess() -> tuple[float, float, int]:
         await inprocess_round(min(n, 1000), workers)  # warm-up
@@ -440,21 +529,23 @@ def main() -> None:
         flush=True,
     )
     if args.min_window > 0:
-        with Emulator(n) as emu:
+        with Emulator(n) as emu, consumer_gc():
             calibration = trio.run(kubetrio_e2e, emu, n, workers, "burst")
-        n = sized(n, calibration["per_s"], args.min_window)
+        # From CPU, not wall time: the same code then picks the same N whatever the load.
+        n = sized(n, 1e6 / calibration["cpu_us"], args.min_window)
     print(f"e2e and kopf: {n} objects (a {args.min_window:g} s window of kubetrio's)", flush=True)
 
     runs: dict[str, list[dict[str, float]]] = {}
     for round_ in range(args.repeat):
         for mode in MODES:
             name = "e2e" + SUFFIX[mode]
-            with Emulator(n) as emu:
+            with Emulator(n) as emu, consumer_gc():
                 f = trio.run(kubetrio_e2e, emu, n, workers, mode)
             runs.setdefault(name, []).append(f)
             print(
-                f"[{round_ + 1}/{args.repeat}] {name}: {f['per_s']:,.0f} reconciles/s "
-                f"({f['calls']:.0f} reconciles; emulator created {f['create_per_s']:,.0f}/s)",
+                f"[{round_ + 1}/{args.repeat}] {name}: {f['per_s']:,.0f} reconciles/s, "
+                f"{f['cpu_us']:.1f} CPU µs each ({f['calls']:.0f} reconciles; emulator "
+                f"created {f['create_per_s']:,.0f}/s)",
                 flush=True,
             )
         for mode in () if args.skip_kopf else MODES:
@@ -463,21 +554,24 @@ def main() -> None:
                 f = kopf_run(emu, n, mode)
             runs.setdefault(name, []).append(f)
             print(
-                f"[{round_ + 1}/{args.repeat}] {name}: {f['per_s']:,.0f} handled/s "
-                f"(emulator created {f['create_per_s']:,.0f}/s)",
+                f"[{round_ + 1}/{args.repeat}] {name}: {f['per_s']:,.0f} handled/s, "
+                f"{f['cpu_us']:.1f} CPU µs each (emulator created {f['create_per_s']:,.0f}/s)",
                 flush=True,
             )
     figures = {
         name: {
             "per_s": statistics.median(f["per_s"] for f in fs),
             "spread": spread([f["per_s"] for f in fs]),
+            "cpu_us": statistics.median(f["cpu_us"] for f in fs),
+            "cpu_spread": spread([f["cpu_us"] for f in fs]),
         }
         for name, fs in runs.items()
     }
     for name, f in figures.items():
         print(
             f"{name}: median {f['per_s']:,.0f}/s over {args.repeat} rounds "
-            f"(spread {f['spread']:.1%})",
+            f"(spread {f['spread']:.1%}); {f['cpu_us']:.1f} CPU µs per object "
+            f"(spread {f['cpu_spread']:.1%})",
             flush=True,
         )
 
@@ -493,7 +587,13 @@ def main() -> None:
         "e2e_per_s": round(e2e),
         "kopf_per_s": round(kopf) if kopf else None,
         "e2e_over_kopf": round(ratio, 1) if ratio else None,
+        "gc": args.gc,
+        "e2e_cpu_us": round(figures["e2e"]["cpu_us"], 2),
+        "e2e_cpu_spread": round(figures["e2e"]["cpu_spread"], 3),
     }
+    if kopf:
+        result["kopf_cpu_us"] = round(figures["kopf"]["cpu_us"], 2)
+        result["kopf_cpu_over_e2e"] = round(figures["kopf"]["cpu_us"] / figures["e2e"]["cpu_us"], 1)
     for mode in ("streamed", "initial"):
         ours = figures["e2e" + SUFFIX[mode]]["per_s"]
         result[f"e2e{SUFFIX[mode]}_per_s"] = round(ours)
@@ -501,11 +601,14 @@ def main() -> None:
         if theirs is not None:
             result[f"kopf{SUFFIX[mode]}_per_s"] = round(theirs["per_s"])
             result[f"e2e{SUFFIX[mode]}_over_kopf"] = round(ours / theirs["per_s"], 1)
+            cpu = theirs["cpu_us"] / figures["e2e" + SUFFIX[mode]]["cpu_us"]
+            result[f"kopf{SUFFIX[mode]}_cpu_over_e2e"] = round(cpu, 1)
     verdict = "pass" if inproc >= INPROCESS_TARGET else "MISS"
     print(f"target inprocess >= {INPROCESS_TARGET:,.0f}/s: {verdict}")
     if ratio is not None:
         verdict = "pass" if ratio >= E2E_OVER_KOPF_TARGET else "MISS"
         print(f"target e2e >= {E2E_OVER_KOPF_TARGET:g}x kopf: {verdict} ({ratio:.1f}x)")
+        print(f"CPU per object kopf / e2e: {result['kopf_cpu_over_e2e']:.1f}x")
     print("RESULT " + json.dumps(result), flush=True)
 
 
