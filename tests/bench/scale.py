@@ -29,6 +29,8 @@ What is measured, in order:
 4. ``running_s``: the driver POSTs N Machines (16 in flight); from the first POST until the
    emulator saw the last Machine ``Running`` (the cloud registered each VM's Node, the storage
    service its storage node).
+   ``manager_cpu_ms_per_machine`` / ``emulator_cpu_ms_per_machine``: each process's CPU over
+   the same span, over N (CPU time is far less noisy than wall time on a shared machine).
    ``requests_per_machine``: the requests the emulator served from just before the first POST
    until the last Running (its own per verb/resource counters, ``/_emulator/counters``), less
    the driver's N POSTs, over N — by ``verb resource[/sub]``, so a request MCM would not make
@@ -411,6 +413,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         r["rss_after_sync_kib"] = proc_status(manager.proc.pid)["VmRSS"]
 
         before = emu.call("GET", "/_emulator/counters")
+        cpu_before = cpu_seconds(manager.proc.pid), cpu_seconds(emu.proc.pid)
         r["post_s"] = create_machines(emu, n)
         deadline = time.monotonic() + TIMEOUT
         while (state := emu.call("GET", "/_bench/state"))["running"] < n:
@@ -420,6 +423,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         r["running_s"] = state["last_running"] - state["first_created"]
         r["nodes"] = state["nodes"]
         at_running = emu.call("GET", "/_emulator/counters")
+        # CPU per machine until the last Running: less noisy than wall time on a shared machine
+        # (the driver's polls add a little to the emulator's).
+        r["manager_cpu_ms_per_machine"] = 1000 * (cpu_seconds(manager.proc.pid) - cpu_before[0]) / n
+        r["emulator_cpu_ms_per_machine"] = 1000 * (cpu_seconds(emu.proc.pid) - cpu_before[1]) / n
         made = counts_between(before, at_running)
         made["create machines"] = made.get("create machines", 0) - n  # the driver's own POSTs
         r["requests_per_machine"] = {k: v / n for k, v in made.items() if v}
@@ -494,6 +501,10 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
         f"sync {r['sync_over_empty_s']:.1f}s); seeding {r['seed_s']:.1f}s"
     )
     print(f"  all Running {r['running_s']:.1f}s after the first POST (POSTs {r['post_s']:.1f}s)")
+    print(
+        f"  CPU per machine until then: manager {r['manager_cpu_ms_per_machine']:.1f} ms, "
+        f"emulator {r['emulator_cpu_ms_per_machine']:.1f} ms"
+    )
     per = r["requests_per_machine"]
     print(
         f"  requests per machine until the last Running: {sum(per.values()):.1f} ("
