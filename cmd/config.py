@@ -168,14 +168,11 @@ DEFAULT_CONTROLLERS: Final[tuple[str, ...]] = (
     "nodedelete",
     "storagegc",
 )
-# MCM's --concurrent-syncs: 50 in the provider machine controller, 10 in the controller-manager
-# that runs the MachineSet/MachineDeployment controllers (each worker spends most of its time
-# waiting on the API server or the provider, so the machine pool comes up at request speed);
 # StorageOS runs --node-delete-workers=5; the storage GC is one periodic loop.
 DEFAULT_WORKERS: Final[Mapping[str, int]] = {
-    "machine": 50,
-    "machineset": 10,
-    "machinedeployment": 10,
+    "machine": 5,
+    "machineset": 5,
+    "machinedeployment": 5,
     "nodedelete": 5,
     "storagegc": 1,
 }

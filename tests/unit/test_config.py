@@ -150,9 +150,9 @@ def test_defaults() -> None:
     assert (config.logging.format, config.logging.level) == ("text", "info")
     assert (config.client.qps, config.client.burst, config.client.timeout) == (20, 30, 30)
     assert config.workers == {
-        "machine": 50,  # MCM provider's --concurrent-syncs
-        "machineset": 10,  # MCM controller-manager's --concurrent-syncs
-        "machinedeployment": 10,
+        "machine": 5,
+        "machineset": 5,
+        "machinedeployment": 5,
         "nodedelete": 5,
         "storagegc": 1,
     }
@@ -235,8 +235,8 @@ def test_workers_merge_with_defaults_and_layer(tmp_path: Path) -> None:
     config = load(["--config", path])
     assert config.workers == {
         "machine": 7,
-        "machineset": 10,
-        "machinedeployment": 10,
+        "machineset": 5,
+        "machinedeployment": 5,
         "nodedelete": 5,
         "storagegc": 1,
     }
@@ -246,8 +246,8 @@ def test_workers_merge_with_defaults_and_layer(tmp_path: Path) -> None:
     )
     assert config.workers == {
         "machine": 9,
-        "machineset": 10,
-        "machinedeployment": 10,
+        "machineset": 5,
+        "machinedeployment": 5,
         "nodedelete": 4,
         "storagegc": 2,
     }
@@ -366,8 +366,8 @@ def test_full_yaml_example(tmp_path: Path) -> None:
     assert config.client.qps == 50.5
     assert config.workers == {
         "machine": 10,
-        "machineset": 10,
-        "machinedeployment": 10,
+        "machineset": 5,
+        "machinedeployment": 5,
         "nodedelete": 3,
         "storagegc": 1,
     }
@@ -403,8 +403,8 @@ def test_full_toml_example(tmp_path: Path) -> None:
     assert config.leader_election.lease_duration == 60
     assert config.workers == {
         "machine": 2,
-        "machineset": 10,
-        "machinedeployment": 10,
+        "machineset": 5,
+        "machinedeployment": 5,
         "nodedelete": 5,
         "storagegc": 1,
     }
