@@ -47,9 +47,10 @@ MAX_MESSAGE = 1024
 # one take no room.
 QUEUE_SIZE = 1000
 # Writes in flight at once, never two about one object (its Events stay in order and a repeat
-# patches the Event its predecessor created). client-go writes one at a time; with 50 machine
-# workers sharing the API server, one writer gets ~1/51 of its answers and a pool of thousands
-# of machines fills the queue and drops most Events.
+# patches the Event its predecessor created). client-go writes one at a time; here the
+# controllers' workers share the API server with the sender, and one writer got so few of its
+# answers that 3000 machines coming up filled the queue (~650 Events dropped, ~1000 still
+# queued at the last Running); with eight, none (tests/bench/scale.py).
 WRITERS = 8
 
 # What a controller recording events needs: each goes to the namespace of its object (the

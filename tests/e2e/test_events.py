@@ -158,9 +158,9 @@ async def test_a_slow_write_holds_only_its_own_objects_events(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     """Writes to other objects go on while one object's write waits on a slow API server
-    (50 machine workers share the server with the sender: one write at a time fell so far
-    behind that a pool of thousands filled the queue); that object's next Event waits for it,
-    so its Events stay in order and a repeat patches rather than creates a second."""
+    (the controllers' workers share the server with the sender: one write at a time fell so
+    far behind that a pool of thousands filled the queue); that object's next Event waits for
+    it, so its Events stay in order and a repeat patches rather than creates a second."""
     # The first write waits 20 s (within the client's 30 s timeout).
     emu.faults.add(FaultRule(verb="create", resource="events", latency=20, count=1))
     async with running(emu) as (manager, recorder):
