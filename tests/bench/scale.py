@@ -29,15 +29,29 @@ What is measured, in order:
 4. ``running_s``: the driver POSTs N Machines (16 in flight); from the first POST until the
    emulator saw the last Machine ``Running`` (the cloud registered each VM's Node, the storage
    service its storage node).
+   ``manager_cpu_ms_per_machine`` / ``emulator_cpu_ms_per_machine``: each process's CPU over
+   the same span, over N (CPU time is far less noisy than wall time on a shared machine).
+   ``requests_per_machine``: the requests the emulator served from just before the first POST
+   until the last Running (its own per verb/resource counters, ``/_emulator/counters``), less
+   the driver's N POSTs, over N — by ``verb resource[/sub]``, so a request MCM would not make
+   shows; ``idle_requests``: the same counts over the idle window below (trailing work).
 5. ``idle_cpu_pct``: the manager's CPU (``utime+stime`` from ``/proc/<pid>/stat``) over
    ``--idle`` seconds (30; ``--quick``: 5) once all are Running, as a percentage of one core;
    also per 5 s slice (``idle_cpu_slices_pct``), so trailing work after the last Running shows.
+   Then ``settled_idle_cpu_pct``: once the manager is idle by its own account — the emulator
+   served no request for a second and the manager's ``/metrics`` shows every ``workqueue_depth``
+   and ``controller_runtime_active_workers`` at 0 (``settle_s``: seconds from the end of the
+   first window until then; the checks' scrapes fall before the window) — the same CPU measure
+   over another ``--idle`` seconds: the cost of a pool at rest, with no trailing work in it. Both
+   are reported; the first is the one that shows trailing work (the Events still queued at the
+   last Running are written in its first seconds).
 6. RSS (``/proc/<pid>/status``): the manager's ``peak`` (``VmHWM``) and ``steady`` (``VmRSS``
    after the idle window); the same for the emulator, separately. ``rss_per_machine_kib`` =
    (steady - the empty manager's RSS) / N: one Machine with its Node and 10 Pods.
 7. ``/metrics``: five plain GETs (no gzip) — median seconds and body size; against the same
    run's ``prometheus_client`` registry holding the same number of series (one labelled Gauge
-   family, ``generate_latest``), ``scrape_over_plain``.
+   family, ``generate_latest``), ``scrape_over_plain``. From the scrape, ``events_dropped``
+   (``kubetrio_events_dropped_total`` by reason): Events recorded but never written.
 
 ``python tests/bench/scale.py [--machines N] [--idle S] [--metrics-per-machine false]
 [--machine-workers W]``;
@@ -331,6 +345,35 @@ def create_machines(emu: Emulator, n: int) -> float:
     return time.monotonic() - started
 
 
+def wait_settled(emu: Emulator, manager: Manager) -> None:
+    """Until the emulator served no request for a second and the manager's work queues are
+    empty with no worker busy (its own ``/metrics``)."""
+    deadline = time.monotonic() + TIMEOUT
+    last = emu.call("GET", "/_emulator/counters")
+    while time.monotonic() < deadline:
+        time.sleep(1.0)  # "no request for a second" is measured by waiting that second
+        now = emu.call("GET", "/_emulator/counters")
+        if now != last:
+            last = now
+            continue
+        code, body = http_get(manager.metrics)
+        busy = [
+            line
+            for line in body.splitlines()
+            if line.startswith((b"workqueue_depth{", b"controller_runtime_active_workers{"))
+            and float(line.split()[-1]) != 0
+        ]
+        if code == 200 and not busy:
+            return
+        last = emu.call("GET", "/_emulator/counters")
+    raise SystemExit("the manager never settled")
+
+
+def counts_between(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Requests per ``verb resource[/sub]`` served between two counter snapshots."""
+    return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
+
+
 def plain_scrape_seconds(series: int) -> float:
     """Median ``generate_latest`` of a plain registry with ``series`` labelled gauge samples."""
     from prometheus_client import CollectorRegistry, Gauge, generate_latest
@@ -369,6 +412,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         r["cold_sync_s"] = manager.ready_s
         r["rss_after_sync_kib"] = proc_status(manager.proc.pid)["VmRSS"]
 
+        before = emu.call("GET", "/_emulator/counters")
+        cpu_before = cpu_seconds(manager.proc.pid), cpu_seconds(emu.proc.pid)
         r["post_s"] = create_machines(emu, n)
         deadline = time.monotonic() + TIMEOUT
         while (state := emu.call("GET", "/_bench/state"))["running"] < n:
@@ -377,6 +422,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             time.sleep(POLL)
         r["running_s"] = state["last_running"] - state["first_created"]
         r["nodes"] = state["nodes"]
+        at_running = emu.call("GET", "/_emulator/counters")
+        # CPU per machine until the last Running: less noisy than wall time on a shared machine
+        # (the driver's polls add a little to the emulator's).
+        r["manager_cpu_ms_per_machine"] = 1000 * (cpu_seconds(manager.proc.pid) - cpu_before[0]) / n
+        r["emulator_cpu_ms_per_machine"] = 1000 * (cpu_seconds(emu.proc.pid) - cpu_before[1]) / n
+        made = counts_between(before, at_running)
+        made["create machines"] = made.get("create machines", 0) - n  # the driver's own POSTs
+        r["requests_per_machine"] = {k: v / n for k, v in made.items() if v}
 
         cpu0, emu_cpu0, t0 = cpu_seconds(manager.proc.pid), cpu_seconds(emu.proc.pid), time.time()
         slices, last, at = [], cpu0, t0
@@ -389,6 +442,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         r["idle_cpu_pct"] = 100 * (cpu_seconds(manager.proc.pid) - cpu0) / wall
         r["idle_cpu_slices_pct"] = slices
         r["emulator_idle_cpu_pct"] = 100 * (cpu_seconds(emu.proc.pid) - emu_cpu0) / wall
+        r["idle_requests"] = counts_between(at_running, emu.call("GET", "/_emulator/counters"))
+
+        started = time.monotonic()
+        wait_settled(emu, manager)
+        r["settle_s"] = time.monotonic() - started
+        cpu0, t0 = cpu_seconds(manager.proc.pid), time.time()
+        time.sleep(args.idle)  # the window is the measure
+        r["settled_idle_cpu_pct"] = (
+            100 * (cpu_seconds(manager.proc.pid) - cpu0) / (time.time() - t0)
+        )
 
         status = proc_status(manager.proc.pid)
         r["peak_rss_kib"], r["steady_rss_kib"] = status["VmHWM"], status["VmRSS"]
@@ -408,6 +471,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         r["scrape_bytes"] = size
         series = sum(1 for line in body.splitlines() if line and not line.startswith(b"#"))
         r["scrape_series"] = series
+        # Events the manager recorded but never wrote (kubetrio_events_dropped_total): a pool
+        # that comes up faster by dropping its Events would not be faster.
+        r["events_dropped"] = {
+            line.split(b'reason="')[1].split(b'"')[0].decode(): float(line.split()[-1])
+            for line in body.splitlines()
+            if line.startswith(b"kubetrio_events_dropped_total{")
+        }
         r["plain_scrape_s"] = plain_scrape_seconds(series)
     finally:
         if manager is not None:
@@ -432,6 +502,23 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
     )
     print(f"  all Running {r['running_s']:.1f}s after the first POST (POSTs {r['post_s']:.1f}s)")
     print(
+        f"  CPU per machine until then: manager {r['manager_cpu_ms_per_machine']:.1f} ms, "
+        f"emulator {r['emulator_cpu_ms_per_machine']:.1f} ms"
+    )
+    per = r["requests_per_machine"]
+    print(
+        f"  requests per machine until the last Running: {sum(per.values()):.1f} ("
+        + ", ".join(f"{k} {v:.2f}" for k, v in sorted(per.items(), key=lambda kv: -kv[1]))
+        + ")"
+    )
+    print(f"  events dropped by the manager: {r['events_dropped']}")
+    idle = r["idle_requests"]
+    print(
+        f"  requests in the idle window: {sum(idle.values())} ("
+        + ", ".join(f"{k} {v}" for k, v in sorted(idle.items(), key=lambda kv: -kv[1]))
+        + ")"
+    )
+    print(
         f"  manager RSS: peak {r['peak_rss_kib'] * mib:.0f} MiB, steady "
         f"{r['steady_rss_kib'] * mib:.0f} MiB, after sync {r['rss_after_sync_kib'] * mib:.0f} "
         f"MiB, empty {r['empty_rss_kib'] * mib:.0f} MiB; "
@@ -446,6 +533,10 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
         f"  idle CPU over {r['idle_s']:.0f}s: manager {r['idle_cpu_pct']:.2f}% of a core, "
         f"emulator {r['emulator_idle_cpu_pct']:.2f}%; manager per {IDLE_SLICE:.0f}s: "
         f"{r['idle_cpu_slices_pct']}"
+    )
+    print(
+        f"  settled idle CPU over {r['idle_s']:.0f}s (settled {r['settle_s']:.1f}s after the "
+        f"first window): manager {r['settled_idle_cpu_pct']:.2f}% of a core"
     )
     print(
         f"  /metrics: {r['scrape_s'] * 1000:.1f} ms, {r['scrape_bytes'] / 1e6:.2f} MB, "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import trio
 import trio.lowlevel
@@ -151,3 +152,44 @@ async def test_stopping_the_manager_sends_what_was_recorded(
     async with running(emu) as (_, recorder):
         recorder.record(obj(), "Normal", "Stopping", "bye")
     assert [e.reason for e in await events(emu)] == ["Stopping"]
+
+
+async def test_a_slow_write_holds_only_its_own_objects_events(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """Writes to other objects go on while one object's write waits on a slow API server
+    (the controllers' workers share the server with the sender: one write at a time fell so
+    far behind that a pool of thousands filled the queue); that object's next Event waits for
+    it, so its Events stay in order and a repeat patches rather than creates a second."""
+    # The first write waits 20 s (within the client's 30 s timeout).
+    emu.faults.add(FaultRule(verb="create", resource="events", latency=20, count=1))
+    async with running(emu) as (manager, recorder):
+        recorder.record(obj("slow"), "Normal", "First", "m")
+        await trio.sleep(1)  # its POST is now waiting on the slow server
+        recorder.record(obj("slow"), "Normal", "Second", "m")
+        recorder.record(obj("slow"), "Normal", "First", "m")  # a repeat of the first
+        for i in range(20):
+            recorder.record(obj(f"fast{i}"), "Normal", "R", "m")
+        written = trio.Event()
+        fast = set()
+
+        def seen(rt: Any, ev: Any) -> None:
+            if rt.kind == "Event" and ev.entry.obj["involvedObject"]["name"].startswith("fast"):
+                fast.add(ev.entry.obj["involvedObject"]["name"])
+                if len(fast) == 20:
+                    written.set()
+
+        unsubscribe = emu.store.subscribe(seen)
+        with trio.fail_after(10):  # well before the slow write's 20 s
+            await written.wait()
+        unsubscribe()
+        assert {e.involved_object.name for e in await events(emu)} == {
+            f"fast{i}" for i in range(20)
+        }
+        await recorder.sender.flush()
+        slow = [e for e in await events(emu) if e.involved_object.name == "slow"]
+        # One Event per reason: the repeat waited for its first write and then patched it.
+        assert sorted((e.reason, e.count) for e in slow) == [("First", 2), ("Second", 1)]
+        assert emu.counters.get("create", "events") == 22
+        assert emu.counters.get("patch", "events") == 1
+        assert dropped(manager, "queue_full") == 0
