@@ -137,7 +137,6 @@ class _Validator:
     # -- the validator chain ---------------------------------------------------------------
 
     def check(self, s: Schema, v: Any, path: tuple[Token, ...]) -> None:
-        name = path_text(path)
         types = schema_types(s)
         if v is None:
             if types and not s.get("nullable"):
@@ -152,15 +151,15 @@ class _Validator:
             self._type_invalid(path, actual, ",".join(types))
         self._props(s, v, path)
         if isinstance(v, str):
-            self._string(s, v, path, name)
-            self._format(s, v, path, name)
+            self._string(s, v, path)
+            self._format(s, v, path)
         if actual in ("integer", "number"):
-            self._number(s, v, path, name)
+            self._number(s, v, path)
         if isinstance(v, list):
-            self._array(s, v, path, name)
+            self._array(s, v, path)
         self._enum(s, v, path)
         if isinstance(v, dict):
-            self._object(s, v, path, name)
+            self._object(s, v, path)
 
     def _enum(self, s: Schema, v: Any, path: tuple[Token, ...]) -> None:
         enum = s.get("enum")
@@ -179,7 +178,7 @@ class _Validator:
             )
         )
 
-    def _string(self, s: Schema, v: str, path: tuple[Token, ...], name: str) -> None:
+    def _string(self, s: Schema, v: str, path: tuple[Token, ...]) -> None:
         # kube-openapi reports only the first failing string constraint.
         max_len, min_len, pattern = s.get("maxLength"), s.get("minLength"), s.get("pattern")
         if isinstance(max_len, int) and len(v) > max_len:
@@ -187,22 +186,25 @@ class _Validator:
             self.out.append(
                 Cause(
                     "FieldValueTooLong",
-                    name,
+                    path_text(path),
                     f"Too long: may not be more than {max_len} {unit}",
                     path,
                 )
             )
         elif isinstance(min_len, int) and len(v) < min_len:
-            self._invalid(path, v, f"{name} in body should be at least {min_len} chars long")
+            self._invalid(
+                path, v, f"{path_text(path)} in body should be at least {min_len} chars long"
+            )
         elif isinstance(pattern, str) and pattern:
             rx = compile_pattern(pattern)
             if rx is not None and not rx.search(v):
-                self._invalid(path, v, f"{name} in body should match '{pattern}'")
+                self._invalid(path, v, f"{path_text(path)} in body should match '{pattern}'")
 
-    def _format(self, s: Schema, v: str, path: tuple[Token, ...], name: str) -> None:
+    def _format(self, s: Schema, v: str, path: tuple[Token, ...]) -> None:
         fmt = s.get("format")
         check = _FORMATS.get(fmt) if isinstance(fmt, str) else None
         if check is not None and not check(v):
+            name = path_text(path)  # only on failure: most values pass
             self.out.append(
                 Cause(
                     "FieldValueTypeInvalid",
@@ -213,7 +215,7 @@ class _Validator:
                 )
             )
 
-    def _number(self, s: Schema, v: float, path: tuple[Token, ...], name: str) -> None:
+    def _number(self, s: Schema, v: float, path: tuple[Token, ...]) -> None:
         mult: Any = s.get("multipleOf")
         if _is_num(mult) and mult > 0:
             if isinstance(v, int) and isinstance(mult, int):
@@ -225,36 +227,48 @@ class _Validator:
                     q = math.inf
                 multiple = math.isfinite(q) and abs(q - round(q)) < 1e-9
             if not multiple:
-                self._invalid(path, v, f"{name} in body should be a multiple of {go_number(mult)}")
+                self._invalid(
+                    path, v, f"{path_text(path)} in body should be a multiple of {go_number(mult)}"
+                )
         mn: Any = s.get("minimum")
         mx: Any = s.get("maximum")
         if _is_num(mx):
             if s.get("exclusiveMaximum") and v >= mx:
-                self._invalid(path, v, f"{name} in body should be less than {go_number(mx)}")
+                self._invalid(
+                    path, v, f"{path_text(path)} in body should be less than {go_number(mx)}"
+                )
             elif v > mx:
                 self._invalid(
-                    path, v, f"{name} in body should be less than or equal to {go_number(mx)}"
+                    path,
+                    v,
+                    f"{path_text(path)} in body should be less than or equal to {go_number(mx)}",
                 )
         if _is_num(mn):
             if s.get("exclusiveMinimum") and v <= mn:
-                self._invalid(path, v, f"{name} in body should be greater than {go_number(mn)}")
+                self._invalid(
+                    path, v, f"{path_text(path)} in body should be greater than {go_number(mn)}"
+                )
             elif v < mn:
                 self._invalid(
-                    path, v, f"{name} in body should be greater than or equal to {go_number(mn)}"
+                    path,
+                    v,
+                    f"{path_text(path)} in body should be greater than or equal to {go_number(mn)}",
                 )
 
-    def _array(self, s: Schema, v: list[Any], path: tuple[Token, ...], name: str) -> None:
+    def _array(self, s: Schema, v: list[Any], path: tuple[Token, ...]) -> None:
         items = s.get("items")
         if isinstance(items, dict):
             for i, item in enumerate(v):
                 self.check(items, item, (*path, i))
         mn, mx = s.get("minItems"), s.get("maxItems")
         if isinstance(mn, int) and len(v) < mn:
-            self._invalid(path, len(v), f"{name} in body should have at least {mn} items")
+            self._invalid(
+                path, len(v), f"{path_text(path)} in body should have at least {mn} items"
+            )
         if isinstance(mx, int) and len(v) > mx:
             self._too_many(path, len(v), mx)
         if s.get("uniqueItems") and any(_equal(a, b) for i, a in enumerate(v) for b in v[i + 1 :]):
-            self._invalid(path, "", f"{name} in body shouldn't contain duplicates")
+            self._invalid(path, "", f"{path_text(path)} in body shouldn't contain duplicates")
 
     def _too_many(self, path: tuple[Token, ...], actual: int, most: int) -> None:
         unit = "item" if most == 1 else "items"
@@ -267,10 +281,12 @@ class _Validator:
             )
         )
 
-    def _object(self, s: Schema, v: dict[str, Any], path: tuple[Token, ...], name: str) -> None:
+    def _object(self, s: Schema, v: dict[str, Any], path: tuple[Token, ...]) -> None:
         mn, mx = s.get("minProperties"), s.get("maxProperties")
         if isinstance(mn, int) and len(v) < mn:
-            self._invalid(path, len(v), f"{name} in body should have at least {mn} properties")
+            self._invalid(
+                path, len(v), f"{path_text(path)} in body should have at least {mn} properties"
+            )
         if isinstance(mx, int) and len(v) > mx:
             self._too_many(path, len(v), mx)
         props: dict[str, Schema] = s.get("properties") or {}
@@ -278,6 +294,7 @@ class _Validator:
         if extra is False:
             for k in sorted(v):
                 if k not in props:
+                    name = path_text(path)
                     self.out.append(
                         Cause(
                             "FieldValueInvalid",

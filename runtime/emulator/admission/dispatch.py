@@ -96,6 +96,8 @@ class Admission:
         if rt is None:
             return []
         configs = sorted(self.store.iter(rt), key=lambda e: str(e.obj["metadata"]["name"]))
+        if not configs:
+            return []  # the usual case: nothing registered, so no namespace lookup either
         ns_labels: dict[str, str] = {}
         if a.rt.namespaced and a.namespace:
             ns_rt = self.store.types.by_key("namespaces")
