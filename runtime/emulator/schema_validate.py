@@ -316,6 +316,8 @@ class _Validator:
                 self.out.append(Cause("FieldValueRequired", path_text(p), "Required value", p))
 
     def _props(self, s: Schema, v: Any, path: tuple[Token, ...]) -> None:
+        if not _COMPOSITE.intersection(s):
+            return  # the common node: no message to word, so none is worded
         quoted = json.dumps(path_text(path))
         any_of = s.get("anyOf")
         if any_of:
@@ -353,6 +355,9 @@ class _Validator:
         if isinstance(s, dict):
             inner.check(s, v, path)
         return inner.out
+
+
+_COMPOSITE = frozenset(("anyOf", "oneOf", "allOf", "not"))
 
 
 def validate(schema: Schema, value: Any, path: tuple[Token, ...] = ()) -> list[Cause]:
