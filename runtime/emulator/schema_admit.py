@@ -10,10 +10,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-import msgspec
-
 from kubetrio.runtime.emulator import errors
 from kubetrio.runtime.emulator.fieldvalidation import duplicate_fields, mode, outcome
+from kubetrio.runtime.emulator.jsoncopy import json_copy
 from kubetrio.runtime.emulator.schema_cel import MISSING, check_rules, has_rules
 from kubetrio.runtime.emulator.schema_prune import default, prune
 from kubetrio.runtime.emulator.schema_validate import (
@@ -116,20 +115,11 @@ def field_validation(
     schema = crd_schema(crd, obj.get("apiVersion"))
     if schema is None:
         return []
-    # prune works in place: on a private copy (a JSON round trip: the object is plain JSON, and
-    # msgspec copies it several times faster than copy.deepcopy).
-    problems = [f'unknown field "{f}"' for f in sorted(prune(schema, _json_copy(obj)))]
+    # prune works in place: on a private copy.
+    problems = [f'unknown field "{f}"' for f in sorted(prune(schema, json_copy(obj)))]
     if body:
         problems += [f'duplicate field "{p}"' for p in duplicate_fields(body, obj)]
     return outcome(how, problems)
-
-
-def _json_copy(obj: dict[str, Any]) -> dict[str, Any]:
-    try:
-        out: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(obj))
-    except (msgspec.EncodeError, msgspec.DecodeError, RecursionError):
-        return copy.deepcopy(obj)  # as before (deepcopy then reports deep nesting its own way)
-    return out
 
 
 def _validation_view(obj: dict[str, Any]) -> dict[str, Any]:
