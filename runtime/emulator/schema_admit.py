@@ -75,7 +75,8 @@ def admit(
         return
     prune(schema, obj)
     default(schema, obj)
-    causes = validate(schema, _validation_view(obj))
+    # With the old object, subtrees ratcheting would wholly forgive are not walked (same causes).
+    causes = validate(schema, _validation_view(obj), old=old)
     causes += embedded_resources(schema, obj) + list_sets_and_maps(schema, obj)
     if old is not None:
         causes = [c for c in causes if not _unchanged(c.path, obj, old)]

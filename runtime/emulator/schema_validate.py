@@ -100,6 +100,9 @@ def schema_types(s: Schema) -> list[str]:
     return [t] if isinstance(t, str) and t else []
 
 
+_ABSENT: Any = object()  # no old value to ratchet against
+
+
 class _Validator:
     def __init__(self) -> None:
         self.out: list[Cause] = []
@@ -136,7 +139,10 @@ class _Validator:
 
     # -- the validator chain ---------------------------------------------------------------
 
-    def check(self, s: Schema, v: Any, path: tuple[Token, ...]) -> None:
+    def check(self, s: Schema, v: Any, path: tuple[Token, ...], old: Any = _ABSENT) -> None:
+        """``old``: the value at ``path`` in the object being updated (``_ABSENT`` when none,
+        or when ratcheting does not apply). A subtree equal to it is skipped where no cause
+        from it could survive ratcheting (see ``_ratcheted``)."""
         types = schema_types(s)
         if v is None:
             if types and not s.get("nullable"):
@@ -156,10 +162,10 @@ class _Validator:
         if actual in ("integer", "number"):
             self._number(s, v, path)
         if isinstance(v, list):
-            self._array(s, v, path)
+            self._array(s, v, path, old)
         self._enum(s, v, path)
         if isinstance(v, dict):
-            self._object(s, v, path)
+            self._object(s, v, path, old)
 
     def _enum(self, s: Schema, v: Any, path: tuple[Token, ...]) -> None:
         enum = s.get("enum")
@@ -255,11 +261,14 @@ class _Validator:
                     f"{path_text(path)} in body should be greater than or equal to {go_number(mn)}",
                 )
 
-    def _array(self, s: Schema, v: list[Any], path: tuple[Token, ...]) -> None:
+    def _array(self, s: Schema, v: list[Any], path: tuple[Token, ...], old: Any) -> None:
         items = s.get("items")
         if isinstance(items, dict):
+            olds = old if isinstance(old, list) else ()
             for i, item in enumerate(v):
-                self.check(items, item, (*path, i))
+                was = olds[i] if i < len(olds) else _ABSENT
+                if not _ratcheted(items, item, was):
+                    self.check(items, item, (*path, i), was)
         mn, mx = s.get("minItems"), s.get("maxItems")
         if isinstance(mn, int) and len(v) < mn:
             self._invalid(
@@ -281,7 +290,7 @@ class _Validator:
             )
         )
 
-    def _object(self, s: Schema, v: dict[str, Any], path: tuple[Token, ...]) -> None:
+    def _object(self, s: Schema, v: dict[str, Any], path: tuple[Token, ...], old: Any) -> None:
         mn, mx = s.get("minProperties"), s.get("maxProperties")
         if isinstance(mn, int) and len(v) < mn:
             self._invalid(
@@ -303,13 +312,14 @@ class _Validator:
                             path,
                         )
                     )
-        elif isinstance(extra, dict):
+        olds = old if isinstance(old, dict) else {}
+        if isinstance(extra, dict):
             for k in sorted(v):
-                if k not in props:
-                    self.check(extra, v[k], (*path, k))
+                if k not in props and not _ratcheted(extra, v[k], was := olds.get(k, _ABSENT)):
+                    self.check(extra, v[k], (*path, k), was)
         for k in sorted(props):
-            if k in v:
-                self.check(props[k], v[k], (*path, k))
+            if k in v and not _ratcheted(props[k], v[k], was := olds.get(k, _ABSENT)):
+                self.check(props[k], v[k], (*path, k), was)
         for k in s.get("required") or []:
             if k not in v:
                 p = (*path, k)
@@ -360,11 +370,50 @@ class _Validator:
 _COMPOSITE = frozenset(("anyOf", "oneOf", "allOf", "not"))
 
 
-def validate(schema: Schema, value: Any, path: tuple[Token, ...] = ()) -> list[Cause]:
-    """Every schema violation in ``value``, in kube's order and wording."""
+def validate(
+    schema: Schema, value: Any, path: tuple[Token, ...] = (), old: dict[str, Any] | None = None
+) -> list[Cause]:
+    """Every schema violation in ``value``, in kube's order and wording.
+
+    With ``old`` (the stored object an update replaces) the caller drops every cause whose
+    value is unchanged from ``old`` (ratcheting); subtrees whose causes would all be dropped
+    are then not walked at all, which is most of an object on a status write. Without it,
+    everything is walked."""
     v = _Validator()
-    v.check(schema, value, path)
+    v.check(schema, value, path, _ABSENT if old is None else old)
     return v.out
+
+
+def _ratcheted(s: Schema, v: Any, old: Any) -> bool:
+    """Whether validating ``v`` can be skipped: it equals the old value, so every cause under
+    it names a value unchanged from the old object and ratcheting drops it, unless it is a
+    missing required field (its value is absent, never "unchanged"), which only a schema
+    with ``required`` somewhere below can raise."""
+    return old is not _ABSENT and old == v and not _requires(s)
+
+
+def _requires(s: Any) -> bool:
+    """Whether ``required`` appears anywhere in schema ``s`` (conservatively: any key of that
+    name, composites and items included). Cached per schema object: CRD schemas live as long
+    as their stored CRD, and the entry keeps its schema so an id is never reused under it."""
+    hit = _REQUIRES.get(id(s))
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    found, stack = False, [s]
+    while stack and not found:
+        node = stack.pop()
+        if isinstance(node, dict):
+            found = "required" in node
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    if len(_REQUIRES) > 100_000:
+        _REQUIRES.clear()
+    _REQUIRES[id(s)] = (s, found)
+    return found
+
+
+_REQUIRES: dict[int, tuple[Any, bool]] = {}
 
 
 def list_sets_and_maps(schema: Schema, value: Any) -> list[Cause]:
