@@ -109,6 +109,10 @@ class Store:
     def bucket(self, rt: ResourceType) -> dict[Key, Entry]:
         return self._objects.setdefault(rt.key, {})
 
+    def count_of(self, key: str) -> int:
+        """How many objects of the resource ``key`` are stored (0 for an unknown one)."""
+        return len(self._objects.get(key, ()))
+
     def log_for(self, rt: ResourceType) -> EventLog:
         lg = self._logs.get(rt.key)
         if lg is None:

@@ -89,6 +89,11 @@ class Admission:
         self.store = store
         self.connections = Connections()  # kept alive between calls, as kube-apiserver does
 
+    def configured(self) -> bool:
+        """Whether any webhook configuration exists. Most requests meet none, and then the
+        whole admission round (attributes, lookups, a trial write) is skipped."""
+        return any(self.store.count_of(key) for key in (MUTATING, VALIDATING))
+
     def _hooks(self, key: str, a: Attributes) -> list[tuple[dict[str, Any], str]]:
         if a.rt.key in _EXEMPT:
             return []
