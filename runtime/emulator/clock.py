@@ -10,6 +10,8 @@ controllers' "now" when both share a run. Only creationTimestamp uses the plain 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import time
 
 import trio
 
@@ -44,4 +46,10 @@ class EmuClock:
 
     @staticmethod
     def wall_rfc3339() -> str:
-        return rfc3339(dt.datetime.now(dt.UTC))
+        # Second resolution: formatted once per second, not once per create (a hot path).
+        return _second_text(int(time.time()))
+
+
+@functools.lru_cache(maxsize=2)
+def _second_text(second: int) -> str:
+    return rfc3339(dt.datetime.fromtimestamp(second, dt.UTC))

@@ -43,7 +43,8 @@ MERGED_SCALAR_LISTS = frozenset({"finalizers"})
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, null deletes, everything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        # Scalars are immutable: only a list needs a copy of its own.
+        return copy.deepcopy(patch) if isinstance(patch, list) else patch
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from kubetrio.runtime.emulator import errors
 from kubetrio.runtime.emulator.fieldvalidation import duplicate_fields, mode, outcome
+from kubetrio.runtime.emulator.jsoncopy import json_copy
 from kubetrio.runtime.emulator.schema_cel import MISSING, check_rules, has_rules
 from kubetrio.runtime.emulator.schema_prune import default, prune
 from kubetrio.runtime.emulator.schema_validate import (
@@ -74,7 +75,8 @@ def admit(
         return
     prune(schema, obj)
     default(schema, obj)
-    causes = validate(schema, _validation_view(obj))
+    # With the old object, subtrees ratcheting would wholly forgive are not walked (same causes).
+    causes = validate(schema, _validation_view(obj), old=old)
     causes += embedded_resources(schema, obj) + list_sets_and_maps(schema, obj)
     if old is not None:
         causes = [c for c in causes if not _unchanged(c.path, obj, old)]
@@ -114,7 +116,8 @@ def field_validation(
     schema = crd_schema(crd, obj.get("apiVersion"))
     if schema is None:
         return []
-    problems = [f'unknown field "{f}"' for f in sorted(prune(schema, copy.deepcopy(obj)))]
+    # prune works in place: on a private copy.
+    problems = [f'unknown field "{f}"' for f in sorted(prune(schema, json_copy(obj)))]
     if body:
         problems += [f'duplicate field "{p}"' for p in duplicate_fields(body, obj)]
     return outcome(how, problems)

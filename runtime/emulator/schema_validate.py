@@ -100,6 +100,9 @@ def schema_types(s: Schema) -> list[str]:
     return [t] if isinstance(t, str) and t else []
 
 
+_ABSENT: Any = object()  # no old value to ratchet against
+
+
 class _Validator:
     def __init__(self) -> None:
         self.out: list[Cause] = []
@@ -136,8 +139,10 @@ class _Validator:
 
     # -- the validator chain ---------------------------------------------------------------
 
-    def check(self, s: Schema, v: Any, path: tuple[Token, ...]) -> None:
-        name = path_text(path)
+    def check(self, s: Schema, v: Any, path: tuple[Token, ...], old: Any = _ABSENT) -> None:
+        """``old``: the value at ``path`` in the object being updated (``_ABSENT`` when none,
+        or when ratcheting does not apply). A subtree equal to it is skipped where no cause
+        from it could survive ratcheting (see ``_ratcheted``)."""
         types = schema_types(s)
         if v is None:
             if types and not s.get("nullable"):
@@ -152,15 +157,15 @@ class _Validator:
             self._type_invalid(path, actual, ",".join(types))
         self._props(s, v, path)
         if isinstance(v, str):
-            self._string(s, v, path, name)
-            self._format(s, v, path, name)
+            self._string(s, v, path)
+            self._format(s, v, path)
         if actual in ("integer", "number"):
-            self._number(s, v, path, name)
+            self._number(s, v, path)
         if isinstance(v, list):
-            self._array(s, v, path, name)
+            self._array(s, v, path, old)
         self._enum(s, v, path)
         if isinstance(v, dict):
-            self._object(s, v, path, name)
+            self._object(s, v, path, old)
 
     def _enum(self, s: Schema, v: Any, path: tuple[Token, ...]) -> None:
         enum = s.get("enum")
@@ -179,7 +184,7 @@ class _Validator:
             )
         )
 
-    def _string(self, s: Schema, v: str, path: tuple[Token, ...], name: str) -> None:
+    def _string(self, s: Schema, v: str, path: tuple[Token, ...]) -> None:
         # kube-openapi reports only the first failing string constraint.
         max_len, min_len, pattern = s.get("maxLength"), s.get("minLength"), s.get("pattern")
         if isinstance(max_len, int) and len(v) > max_len:
@@ -187,22 +192,25 @@ class _Validator:
             self.out.append(
                 Cause(
                     "FieldValueTooLong",
-                    name,
+                    path_text(path),
                     f"Too long: may not be more than {max_len} {unit}",
                     path,
                 )
             )
         elif isinstance(min_len, int) and len(v) < min_len:
-            self._invalid(path, v, f"{name} in body should be at least {min_len} chars long")
+            self._invalid(
+                path, v, f"{path_text(path)} in body should be at least {min_len} chars long"
+            )
         elif isinstance(pattern, str) and pattern:
             rx = compile_pattern(pattern)
             if rx is not None and not rx.search(v):
-                self._invalid(path, v, f"{name} in body should match '{pattern}'")
+                self._invalid(path, v, f"{path_text(path)} in body should match '{pattern}'")
 
-    def _format(self, s: Schema, v: str, path: tuple[Token, ...], name: str) -> None:
+    def _format(self, s: Schema, v: str, path: tuple[Token, ...]) -> None:
         fmt = s.get("format")
         check = _FORMATS.get(fmt) if isinstance(fmt, str) else None
         if check is not None and not check(v):
+            name = path_text(path)  # only on failure: most values pass
             self.out.append(
                 Cause(
                     "FieldValueTypeInvalid",
@@ -213,7 +221,7 @@ class _Validator:
                 )
             )
 
-    def _number(self, s: Schema, v: float, path: tuple[Token, ...], name: str) -> None:
+    def _number(self, s: Schema, v: float, path: tuple[Token, ...]) -> None:
         mult: Any = s.get("multipleOf")
         if _is_num(mult) and mult > 0:
             if isinstance(v, int) and isinstance(mult, int):
@@ -225,36 +233,51 @@ class _Validator:
                     q = math.inf
                 multiple = math.isfinite(q) and abs(q - round(q)) < 1e-9
             if not multiple:
-                self._invalid(path, v, f"{name} in body should be a multiple of {go_number(mult)}")
+                self._invalid(
+                    path, v, f"{path_text(path)} in body should be a multiple of {go_number(mult)}"
+                )
         mn: Any = s.get("minimum")
         mx: Any = s.get("maximum")
         if _is_num(mx):
             if s.get("exclusiveMaximum") and v >= mx:
-                self._invalid(path, v, f"{name} in body should be less than {go_number(mx)}")
+                self._invalid(
+                    path, v, f"{path_text(path)} in body should be less than {go_number(mx)}"
+                )
             elif v > mx:
                 self._invalid(
-                    path, v, f"{name} in body should be less than or equal to {go_number(mx)}"
+                    path,
+                    v,
+                    f"{path_text(path)} in body should be less than or equal to {go_number(mx)}",
                 )
         if _is_num(mn):
             if s.get("exclusiveMinimum") and v <= mn:
-                self._invalid(path, v, f"{name} in body should be greater than {go_number(mn)}")
+                self._invalid(
+                    path, v, f"{path_text(path)} in body should be greater than {go_number(mn)}"
+                )
             elif v < mn:
                 self._invalid(
-                    path, v, f"{name} in body should be greater than or equal to {go_number(mn)}"
+                    path,
+                    v,
+                    f"{path_text(path)} in body should be greater than or equal to {go_number(mn)}",
                 )
 
-    def _array(self, s: Schema, v: list[Any], path: tuple[Token, ...], name: str) -> None:
+    def _array(self, s: Schema, v: list[Any], path: tuple[Token, ...], old: Any) -> None:
         items = s.get("items")
         if isinstance(items, dict):
+            olds = old if isinstance(old, list) else ()
             for i, item in enumerate(v):
-                self.check(items, item, (*path, i))
+                was = olds[i] if i < len(olds) else _ABSENT
+                if not _ratcheted(items, item, was):
+                    self.check(items, item, (*path, i), was)
         mn, mx = s.get("minItems"), s.get("maxItems")
         if isinstance(mn, int) and len(v) < mn:
-            self._invalid(path, len(v), f"{name} in body should have at least {mn} items")
+            self._invalid(
+                path, len(v), f"{path_text(path)} in body should have at least {mn} items"
+            )
         if isinstance(mx, int) and len(v) > mx:
             self._too_many(path, len(v), mx)
         if s.get("uniqueItems") and any(_equal(a, b) for i, a in enumerate(v) for b in v[i + 1 :]):
-            self._invalid(path, "", f"{name} in body shouldn't contain duplicates")
+            self._invalid(path, "", f"{path_text(path)} in body shouldn't contain duplicates")
 
     def _too_many(self, path: tuple[Token, ...], actual: int, most: int) -> None:
         unit = "item" if most == 1 else "items"
@@ -267,10 +290,12 @@ class _Validator:
             )
         )
 
-    def _object(self, s: Schema, v: dict[str, Any], path: tuple[Token, ...], name: str) -> None:
+    def _object(self, s: Schema, v: dict[str, Any], path: tuple[Token, ...], old: Any) -> None:
         mn, mx = s.get("minProperties"), s.get("maxProperties")
         if isinstance(mn, int) and len(v) < mn:
-            self._invalid(path, len(v), f"{name} in body should have at least {mn} properties")
+            self._invalid(
+                path, len(v), f"{path_text(path)} in body should have at least {mn} properties"
+            )
         if isinstance(mx, int) and len(v) > mx:
             self._too_many(path, len(v), mx)
         props: dict[str, Schema] = s.get("properties") or {}
@@ -278,6 +303,7 @@ class _Validator:
         if extra is False:
             for k in sorted(v):
                 if k not in props:
+                    name = path_text(path)
                     self.out.append(
                         Cause(
                             "FieldValueInvalid",
@@ -286,19 +312,22 @@ class _Validator:
                             path,
                         )
                     )
-        elif isinstance(extra, dict):
+        olds = old if isinstance(old, dict) else {}
+        if isinstance(extra, dict):
             for k in sorted(v):
-                if k not in props:
-                    self.check(extra, v[k], (*path, k))
+                if k not in props and not _ratcheted(extra, v[k], was := olds.get(k, _ABSENT)):
+                    self.check(extra, v[k], (*path, k), was)
         for k in sorted(props):
-            if k in v:
-                self.check(props[k], v[k], (*path, k))
+            if k in v and not _ratcheted(props[k], v[k], was := olds.get(k, _ABSENT)):
+                self.check(props[k], v[k], (*path, k), was)
         for k in s.get("required") or []:
             if k not in v:
                 p = (*path, k)
                 self.out.append(Cause("FieldValueRequired", path_text(p), "Required value", p))
 
     def _props(self, s: Schema, v: Any, path: tuple[Token, ...]) -> None:
+        if not _COMPOSITE.intersection(s):
+            return  # the common node: no message to word, so none is worded
         quoted = json.dumps(path_text(path))
         any_of = s.get("anyOf")
         if any_of:
@@ -338,11 +367,53 @@ class _Validator:
         return inner.out
 
 
-def validate(schema: Schema, value: Any, path: tuple[Token, ...] = ()) -> list[Cause]:
-    """Every schema violation in ``value``, in kube's order and wording."""
+_COMPOSITE = frozenset(("anyOf", "oneOf", "allOf", "not"))
+
+
+def validate(
+    schema: Schema, value: Any, path: tuple[Token, ...] = (), old: dict[str, Any] | None = None
+) -> list[Cause]:
+    """Every schema violation in ``value``, in kube's order and wording.
+
+    With ``old`` (the stored object an update replaces) the caller drops every cause whose
+    value is unchanged from ``old`` (ratcheting); subtrees whose causes would all be dropped
+    are then not walked at all, which is most of an object on a status write. Without it,
+    everything is walked."""
     v = _Validator()
-    v.check(schema, value, path)
+    v.check(schema, value, path, _ABSENT if old is None else old)
     return v.out
+
+
+def _ratcheted(s: Schema, v: Any, old: Any) -> bool:
+    """Whether validating ``v`` can be skipped: it equals the old value, so every cause under
+    it names a value unchanged from the old object and ratcheting drops it, unless it is a
+    missing required field (its value is absent, never "unchanged"), which only a schema
+    with ``required`` somewhere below can raise."""
+    return old is not _ABSENT and old == v and not _requires(s)
+
+
+def _requires(s: Any) -> bool:
+    """Whether ``required`` appears anywhere in schema ``s`` (conservatively: any key of that
+    name, composites and items included). Cached per schema object: CRD schemas live as long
+    as their stored CRD, and the entry keeps its schema so an id is never reused under it."""
+    hit = _REQUIRES.get(id(s))
+    if hit is not None and hit[0] is s:
+        return hit[1]
+    found, stack = False, [s]
+    while stack and not found:
+        node = stack.pop()
+        if isinstance(node, dict):
+            found = "required" in node
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    if len(_REQUIRES) > 100_000:
+        _REQUIRES.clear()
+    _REQUIRES[id(s)] = (s, found)
+    return found
+
+
+_REQUIRES: dict[int, tuple[Any, bool]] = {}
 
 
 def list_sets_and_maps(schema: Schema, value: Any) -> list[Cause]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import bisect
-import copy
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.eventlog import Entry, EventLog, WatchEvent
 from kubetrio.runtime.emulator.gc.policy import deletion_finalizers
 from kubetrio.runtime.emulator.gc.validation import check_gc_metadata
+from kubetrio.runtime.emulator.jsoncopy import json_copy
 from kubetrio.runtime.emulator.kinds import ResourceType, ResourceTypes, from_crd
 from kubetrio.runtime.emulator.meta import (
     check_finalizers,
@@ -108,6 +108,10 @@ class Store:
 
     def bucket(self, rt: ResourceType) -> dict[Key, Entry]:
         return self._objects.setdefault(rt.key, {})
+
+    def count_of(self, key: str) -> int:
+        """How many objects of the resource ``key`` are stored (0 for an unknown one)."""
+        return len(self._objects.get(key, ()))
 
     def log_for(self, rt: ResourceType) -> EventLog:
         lg = self._logs.get(rt.key)
@@ -421,7 +425,7 @@ class Store:
             new = obj
             if rt.has_status:
                 if "status" in old.obj:
-                    new["status"] = copy.deepcopy(old.obj["status"])
+                    new["status"] = json_copy(old.obj["status"])
                 else:
                     new.pop("status", None)
             for f in _SERVER_MANAGED:

@@ -54,7 +54,9 @@ What is measured, in order:
    (``kubetrio_events_dropped_total`` by reason): Events recorded but never written.
 
 ``python tests/bench/scale.py [--machines N] [--idle S] [--metrics-per-machine false]
-[--machine-workers W]``;
+[--machine-workers W] [--profile-emulator FILE]``; the last samples the emulator with py-spy
+(folded raw stacks, 200 Hz) from just before the first POST until the last Running, for
+inclusive time per request phase (a profiled run's figures are not compared with others);
 ``--quick`` is CI's size (N = 100, 5 s idle, well under a minute). Last line ``RESULT {json}``.
 """
 
@@ -390,6 +392,18 @@ def plain_scrape_seconds(series: int) -> float:
     return statistics.median(times)
 
 
+def profile(pid: int, path: str | None) -> subprocess.Popen[bytes] | None:
+    """py-spy sampling ``pid`` into ``path`` (folded raw stacks) while the pool comes up: the
+    emulator's inclusive time per request phase. Sampling costs the target little CPU but
+    some wall time, so figures from a profiled run are not compared with unprofiled ones."""
+    if path is None:
+        return None
+    args = ["py-spy", "record", "--format", "raw", "-r", "200", "-p", str(pid)]
+    spy = subprocess.Popen([*args, "-o", path], stdout=subprocess.DEVNULL)
+    time.sleep(1.0)  # py-spy attaches before the first POST
+    return spy
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     n = args.machines
     r: dict[str, Any] = {"machines": n, "pods": PODS_PER_NODE * n, "idle_s": args.idle}
@@ -413,6 +427,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         r["rss_after_sync_kib"] = proc_status(manager.proc.pid)["VmRSS"]
 
         before = emu.call("GET", "/_emulator/counters")
+        spy = profile(emu.proc.pid, args.profile_emulator)
         cpu_before = cpu_seconds(manager.proc.pid), cpu_seconds(emu.proc.pid)
         r["post_s"] = create_machines(emu, n)
         deadline = time.monotonic() + TIMEOUT
@@ -423,6 +438,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         r["running_s"] = state["last_running"] - state["first_created"]
         r["nodes"] = state["nodes"]
         at_running = emu.call("GET", "/_emulator/counters")
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait()
         # CPU per machine until the last Running: less noisy than wall time on a shared machine
         # (the driver's polls add a little to the emulator's).
         r["manager_cpu_ms_per_machine"] = 1000 * (cpu_seconds(manager.proc.pid) - cpu_before[0]) / n
@@ -568,6 +586,9 @@ def main() -> None:
         "--machine-workers", type=int, default=0, help="the manager's (default: kubetrio run's)"
     )
     parser.add_argument("--quick", action="store_true", help="CI's size: N=100, 5 s idle")
+    parser.add_argument(
+        "--profile-emulator", metavar="FILE", help="py-spy raw stacks of the emulator to FILE"
+    )
     parser.add_argument("--emulator-child", type=int, metavar="WINDOW")
     args = parser.parse_args()
     if args.emulator_child:

@@ -89,6 +89,11 @@ class Admission:
         self.store = store
         self.connections = Connections()  # kept alive between calls, as kube-apiserver does
 
+    def configured(self) -> bool:
+        """Whether any webhook configuration exists. Most requests meet none, and then the
+        whole admission round (attributes, lookups, a trial write) is skipped."""
+        return any(self.store.count_of(key) for key in (MUTATING, VALIDATING))
+
     def _hooks(self, key: str, a: Attributes) -> list[tuple[dict[str, Any], str]]:
         if a.rt.key in _EXEMPT:
             return []
@@ -96,6 +101,8 @@ class Admission:
         if rt is None:
             return []
         configs = sorted(self.store.iter(rt), key=lambda e: str(e.obj["metadata"]["name"]))
+        if not configs:
+            return []  # the usual case: nothing registered, so no namespace lookup either
         ns_labels: dict[str, str] = {}
         if a.rt.namespaced and a.namespace:
             ns_rt = self.store.types.by_key("namespaces")
