@@ -30,6 +30,7 @@ import yaml
 
 from kubetrio.cmd.argparser import format_default
 from kubetrio.cmd.clusters import clusters_are_one, kubeconfig_problem
+from kubetrio.runtime.gctuning import GcMode
 from kubetrio.runtime.httpserver import BindAddressError, parse_bind_address
 from kubetrio.runtime.log import parse_level
 
@@ -298,6 +299,8 @@ class ManagerConfig(_Section, kw_only=True, frozen=True):
     webhooks: bool = False
     leader_election: LeaderElectionConfig = msgspec.field(default_factory=LeaderElectionConfig)
     graceful_shutdown_timeout: Duration = Duration(30)
+    # The collector policy (kubetrio.runtime.gctuning); the default is the one measured best.
+    gc: GcMode = "tuned"
     logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
     client: ClientConfig = msgspec.field(default_factory=ClientConfig)
     control: ClusterConfig = msgspec.field(default_factory=ClusterConfig)
@@ -455,6 +458,13 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "gracefulShutdownTimeout",
         "duration",
         "how long in-flight work may take to finish on shutdown",
+    ),
+    _s(
+        "--gc",
+        "gc",
+        "str",
+        "garbage collector: tuned (freeze the synced caches out of collections, young "
+        "generation 10000) or default (CPython's)",
     ),
     _s("--log-format", "logging.format", "str", "text or json"),
     _s("--log-level", "logging.level", "str", "debug, info, warning or error"),

@@ -327,6 +327,7 @@ async def run_manager(
         webhook_cert_path=Path(config.webhook_cert_path) if config.webhook_cert_path else None,
         graceful_shutdown_timeout=config.graceful_shutdown_timeout,
         workers=config.workers,
+        gc=config.gc,
         leader_election=LeaderElectionOptions(
             namespace=election.namespace or pod_namespace() or OUTSIDE_A_POD_LEASE_NAMESPACE,
             name=election.name,

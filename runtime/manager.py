@@ -64,6 +64,7 @@ from kubetrio.runtime.client import Client
 from kubetrio.runtime.cluster import Cluster, check_clusters_served, wait_for_clusters
 from kubetrio.runtime.events import EventRecorder, EventSender, dropped_counter
 from kubetrio.runtime.fence import Fence, is_not_leader
+from kubetrio.runtime.gctuning import GcMode, GcTuning
 from kubetrio.runtime.httpserver import ListenError, ManagerHTTPServer
 from kubetrio.runtime.informer_metrics import report_undecodable, undecodable_detail
 from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
@@ -126,6 +127,7 @@ class Manager:
         workers: Mapping[str, int] | None = None,
         webhook_bind_address: str = DEFAULT_BIND_ADDRESS,
         webhook_cert_path: Path | None = None,
+        gc: GcMode = "default",
     ) -> None:
         # Go's client emits no ``*_created`` series; dashboards written for it need none.
         disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -164,6 +166,7 @@ class Manager:
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
         self.cache_sync_timeout = cache_sync_timeout
         self._workers = dict(workers or {})
+        self.gc = GcTuning(gc)  # process-global: "default" (a library's manager) leaves it be
         self._runnables: list[Runnable] = []
         self._scopes: dict[int, trio.CancelScope] = {}
         self._stop_requested = trio.Event()
@@ -283,11 +286,17 @@ class Manager:
         signals = (
             unclaimed() if handle_signals is None else (STOP_SIGNALS if handle_signals else ())
         )
-        async with trio.open_nursery() as outer:
-            if signals:
-                await outer.start(stop_on_signals, signals, self.stop, outer.cancel_scope.cancel)
-            await self._run(task_status)
-            outer.cancel_scope.cancel()
+        self.gc.start()
+        try:
+            async with trio.open_nursery() as outer:
+                if signals:
+                    await outer.start(
+                        stop_on_signals, signals, self.stop, outer.cancel_scope.cancel
+                    )
+                await self._run(task_status)
+                outer.cancel_scope.cancel()
+        finally:
+            self.gc.restore()
         # Raised out here, outside every nursery, so the caller sees them bare.
         if self._sync_failure is not None:
             raise self._sync_failure
@@ -323,6 +332,7 @@ class Manager:
                 root.cancel_scope.cancel()
                 return
             log.info("caches synced", informers=sum(len(c.cache.informers) for c in clusters))
+            self.gc.synced()  # what the caches hold now lives as long as the manager
             for sender in self._event_senders.values():
                 root.start_soon(sender.run)
             task_status.started()

@@ -147,6 +147,7 @@ def test_defaults() -> None:
     assert (le.lease_duration, le.renew_deadline, le.retry_period) == (15, 10, 2)
     assert le.release_on_cancel is True
     assert config.graceful_shutdown_timeout == 30
+    assert config.gc == "tuned"  # measured: tests/bench/scale.py and machines.py, --gc
     assert (config.logging.format, config.logging.level) == ("text", "info")
     assert (config.client.qps, config.client.burst, config.client.timeout) == (20, 30, 30)
     assert config.workers == {
@@ -281,6 +282,7 @@ def sample_text(setting: Setting) -> str:
         ("leaderElection", "releaseOnCancel"): "false",
         ("machine", "nodeConditions"): "A,B",
         ("machine", "metricsPerMachine"): "false",  # on by default
+        ("gc",): "default",  # tuned by default
         ("workers",): "storagegc=4",
         ("control", "kubeconfig"): "inClusterConfig",
         ("target", "kubeconfig"): __file__,  # checked to exist
@@ -482,6 +484,7 @@ def file_error(tmp_path: Path, text: str, name: str = "x.yaml") -> str:
         ("client:\n  qps: fast\n", "client.qps: expected float, got str"),
         ("controllers: [machine, 3]\n", "controllers[1]: expected str, got int"),
         ("controllers: machine\n", "controllers: expected array, got str"),
+        ("gc: fast\n", 'gc: expected one of "default", "tuned", got "fast"'),
         ("logging: {format: xml}\n", 'logging.format: expected one of "json", "text", got "xml"'),
         ("logging: {level: loud}\n", "logging.level: expected one of debug, info"),
         ("workers: {machine: many}\n", 'workers.machine: expected an integer, got "many"'),
@@ -612,6 +615,7 @@ def test_missing_file_and_wrong_extension(tmp_path: Path) -> None:
             ["--log-format", "yaml"],
             'flag --log-format (logging.format): expected one of "json", "text", got "yaml"',
         ),
+        (["--gc", "off"], 'flag --gc (gc): expected one of "default", "tuned", got "off"'),
         (["--log-level", "trace"], "flag --log-level (logging.level): expected one of debug"),
         (["--kube-api-qps", "0"], "flag --kube-api-qps (client.qps): expected float > 0.0, got 0"),
         (["--kube-api-qps", "lots"], 'flag --kube-api-qps: expected a number, got "lots"'),
@@ -677,6 +681,11 @@ def test_flag_errors_name_the_flag(argv: list[str], expected: str) -> None:
             {"KUBETRIO_METRICS_BIND_ADDRESS": "localhost"},
             "environment variable "
             "KUBETRIO_METRICS_BIND_ADDRESS (metricsBindAddress): bind address 'localhost'",
+        ),
+        (
+            {"KUBETRIO_GC": "Tuned"},
+            "environment variable KUBETRIO_GC (gc): "
+            'expected one of "default", "tuned", got "Tuned"',
         ),
         (
             {"KUBETRIO_KUBE_API_BURST": "0"},
