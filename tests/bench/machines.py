@@ -384,9 +384,12 @@ def rss_kb() -> int:
     return 0
 
 
-def manager_child(url: str, workers: int, qps: float, burst: int, rolling: bool = False) -> None:
+def manager_child(
+    url: str, workers: int, qps: float, burst: int, rolling: bool = False, gc: str | None = None
+) -> None:
     """Runs until its stdin closes; prints ``READY {json}`` once synced, ``STATS {json}`` at
     the end."""
+    import msgspec
     import trio
 
     from kubetrio.cmd.config import ManagerConfig
@@ -399,12 +402,15 @@ def manager_child(url: str, workers: int, qps: float, burst: int, rolling: bool 
 
     async def main() -> None:
         config = ManagerConfig(workers={"machine": workers})
+        if gc is not None:
+            config = msgspec.structs.replace(config, gc=gc)
         client = Client.from_url(url, token=TOKEN, qps=qps, burst=burst)
         manager = Manager(
             client,
             metrics_bind_address="0",
             health_probe_bind_address="0",
             workers=config.workers,
+            gc=config.gc,
         )
         setup(manager, config)
         if rolling:
@@ -576,7 +582,13 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     driver = Driver(url)
     base = [await baseline(driver, n, "a")]
     manager = Child(
-        "--manager-child", url, str(args.workers), str(args.qps), str(args.burst), stdin=True
+        "--manager-child",
+        url,
+        str(args.workers),
+        str(args.qps),
+        str(args.burst),
+        *gc_args(args),
+        stdin=True,
     )
     try:
         ready = json.loads(await trio.to_thread.run_sync(manager.wait_for, "READY "))
@@ -621,6 +633,11 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     }
 
 
+def gc_args(args: argparse.Namespace) -> list[str]:
+    """The manager child's ``--gc``, when one was given (else ``kubetrio run``'s default)."""
+    return ["--gc", args.gc] if args.gc else []
+
+
 def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
     n = r["n"]
     counters: dict[str, int] = r["counters"]
@@ -645,7 +662,10 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
         v for k, v in errors.items() if k.split()[1] != "cloud" and int(k.split()[-1]) >= 400
     )
 
-    print(f"machines={n} workers={args.workers} manager client: {rate}; cores={os.cpu_count()}")
+    print(
+        f"machines={n} workers={args.workers} manager client: {rate}; cores={os.cpu_count()} "
+        f"gc={args.gc or 'as kubetrio run'}"
+    )
     print(
         f"  wall {wall:.2f} s: POSTs done after {r['post_s']:.2f} s, all Running after "
         f"{r['create_s']:.2f} s, deletion (first DELETE to last gone) {r['delete_s']:.2f} s"
@@ -775,6 +795,7 @@ async def run_rolling(args: argparse.Namespace, url: str) -> dict[str, Any]:
         str(args.qps),
         str(args.burst),
         "--rolling",
+        *gc_args(args),
         stdin=True,
     )
     try:
@@ -887,6 +908,12 @@ def main() -> None:
     parser.add_argument(
         "--boot", type=float, default=None, help="VM boot seconds (default 0; --rolling: 2)"
     )
+    parser.add_argument(
+        "--gc",
+        choices=("tuned", "default"),
+        default=None,
+        help="the manager's collector policy (default: kubetrio run's)",
+    )
     parser.add_argument("--emulator-child", type=int, metavar="WINDOW")
     parser.add_argument("--manager-child", nargs=4, metavar=("URL", "WORKERS", "QPS", "BURST"))
     args = parser.parse_args()
@@ -897,7 +924,7 @@ def main() -> None:
         return
     if args.manager_child:
         url, workers, qps, burst = args.manager_child
-        manager_child(url, int(workers), float(qps), int(burst), args.rolling)
+        manager_child(url, int(workers), float(qps), int(burst), args.rolling, args.gc)
         return
 
     import trio

@@ -46,10 +46,11 @@ code on the same N spread 40-90 % at load 4 on 2 cores); CPU per object does not
 Garbage collector (``--gc``, default ``tuned``): for each round, in both consumer processes
 alike (kubetrio's and kopf's child), what exists before the round is frozen (``gc.collect();
 gc.freeze()``, as a long-running service does after start-up) and the young-generation
-threshold is 10 000 allocations instead of CPython's 700. Why: with CPython's defaults a round
-of kubetrio's ran 3-5 full collections, each walking the whole heap (0.1-0.9 s apiece on a
-loaded machine), and how many landed inside a window depended on where the heap stood - one
-source of the slow third rounds. ``--gc default`` leaves both as CPython sets them.
+threshold is 10 000 allocations instead of CPython's 700: ``kubetrio run``'s own ``--gc tuned``
+(``kubetrio.runtime.gctuning``), applied at the start of each round. Why: with CPython's
+defaults a round of kubetrio's ran 3-5 full collections, each walking the whole heap (0.1-0.9 s
+apiece on a loaded machine), and how many landed inside a window depended on where the heap
+stood - one source of the slow third rounds. ``--gc default`` leaves both as CPython sets them.
 
 Long enough to repeat (``--min-window``, default 2 s): a 10 000-object window of kubetrio's
 lasts a few tenths of a second, short enough for scheduling noise on a shared machine to move a
@@ -118,7 +119,6 @@ if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
 
 import argparse
 import contextlib
-import gc
 import http.client
 import json
 import os
@@ -128,7 +128,6 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 NS = "bench"
@@ -141,25 +140,15 @@ TIMEOUT = 600.0
 MODES = ("burst", "streamed", "initial")
 SUFFIX = {"burst": "", "streamed": "_streamed", "initial": "_initial"}
 
-GC_THRESHOLD = (10_000, 10, 10)  # CPython's default is (700, 10, 10)
-gc_tuned = True  # --gc default: leave both consumers' collectors as CPython sets them
+gc_mode = "tuned"  # --gc default: leave both consumers' collectors as CPython sets them
 
 
-@contextlib.contextmanager
-def consumer_gc() -> Iterator[None]:
-    """The same collector settings in both consumers for one round (see the docstring)."""
-    if not gc_tuned:
-        yield
-        return
-    threshold = gc.get_threshold()
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLD)
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
+def consumer_gc() -> contextlib.AbstractContextManager[None]:
+    """The same collector settings in both consumers for one round (see the docstring):
+    ``kubetrio run``'s policy, from ``kubetrio.runtime.gctuning``."""
+    from kubetrio.runtime.gctuning import tuned_gc
+
+    return tuned_gc("default" if gc_mode == "default" else "tuned")
 
 
 # --------------------------------------------------------------------------- emulator child
@@ -430,7 +419,7 @@ def kopf_run(emu: Emulator, n: int, mode: str) -> dict[str, float]:
             "--kopf-child",
             str(n),
             "--gc",
-            "tuned" if gc_tuned else "default",
+            gc_mode,
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -499,8 +488,8 @@ def main() -> None:
     parser.add_argument("--serve-emulator", nargs=2, metavar=("KUBECONFIG", "WINDOW"))
     parser.add_argument("--kopf-child", type=int, metavar="N")
     args = parser.parse_args()
-    global gc_tuned
-    gc_tuned = args.gc == "tuned"
+    global gc_mode
+    gc_mode = args.gc
     if args.serve_emulator:
         serve_emulator_child(args.serve_emulator[0], int(args.serve_emulator[1]))
         return

@@ -411,6 +411,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     logs = Path(tempfile.mkdtemp(prefix="kubetrio-scale-"))
     manager: Manager | None = None
     extra = ["--machine-workers", str(args.machine_workers)] if args.machine_workers else []
+    extra += ["--gc", args.gc] if args.gc else []
     try:
         r["emulator_empty_rss_kib"] = proc_status(emu.proc.pid)["VmRSS"]
         empty = Manager(emu, logs / "empty.log", args.metrics_per_machine, extra)
@@ -512,7 +513,7 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
     print(
         f"machines={n} pods={r['pods']} nodes={r['nodes']} cores={os.cpu_count()} "
         f"per-machine series={'on' if args.metrics_per_machine else 'off'} "
-        f"machine workers={args.machine_workers or 'default'}"
+        f"machine workers={args.machine_workers or 'default'} gc={args.gc or 'as kubetrio run'}"
     )
     print(
         f"  cold sync {r['cold_sync_s']:.1f}s (empty manager {r['empty_ready_s']:.1f}s: "
@@ -584,6 +585,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--machine-workers", type=int, default=0, help="the manager's (default: kubetrio run's)"
+    )
+    parser.add_argument(
+        "--gc",
+        choices=("tuned", "default"),
+        default=None,
+        help="the manager's --gc (default: kubetrio run's)",
     )
     parser.add_argument("--quick", action="store_true", help="CI's size: N=100, 5 s idle")
     parser.add_argument(
