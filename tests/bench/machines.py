@@ -96,8 +96,10 @@ pykube-ng/requests in worker threads, 11-13 ms on the trio-native client (``runt
 qps (the 14 000 requests through the bucket; 575 s if the cloud calls had a bucket of their
 own). Peak RSS about 55 MB (50 MB after sync).
 
-``python tests/bench/machines.py [--machines N] [--workers W] [--qps Q --burst B]``; last line
-``RESULT {json}`` with a ratio line before it. CI size: ``--machines 100`` (about 5 s).
+``python tests/bench/machines.py [--machines N] [--workers W] [--qps Q --burst B]
+[--gc tuned|default]``; last line ``RESULT {json}`` with a ratio line before it. CI size:
+``--machines 100`` (about 5 s). ``--gc`` sets the manager's collector policy as ``kubetrio run
+--gc`` does (default: ``kubetrio run``'s), for an A/B of ``kubetrio.runtime.gctuning``.
 
 **The rolling-update case** (``--rolling``, issue 15): the manager runs the machine, MachineSet
 and MachineDeployment controllers; the driver creates an N-machine MachineDeployment (maxSurge
