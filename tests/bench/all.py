@@ -123,7 +123,7 @@ BENCHES = (
     ),
     Bench(
         "machines",
-        ("--machines", "100"),
+        ("--machines", "100", "--waves", "5"),
         (),
         {
             "wall / boot baseline": key("wall_over_baseline"),
