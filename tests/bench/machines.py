@@ -114,15 +114,17 @@ pykube-ng/requests in worker threads, 11-13 ms on the trio-native client (``runt
 qps (the 14 000 requests through the bucket; 575 s if the cloud calls had a bucket of their
 own). Peak RSS about 55 MB (50 MB after sync).
 
-Slope against whole run (issue 19's follow-up; same code, same time window, load 2-6 from
-other benchmarks on the 2 cores): the manager's start-up and sync cost 0.6-0.85 s of CPU, which
-the whole-run figure spreads over N — 16-25 ms per machine at CI's 100 against 10-13.5 ms by
-the slope (5 waves of 100), and 15-17 ms at 500 against 12.5-15.8 ms (3 waves of 500). The CPU
-time of one process is itself load-dependent here: the same waves measured 9-17 ms per machine
-as the load changed, so two runs agree within 10 % only when the load holds still. Each wave's
-own figure also drifts up by a few per cent per wave on a quiet stretch, and the manager's RSS
-grows about 11 KB per finished lifecycle (70.6 to 78.3 MB over 700 machines): state kept for
-machines already gone, a follow-up.
+Slope against the whole-run figure (issue 19's follow-up; the same code, runs alternated with
+the one-wave benchmark in one time window, load 2-6 from other benchmarks on the 2 cores): the
+manager's start-up and sync cost 0.54-0.85 s of CPU, which the whole-run figure spreads over N.
+At CI's size the one-wave benchmark printed 15.5-24.9 ms per machine, the slope (5 waves of 100)
+9.8-15.3 ms; at 500, 14.1-15.5 ms one-wave against 12.2-15.8 ms by the slope (3 waves of 500).
+Requests per machine by slope and by wave 1 agree to 0.1 %. The CPU time one process takes for
+the same work depends on the load here: one run's waves of 100 ranged from 9 to 18 ms per
+machine, so two runs agree within 10 % only when the load holds still (pairs of runs above
+differed by 28, 45 and 30 % at 100, by 26 and 13 % at 500) and no wave count fixes that.
+The manager's RSS grows about 11 KB per finished lifecycle (70.6 to 78.3 MB over 700
+machines): state kept for machines already gone, a follow-up.
 
 Example::
 
