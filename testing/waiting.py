@@ -23,13 +23,13 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from typing import Any, TypeAlias, TypeVar
-from weakref import WeakKeyDictionary
 
 import trio
 
 from kubetrio.api.meta import KubeObject
 from kubetrio.runtime.cache import InformerCache
-from kubetrio.runtime.informer import EventHandler, Informer
+from kubetrio.runtime.changes import InformerChanges, any_change
+from kubetrio.runtime.informer import Informer
 from kubetrio.runtime.manager import Manager
 
 T = TypeVar("T", bound=KubeObject)
@@ -40,35 +40,6 @@ running_managers: ContextVar[tuple[Manager, ...]] = ContextVar("running_managers
 Source: TypeAlias = Manager | InformerCache
 
 
-class _Changes:
-    """Sets every registered waiter's event when its informer applies a change. One per
-    informer, whoever waits: informers cannot drop a handler, so waiters come and go here."""
-
-    def __init__(self, informer: Informer[Any]) -> None:
-        self.waiters: set[trio.Event] = set()
-        informer.add_handler(
-            EventHandler(
-                on_add=lambda *_: self._notify(),
-                on_update=lambda *_: self._notify(),
-                on_delete=lambda *_: self._notify(),
-            )
-        )
-
-    def _notify(self) -> None:
-        for event in self.waiters:
-            event.set()
-
-
-_changes: WeakKeyDictionary[Informer[Any], _Changes] = WeakKeyDictionary()
-
-
-def _changes_of(informer: Informer[Any]) -> _Changes:
-    changes = _changes.get(informer)
-    if changes is None:
-        changes = _changes[informer] = _Changes(informer)
-    return changes
-
-
 async def _until(
     informers: Iterable[Informer[Any]],
     holds: Callable[[], Awaitable[bool]],
@@ -76,19 +47,13 @@ async def _until(
 ) -> bool:
     """True once ``holds()`` is true, re-checked after each change of ``informers``; False
     if ``within`` seconds (of the trio clock) passed first."""
-    watched = [_changes_of(informer) for informer in informers]
+    watched = [InformerChanges.of(informer) for informer in informers]
     with trio.move_on_after(within):
         while True:
-            changed = trio.Event()  # registered before checking: no change slips in between
-            for changes in watched:
-                changes.waiters.add(changed)
-            try:
+            with any_change(watched) as changed:  # registered before the (awaiting) check
                 if await holds():
                     return True
                 await changed.wait()
-            finally:
-                for changes in watched:
-                    changes.waiters.discard(changed)
     return False
 
 

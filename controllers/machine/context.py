@@ -13,7 +13,6 @@ from kubetrio.api.machineset import MachineSet
 from kubetrio.api.storage import VolumeAttachment
 from kubetrio.controllers.machine.drain.discovery import eviction_supported
 from kubetrio.controllers.machine.drain.drain import Drainer
-from kubetrio.controllers.machine.drain.watching import CacheChanges
 from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
 from kubetrio.controllers.machine.failing import FailurePermits
@@ -21,6 +20,7 @@ from kubetrio.controllers.machine.metrics import MachineMetrics
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.status import DEPLOYMENT_LABEL, NODE_LABEL, StatusWriter
 from kubetrio.controllers.safety.freeze import ControllerFreeze
+from kubetrio.runtime.changes import InformerChanges
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.store import Lister
 
@@ -60,7 +60,7 @@ class MachineContext:
     tokens: Lister[Secret]  # kube-system's bootstrap tokens made by this controller
     nodes: Lister[Node]
     attachments: Lister[VolumeAttachment]
-    machine_changes: CacheChanges
+    machine_changes: InformerChanges
     drainer: Drainer
     status: StatusWriter
     metrics: MachineMetrics

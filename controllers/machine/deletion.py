@@ -31,7 +31,6 @@ from kubetrio.api.storage import VolumeAttachment
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
 from kubetrio.controllers.machine.context import ATTACHMENT_NODE_INDEX, MachineContext
 from kubetrio.controllers.machine.drain.drain import DrainOptions, DrainResult
-from kubetrio.controllers.machine.drain.watching import CacheChanges
 from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, MachineError
 from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.health import is_healthy
@@ -54,6 +53,7 @@ from kubetrio.controllers.machine.status import (
     deletion_step,
 )
 from kubetrio.runtime import finalizers
+from kubetrio.runtime.changes import any_change
 from kubetrio.runtime.clock import now, seconds_since
 from kubetrio.runtime.errors import ApiError
 from kubetrio.runtime.gotext import go_quote
@@ -306,23 +306,19 @@ async def _drain_unless_forced(
 async def _forced(flow: Deletion, machine: Machine, node_name: str) -> str:
     """Waits until the cached machine and node call for a forced drain; the reason."""
     ctx = flow.ctx
+    watched = (ctx.machine_changes, ctx.drainer.cache.node_changes)
     while True:
-        current = ctx.machines.get(machine.namespace, machine.name) or machine
-        node = ctx.nodes.get("", node_name)
-        if node is not None:
-            reason = force_reason(flow, current, node)
-            if reason is not None:
-                return reason
-        # Nothing changes for five minutes of NotReady but the clock: wake then too.
-        with trio.move_on_at(_next_force_time(node)):
-            async with trio.open_nursery() as waits:
-                for changes in (ctx.machine_changes, ctx.drainer.cache.node_changes):
-                    waits.start_soon(_first_change, changes, waits.cancel_scope)
-
-
-async def _first_change(changes: CacheChanges, done: trio.CancelScope) -> None:
-    await changes.next_change()
-    done.cancel()
+        # Registered before the check: a change applied between the check and the wait wakes it.
+        with any_change(watched) as changed:
+            current = ctx.machines.get(machine.namespace, machine.name) or machine
+            node = ctx.nodes.get("", node_name)
+            if node is not None:
+                reason = force_reason(flow, current, node)
+                if reason is not None:
+                    return reason
+            # Nothing changes for five minutes of NotReady but the clock: wake then too.
+            with trio.move_on_at(_next_force_time(node)):
+                await changed.wait()
 
 
 def _next_force_time(node: Node | None) -> float:

@@ -37,7 +37,6 @@ from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.drain import UNSCHEDULABLE_TAINT, Drainer
 from kubetrio.controllers.machine.drain.metrics import drain_metrics
 from kubetrio.controllers.machine.drain.volumes import VolumeIdResolver
-from kubetrio.controllers.machine.drain.watching import CacheChanges
 from kubetrio.controllers.machine.driver.fenced import FencedDriver
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
 from kubetrio.controllers.machine.driver.sim import PROVIDER as SIM_PROVIDER
@@ -54,6 +53,7 @@ from kubetrio.controllers.machine.status import (
 )
 from kubetrio.controllers.safety.apiserver import control_cluster, target_cluster
 from kubetrio.controllers.safety.setup import setup_machine_safety
+from kubetrio.runtime.changes import InformerChanges
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.predicates import Predicate, on_events
@@ -216,7 +216,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         ).lister,
         nodes=drain_cache.nodes,
         attachments=attachment_informer.lister,
-        machine_changes=CacheChanges(machine_informer),
+        machine_changes=InformerChanges.of(machine_informer),
         drainer=Drainer(
             target.client,
             drain_cache,

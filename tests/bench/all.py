@@ -123,11 +123,14 @@ BENCHES = (
     ),
     Bench(
         "machines",
-        ("--machines", "100"),
+        ("--machines", "100", "--waves", "5"),
         (),
         {
             "wall / boot baseline": key("wall_over_baseline"),
             "requests / floor": key("requests_over_floor"),
+            "manager CPU ms per machine (slope; target <= 15)": key(
+                "manager_cpu_ms_per_machine_slope"
+            ),
         },
     ),
     Bench("soak", ("--quick",), (), {"time with 25 % faults / without": key("time_ratio")}),

@@ -18,10 +18,10 @@ from kubetrio.api.core import Event, Node
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.cmd.config import MachineConfig, ManagerConfig
-from kubetrio.controllers.machine.drain.watching import CacheChanges
 from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconciler
 from kubetrio.controllers.machinedeployment.setup import setup
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
+from kubetrio.runtime.changes import InformerChanges
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager import Manager
@@ -62,7 +62,7 @@ class SetSimulator:
 
     emu: Emulator
     sets: Lister[MachineSet]
-    changes: CacheChanges
+    changes: InformerChanges
     boot: float = 60.0
     machines: dict[str, list[float]] = field(default_factory=dict)
     peak_total: int = 0
@@ -145,10 +145,10 @@ class DeploymentHarness:
     reconciler: DeploymentReconciler
     deployments: Lister[MachineDeployment]
     sets: Lister[MachineSet]
-    deployment_changes: CacheChanges
-    set_changes: CacheChanges
-    machine_changes: CacheChanges
-    node_changes: CacheChanges
+    deployment_changes: InformerChanges
+    set_changes: InformerChanges
+    machine_changes: InformerChanges
+    node_changes: InformerChanges
     sim: SetSimulator | None = None
 
     async def wait_cached_machine(self, name: str) -> None:
@@ -237,15 +237,17 @@ async def deployment_manager(
         reconciler,
         deployment_informer.lister,
         set_informer.lister,
-        CacheChanges(deployment_informer),
-        CacheChanges(set_informer),
-        CacheChanges(manager.cache.informer(Machine, namespace="default")),
-        CacheChanges(manager.cache.informer(Node)),
+        InformerChanges.of(deployment_informer),
+        InformerChanges.of(set_informer),
+        InformerChanges.of(manager.cache.informer(Machine, namespace="default")),
+        InformerChanges.of(manager.cache.informer(Node)),
     )
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         if simulate_sets:
-            harness.sim = SetSimulator(emu, set_informer.lister, CacheChanges(set_informer), boot)
+            harness.sim = SetSimulator(
+                emu, set_informer.lister, InformerChanges.of(set_informer), boot
+            )
             await nursery.start(harness.sim.run)
         yield harness
         manager.stop()
@@ -281,10 +283,10 @@ async def pool_manager(emu: Emulator, **machine_options: Any) -> AsyncIterator[P
                 reconciler,
                 deployment_informer.lister,
                 set_informer.lister,
-                CacheChanges(deployment_informer),
-                CacheChanges(set_informer),
-                CacheChanges(manager.cache.informer(Machine, namespace="default")),
-                CacheChanges(manager.cache.informer(Node)),
+                InformerChanges.of(deployment_informer),
+                InformerChanges.of(set_informer),
+                InformerChanges.of(manager.cache.informer(Machine, namespace="default")),
+                InformerChanges.of(manager.cache.informer(Node)),
             )
         )
 

@@ -13,9 +13,9 @@ import trio
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
 from kubetrio.cmd.config import ManagerConfig
-from kubetrio.controllers.machine.drain.watching import CacheChanges
 from kubetrio.controllers.machineset.reconciler import MachineSetContext
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
+from kubetrio.runtime.changes import InformerChanges
 from kubetrio.runtime.manager import Manager
 
 from .machines import MACHINE_API, Harness, machine_manager
@@ -47,7 +47,7 @@ def machine_set_doc(
 class SetHarness:
     h: Harness
     sets: MachineSetContext
-    set_changes: CacheChanges
+    set_changes: InformerChanges
 
     def machine_set(self, name: str) -> MachineSet | None:
         return self.sets.sets.get("default", name)
@@ -95,11 +95,11 @@ class SetHarness:
 
 @asynccontextmanager
 async def machineset_manager(emu: Any, **options: Any) -> AsyncIterator[SetHarness]:
-    made: list[tuple[MachineSetContext, CacheChanges]] = []
+    made: list[tuple[MachineSetContext, InformerChanges]] = []
 
     def add(manager: Manager, config: ManagerConfig) -> None:
         ctx = machineset_setup(manager, config)
-        changes = CacheChanges(manager.cache.informer(MachineSet, namespace="default"))
+        changes = InformerChanges.of(manager.cache.informer(MachineSet, namespace="default"))
         made.append((ctx, changes))
 
     async with machine_manager(emu, also=(add,), **options) as h:

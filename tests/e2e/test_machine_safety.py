@@ -12,8 +12,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.machine import PHASE_RUNNING, Machine, MachineClass
-from kubetrio.controllers.machine.drain.watching import CacheChanges
 from kubetrio.controllers.machine.status import FINALIZER
+from kubetrio.runtime.changes import InformerChanges
 from kubetrio.runtime.emulator import Emulator
 
 from .conftest import Kubectl
@@ -146,7 +146,7 @@ async def test_a_class_in_use_outlives_its_machines(
     install_crds(emu)
     seed_class(emu)
     async with machine_manager(emu) as h:
-        classes = CacheChanges(h.manager.cache.informer(MachineClass, namespace="default"))
+        classes = InformerChanges.of(h.manager.cache.informer(MachineClass, namespace="default"))
 
         def small() -> MachineClass | None:
             return h.ctx.classes.get("default", "small")

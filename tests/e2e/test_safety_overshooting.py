@@ -17,7 +17,6 @@ from kubetrio.api.core import Event
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.cmd.config import MachineConfig, ManagerConfig
-from kubetrio.controllers.machine.drain.watching import CacheChanges
 from kubetrio.controllers.machineset.control import MachineControl
 from kubetrio.controllers.machineset.reconciler import MachineSetContext, MachineSetReconciler
 from kubetrio.controllers.safety.overshooting import (
@@ -27,6 +26,7 @@ from kubetrio.controllers.safety.overshooting import (
     OvershootingGuard,
 )
 from kubetrio.controllers.safety.setup import setup
+from kubetrio.runtime.changes import InformerChanges
 from kubetrio.runtime.client import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.events import EventSender
@@ -45,10 +45,10 @@ class Guarded:
     emu: Emulator
     manager: Manager
     guard: OvershootingGuard
-    sets: CacheChanges
-    deployments: CacheChanges
+    sets: InformerChanges
+    deployments: InformerChanges
     events: Informer[Event]
-    event_changes: CacheChanges
+    event_changes: InformerChanges
 
     def machine_set(self, name: str) -> MachineSet:
         found = self.guard.machine_sets.get("default", name)
@@ -81,10 +81,10 @@ async def guarded(emu: Emulator, **machine_options: Any) -> AsyncIterator[Guarde
     )
     manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
     guard = setup(manager, config)
-    sets = CacheChanges(manager.cache.informer(MachineSet, namespace="default"))
-    deployments = CacheChanges(manager.cache.informer(MachineDeployment, namespace="default"))
+    sets = InformerChanges.of(manager.cache.informer(MachineSet, namespace="default"))
+    deployments = InformerChanges.of(manager.cache.informer(MachineDeployment, namespace="default"))
     events = manager.cache.informer(Event, namespace="default")
-    event_changes = CacheChanges(events)
+    event_changes = InformerChanges.of(events)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
         yield Guarded(emu, manager, guard, sets, deployments, events, event_changes)

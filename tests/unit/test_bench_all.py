@@ -70,7 +70,7 @@ def test_only_rejects_unknown_names() -> None:
     assert "unknown benchmark(s) nope" in done.stderr
 
 
-@pytest.mark.parametrize("name", ["informer", "reconcile", "drain"])
+@pytest.mark.parametrize("name", ["informer", "reconcile", "drain", "machines"])
 def test_changed_benchmarks_accept_their_ci_arguments(name: str) -> None:
     """argparse rejects an unknown flag before any work: ``--help`` plus the CI flags parses."""
     bench = next(b for b in load().BENCHES if b.name == name)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from kubetrio.api.core import Node, PersistentVolume, PersistentVolumeClaim, Pod
 from kubetrio.api.policy import PodDisruptionBudget
 from kubetrio.api.storage import VolumeAttachment
-from kubetrio.controllers.machine.drain.watching import CacheChanges
 from kubetrio.runtime.cache import InformerCache
+from kubetrio.runtime.changes import InformerChanges
 from kubetrio.runtime.store import Lister
 
 POD_NODE_INDEX = "spec.nodeName"
@@ -33,9 +33,9 @@ class DrainCache:
     volumes: Lister[PersistentVolume]
     attachments: Lister[VolumeAttachment]
     budgets: Lister[PodDisruptionBudget]
-    node_changes: CacheChanges
-    pod_changes: CacheChanges
-    attachment_changes: CacheChanges
+    node_changes: InformerChanges
+    pod_changes: InformerChanges
+    attachment_changes: InformerChanges
     # The last resourceVersion the pod informer has seen (a drain compares it with a list's).
     pods_version: Callable[[], str]
 
@@ -54,9 +54,9 @@ class DrainCache:
             volumes=cache.informer(PersistentVolume).lister,
             attachments=attachments.lister,
             budgets=cache.informer(PodDisruptionBudget).lister,
-            node_changes=CacheChanges(nodes),
-            pod_changes=CacheChanges(pods),
-            attachment_changes=CacheChanges(attachments),
+            node_changes=InformerChanges.of(nodes),
+            pod_changes=InformerChanges.of(pods),
+            attachment_changes=InformerChanges.of(attachments),
             pods_version=lambda: pods.last_resource_version,
         )
 
