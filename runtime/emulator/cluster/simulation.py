@@ -10,7 +10,7 @@ from kubetrio.runtime.emulator.cluster.daemonset import DaemonSets
 from kubetrio.runtime.emulator.cluster.deployment import Deployments
 from kubetrio.runtime.emulator.cluster.disruption import Disruption
 from kubetrio.runtime.emulator.cluster.kubelet import Kubelet
-from kubetrio.runtime.emulator.cluster.loop import Controller, Wakeup, run_controller
+from kubetrio.runtime.emulator.cluster.loop import Controller, Tracking, Wakeup, run_controller
 from kubetrio.runtime.emulator.cluster.nodelifecycle import NodeLifecycle
 from kubetrio.runtime.emulator.cluster.objects import Objects
 from kubetrio.runtime.emulator.cluster.options import ClusterSimulation
@@ -45,10 +45,15 @@ class SimulatedCluster:
         self.objects = Objects(store)
         self.controllers = build_controllers(self.objects, options)
         self._wakeups = [Wakeup() for _ in self.controllers]
+        self._trackers = [c if isinstance(c, Tracking) else None for c in self.controllers]
 
     def _on_change(self, rt: ResourceType, ev: WatchEvent) -> None:
-        for controller, wakeup in zip(self.controllers, self._wakeups, strict=True):
+        for controller, tracker, wakeup in zip(
+            self.controllers, self._trackers, self._wakeups, strict=True
+        ):
             if rt.key in controller.watches:
+                if tracker is not None:
+                    tracker.changed(rt, ev)
                 wakeup.set()
 
     async def run(self) -> None:

@@ -1,0 +1,84 @@
+"""The simulated cluster's incremental passes decide as whole-cluster passes did: the kubelet
+visits only changed pods, pods on changed nodes and pods waiting on a timer, so these pin the
+cases where a pod must be reconsidered although it did not change itself."""
+
+from __future__ import annotations
+
+import trio
+import trio.testing
+
+from kubetrio.runtime.emulator.cluster import ClusterSimulation
+from tests.e2e.test_simulated_cluster import node, pod, simulated, write_times
+
+
+def started(emu_pods: list[float]) -> float:
+    assert len(emu_pods) == 1, emu_pods
+    return emu_pods[0]
+
+
+async def test_a_pod_bound_to_an_unregistered_node_starts_once_the_node_is_ready(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with simulated(ClusterSimulation(pod_start_delay=2.0)) as sim:
+        sim.emu.create(node("n1"))
+        sim.emu.create(pod("early", node_name="late"))
+        sim.emu.create(pod("other", node_name="n1"))
+        running = write_times(
+            sim.emu,
+            "pods",
+            lambda t, o: (
+                o["metadata"]["name"] == "early" and o.get("status", {}).get("phase") == "Running"
+            ),
+        )
+        await sim.until_ready("other")  # passes ran after "early" was written; it waits
+        early = sim.pod("early")
+        assert early is not None and early.status.phase in ("", "Pending")
+        registered = trio.current_time()
+        sim.emu.create(node("late"))  # nothing about the pod changes: the node brings it up
+        await sim.until_ready("early")
+        assert started(running) - registered >= 2.0
+
+
+async def test_a_pod_recreated_under_its_name_waits_the_whole_start_delay_again(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with simulated(ClusterSimulation(pod_start_delay=5.0)) as sim:
+        sim.emu.create(node("n1"))
+        sim.emu.create(pod("p", node_name="n1"))
+        running = write_times(
+            sim.emu,
+            "pods",
+            lambda t, o: (
+                o["metadata"]["name"] == "p" and o.get("status", {}).get("phase") == "Running"
+            ),
+        )
+        await trio.sleep(3.0)  # the mock clock: the first pod's start timer is 3 s along
+        sim.emu.delete("v1", "Pod", "p", "default", grace=0)
+        assert sim.emu.get("v1", "Pod", "p", "default") is None
+        recreated = trio.current_time()
+        sim.emu.create(pod("p", node_name="n1"))  # same name, new uid: a new timer
+        await sim.until_ready("p")
+        assert started(running) - recreated >= 5.0
+
+
+async def test_pods_on_a_node_that_returns_become_ready_again(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with simulated() as sim:
+        sim.emu.create(node("n1"))
+        sim.emu.create(pod("p", node_name="n1"))
+        await sim.until_ready("p")
+        raw = sim.emu.get("v1", "Node", "n1")
+        assert raw is not None
+        for c in raw["status"]["conditions"]:
+            if c["type"] == "Ready":
+                c.update(status="Unknown", reason="NodeStatusUnknown")
+        sim.emu.update(raw, subresource="status")  # node lifecycle marks p not Ready
+        await sim.pods.until(lambda: (p := sim.pod("p")) is not None and not p.ready)
+        raw = sim.emu.get("v1", "Node", "n1")
+        assert raw is not None
+        raw["status"]["conditions"] = [
+            c for c in raw["status"]["conditions"] if c["type"] != "Ready"
+        ]
+        sim.emu.update(raw, subresource="status")  # the kubelet posts Ready: p is Ready again
+        await sim.until_ready("p")
