@@ -1,14 +1,25 @@
 """The simulated cluster's incremental passes decide as whole-cluster passes did: the kubelet
 visits only changed pods, pods on changed nodes and pods waiting on a timer, so these pin the
-cases where a pod must be reconsidered although it did not change itself."""
+cases where a pod must be reconsidered although it did not change itself; the workload
+controllers look a ReplicaSet's pods up by owner, so one pins that index's start."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import trio
 import trio.testing
 
+from kubetrio.runtime.emulator import serve_emulator
 from kubetrio.runtime.emulator.cluster import ClusterSimulation
-from tests.e2e.test_simulated_cluster import node, pod, simulated, write_times
+from tests.e2e.test_simulated_cluster import (
+    node,
+    pod,
+    simulated,
+    with_informers,
+    write_times,
+)
+from tests.e2e.test_simulated_cluster_workloads import replicaset
 
 
 def started(emu_pods: list[float]) -> float:
@@ -82,3 +93,44 @@ async def test_pods_on_a_node_that_returns_become_ready_again(
         ]
         sim.emu.update(raw, subresource="status")  # the kubelet posts Ready: p is Ready again
         await sim.until_ready("p")
+
+
+async def test_a_replicaset_owns_the_pods_stored_before_the_cluster_started(
+    mock_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    """The owner index is filled from the store when the simulated cluster starts: a ReplicaSet
+    restored with its pods scales down among them rather than seeing none and adding more."""
+    state = tmp_path / "state.json"
+    async with serve_emulator(state=state) as plain:  # no simulated cluster: nothing acts
+        plain.create(node("n1"))
+        rs = plain.create(replicaset("web", 2))
+        ref = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": "web",
+            "uid": rs["metadata"]["uid"],
+            "controller": True,
+        }
+        ready = [{"type": "Ready", "status": "True"}]
+        plain.set_status("v1", "Node", "n1", {"conditions": ready})
+        for i in range(2):  # running already: after the restart no event names them
+            doc = pod(f"web-{i}", node_name="n1", app="web")
+            doc["metadata"]["ownerReferences"] = [ref]
+            plain.create(doc)
+            running = {"phase": "Running", "conditions": ready}
+            plain.set_status("v1", "Pod", f"web-{i}", running, "default")
+        assert plain.persister is not None
+        plain.persister.flush()
+    async with (
+        serve_emulator(state=state, simulate=ClusterSimulation()) as served,
+        with_informers(served) as sim,
+    ):
+        await sim.until_ready("web-0")
+        await sim.until_ready("web-1")
+        current = sim.emu.get("apps/v1", "ReplicaSet", "web", "default")
+        assert current is not None
+        current["spec"]["replicas"] = 1
+        sim.emu.update(current)
+        await sim.pods.until(lambda: len([p for p in sim.pods.all() if not p.deleting]) == 1)
+        assert len(sim.pods.all()) >= 1
+        assert {p.name for p in sim.pods.all()} <= {"web-0", "web-1"}

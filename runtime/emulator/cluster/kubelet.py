@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+from kubetrio.runtime.emulator.cluster.indexes import PodsByNode
 from kubetrio.runtime.emulator.cluster.loop import Deadlines
 from kubetrio.runtime.emulator.cluster.objects import (
     Obj,
@@ -20,7 +21,6 @@ from kubetrio.runtime.emulator.cluster.objects import (
     set_condition,
 )
 from kubetrio.runtime.emulator.cluster.options import NEVER_READY_ANNOTATION, ClusterSimulation
-from kubetrio.runtime.emulator.cluster.podsbynode import PodsByNode
 from kubetrio.runtime.emulator.cluster.volumes import CsiVolume, pod_volumes
 from kubetrio.runtime.emulator.eventlog import WatchEvent
 from kubetrio.runtime.emulator.kinds import ResourceType
