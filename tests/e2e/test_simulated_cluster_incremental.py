@@ -1,7 +1,9 @@
 """The simulated cluster's incremental passes decide as whole-cluster passes did: the kubelet
 visits only changed pods, pods on changed nodes and pods waiting on a timer, so these pin the
 cases where a pod must be reconsidered although it did not change itself; the workload
-controllers look a ReplicaSet's pods up by owner, so one pins that index's start."""
+controllers look a ReplicaSet's pods up by owner, so one pins that index's start; the
+attach/detach controller reads only pods naming a claim and reports only nodes whose
+attachments or status changed."""
 
 from __future__ import annotations
 
@@ -11,11 +13,14 @@ import trio
 import trio.testing
 
 from kubetrio.runtime.emulator import serve_emulator
-from kubetrio.runtime.emulator.cluster import ClusterSimulation
+from kubetrio.runtime.emulator.cluster import SIM_CSI_DRIVER, ClusterSimulation
 from tests.e2e.test_simulated_cluster import (
+    attached_names,
+    claim,
     node,
     pod,
     simulated,
+    volume_handle,
     with_informers,
     write_times,
 )
@@ -134,3 +139,50 @@ async def test_a_replicaset_owns_the_pods_stored_before_the_cluster_started(
         await sim.pods.until(lambda: len([p for p in sim.pods.all() if not p.deleting]) == 1)
         assert len(sim.pods.all()) >= 1
         assert {p.name for p in sim.pods.all()} <= {"web-0", "web-1"}
+
+
+async def test_a_volume_attaches_once_the_node_its_pod_is_bound_to_registers(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """The attach/detach controller reads only pods that name a claim, but decides on each
+    whether its node exists at every pass, not when the pod changed."""
+    async with simulated(ClusterSimulation(attach_delay=2.0)) as sim:
+        sim.emu.create(node("n1"))
+        sim.emu.create(claim("data"))
+        sim.emu.create(pod("db", node_name="late", claims=("data",)))
+        sim.emu.create(pod("other", node_name="n1"))
+        await sim.until_ready("other")  # passes ran after "db" was written
+        assert sim.emu.store.count_of("volumeattachments.storage.k8s.io") == 0  # no "late" yet
+        handle = volume_handle(sim.emu, "data")
+        registered = trio.current_time()
+        sim.emu.create(node("late"))
+        db = await sim.until_ready("db")
+        assert db.node == "late" and trio.current_time() - registered >= 2.0
+        unique = f"kubernetes.io/csi/{SIM_CSI_DRIVER}^{handle}"
+        await sim.nodes.until(
+            lambda: (n := sim.nodes.get("late")) is not None and attached_names(n) == [unique]
+        )
+
+
+async def test_a_stale_attached_volume_on_a_node_is_cleared(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """``volumesAttached`` mirrors the node's VolumeAttachments: written by anyone else, it is
+    put back, for a node no attachment targets too."""
+    async with simulated() as sim:
+        sim.emu.create(node("n1"))
+        await sim.nodes.until(
+            lambda: (
+                (n := sim.nodes.get("n1")) is not None
+                and any(c.type == "Ready" and c.status == "True" for c in n.status.conditions)
+            )
+        )
+        raw = sim.emu.get("v1", "Node", "n1")
+        assert raw is not None
+        stale = [{"name": "kubernetes.io/csi/x^gone", "devicePath": ""}]
+        raw["status"]["volumesAttached"] = stale
+        sim.emu.update(raw, subresource="status")
+        # The store, not the informer (which may not have seen the stale write yet).
+        await sim.nodes.until(
+            lambda: "volumesAttached" not in (sim.emu.get("v1", "Node", "n1") or {})["status"]
+        )
