@@ -3,7 +3,8 @@ visits only changed pods, pods on changed nodes and pods waiting on a timer, so 
 cases where a pod must be reconsidered although it did not change itself; the workload
 controllers look a ReplicaSet's pods up by owner, so one pins that index's start; the
 attach/detach controller reads only pods naming a claim and reports only nodes whose
-attachments or status changed."""
+attachments or status changed; the scheduler keeps loads and node order from events and
+retries an unplaceable pod only when a node changes."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import trio.testing
 from kubetrio.runtime.emulator import serve_emulator
 from kubetrio.runtime.emulator.cluster import SIM_CSI_DRIVER, ClusterSimulation
 from tests.e2e.test_simulated_cluster import (
+    Sim,
     attached_names,
     claim,
     node,
@@ -186,3 +188,83 @@ async def test_a_stale_attached_volume_on_a_node_is_cleared(
         await sim.nodes.until(
             lambda: "volumesAttached" not in (sim.emu.get("v1", "Node", "n1") or {})["status"]
         )
+
+
+def bound(sim: Sim, names: list[str]) -> dict[str, str]:
+    """Each pod's node as the store has it ("" while unbound)."""
+    out = {}
+    for name in names:
+        raw = sim.emu.get("v1", "Pod", name, "default")
+        out[name] = (raw or {}).get("spec", {}).get("nodeName", "")
+    return out
+
+
+async def test_the_scheduler_places_on_the_least_loaded_fitting_node_by_name(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """Load is the bound pods not finished; ties go by node name; pods in creation order (same
+    second: by name); a node selector skips the less loaded nodes it does not match."""
+    async with simulated() as sim:
+        for name, zone in (("a", "x"), ("b", "x"), ("c", "y")):
+            sim.emu.create(node(name, zone=zone))
+        sim.emu.create(pod("on-a-1", node_name="a"))
+        sim.emu.create(pod("on-a-2", node_name="a"))
+        sim.emu.create(pod("on-b", node_name="b"))
+        for i in range(3):  # finished: no load on c
+            sim.emu.create(pod(f"done-{i}", node_name="c"))
+            sim.emu.set_status("v1", "Pod", f"done-{i}", {"phase": "Succeeded"}, "default")
+        await sim.until_ready("on-b")
+        names = ["p1", "p2", "p3", "p4", "px"]
+        for name in ("p3", "p1", "p4", "p2"):  # one trio step: ordered by name, not by write
+            sim.emu.create(pod(name))
+        sim.emu.create(pod("px", selector={"zone": "x"}))
+        await sim.pods.until(lambda: all(bound(sim, names).values()))
+        # loads a2 b1 c0: p1→c; a2 b1 c1: p2→b; a2 b2 c1: p3→c; a2 b2 c2: p4→a;
+        # a3 b2 c2, px only fits a or b: b.
+        assert bound(sim, names) == {"p1": "c", "p2": "b", "p3": "c", "p4": "a", "px": "b"}
+
+
+async def test_a_pod_no_node_fits_is_placed_once_a_node_changes_to_fit_it(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with simulated() as sim:
+        sim.emu.create(node("a"))
+        sim.emu.create(node("b"))
+        sim.emu.create(pod("zonal", selector={"zone": "z"}))
+        await sim.pods.until(
+            lambda: (p := sim.pod("zonal")) is not None and p.status.conditions != ()
+        )
+        sim.emu.create(pod("other"))  # pods changing do not make it fit
+        await sim.until_ready("other")
+        assert bound(sim, ["zonal"]) == {"zonal": ""}
+        raw = sim.emu.get("v1", "Node", "b")
+        assert raw is not None
+        raw["metadata"]["labels"]["zone"] = "z"
+        sim.emu.update(raw)
+        await sim.until_ready("zonal")
+        assert bound(sim, ["zonal"]) == {"zonal": "b"}
+
+
+async def test_a_deleted_pod_frees_its_place_and_a_cordoned_node_takes_none(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    async with simulated(ClusterSimulation(grace_factor=0.0)) as sim:
+        sim.emu.create(node("a"))
+        sim.emu.create(node("b"))
+        sim.emu.create(pod("on-a", node_name="a"))
+        sim.emu.create(pod("on-b", node_name="b"))
+        await sim.until_ready("on-a")
+        await sim.until_ready("on-b")
+        sim.emu.delete("v1", "Pod", "on-b", "default")
+        await sim.pods.until(lambda: sim.pod("on-b") is None)
+        sim.emu.create(pod("next"))  # a1 b0: b
+        await sim.until_ready("next")
+        raw = sim.emu.get("v1", "Node", "a")
+        assert raw is not None
+        raw["spec"] = {"unschedulable": True}
+        sim.emu.update(raw)
+        sim.emu.delete("v1", "Pod", "on-a", "default")  # a0 b1, but a is cordoned
+        await sim.pods.until(lambda: sim.pod("on-a") is None)
+        sim.emu.create(pod("last"))
+        await sim.until_ready("last")
+        assert bound(sim, ["next", "last"]) == {"next": "b", "last": "b"}
