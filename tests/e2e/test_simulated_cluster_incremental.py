@@ -268,3 +268,38 @@ async def test_a_deleted_pod_frees_its_place_and_a_cordoned_node_takes_none(
         sim.emu.create(pod("last"))
         await sim.until_ready("last")
         assert bound(sim, ["next", "last"]) == {"next": "b", "last": "b"}
+
+
+async def test_pods_of_a_gone_node_are_deleted_after_the_quarantine_a_return_resets(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """Node lifecycle visits pods bound to changed nodes and pods in quarantine: a node gone
+    40 s takes its pods along; one back in time cancels, and going again restarts the 40 s."""
+    async with simulated() as sim:
+        sim.emu.create(node("n1"))
+        sim.emu.create(node("n2"))
+        sim.emu.create(pod("p1", node_name="n1"))
+        sim.emu.create(pod("p2", node_name="n2"))
+        await sim.until_ready("p1")
+        await sim.until_ready("p2")
+        gone = {
+            name: write_times(
+                sim.emu,
+                "pods",
+                lambda t, o, name=name: t == "DELETED" and o["metadata"]["name"] == name,
+            )
+            for name in ("p1", "p2")
+        }
+        sim.emu.delete("v1", "Node", "n1")
+        sim.emu.delete("v1", "Node", "n2")
+        left = trio.current_time()
+        await trio.sleep(30.0)  # the mock clock: 30 s into both quarantines
+        sim.emu.create(node("n2"))  # back: p2's quarantine ends
+        await sim.nodes.until(
+            lambda: (n := sim.nodes.get("n2")) is not None and n.status.conditions != ()
+        )  # the passes ran with n2 there
+        sim.emu.delete("v1", "Node", "n2")  # and gone again: a new one starts now
+        again = trio.current_time()
+        await sim.pods.until(lambda: sim.pod("p1") is None and sim.pod("p2") is None)
+        assert 40.0 <= gone["p1"][0] - left < 41.0
+        assert 40.0 <= gone["p2"][0] - again < 41.0
