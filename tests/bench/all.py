@@ -169,6 +169,12 @@ BENCHES = (
         },
     ),
     Bench(
+        "simcluster",
+        ("--quick",),
+        ("--nodes", "200", "2000"),
+        {"simulated cluster: CPU per pod, largest N / smallest": key("pods_growth")},
+    ),
+    Bench(
         "secure_metrics",
         ("--scrapes", "100"),
         (),

@@ -136,6 +136,11 @@ The last line is ``RESULT {json}``, with a ratio line before it. ``--gc tuned|de
 the manager's collector policy as ``kubetrio run --gc`` does (default: ``kubetrio run``'s), for
 an A/B of ``kubetrio.runtime.gctuning``.
 
+``--simulate``: the emulator also runs the simulated cluster as ``kubetrio emulator
+--simulate`` does (``ClusterSimulation.realistic()``: kubelet, scheduler, node lifecycle, ...);
+the nodes still hold no pods, so the only difference is the simulated controllers' passes on
+every Node and Machine-driven change, in ``emulator_cpu_s``.
+
 **The rolling-update case** (``--rolling``, issue 15): the manager runs the machine, MachineSet
 and MachineDeployment controllers; the driver creates an N-machine MachineDeployment (maxSurge
 ``--surge``, default 10 %, maxUnavailable 0; VMs boot in ``--boot`` seconds, default 2), waits
@@ -369,15 +374,17 @@ def _target(path: str) -> str:
     return "/".join(rest[:1] + rest[2:3]) or "discovery"
 
 
-def emulator_child(window: int, boot: float = 0.0) -> None:
+def emulator_child(window: int, boot: float = 0.0, simulate: bool = False) -> None:
     import trio
 
     from kubetrio.cmd.assets import crd_documents
     from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
+    from kubetrio.runtime.emulator.cluster import ClusterSimulation
     from kubetrio.runtime.emulator.http import Request, Response, json_response
 
     async def main() -> None:
-        options = EmulatorOptions(window=window, token=TOKEN)
+        cluster = ClusterSimulation.realistic() if simulate else None  # as ``--simulate``
+        options = EmulatorOptions(window=window, token=TOKEN, simulate=cluster)
         async with serve_emulator(options=options) as emu:
             for crd in crd_documents():
                 emu.create(crd)
@@ -1049,6 +1056,9 @@ def main() -> None:
         default=None,
         help="the manager's collector policy (default: kubetrio run's)",
     )
+    parser.add_argument(
+        "--simulate", action="store_true", help="the emulator runs the simulated cluster too"
+    )
     parser.add_argument("--emulator-child", type=int, metavar="WINDOW")
     parser.add_argument("--manager-child", nargs=4, metavar=("URL", "WORKERS", "QPS", "BURST"))
     args = parser.parse_args()
@@ -1057,7 +1067,7 @@ def main() -> None:
     if args.waves < 2:
         parser.error(f"--waves: {args.waves} is fewer than the 2 a slope needs")
     if args.emulator_child:
-        emulator_child(args.emulator_child, args.boot)
+        emulator_child(args.emulator_child, args.boot, args.simulate)
         return
     if args.manager_child:
         url, workers, qps, burst = args.manager_child
@@ -1070,7 +1080,11 @@ def main() -> None:
 
     configure_logging(level="warning")
     emulator = Child(
-        "--emulator-child", str(max(10_000, 40 * args.machines)), "--boot", str(args.boot)
+        "--emulator-child",
+        str(max(10_000, 40 * args.machines)),
+        "--boot",
+        str(args.boot),
+        *(["--simulate"] if args.simulate else []),
     )
     try:
         url = emulator.wait_for("url=")

@@ -6,6 +6,12 @@ node) a scheduled pod needs, ``attached=true`` after ``attach_delay``, mirrored 
 Volumes are single-attach: a volume still attached to another node is not attached to a new one
 until it has detached there (the real controller's Multi-Attach wait), which is what lets a drain
 watch "detached from the old node, then attached on the new one".
+
+A pass reads only the pods that name a claim (the others need no volume, whatever else
+changes), every VolumeAttachment, and reports ``volumesAttached`` for the nodes whose report
+could have changed: those a VolumeAttachment targets or targeted, and those that changed
+themselves; a change to a claim or volume, the first pass and one after a failed pass report
+every node.
 """
 
 from __future__ import annotations
@@ -15,7 +21,15 @@ from dataclasses import dataclass, field
 from kubetrio.runtime.emulator.cluster.loop import Deadlines
 from kubetrio.runtime.emulator.cluster.objects import Obj, Objects, node_name
 from kubetrio.runtime.emulator.cluster.options import ClusterSimulation
-from kubetrio.runtime.emulator.cluster.volumes import CsiVolume, pod_volumes, pv_volume
+from kubetrio.runtime.emulator.cluster.volumes import (
+    CsiVolume,
+    claim_names,
+    pod_volumes,
+    pv_volume,
+)
+from kubetrio.runtime.emulator.eventlog import WatchEvent
+from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.runtime.emulator.store import Key
 
 
 def _target(va: Obj) -> tuple[str, str]:
@@ -42,14 +56,57 @@ class AttachDetach:
     _attach_at: dict[str, float] = field(default_factory=dict)
     _detach_at: dict[str, float] = field(default_factory=dict)
     _names: dict[str, str] = field(default_factory=dict)  # attachment → unique volume name
+    _with_claims: set[Key] = field(default_factory=set)  # pods naming a claim, from ``changed``
+    _claims_known: bool = False  # ``_with_claims`` filled from the store
+    # Noted by ``changed`` since the last pass.
+    _full: bool = True
+    _nodes: set[str] = field(default_factory=set)
+
+    def changed(self, rt: ResourceType, ev: WatchEvent) -> None:
+        obj = ev.entry.obj
+        md = obj["metadata"]
+        if rt.key == "pods":
+            key = (md.get("namespace", ""), md["name"])
+            if ev.type != "DELETED" and claim_names(obj):
+                self._with_claims.add(key)
+            else:
+                self._with_claims.discard(key)
+        elif rt.key == "nodes":
+            self._nodes.add(md["name"])
+        elif rt.key == "volumeattachments.storage.k8s.io":
+            self._nodes.add(_target(obj)[0])
+            if ev.prev is not None:
+                self._nodes.add(_target(ev.prev.obj)[0])
+        else:
+            self._full = True
 
     def reconcile(self, now: float) -> float | None:
+        full, self._full = self._full, False
+        changed, self._nodes = self._nodes, set()
+        try:
+            return self._pass(now, None if full else changed)
+        except Exception:
+            self._full = True  # what this pass took is lost: the next one reports every node
+            raise
+
+    def _pass(self, now: float, changed: set[str] | None) -> float | None:
+        """``changed``: the nodes to report besides those a VolumeAttachment targets (None:
+        every node)."""
         deadlines = Deadlines()
-        nodes = {n["metadata"]["name"] for n in self.objs.all(self.objs.nodes)}
+        if not self._claims_known:
+            self._with_claims = {
+                (p["metadata"].get("namespace", ""), p["metadata"]["name"])
+                for p in self.objs.all(self.objs.pods)
+                if claim_names(p)
+            }
+            self._claims_known = True
         desired: dict[tuple[str, str], CsiVolume] = {}
-        for pod in self.objs.all(self.objs.pods):
+        for key in sorted(self._with_claims):
+            pod = self.objs.get(self.objs.pods, *key)
+            if pod is None:
+                continue
             node = node_name(pod)
-            if node in nodes and (pod.get("status") or {}).get("phase") not in (
+            if self._node(node) is not None and (pod.get("status") or {}).get("phase") not in (
                 "Succeeded",
                 "Failed",
             ):
@@ -80,8 +137,15 @@ class AttachDetach:
             if created is not None:
                 busy[pv] = node
                 self._attach(created, now, deadlines)
-        self._report(nodes)
+        if changed is None:
+            self._report({n["metadata"]["name"] for n in self.objs.all(self.objs.nodes)})
+        else:
+            targeted = {_target(va)[0] for va in self.objs.all(self.objs.attachments)}
+            self._report({n for n in changed | targeted if self._node(n) is not None})
         return deadlines.next
+
+    def _node(self, name: str) -> Obj | None:
+        return self.objs.get(self.objs.nodes, "", name) if name else None
 
     def _new(self, vol: CsiVolume, node: str) -> Obj:
         name = vol.attachment_name(node)

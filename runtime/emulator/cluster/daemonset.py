@@ -39,6 +39,8 @@ class DaemonSets:
     def reconcile(self, now: float) -> float | None:
         objs = self.objs
         owned = owners_with_children(objs, objs.daemonsets, objs.pods, "DaemonSet")
+        if not owned:
+            return None  # no DaemonSet: no need to read every node on each change
         nodes = [n for n in objs.all(objs.nodes) if not deleting(n)]
         for ds, pods in owned:
             self._sync(ds, pods, nodes)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+from kubetrio.runtime.emulator.cluster.indexes import PodsByNode
 from kubetrio.runtime.emulator.cluster.loop import Deadlines
 from kubetrio.runtime.emulator.cluster.objects import (
     Obj,
@@ -21,6 +22,9 @@ from kubetrio.runtime.emulator.cluster.objects import (
 )
 from kubetrio.runtime.emulator.cluster.options import NEVER_READY_ANNOTATION, ClusterSimulation
 from kubetrio.runtime.emulator.cluster.volumes import CsiVolume, pod_volumes
+from kubetrio.runtime.emulator.eventlog import WatchEvent
+from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.runtime.emulator.store import Key
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _MANIFEST_DROPPED = (
@@ -35,6 +39,12 @@ _MANIFEST_DROPPED = (
 
 @dataclass
 class Kubelet:
+    """Incremental: a pass visits the pods that changed, the pods on nodes that changed and the
+    pods waiting on a timer, and reports ``volumesInUse`` for the nodes those pods were or are
+    on; a change to a claim, volume or attachment (rare, and any pod may depend on it), the
+    first pass and a pass after a failed one visit everything. Each visited pod is decided
+    exactly as a whole-cluster pass would decide it, in the same (key) order."""
+
     objs: Objects
     options: ClusterSimulation
     name: str = "kubelet"
@@ -47,58 +57,148 @@ class Kubelet:
             "volumeattachments.storage.k8s.io",
         }
     )
-    _startable_since: dict[str, float] = field(default_factory=dict)
-    _finish_at: dict[str, float] = field(default_factory=dict)
+    # Timers by pod key, with the uid they were started for (a pod recreated under the same
+    # name starts afresh); dropped once the pod is gone or off a Ready node.
+    _startable_since: dict[Key, tuple[str, float]] = field(default_factory=dict)
+    _finish_at: dict[Key, tuple[str, float]] = field(default_factory=dict)
     _mirrors: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
     _ips: int = 0
+    _ready: set[str] = field(default_factory=set)
+    _by_node: PodsByNode = field(default_factory=PodsByNode)
+    # Noted by ``changed`` since the last pass.
+    _full: bool = True
+    _pods: set[Key] = field(default_factory=set)
+    _nodes: set[str] = field(default_factory=set)
+    _touched: set[str] = field(default_factory=set)  # nodes a changed pod was or is bound to
+    _timed: set[Key] = field(default_factory=set)  # pods whose timer the last pass set
+
+    def changed(self, rt: ResourceType, ev: WatchEvent) -> None:
+        obj = ev.entry.obj
+        md = obj["metadata"]
+        if rt.key == "pods":
+            key = (md.get("namespace", ""), md["name"])
+            bound = "" if ev.type == "DELETED" else node_name(obj)
+            self._pods.add(key)
+            self._touched.add(node_name(obj))
+            if ev.prev is not None:
+                self._touched.add(node_name(ev.prev.obj))
+            self._by_node.move(key, bound)
+        elif rt.key == "nodes":
+            self._nodes.add(md["name"])
+        else:
+            self._full = True
 
     def reconcile(self, now: float) -> float | None:
+        full, self._full = self._full, False
+        pods, self._pods = self._pods, set()
+        nodes, self._nodes = self._nodes, set()
+        touched, self._touched = self._touched, set()
+        timed, self._timed = self._timed, set()
+        try:
+            if full:
+                return self._pass(now, None, None, None)
+            return self._pass(now, pods | timed, nodes, touched | nodes)
+        except Exception:
+            self._full = True  # what this pass took is lost: the next one looks at everything
+            raise
+
+    def _pass(
+        self,
+        now: float,
+        pods: set[Key] | None,
+        nodes: set[str] | None,
+        touched: set[str] | None,
+    ) -> float | None:
+        """``None`` for all three: every node and pod."""
         deadlines = Deadlines()
-        ready = self._ready_nodes()
-        in_use: dict[str, set[str]] = {n: set() for n in ready}
-        seen: set[str] = set()
-        for pod in self.objs.all(self.objs.pods):
-            node = node_name(pod)
-            if node not in ready:
+        ready = self._ready_nodes(nodes)
+        if pods is None or nodes is None or touched is None:
+            entries: list[tuple[Key, Obj | None]] = [
+                (self._key(p), p) for p in self.objs.all(self.objs.pods)
+            ]
+            self._by_node.rebuild((k, node_name(p)) for k, p in entries if p is not None)
+            visit = entries
+            report = set(ready)
+            for gone in (self._startable_since, self._finish_at):
+                for key in set(gone) - {k for k, _ in entries}:
+                    del gone[key]
+        else:
+            for node in nodes:
+                pods |= self._by_node.keys_on(node)
+            visit = [(k, self.objs.get(self.objs.pods, *k)) for k in sorted(pods)]
+            report = touched & ready
+        in_use = {node: self._in_use(node) for node in report}
+        for key, pod in visit:
+            node = node_name(pod) if pod is not None else ""
+            if pod is None or node not in ready:
+                self._startable_since.pop(key, None)
+                self._finish_at.pop(key, None)
                 continue
-            uid = str(pod["metadata"]["uid"])
-            seen.add(uid)
             if self._mirror(node, pod):
                 continue
+            uid = str(pod["metadata"]["uid"])
             vols, complete = pod_volumes(self.objs, pod)
             phase = (pod.get("status") or {}).get("phase", "Pending")
-            if phase == "Running":
-                in_use[node].update(v.unique_name for v in vols)
             if deleting(pod):
-                self._terminate(pod, uid, now, deadlines)
+                self._terminate(pod, key, uid, now, deadlines)
             elif phase == "Pending" and complete and self._attached(node, vols):
-                since = self._startable_since.setdefault(uid, now)
+                since = self._timer(self._startable_since, key, uid, now)
                 if now >= since + self.options.pod_start_delay:
                     self._start(pod)
                 else:
                     deadlines.add(since + self.options.pod_start_delay)
+                    self._timed.add(key)
             elif phase == "Running" and condition(pod, "Ready") != "True":
                 self._ready_again(pod)
-        for stale in set(self._startable_since) - seen:
-            del self._startable_since[stale]
-        for stale in set(self._finish_at) - seen:
-            del self._finish_at[stale]
         for node, names in in_use.items():
             self._report_in_use(node, sorted(names))
         self._recreate_mirrors(ready)
         return deadlines.next
 
+    @staticmethod
+    def _key(pod: Obj) -> Key:
+        md = pod["metadata"]
+        return (md.get("namespace", ""), md["name"])
+
+    @staticmethod
+    def _timer(timers: dict[Key, tuple[str, float]], key: Key, uid: str, at: float) -> float:
+        """The pod's timer, started at ``at`` unless it already runs for this uid."""
+        held = timers.get(key)
+        if held is None or held[0] != uid:
+            timers[key] = held = (uid, at)
+        return held[1]
+
+    def _in_use(self, node: str) -> set[str]:
+        """The CSI volumes of the node's Running pods (mirror pods mount none)."""
+        names: set[str] = set()
+        for key in self._by_node.keys_on(node):
+            pod = self.objs.get(self.objs.pods, *key)
+            if pod is None or MIRROR_ANNOTATION in (pod["metadata"].get("annotations") or {}):
+                continue
+            if (pod.get("status") or {}).get("phase", "Pending") == "Running":
+                names.update(v.unique_name for v in pod_volumes(self.objs, pod)[0])
+        return names
+
     # -- nodes
 
-    def _ready_nodes(self) -> set[str]:
-        ready: set[str] = set()
-        for node in self.objs.all(self.objs.nodes):
+    def _ready_nodes(self, changed: set[str] | None) -> set[str]:
+        """The nodes with a working kubelet, re-read for ``changed`` (None: every node)."""
+        if changed is None:
+            self._ready.clear()
+            nodes = list(self.objs.all(self.objs.nodes))
+        else:
+            self._ready -= changed
+            nodes = [n for n in map(self._node, sorted(changed)) if n is not None]
+        for node in nodes:
             annotations = node["metadata"].get("annotations") or {}
             if not condition(node, "Ready") and annotations.get(NEVER_READY_ANNOTATION) != "true":
                 node = self._post_ready(node)
             if condition(node, "Ready") == "True" and not deleting(node):
-                ready.add(node["metadata"]["name"])
-        return ready
+                self._ready.add(node["metadata"]["name"])
+        return self._ready
+
+    def _node(self, name: str) -> Obj | None:
+        return self.objs.get(self.objs.nodes, "", name)
 
     def _post_ready(self, node: Obj) -> Obj:
         """A registered node whose kubelet has not reported yet: it reports Ready."""
@@ -187,17 +287,18 @@ class Kubelet:
 
         self.objs.mutate(self.objs.pods, pod, change, status=True)
 
-    def _terminate(self, pod: Obj, uid: str, now: float, deadlines: Deadlines) -> None:
+    def _terminate(self, pod: Obj, key: Key, uid: str, now: float, deadlines: Deadlines) -> None:
         """Finish after grace times ``grace_factor``; a shorter grace on a second delete wins."""
         grace = pod["metadata"].get("deletionGracePeriodSeconds") or 0
         at = now + float(grace) * self.options.grace_factor
-        at = min(at, self._finish_at.get(uid, at))
-        self._finish_at[uid] = at
+        at = min(at, self._timer(self._finish_at, key, uid, at))
+        self._finish_at[key] = (uid, at)
         if now >= at:
             if pod["metadata"].get("deletionGracePeriodSeconds") != 0:
                 self.objs.delete(self.objs.pods, pod, grace=0)
         else:
             deadlines.add(at)
+            self._timed.add(key)
 
     # -- mirror pods
 
@@ -222,10 +323,9 @@ class Kubelet:
         return True
 
     def _recreate_mirrors(self, ready: set[str]) -> None:
-        nodes = {n["metadata"]["name"] for n in self.objs.all(self.objs.nodes)}
         for key, manifest in list(self._mirrors.items()):
             node, ns, name = key
-            if node not in nodes:
+            if self._node(node) is None:
                 del self._mirrors[key]
             elif node in ready and self.objs.get(self.objs.pods, ns, name) is None:
                 self.objs.create(self.objs.pods, ns, copy.deepcopy(manifest))

@@ -5,15 +5,22 @@ A store hook only sets a flag (hooks run inside writes, so acting there would in
 controller's writes with another's half-done ones); the controller's task then reads the whole
 current state and does what is due. Delays are deadlines the pass returns, so one sleep serves
 every pending timer and everything runs on the emulator's trio clock.
+
+A controller that also implements ``changed`` (``Tracking``) is handed each event in the hook,
+to note which objects changed, so its pass can visit only those (deciding each exactly as a
+whole-state pass would): a pass then costs what changed, not what exists.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import trio
+
+from kubetrio.runtime.emulator.eventlog import WatchEvent
+from kubetrio.runtime.emulator.kinds import ResourceType
 
 log = logging.getLogger("kubetrio.emulator.cluster")
 
@@ -28,6 +35,13 @@ class Controller(Protocol):
 
     def reconcile(self, now: float) -> float | None:
         """Do what is due at ``now``; return when to run again regardless of changes."""
+        ...
+
+
+@runtime_checkable
+class Tracking(Protocol):
+    def changed(self, rt: ResourceType, ev: WatchEvent) -> None:
+        """Note a committed change to a watched resource (runs inside the write: only note)."""
         ...
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kubetrio.runtime.emulator.cluster.indexes import PodsByNode
 from kubetrio.runtime.emulator.cluster.loop import Deadlines
 from kubetrio.runtime.emulator.cluster.objects import (
     Obj,
@@ -17,6 +18,9 @@ from kubetrio.runtime.emulator.cluster.objects import (
 )
 from kubetrio.runtime.emulator.cluster.options import ClusterSimulation
 from kubetrio.runtime.emulator.cluster.scheduler import UNSCHEDULABLE_TAINT
+from kubetrio.runtime.emulator.eventlog import WatchEvent
+from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.runtime.emulator.store import Key
 
 # pkg/controller/podgc: a node must stay missing this long before its pods are deleted.
 ORPHAN_QUARANTINE = 40.0
@@ -24,28 +28,74 @@ ORPHAN_QUARANTINE = 40.0
 
 @dataclass
 class NodeLifecycle:
+    """Incremental like the kubelet: a pass syncs the taints of the nodes that changed and
+    visits the pods that changed, the pods bound to those nodes (there or not) and the pods in
+    quarantine; the first pass and one after a failed pass visit everything."""
+
     objs: Objects
     options: ClusterSimulation
     name: str = "node-lifecycle"
     watches: frozenset[str] = frozenset({"pods", "nodes"})
-    _orphaned_since: dict[str, float] = field(default_factory=dict)
+    # Quarantine start by pod key, with the uid it was started for.
+    _orphaned_since: dict[Key, tuple[str, float]] = field(default_factory=dict)
+    _by_node: PodsByNode = field(default_factory=PodsByNode)
+    # Noted by ``changed`` since the last pass.
+    _full: bool = True
+    _pods: set[Key] = field(default_factory=set)
+    _nodes: set[str] = field(default_factory=set)
+
+    def changed(self, rt: ResourceType, ev: WatchEvent) -> None:
+        md = ev.entry.obj["metadata"]
+        if rt.key == "nodes":
+            self._nodes.add(md["name"])
+            return
+        key = (md.get("namespace", ""), md["name"])
+        self._pods.add(key)
+        self._by_node.move(key, "" if ev.type == "DELETED" else node_name(ev.entry.obj))
 
     def reconcile(self, now: float) -> float | None:
+        full, self._full = self._full, False
+        pods, self._pods = self._pods, set()
+        nodes, self._nodes = self._nodes, set()
+        try:
+            return self._pass(now, None if full else (pods, nodes))
+        except Exception:
+            self._full = True  # what this pass took is lost: the next one looks at everything
+            raise
+
+    def _pass(self, now: float, changed: tuple[set[Key], set[str]] | None) -> float | None:
+        """``changed``: the pods and nodes noted since the last pass (None: all of them)."""
         deadlines = Deadlines()
-        nodes: dict[str, Obj] = {}
-        for node in self.objs.all(self.objs.nodes):
-            nodes[node["metadata"]["name"]] = node
+        visit: list[tuple[Key, Obj | None]]
+        if changed is None:
+            nodes = list(self.objs.all(self.objs.nodes))
+            visit = [(_key(p), p) for p in self.objs.all(self.objs.pods)]
+            self._by_node.rebuild((k, node_name(p)) for k, p in visit if p is not None)
+            for key in set(self._orphaned_since) - {k for k, _ in visit}:
+                del self._orphaned_since[key]
+        else:
+            pods, names = changed
+            found = (self.objs.get(self.objs.nodes, "", n) for n in sorted(names))
+            nodes = [n for n in found if n is not None]
+            keys = pods | set(self._orphaned_since)
+            for name in names:
+                keys |= self._by_node.keys_on(name)
+            visit = [(k, self.objs.get(self.objs.pods, *k)) for k in sorted(keys)]
+        for node in nodes:
             self._sync_taint(node)
-        orphans: set[str] = set()
-        for pod in self.objs.all(self.objs.pods):
-            bound = node_name(pod)
-            if not bound:
+        for key, pod in visit:
+            bound = node_name(pod) if pod is not None else ""
+            owner = self.objs.get(self.objs.nodes, "", bound) if bound else None
+            if pod is None or not bound or owner is not None:
+                self._orphaned_since.pop(key, None)
+            if pod is None or not bound:
                 continue
-            owner = nodes.get(bound)
             if owner is None:
                 uid = str(pod["metadata"]["uid"])
-                orphans.add(uid)
-                at = self._orphaned_since.setdefault(uid, now) + ORPHAN_QUARANTINE
+                held = self._orphaned_since.get(key)
+                if held is None or held[0] != uid:
+                    self._orphaned_since[key] = held = (uid, now)
+                at = held[1] + ORPHAN_QUARANTINE
                 if now >= at:
                     self.objs.delete(self.objs.pods, pod, grace=0)
                 else:
@@ -54,8 +104,6 @@ class NodeLifecycle:
                 condition(owner, "Ready") not in ("True", "") and condition(pod, "Ready") == "True"
             ):
                 self._mark_not_ready(pod)
-        for uid in set(self._orphaned_since) - orphans:
-            del self._orphaned_since[uid]
         return deadlines.next
 
     def _mark_not_ready(self, pod: Obj) -> None:
@@ -88,3 +136,8 @@ class NodeLifecycle:
                 s.pop("taints", None)
 
         self.objs.mutate(self.objs.nodes, node, change)
+
+
+def _key(obj: Obj) -> Key:
+    md = obj["metadata"]
+    return (md.get("namespace", ""), md["name"])

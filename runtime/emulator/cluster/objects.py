@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kubetrio.runtime.emulator.cluster.indexes import Controlled
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.kinds import ResourceType
 from kubetrio.runtime.emulator.store import Store
@@ -25,6 +26,8 @@ Obj = dict[str, Any]
 class Objects:
     def __init__(self, store: Store) -> None:
         self.store = store
+        # Set and fed by the simulated cluster (its hook sees every event); None elsewhere.
+        self.controlled: Controlled | None = None
         self.clock = store.clock
         self.pods = self._rt("", "v1", "pods")
         self.nodes = self._rt("", "v1", "nodes")
@@ -150,8 +153,16 @@ def owners_with_children(
     objs: Objects, owners: ResourceType, children: ResourceType, kind: str
 ) -> list[tuple[Obj, list[Obj]]]:
     """Each live owner with the children it controls. Children whose owner is gone are left to
-    the garbage collector, as in a real cluster."""
+    the garbage collector, as in a real cluster. With the ``controlled`` index: each owner's
+    children only (same lists, in the same key order), not every child in the cluster."""
     by_uid = {str(o["metadata"]["uid"]): o for o in objs.all(owners)}
+    index = objs.controlled
+    if index is not None and children.key in index.resources:
+        return [
+            (owner, [c for c in _children(objs, index, children, uid) if owned_by_kind(c, kind)])
+            for uid, owner in by_uid.items()
+            if not deleting(owner)
+        ]
     owned: dict[str, list[Obj]] = {uid: [] for uid in by_uid}
     for child in objs.all(children):
         if not owned_by_kind(child, kind):
@@ -160,6 +171,11 @@ def owners_with_children(
         if uid in owned:
             owned[uid].append(child)
     return [(owner, owned[uid]) for uid, owner in by_uid.items() if not deleting(owner)]
+
+
+def _children(objs: Objects, index: Controlled, children: ResourceType, uid: str) -> list[Obj]:
+    found = (objs.get(children, *key) for key in sorted(index.keys(children.key, uid)))
+    return [c for c in found if c is not None]
 
 
 def owner_ref(owner: Obj) -> Obj:
