@@ -8,7 +8,6 @@ import functools
 import gc
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,14 +28,7 @@ from .test_cli_run import PLUGIN, config_map, environment, kubetrio, one_line_er
 CACHED = 200
 
 
-@pytest.fixture(autouse=True)
-def _restore_gc() -> Iterator[None]:
-    """Thresholds and the frozen set are process-wide: later tests in this worker get them back."""
-    threshold = gc.get_threshold()
-    gc.unfreeze()
-    yield
-    gc.unfreeze()
-    gc.set_threshold(*threshold)
+pytestmark = pytest.mark.usefixtures("restore_gc")
 
 
 @pytest.fixture

@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import gc
 import weakref
-from collections.abc import Iterator
 
 import pytest
 
 from kubetrio.runtime.gctuning import TUNED_THRESHOLD, GcTuning, tuned_gc
 
-
-@pytest.fixture(autouse=True)
-def _restore_gc() -> Iterator[None]:
-    """Thresholds and the frozen set are process-wide: later tests in this worker get them back."""
-    threshold = gc.get_threshold()
-    gc.unfreeze()
-    yield
-    gc.unfreeze()
-    gc.set_threshold(*threshold)
+pytestmark = pytest.mark.usefixtures("restore_gc")
 
 
 class Node:
