@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import functools
 import json
-import math
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -28,11 +27,14 @@ from kubetrio.api.machine import Machine
 from kubetrio.api.meta import KubeObject
 from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.client import Client
+from kubetrio.runtime.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.httpserver import ListenError
 from kubetrio.runtime.manager import Manager
 from kubetrio.runtime.securemetrics import SecureServing
 from kubetrio.runtime.webhook import AdmissionRequest, Denied
+
+from .conftest import blocking
 
 MUTATE = "/mutate-machine-sapcloud-io-v1alpha1-machine"
 VALIDATE = "/validate-machine-sapcloud-io-v1alpha1-machine"
@@ -45,10 +47,6 @@ def webhook_manager(emu: Emulator, **kw: Any) -> Manager:
         health_probe_bind_address="127.0.0.1:0",
         **{"webhook_bind_address": "127.0.0.1:0", **kw},
     )
-    # An autojumping clock would otherwise jump to the idle timeout while a client thread is
-    # busy with its TLS handshake, and hang up on it.
-    manager.http.idle_timeout = math.inf
-    manager.webhooks.idle_timeout = math.inf
     return manager
 
 
@@ -80,7 +78,7 @@ async def post(
     url = f"https://127.0.0.1:{manager.bound_ports['webhook']}{path}"
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
     headers = {"Content-Type": content_type}
-    return await trio.to_thread.run_sync(
+    return await blocking(
         lambda: requests.request(method, url, data=data, headers=headers, verify=verify, timeout=30)
     )
 
@@ -264,7 +262,8 @@ async def test_bad_objects_crashes_and_timeouts_get_answers(
                 raise RuntimeError("cloud quota lookup failed")
             if obj.name == "slow":
                 slow.set()
-                await trio.sleep(3600)  # far past the server's limit (MockClock)
+                with waiting_on_simulated_time():  # the clock may jump to the server's limit
+                    await trio.sleep(3600)  # far past it (MockClock)
 
         async def validate_update(self, old: Machine, new: Machine, r: AdmissionRequest) -> None:
             return None
@@ -404,7 +403,7 @@ async def test_conversion_both_ways(emu: Emulator, tmp_path: Path) -> None:
 
 
 async def get_plain(url: str) -> requests.Response:
-    return await trio.to_thread.run_sync(lambda: requests.get(url, timeout=30))
+    return await blocking(lambda: requests.get(url, timeout=30))
 
 
 async def test_readyz_waits_for_the_webhook_server(emu: Emulator, tmp_path: Path) -> None:
