@@ -94,3 +94,6 @@ class FailurePermits:
         finally:
             if acquired:
                 lock.release()
+            # Nobody holds or waits for it: drop it, so deployments long gone keep no lock.
+            if not lock.locked() and not lock.statistics().tasks_waiting:
+                self._locks.pop(deployment, None)

@@ -55,17 +55,21 @@ class DeploymentReconciler:
         self.sets = sets
         self.machines = machines
         self.nodes = nodes
-        self._reported: dict[str, int] = {}  # uid -> the generation whose bad spec was reported
+        # deployment -> (uid, generation) whose bad spec was reported; an entry goes when the
+        # deployment is gone or valid again, so deleted deployments leave nothing behind.
+        self._reported: dict[ObjectKey, tuple[str, int]] = {}
 
     async def reconcile(self, key: ObjectKey) -> Result:
         deployment = self.deployments.get(key.namespace, key.name)
         if deployment is None:
+            self._reported.pop(key, None)
             return Result()
         if self.writer.own.behind(deployment):
             # Our last write's arrival in the cache enqueues it again; this is a fallback.
             return Result(requeue_after=PATIENCE)
         try:
             bounds = validate(deployment)
+            self._reported.pop(key, None)
         except SpecError as error:
             if not deployment.deleting:
                 await self._invalid(deployment, error)
@@ -109,9 +113,10 @@ class DeploymentReconciler:
         """MCM only logs it; a Warning Event names the field too, once per generation (every
         pass until the user edits it would repeat it)."""
         log.warning("invalid machine deployment", deployment=deployment.name, error=str(error))
-        uid, generation = deployment.metadata.uid, deployment.metadata.generation
-        if self._reported.get(uid) != generation:
-            self._reported[uid] = generation
+        key = ObjectKey(deployment.namespace, deployment.name)
+        reported = (deployment.metadata.uid, deployment.metadata.generation)
+        if self._reported.get(key) != reported:
+            self._reported[key] = reported
             await self.writer.event(deployment, "Warning", "InvalidSpec", str(error))
 
     async def _read_raw(self, deployment: MachineDeployment) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import trio.testing
 from kubetrio.runtime.eventcorrelator import (
     AGGREGATE_MAX_EVENTS,
     COMBINED_PREFIX,
+    MAX_LRU_CACHE_ENTRIES,
     Aggregator,
     EventKey,
     SpamFilter,
@@ -62,3 +63,16 @@ def test_spam_filter_burst_25_then_one_per_five_minutes() -> None:
     assert not spam.allow(key())
     clock.jump(10 * 3600)
     assert sum(spam.allow(key()) for _ in range(40)) == 25  # never more than the burst
+
+
+def test_per_object_caches_stop_at_client_gos_lru_size() -> None:
+    """Events about objects long gone (a manager rolling thousands of machines) fill the
+    aggregator's and the spam filter's caches up to 4096 entries each, never past it."""
+    clock = trio.testing.MockClock()
+    aggregator, spam = Aggregator(clock.current_time), SpamFilter(clock.current_time)
+    for i in range(MAX_LRU_CACHE_ENTRIES + 1000):
+        event = key(name=f"n-{i}")
+        aggregator.aggregate(event)
+        spam.allow(event)
+    assert len(aggregator._seen._items) == MAX_LRU_CACHE_ENTRIES
+    assert len(spam._buckets._items) == MAX_LRU_CACHE_ENTRIES
