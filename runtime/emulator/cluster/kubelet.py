@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from kubetrio.runtime.emulator.cluster.indexes import PodsByNode
 from kubetrio.runtime.emulator.cluster.loop import Deadlines
 from kubetrio.runtime.emulator.cluster.objects import (
     Obj,
@@ -64,7 +63,6 @@ class Kubelet:
     _mirrors: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
     _ips: int = 0
     _ready: set[str] = field(default_factory=set)
-    _by_node: PodsByNode = field(default_factory=PodsByNode)
     # Noted by ``changed`` since the last pass.
     _full: bool = True
     _pods: set[Key] = field(default_factory=set)
@@ -76,13 +74,10 @@ class Kubelet:
         obj = ev.entry.obj
         md = obj["metadata"]
         if rt.key == "pods":
-            key = (md.get("namespace", ""), md["name"])
-            bound = "" if ev.type == "DELETED" else node_name(obj)
-            self._pods.add(key)
+            self._pods.add((md.get("namespace", ""), md["name"]))
             self._touched.add(node_name(obj))
             if ev.prev is not None:
                 self._touched.add(node_name(ev.prev.obj))
-            self._by_node.move(key, bound)
         elif rt.key == "nodes":
             self._nodes.add(md["name"])
         else:
@@ -116,7 +111,6 @@ class Kubelet:
             entries: list[tuple[Key, Obj | None]] = [
                 (self._key(p), p) for p in self.objs.all(self.objs.pods)
             ]
-            self._by_node.rebuild((k, node_name(p)) for k, p in entries if p is not None)
             visit = entries
             report = set(ready)
             for gone in (self._startable_since, self._finish_at):
@@ -124,7 +118,7 @@ class Kubelet:
                     del gone[key]
         else:
             for node in nodes:
-                pods |= self._by_node.keys_on(node)
+                pods |= self.objs.pods_on(node)
             visit = [(k, self.objs.get(self.objs.pods, *k)) for k in sorted(pods)]
             report = touched & ready
         in_use = {node: self._in_use(node) for node in report}
@@ -171,7 +165,7 @@ class Kubelet:
     def _in_use(self, node: str) -> set[str]:
         """The CSI volumes of the node's Running pods (mirror pods mount none)."""
         names: set[str] = set()
-        for key in self._by_node.keys_on(node):
+        for key in self.objs.pods_on(node):
             pod = self.objs.get(self.objs.pods, *key)
             if pod is None or MIRROR_ANNOTATION in (pod["metadata"].get("annotations") or {}):
                 continue

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kubetrio.runtime.emulator.cluster.indexes import PodsByNode
 from kubetrio.runtime.emulator.cluster.loop import Deadlines
 from kubetrio.runtime.emulator.cluster.objects import (
     Obj,
@@ -38,7 +37,6 @@ class NodeLifecycle:
     watches: frozenset[str] = frozenset({"pods", "nodes"})
     # Quarantine start by pod key, with the uid it was started for.
     _orphaned_since: dict[Key, tuple[str, float]] = field(default_factory=dict)
-    _by_node: PodsByNode = field(default_factory=PodsByNode)
     # Noted by ``changed`` since the last pass.
     _full: bool = True
     _pods: set[Key] = field(default_factory=set)
@@ -49,9 +47,7 @@ class NodeLifecycle:
         if rt.key == "nodes":
             self._nodes.add(md["name"])
             return
-        key = (md.get("namespace", ""), md["name"])
-        self._pods.add(key)
-        self._by_node.move(key, "" if ev.type == "DELETED" else node_name(ev.entry.obj))
+        self._pods.add((md.get("namespace", ""), md["name"]))
 
     def reconcile(self, now: float) -> float | None:
         full, self._full = self._full, False
@@ -70,7 +66,6 @@ class NodeLifecycle:
         if changed is None:
             nodes = list(self.objs.all(self.objs.nodes))
             visit = [(_key(p), p) for p in self.objs.all(self.objs.pods)]
-            self._by_node.rebuild((k, node_name(p)) for k, p in visit if p is not None)
             for key in set(self._orphaned_since) - {k for k, _ in visit}:
                 del self._orphaned_since[key]
         else:
@@ -79,7 +74,7 @@ class NodeLifecycle:
             nodes = [n for n in found if n is not None]
             keys = pods | set(self._orphaned_since)
             for name in names:
-                keys |= self._by_node.keys_on(name)
+                keys |= self.objs.pods_on(name)
             visit = [(k, self.objs.get(self.objs.pods, *k)) for k in sorted(keys)]
         for node in nodes:
             self._sync_taint(node)

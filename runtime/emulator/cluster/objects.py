@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kubetrio.runtime.emulator.cluster.indexes import Controlled
 from kubetrio.runtime.emulator.errors import ApiError
 from kubetrio.runtime.emulator.kinds import ResourceType
-from kubetrio.runtime.emulator.store import Store
+from kubetrio.runtime.emulator.store import Key, Store
+
+if TYPE_CHECKING:  # indexes.py reads objects with this module's helpers
+    from kubetrio.runtime.emulator.cluster.indexes import ClusterIndexes, ReverseIndex
 
 log = logging.getLogger("kubetrio.emulator.cluster")
 
@@ -27,7 +29,7 @@ class Objects:
     def __init__(self, store: Store) -> None:
         self.store = store
         # Set and fed by the simulated cluster (its hook sees every event); None elsewhere.
-        self.controlled: Controlled | None = None
+        self.indexes: ClusterIndexes | None = None
         self.clock = store.clock
         self.pods = self._rt("", "v1", "pods")
         self.nodes = self._rt("", "v1", "nodes")
@@ -46,6 +48,12 @@ class Objects:
         return rt
 
     # -- reads
+
+    def pods_on(self, node: str) -> set[Key]:
+        """Keys of the pods bound to ``node``, from the simulated cluster's index."""
+        if self.indexes is None:
+            raise RuntimeError("pods_on: only the simulated cluster keeps the pods-by-node index")
+        return self.indexes.pods_by_node.keys(node)
 
     def all(self, rt: ResourceType, ns: str | None = None) -> Iterator[Obj]:
         for entry in list(self.store.iter(rt, ns)):
@@ -156,8 +164,8 @@ def owners_with_children(
     the garbage collector, as in a real cluster. With the ``controlled`` index: each owner's
     children only (same lists, in the same key order), not every child in the cluster."""
     by_uid = {str(o["metadata"]["uid"]): o for o in objs.all(owners)}
-    index = objs.controlled
-    if index is not None and children.key in index.resources:
+    index = objs.indexes.controlled.get(children.key) if objs.indexes is not None else None
+    if index is not None:
         return [
             (owner, [c for c in _children(objs, index, children, uid) if owned_by_kind(c, kind)])
             for uid, owner in by_uid.items()
@@ -173,8 +181,8 @@ def owners_with_children(
     return [(owner, owned[uid]) for uid, owner in by_uid.items() if not deleting(owner)]
 
 
-def _children(objs: Objects, index: Controlled, children: ResourceType, uid: str) -> list[Obj]:
-    found = (objs.get(children, *key) for key in sorted(index.keys(children.key, uid)))
+def _children(objs: Objects, index: ReverseIndex, children: ResourceType, uid: str) -> list[Obj]:
+    found = (objs.get(children, *key) for key in sorted(index.keys(uid)))
     return [c for c in found if c is not None]
 
 

@@ -9,11 +9,11 @@ from kubetrio.runtime.emulator.cluster.attach import AttachDetach
 from kubetrio.runtime.emulator.cluster.daemonset import DaemonSets
 from kubetrio.runtime.emulator.cluster.deployment import Deployments
 from kubetrio.runtime.emulator.cluster.disruption import Disruption
-from kubetrio.runtime.emulator.cluster.indexes import Controlled
+from kubetrio.runtime.emulator.cluster.indexes import ClusterIndexes
 from kubetrio.runtime.emulator.cluster.kubelet import Kubelet
 from kubetrio.runtime.emulator.cluster.loop import Controller, Tracking, Wakeup, run_controller
 from kubetrio.runtime.emulator.cluster.nodelifecycle import NodeLifecycle
-from kubetrio.runtime.emulator.cluster.objects import Obj, Objects, controller_uid
+from kubetrio.runtime.emulator.cluster.objects import Objects
 from kubetrio.runtime.emulator.cluster.options import ClusterSimulation
 from kubetrio.runtime.emulator.cluster.provisioner import Provisioner
 from kubetrio.runtime.emulator.cluster.replicaset import ReplicaSets
@@ -40,23 +40,17 @@ def build_controllers(objs: Objects, options: ClusterSimulation) -> list[Control
     return [cls(objs, options) for on, cls in enabled if on]  # type: ignore[call-arg]
 
 
-# The children ``owners_with_children`` looks up by owner (ReplicaSets' and StatefulSets' and
-# DaemonSets' pods, Deployments' ReplicaSets).
-CONTROLLED = frozenset({"pods", "replicasets.apps"})
-
-
 class SimulatedCluster:
     def __init__(self, store: Store, options: ClusterSimulation) -> None:
         self.options = options
         self.objects = Objects(store)
-        self.objects.controlled = self._controlled = Controlled(CONTROLLED)
+        self.objects.indexes = self._indexes = ClusterIndexes()
         self.controllers = build_controllers(self.objects, options)
         self._wakeups = [Wakeup() for _ in self.controllers]
         self._trackers = [c if isinstance(c, Tracking) else None for c in self.controllers]
 
     def _on_change(self, rt: ResourceType, ev: WatchEvent) -> None:
-        if rt.key in CONTROLLED:
-            self._index(rt, ev.entry.obj, gone=ev.type == "DELETED")
+        self._indexes.note(rt.key, ev.entry.obj, gone=ev.type == "DELETED")  # before any pass
         for controller, tracker, wakeup in zip(
             self.controllers, self._trackers, self._wakeups, strict=True
         ):
@@ -65,17 +59,12 @@ class SimulatedCluster:
                     tracker.changed(rt, ev)
                 wakeup.set()
 
-    def _index(self, rt: ResourceType, obj: Obj, gone: bool) -> None:
-        md = obj["metadata"]
-        owner = "" if gone else controller_uid(obj)
-        self._controlled.note(rt.key, (md.get("namespace", ""), md["name"]), owner)
-
     async def run(self) -> None:
         """Until cancelled."""
         unsubscribe = self.objects.store.subscribe(self._on_change)
-        for rt in (self.objects.pods, self.objects.replicasets):  # CONTROLLED
+        for rt in (self.objects.pods, self.objects.replicasets):  # indexes.CONTROLLED
             for obj in self.objects.all(rt):  # stored before: from here on the hook keeps it
-                self._index(rt, obj, gone=False)
+                self._indexes.note(rt.key, obj, gone=False)
         try:
             async with trio.open_nursery() as nursery:
                 for controller, wakeup in zip(self.controllers, self._wakeups, strict=True):
