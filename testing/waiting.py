@@ -13,6 +13,10 @@ return on the change that satisfies them, and on the mock clock a generous timeo
 
     await eventually(replicas_match)  # re-checked on every change of the manager's informers
 
+``eventually`` also re-checks every ``interval`` (1 s of the trio clock), so a check that reads
+the API server — an Event the controller recorded, which no informer of the manager caches —
+holds as soon as the next re-check sees it.
+
 On timeout they fail the test with an ``AssertionError`` naming what was awaited and the last
 object seen (``eventually`` re-raises the check's last assertion).
 """
@@ -20,6 +24,7 @@ object seen (``eventually`` re-raises the check's last assertion).
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Awaitable, Callable, Iterable
 from contextvars import ContextVar
 from typing import Any, TypeAlias, TypeVar
@@ -44,16 +49,19 @@ async def _until(
     informers: Iterable[Informer[Any]],
     holds: Callable[[], Awaitable[bool]],
     within: float,
+    every: float = math.inf,
 ) -> bool:
-    """True once ``holds()`` is true, re-checked after each change of ``informers``; False
-    if ``within`` seconds (of the trio clock) passed first."""
+    """True once ``holds()`` is true, re-checked after each change of ``informers`` and at
+    least every ``every`` seconds; False if ``within`` seconds (of the trio clock) passed
+    first."""
     watched = [InformerChanges.of(informer) for informer in informers]
     with trio.move_on_after(within):
         while True:
             with any_change(watched) as changed:  # registered before the (awaiting) check
                 if await holds():
                     return True
-                await changed.wait()
+                with trio.move_on_after(every):
+                    await changed.wait()
     return False
 
 
@@ -135,10 +143,13 @@ async def eventually(
     *,
     timeout: float = 60.0,  # noqa: ASYNC109 (the API: the failure names the timeout)
     on: Source | Iterable[Informer[Any]] | None = None,
+    interval: float = 1.0,
 ) -> None:
     """Until ``check`` (sync or async) holds: returns without raising an ``AssertionError``
     and not ``False``. Re-run after every change of the informers ``on`` (a manager's or a
-    cache's informers; by default those of the managers ``run_manager`` runs here)."""
+    cache's informers; by default those of the managers ``run_manager`` runs here), and at
+    least every ``interval`` seconds, for checks that read what no informer caches (Events
+    the manager records, objects read from the API server)."""
     last: AssertionError | None = None
 
     async def holds() -> bool:
@@ -155,7 +166,7 @@ async def eventually(
             return False
         return True
 
-    if not await _until(_informers_of(on), holds, timeout):
+    if not await _until(_informers_of(on), holds, timeout, every=interval):
         if last is not None:
             raise last
         raise AssertionError(f"timed out after {timeout:g}s: {check!r} stayed false")

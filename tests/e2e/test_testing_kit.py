@@ -11,7 +11,7 @@ import pytest
 import trio
 import trio.testing
 
-from kubetrio.api.core import ConfigMap, Node
+from kubetrio.api.core import ConfigMap, Node, Secret
 from kubetrio.api.machine import Machine
 from kubetrio.api.meta import ObjectMeta
 from kubetrio.cmd.assets import crd_documents
@@ -156,6 +156,30 @@ async def test_eventually_re_raises_the_last_assertion(
         assert len(seen) >= 2  # re-run on changes, not once
         with pytest.raises(AssertionError, match="stayed false"):
             await eventually(lambda: False, on=manager, timeout=5)
+
+
+async def test_eventually_re_checks_on_its_interval_what_no_informer_caches(
+    emulator: Emulator, kube_client: Client
+) -> None:
+    """A Secret written later changes none of the manager's informers (it caches ConfigMaps):
+    only the interval's re-check can see it."""
+    async with run_manager(emulator, greeter) as manager, trio.open_nursery() as nursery:
+        secret = {"metadata": {"name": "late", "namespace": "default"}}
+
+        async def write_later() -> None:
+            await trio.sleep(10)
+            await kube_client.create(Secret, secret)
+
+        async def secret_written() -> None:
+            names = {
+                s.metadata.name for s in (await kube_client.list(Secret, namespace="default")).items
+            }
+            assert "late" in names
+
+        nursery.start_soon(write_later)
+        start = trio.current_time()
+        await eventually(secret_written, on=manager, timeout=60, interval=2)
+        assert 10 <= trio.current_time() - start <= 10 + 2 + 1
 
 
 async def test_eventually_needs_informers_outside_run_manager() -> None:
