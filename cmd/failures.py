@@ -73,6 +73,9 @@ CRDS_HINT = "install them with `kubetrio crds | kubectl apply -f -`"
 # What to check when no response came, by what went wrong on the way.
 _UNREACHABLE_ADVICE: dict[Problem, str] = {
     "untrusted": "check certificate-authority in the kubeconfig",
+    "wrong-host": "check the server address in the kubeconfig (or --master) against the names "
+    "in the server's certificate",
+    "bad-certificate": "the server's certificate must be reissued; the kubeconfig is not the cause",
     "host-not-found": "check the server address in the kubeconfig (or --master)",
     "refused": "is the API server running, and is the kubeconfig's server (or --master) right?",
     "tls": "check the server's scheme and port, and certificate-authority in the kubeconfig",

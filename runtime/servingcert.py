@@ -6,7 +6,10 @@ it signs itself (``certutil.GenerateSelfSignedCertKeyWithFixtures("localhost", [
 a throwaway CA and a serving certificate it issued, both valid for a year, the chain sent to
 the client. What matters there is that the scrape is encrypted, not who vouches for the server
 (kube-controller-manager does the same). We make the same pair, with P-256 keys (quicker to
-make than RSA, and every TLS client speaks it).
+make than RSA, and every TLS client speaks it), and with every extension RFC 5280 asks of a CA
+and the certificates it issues (subject and authority key identifiers, basic constraints, key
+usage): strict verifiers refuse a chain without them (Python 3.13's default context does, with
+"Missing Authority Key Identifier"). The emulator's serving certificate is made here too.
 
 Python's ``ssl`` loads keys only from files. The manager's container has a read-only root
 filesystem, and a private key should not touch a disk anyway, so the PEM goes through an
@@ -52,12 +55,18 @@ class ServingPair:
     ca_pem: bytes | None = None
 
 
-def self_signed(host: str = "localhost", ips: tuple[str, ...] = ("127.0.0.1",)) -> ServingPair:
-    """A CA and a serving certificate it issued for ``host`` and ``ips``, as certutil makes."""
+def self_signed(
+    host: str = "localhost",
+    ips: tuple[str, ...] = ("127.0.0.1",),
+    also: tuple[str, ...] = (),
+) -> ServingPair:
+    """A CA and a serving certificate it issued for ``host``, the DNS names in ``also`` and
+    the addresses in ``ips``, as certutil makes; both pass strict X.509 verification."""
     now = dt.datetime.now(dt.UTC)
     stamp = int(now.timestamp())
     start, end = now - dt.timedelta(hours=1), now + VALIDITY  # an hour for clock skew
     ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_id = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}-ca@{stamp}")])
     ca = (
         x509.CertificateBuilder()
@@ -69,11 +78,13 @@ def self_signed(host: str = "localhost", ips: tuple[str, ...] = ("127.0.0.1",)) 
         .not_valid_after(end)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(_usage(cert_sign=True), critical=True)
+        .add_extension(ca_id, critical=False)
+        .add_extension(_authority(ca_id), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     key = ec.generate_private_key(ec.SECP256R1())
-    names: list[x509.GeneralName] = [x509.DNSName(host)]
-    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
+    names: list[x509.GeneralName] = [x509.DNSName(name) for name in dict.fromkeys((host, *also))]
+    names += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in dict.fromkeys(ips)]
     cert = (
         x509.CertificateBuilder()
         .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{host}@{stamp}")]))
@@ -86,6 +97,8 @@ def self_signed(host: str = "localhost", ips: tuple[str, ...] = ("127.0.0.1",)) 
         .add_extension(_usage(cert_sign=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(_authority(ca_id), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
     ca_pem = ca.public_bytes(serialization.Encoding.PEM)
@@ -98,6 +111,10 @@ def self_signed(host: str = "localhost", ips: tuple[str, ...] = ("127.0.0.1",)) 
         ),
         ca_pem,
     )
+
+
+def _authority(issuer: x509.SubjectKeyIdentifier) -> x509.AuthorityKeyIdentifier:
+    return x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(issuer)
 
 
 def _usage(*, cert_sign: bool) -> x509.KeyUsage:

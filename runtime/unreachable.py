@@ -26,7 +26,16 @@ def transport_problem(error: BaseException) -> str:
     return f"no response from the API server{f' at {where}' if where else ''}: {_cause(error)}"
 
 
-Problem = Literal["untrusted", "host-not-found", "refused", "tls", "timeout", "other"]
+Problem = Literal[
+    "untrusted",
+    "wrong-host",
+    "bad-certificate",
+    "host-not-found",
+    "refused",
+    "tls",
+    "timeout",
+    "other",
+]
 
 
 def classify(error: BaseException) -> Problem:
@@ -44,6 +53,9 @@ def _recognised(error: BaseException) -> tuple[Problem, str] | None:
     causes = list(_causes(error))
     # Most specific first: urllib3's connection errors are also its TimeoutError, and a
     # certificate verification failure is also an SSLError.
+    for cause in causes:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return _verify_failure(cause)
     for kind, problem, say in _SAYINGS:
         for cause in causes:
             if isinstance(cause, kind):
@@ -51,10 +63,21 @@ def _recognised(error: BaseException) -> tuple[Problem, str] | None:
     return None
 
 
-def _untrusted(error: BaseException) -> str:
+# OpenSSL's verify results that mean "no trusted CA vouches for this chain" (the client's CA
+# is the suspect) and "the certificate does not name the host dialled"; any other failure is
+# the certificate's own fault (expired, or missing what strict verification requires).
+_UNTRUSTED_CODES = frozenset({2, 18, 19, 20, 21})  # unable to get issuer, self-signed, ...
+_WRONG_HOST_CODES = frozenset({62, 64})  # hostname mismatch, IP address mismatch
+
+
+def _verify_failure(error: BaseException) -> tuple[Problem, str]:
     assert isinstance(error, ssl.SSLCertVerificationError)
     detail = error.verify_message or error.reason or "verification failed"
-    return f"its TLS certificate is not trusted ({detail})"
+    if error.verify_code in _UNTRUSTED_CODES:
+        return "untrusted", f"its TLS certificate is not trusted ({detail})"
+    if error.verify_code in _WRONG_HOST_CODES:
+        return "wrong-host", f"its TLS certificate is not for this address ({detail})"
+    return "bad-certificate", f"the server's TLS certificate is unacceptable ({detail})"
 
 
 def _handshake(error: BaseException) -> str:
@@ -67,7 +90,6 @@ def _not_found(error: BaseException) -> str:
 
 _Saying = tuple[type[BaseException] | UnionType, Problem, Callable[[BaseException], str]]
 _SAYINGS: tuple[_Saying, ...] = (
-    (ssl.SSLCertVerificationError, "untrusted", _untrusted),
     (socket.gaierror, "host-not-found", _not_found),
     (ConnectionRefusedError, "refused", lambda _: "connection refused"),
     (ssl.SSLError, "tls", _handshake),

@@ -6,104 +6,32 @@ is a TLS handshake record is wrapped in TLS, anything else is served as plain HT
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import ipaddress
-import ssl
-import tempfile
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 import trio
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from kubetrio.runtime.emulator.audit import peer_address
+from kubetrio.runtime.servingcert import self_signed, server_context
 
 _HANDSHAKE = 0x16  # TLS record type of a ClientHello
 
 
-def _name(cn: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-
-
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-
-
 class ServingCert:
     """A CA (what the kubeconfig trusts) and the serving certificate it signs, for 127.0.0.1,
-    localhost and the in-cluster service names."""
+    localhost, the in-cluster service names and ``host``."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
-        now = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
-        until = now + dt.timedelta(days=365)
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        ca = (
-            x509.CertificateBuilder()
-            .subject_name(_name("kubetrio-emulator-ca"))
-            .issuer_name(_name("kubetrio-emulator-ca"))
-            .public_key(ca_key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now)
-            .not_valid_after(until)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .sign(ca_key, hashes.SHA256())
-        )
-        key = ec.generate_private_key(ec.SECP256R1())
-        names: list[x509.GeneralName] = [
-            x509.DNSName("localhost"),
-            x509.DNSName("kubernetes.default.svc"),
-            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-        ]
+        ips: tuple[str, ...]
         try:
-            if host != "127.0.0.1":
-                names.append(x509.IPAddress(ipaddress.ip_address(host)))
+            ips = ("127.0.0.1", str(ipaddress.ip_address(host)))
+            names: tuple[str, ...] = ()
         except ValueError:
-            names.append(x509.DNSName(host))
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(_name("kube-apiserver"))
-            .issuer_name(ca.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now)
-            .not_valid_after(until)
-            .add_extension(x509.SubjectAlternativeName(names), critical=False)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
-            )
-            .sign(ca_key, hashes.SHA256())
-        )
-        self.ca_pem = ca.public_bytes(serialization.Encoding.PEM)
-        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        # ssl loads chains from files only; they live just long enough to be read.
-        with tempfile.TemporaryDirectory(prefix="kubetrio-tls-") as tmp:
-            cert_file, key_file = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-            cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-            key_file.write_bytes(_pem_key(key))
-            self.context.load_cert_chain(cert_file, key_file)
-        self.context.set_alpn_protocols(["http/1.1"])
+            ips, names = ("127.0.0.1",), (host,)
+        pair = self_signed("localhost", ips, also=("kubernetes.default.svc", *names))
+        assert pair.ca_pem is not None
+        self.ca_pem = pair.ca_pem
+        self.context = server_context(pair)
 
 
 class _Replay(trio.abc.Stream):
