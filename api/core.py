@@ -146,7 +146,7 @@ class PersistentVolumeClaim(KubeObject, kw_only=True):
 class Secret(KubeObject, kw_only=True):
     KIND: ClassVar[KindInfo] = lookup("v1", "Secret")
     type: str = ""
-    # Base64 as on the wire; never logged (see kubetrio.runtime.log's redaction).
+    # Base64 as on the wire; never logged (see kubetrio.runtime.util.log's redaction).
     data: dict[str, str] = {}
     string_data: dict[str, str] = {}
 

@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 from prometheus_client import CollectorRegistry
 
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.kubeconfig import KubeconfigError, kubeconfig_path
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.kubeconfig import KubeconfigError, kubeconfig_path
+from kubetrio.runtime.client.typed import Client
 
 if TYPE_CHECKING:
     from kubetrio.cmd.config import ManagerConfig

@@ -30,9 +30,9 @@ import yaml
 
 from kubetrio.cmd.argparser import format_default
 from kubetrio.cmd.clusters import clusters_are_one, kubeconfig_problem
-from kubetrio.runtime.gctuning import GcMode
-from kubetrio.runtime.httpserver import BindAddressError, parse_bind_address
-from kubetrio.runtime.log import parse_level
+from kubetrio.runtime.manager.gctuning import GcMode
+from kubetrio.runtime.metrics.server import BindAddressError, parse_bind_address
+from kubetrio.runtime.util.log import parse_level
 
 __all__ = [
     "DEFAULT_CONTROLLERS",
@@ -299,7 +299,8 @@ class ManagerConfig(_Section, kw_only=True, frozen=True):
     webhooks: bool = False
     leader_election: LeaderElectionConfig = msgspec.field(default_factory=LeaderElectionConfig)
     graceful_shutdown_timeout: Duration = Duration(30)
-    # The collector policy (kubetrio.runtime.gctuning); the default is the one measured best.
+    # The collector policy (kubetrio.runtime.manager.gctuning); the default is the one measured
+    # best.
     gc: GcMode = "tuned"
     logging: LoggingConfig = msgspec.field(default_factory=LoggingConfig)
     client: ClientConfig = msgspec.field(default_factory=ClientConfig)

@@ -1,4 +1,5 @@
-"""``kubetrio crd generate module:Class…``: CRDs from typed kinds (see ``kubetrio.runtime.crdgen``).
+"""``kubetrio crd generate module:Class…``: CRDs from typed kinds (see
+``kubetrio.runtime.gen.crd``).
 
 Prints one YAML stream for ``kubectl apply -f -``, or with ``-o DIR`` writes one file per CRD
 named ``<group>_<plural>.yaml`` as controller-gen does::
@@ -66,7 +67,7 @@ def render(crds: list[dict[str, Any]], specs: list[str]) -> list[tuple[str, str]
 
 def run(args: argparse.Namespace) -> int:
     from kubetrio.api.meta import UndeclaredKind
-    from kubetrio.runtime.crdgen import CrdError, classes_of, crd_for
+    from kubetrio.runtime.gen.crd import CrdError, classes_of, crd_for
 
     specs: list[str] = list(args.classes)
     # A console script's sys.path lacks the current directory; the user's project is there.

@@ -62,10 +62,10 @@ from kubetrio.cmd.demo_view import (
 )
 from kubetrio.controllers.storage.client import HttpStorageBackend
 from kubetrio.controllers.storage.errors import StorageError
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.informer import EventHandler, Informer
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.cache.informer import EventHandler, Informer
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.manager.manager import Manager
 
 # Without --duration the demo still ends: a scenario stuck this long is a failure, not a demo.
 HARD_CAP = 180.0

@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 
 from kubetrio.api.registry import lookup
-from kubetrio.runtime.client import Client, object_path
-from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client, object_path
 
 NAMESPACE = "default"
 DEPLOYMENT = "demo"  # the MachineDeployment, and its machines' ``name`` label (MCM's grouping)

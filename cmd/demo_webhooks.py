@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable
 import msgspec
 
 from kubetrio.cmd.webhooks import documents
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.util.log import get_logger
 from kubetrio.runtime.webhook.manifest import as_url
 
 log = get_logger("kubetrio.demo")

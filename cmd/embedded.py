@@ -24,8 +24,8 @@ import trio
 import yaml
 
 from kubetrio.cmd.assets import crd_documents
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
 
 STARTUP_TIMEOUT = 30.0
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"

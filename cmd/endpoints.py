@@ -13,8 +13,8 @@ from pathlib import Path
 import msgspec
 
 from kubetrio.cmd.config import ManagerConfig
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.securemetrics import SecureServing
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.metrics.secure import SecureServing
 
 __all__ = ["announce_endpoints", "local_free_ports", "secure_serving"]
 

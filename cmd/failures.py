@@ -21,17 +21,17 @@ from kubetrio.api.machineset import MACHINE_KINDS
 from kubetrio.cmd.clusters import TargetClusterError
 from kubetrio.cmd.config import ManagerConfig
 from kubetrio.cmd.embedded import EmbeddedClusterError
-from kubetrio.runtime.discovery import UnservedKinds
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.httpserver import ListenError
-from kubetrio.runtime.kubeconfig import KubeconfigError
-from kubetrio.runtime.leaderelection import LeadershipLost
-from kubetrio.runtime.leasefailure import LeaseRefused
-from kubetrio.runtime.manager import CacheSyncTimeout
-from kubetrio.runtime.plugins import PluginError
-from kubetrio.runtime.servingcert import CertificateError
-from kubetrio.runtime.syncfailure import CacheSyncError
-from kubetrio.runtime.unreachable import Problem, classify
+from kubetrio.runtime.cache.syncfailure import CacheSyncError
+from kubetrio.runtime.certs.serving import CertificateError
+from kubetrio.runtime.client.discovery import UnservedKinds
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.kubeconfig import KubeconfigError
+from kubetrio.runtime.client.unreachable import Problem, classify
+from kubetrio.runtime.leaderelection.elector import LeadershipLost
+from kubetrio.runtime.leaderelection.leasefailure import LeaseRefused
+from kubetrio.runtime.manager.manager import CacheSyncTimeout
+from kubetrio.runtime.manager.plugins import PluginError
+from kubetrio.runtime.metrics.server import ListenError
 
 __all__ = ["EXPECTED_FAILURES", "ServerCheckFailed", "describe_failure", "expected_failure"]
 

@@ -17,9 +17,7 @@ import yaml
 
 from kubetrio.cmd.config import DEFAULT_CONTROLLERS
 from kubetrio.controllers import BUILTIN_CONTROLLERS
-from kubetrio.runtime import leaderelection
-from kubetrio.runtime.plugins import ControllerRegistry, PluginError
-from kubetrio.runtime.rbac import (
+from kubetrio.runtime.gen.rbac import (
     DEFAULT_NAMESPACE,
     LEADER_ELECTION_ROLE,
     MANAGER_ROLE,
@@ -28,6 +26,8 @@ from kubetrio.runtime.rbac import (
     RolePair,
     roles,
 )
+from kubetrio.runtime.leaderelection import elector as leaderelection
+from kubetrio.runtime.manager.plugins import ControllerRegistry, PluginError
 
 SERVICE_ACCOUNT = "kubetrio-controller-manager"
 ROLE_FILE = "role.yaml"

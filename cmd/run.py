@@ -37,13 +37,13 @@ from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.example import seed_demo
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.incluster import pod_namespace
-from kubetrio.runtime.leaderelection import LeaderElectionOptions
-from kubetrio.runtime.log import configure_logging, get_logger
-from kubetrio.runtime.manager import Manager, process_registry
-from kubetrio.runtime.plugins import ControllerRegistry, PluginError
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.incluster import pod_namespace
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
+from kubetrio.runtime.manager.manager import Manager, process_registry
+from kubetrio.runtime.manager.plugins import ControllerRegistry, PluginError
+from kubetrio.runtime.util.log import configure_logging, get_logger
 
 log = get_logger("kubetrio.run")
 

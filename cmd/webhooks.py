@@ -27,8 +27,8 @@ import yaml
 
 from kubetrio.cmd.config import DEFAULT_CONTROLLERS
 from kubetrio.controllers import BUILTIN_CONTROLLERS
-from kubetrio.runtime.plugins import PluginError
-from kubetrio.runtime.rbac import DEFAULT_NAMESPACE
+from kubetrio.runtime.gen.rbac import DEFAULT_NAMESPACE
+from kubetrio.runtime.manager.plugins import PluginError
 from kubetrio.runtime.webhook.manifest import Recorder, configurations
 
 SERVICE = "kubetrio-webhook-service"

@@ -12,13 +12,13 @@ import json
 from typing import Any
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.controller import Result
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.predicates import has_labels
-from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.rbac import Permissions, cached, on
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.controller import Result
+from kubetrio.runtime.controller.predicates import has_labels
+from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.gen.rbac import Permissions, cached, on
+from kubetrio.runtime.manager.manager import Manager
 
 LABEL = "kubetrio.io/example"
 HASH_ANNOTATION = "kubetrio.io/data-hash"

@@ -14,17 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kubetrio.api.condition import Condition
-    from kubetrio.runtime.apply import server_side_apply
-    from kubetrio.runtime.conditions import (
+    from kubetrio.runtime.util.apply import server_side_apply
+    from kubetrio.runtime.util.conditions import (
         find_condition,
         is_condition_true,
         remove_condition,
         set_condition,
     )
-    from kubetrio.runtime.createorpatch import OperationResult, create_or_patch
-    from kubetrio.runtime.finalizers import ensure_finalizer, remove_finalizer
-    from kubetrio.runtime.mergepatch import apply_merge_patch, merge_patch
-    from kubetrio.runtime.ownerrefs import (
+    from kubetrio.runtime.util.createorpatch import OperationResult, create_or_patch
+    from kubetrio.runtime.util.finalizers import ensure_finalizer, remove_finalizer
+    from kubetrio.runtime.util.mergepatch import apply_merge_patch, merge_patch
+    from kubetrio.runtime.util.ownerrefs import (
         AlreadyOwnedError,
         is_controlled_by,
         new_controller_ref,
@@ -34,22 +34,22 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "Condition": "kubetrio.api.condition",
-    "find_condition": "kubetrio.runtime.conditions",
-    "is_condition_true": "kubetrio.runtime.conditions",
-    "remove_condition": "kubetrio.runtime.conditions",
-    "set_condition": "kubetrio.runtime.conditions",
-    "OperationResult": "kubetrio.runtime.createorpatch",
-    "create_or_patch": "kubetrio.runtime.createorpatch",
-    "ensure_finalizer": "kubetrio.runtime.finalizers",
-    "remove_finalizer": "kubetrio.runtime.finalizers",
-    "apply_merge_patch": "kubetrio.runtime.mergepatch",
-    "merge_patch": "kubetrio.runtime.mergepatch",
-    "AlreadyOwnedError": "kubetrio.runtime.ownerrefs",
-    "is_controlled_by": "kubetrio.runtime.ownerrefs",
-    "new_controller_ref": "kubetrio.runtime.ownerrefs",
-    "set_controller_reference": "kubetrio.runtime.ownerrefs",
-    "set_owner_reference": "kubetrio.runtime.ownerrefs",
-    "server_side_apply": "kubetrio.runtime.apply",
+    "find_condition": "kubetrio.runtime.util.conditions",
+    "is_condition_true": "kubetrio.runtime.util.conditions",
+    "remove_condition": "kubetrio.runtime.util.conditions",
+    "set_condition": "kubetrio.runtime.util.conditions",
+    "OperationResult": "kubetrio.runtime.util.createorpatch",
+    "create_or_patch": "kubetrio.runtime.util.createorpatch",
+    "ensure_finalizer": "kubetrio.runtime.util.finalizers",
+    "remove_finalizer": "kubetrio.runtime.util.finalizers",
+    "apply_merge_patch": "kubetrio.runtime.util.mergepatch",
+    "merge_patch": "kubetrio.runtime.util.mergepatch",
+    "AlreadyOwnedError": "kubetrio.runtime.util.ownerrefs",
+    "is_controlled_by": "kubetrio.runtime.util.ownerrefs",
+    "new_controller_ref": "kubetrio.runtime.util.ownerrefs",
+    "set_controller_reference": "kubetrio.runtime.util.ownerrefs",
+    "set_owner_reference": "kubetrio.runtime.util.ownerrefs",
+    "server_side_apply": "kubetrio.runtime.util.apply",
 }
 
 __all__ = [

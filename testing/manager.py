@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.manager.manager import Manager
 from kubetrio.testing.waiting import running_managers
 
 if TYPE_CHECKING:

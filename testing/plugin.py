@@ -31,7 +31,7 @@ import trio
 import trio.testing
 
 if TYPE_CHECKING:
-    from kubetrio.runtime.client import Client
+    from kubetrio.runtime.client.typed import Client
     from kubetrio.runtime.emulator import Emulator
     from kubetrio.testing.kubectl import Kubectl
 
@@ -107,7 +107,7 @@ async def emulator(
 @pytest.fixture
 def kube_client(emulator: Emulator) -> Client:
     """Our typed async client on the emulator, as admin."""
-    from kubetrio.runtime.client import Client
+    from kubetrio.runtime.client.typed import Client
 
     return Client.from_url(emulator.url, token=emulator.token)
 

@@ -32,10 +32,10 @@ from typing import Any, TypeAlias, TypeVar
 import trio
 
 from kubetrio.api.meta import KubeObject
-from kubetrio.runtime.cache import InformerCache
-from kubetrio.runtime.changes import InformerChanges, any_change
-from kubetrio.runtime.informer import Informer
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.cache.changes import InformerChanges, any_change
+from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.cache.informercache import InformerCache
+from kubetrio.runtime.manager.manager import Manager
 
 T = TypeVar("T", bound=KubeObject)
 

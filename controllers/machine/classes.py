@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from kubetrio.controllers.machine.context import MACHINE_CLASS_INDEX, MachineContext
 from kubetrio.controllers.machine.status import FINALIZER
-from kubetrio.runtime.controller import Result
-from kubetrio.runtime.finalizers import ensure_finalizer, remove_finalizer
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.controller.controller import Result
+from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.util.finalizers import ensure_finalizer, remove_finalizer
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.machineclass")
 

@@ -20,9 +20,9 @@ from kubetrio.controllers.machine.metrics import MachineMetrics
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.status import DEPLOYMENT_LABEL, NODE_LABEL, StatusWriter
 from kubetrio.controllers.safety.freeze import ControllerFreeze
-from kubetrio.runtime.changes import InformerChanges
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.changes import InformerChanges
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.client.typed import Client
 
 MACHINE_NODE_INDEX = "machine.node"
 MACHINE_CLASS_INDEX = "machine.class"

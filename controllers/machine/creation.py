@@ -46,11 +46,11 @@ from kubetrio.controllers.machine.status import (
     PRIORITY_ANNOTATION,
     Operation,
 )
-from kubetrio.runtime.clock import now, seconds_since
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.gotext import go_quote
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.ratelimit import LongRetry, MediumRetry, ShortRetry
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.controller.ratelimit import LongRetry, MediumRetry, ShortRetry
+from kubetrio.runtime.util.clock import now, seconds_since
+from kubetrio.runtime.util.gotext import go_quote
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.machine")
 

@@ -52,14 +52,14 @@ from kubetrio.controllers.machine.status import (
     Operation,
     deletion_step,
 )
-from kubetrio.runtime import finalizers
-from kubetrio.runtime.changes import any_change
-from kubetrio.runtime.clock import now, seconds_since
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.gotext import go_quote
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.ratelimit import LongRetry, MediumRetry, ShortRetry
-from kubetrio.runtime.retry import retry_transient
+from kubetrio.runtime.cache.changes import any_change
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.retry import retry_transient
+from kubetrio.runtime.controller.ratelimit import LongRetry, MediumRetry, ShortRetry
+from kubetrio.runtime.util import finalizers
+from kubetrio.runtime.util.clock import now, seconds_since
+from kubetrio.runtime.util.gotext import go_quote
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.machine")
 

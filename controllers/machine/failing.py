@@ -19,7 +19,7 @@ import trio
 from kubetrio.api.machine import PHASE_RUNNING, PHASE_TERMINATING, PHASE_UNKNOWN, Machine
 from kubetrio.api.machineset import MachineSet
 from kubetrio.controllers.machine.status import DEPLOYMENT_LABEL
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
 
 MAX_REPLACEMENTS = 1
 LOCK_TIMEOUT = 1.0

@@ -39,9 +39,9 @@ from kubetrio.controllers.machine.failing import (
 from kubetrio.controllers.machine.health import is_healthy
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.status import NODE_LABEL, Operation
-from kubetrio.runtime.clock import seconds_since
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.ratelimit import LongRetry, ShortRetry
+from kubetrio.runtime.controller.ratelimit import LongRetry, ShortRetry
+from kubetrio.runtime.util.clock import seconds_since
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.machine")
 

@@ -43,9 +43,9 @@ from kubetrio.controllers.machine.driver.driver import (
     StatusResult,
 )
 from kubetrio.controllers.machine.provider_metrics import provider_metrics
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.prerendered import PrerenderedGauge, sample_line
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.metrics.prerendered import PrerenderedGauge, sample_line
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.machine")
 

@@ -14,7 +14,7 @@ import msgspec
 
 from kubetrio.api.core import Node, Taint
 from kubetrio.api.machine import NodeTemplate
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 
 LAST_APPLIED_ANNOTATION = "node.machine.sapcloud.io/last-applied-anno-labels-taints"
 

@@ -53,13 +53,13 @@ from kubetrio.controllers.machine.status import (
 )
 from kubetrio.controllers.safety.apiserver import control_cluster, target_cluster
 from kubetrio.controllers.safety.setup import setup_machine_safety
-from kubetrio.runtime.changes import InformerChanges
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.predicates import Predicate, on_events
-from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.ratelimit import ShortRetry, default_controller_rate_limiter
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.changes import InformerChanges
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.predicates import Predicate, on_events
+from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.controller.ratelimit import ShortRetry, default_controller_rate_limiter
+from kubetrio.runtime.manager.manager import Manager
 
 COMPONENT = "machine-controller"
 

@@ -18,9 +18,9 @@ from rapidfuzz.distance import Levenshtein
 
 from kubetrio.api.machine import STATE_FAILED, Machine, MachineCondition
 from kubetrio.api.meta import format_time, parse_time
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.clock import now, seconds_since
-from kubetrio.runtime.events import EventRecorder
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.events.recorder import EventRecorder
+from kubetrio.runtime.util.clock import now, seconds_since
 
 FINALIZER = "machine.sapcloud.io/machine-controller-manager"
 NODE_LABEL = "node"

@@ -14,7 +14,7 @@ from kubetrio.api.machine import (
     NodeTemplate,
     parse_duration,
 )
-from kubetrio.runtime.gotext import go_quote
+from kubetrio.runtime.util.gotext import go_quote
 
 MAX_DURATION = (2**63 - 1) / 1e9  # Go's time.Duration limit, in seconds
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")

@@ -25,8 +25,8 @@ from kubetrio.api.meta import format_time
 from kubetrio.controllers.machine.status import NODE_LABEL, PRIORITY_ANNOTATION
 from kubetrio.controllers.machinedeployment.state import Pass
 from kubetrio.controllers.machinedeployment.writes import Writer, log
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.client.errors import ApiError
 
 TRIGGER_DELETION = "node.machine.sapcloud.io/trigger-deletion-by-mcm"
 LAST_SCALER_CHANGE = "machine.sapcloud.io/last-deployment-replica-change-by-scaler-time"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import trio
 
 from kubetrio.api.machineset import MachineDeployment
-from kubetrio.runtime.informer import EventHandler
+from kubetrio.runtime.cache.informer import EventHandler
 
 PATIENCE = 5.0
 

@@ -12,8 +12,8 @@ import msgspec
 
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.machinedeployment.writes import Writer, log
-from kubetrio.runtime.labels import SelectorError, selector_matches
-from kubetrio.runtime.ownerrefs import new_controller_ref
+from kubetrio.runtime.util.labels import SelectorError, selector_matches
+from kubetrio.runtime.util.ownerrefs import new_controller_ref
 
 
 def _matches(deployment: MachineDeployment, machine_set: MachineSet) -> bool:

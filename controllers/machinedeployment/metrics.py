@@ -12,7 +12,7 @@ from prometheus_client.registry import Collector
 
 from kubetrio.api.machineset import MachineDeployment
 from kubetrio.controllers.machineset.metrics import add_conditions_and_failed, created_at
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
 
 KEY = ["name", "namespace"]
 FAILED_LABELS = [

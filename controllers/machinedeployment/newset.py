@@ -31,9 +31,9 @@ from kubetrio.controllers.machinedeployment.state import (
     template_of,
 )
 from kubetrio.controllers.machinedeployment.writes import Writer, log
-from kubetrio.runtime import clock
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.ownerrefs import new_controller_ref
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.util import clock
+from kubetrio.runtime.util.ownerrefs import new_controller_ref
 
 # Template parts MCM copies onto the current set in place instead of rolling a new one.
 IN_PLACE = ("nodeTemplate", "machineConfiguration")

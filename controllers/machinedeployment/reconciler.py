@@ -27,13 +27,13 @@ from kubetrio.controllers.machinedeployment.rollback import rollback
 from kubetrio.controllers.machinedeployment.sets import age_key
 from kubetrio.controllers.machinedeployment.state import Pass, set_state, states, validate
 from kubetrio.controllers.machinedeployment.writes import Writer, log
-from kubetrio.runtime import clock
-from kubetrio.runtime.client import Client, object_path
-from kubetrio.runtime.controller import Result
-from kubetrio.runtime.finalizers import ensure_finalizer, remove_finalizer
-from kubetrio.runtime.labels import selects_all
-from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.client.typed import Client, object_path
+from kubetrio.runtime.controller.controller import Result
+from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.util import clock
+from kubetrio.runtime.util.finalizers import ensure_finalizer, remove_finalizer
+from kubetrio.runtime.util.labels import selects_all
 
 # MCM looks at every deployment again after this long, whatever happens.
 RESYNC = 600.0

@@ -20,7 +20,7 @@ from kubetrio.controllers.machinedeployment.state import (
     template_of,
 )
 from kubetrio.controllers.machinedeployment.writes import Writer
-from kubetrio.runtime.client import object_path
+from kubetrio.runtime.client.typed import object_path
 
 NOT_FOUND = "DeploymentRollbackRevisionNotFound"
 UNCHANGED = "DeploymentRollbackTemplateUnchanged"

@@ -14,11 +14,11 @@ from kubetrio.controllers.machinedeployment import webhooks
 from kubetrio.controllers.machinedeployment.metrics import machinedeployment_metrics
 from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconciler
 from kubetrio.controllers.machinedeployment.writes import Writer
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.predicates import on_events
-from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.ratelimit import ShortRetry, default_controller_rate_limiter
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.controller.predicates import on_events
+from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.controller.ratelimit import ShortRetry, default_controller_rate_limiter
+from kubetrio.runtime.manager.manager import Manager
 
 COMPONENT = "machine-controller-manager"
 NAME = "machinedeployment"

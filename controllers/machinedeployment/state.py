@@ -21,7 +21,7 @@ from kubetrio.controllers.machinedeployment.hashing import equal_ignore_hash
 from kubetrio.controllers.machinedeployment.progress import Spec
 from kubetrio.controllers.machinedeployment.revisions import revision
 from kubetrio.controllers.machinedeployment.sets import SetState, by_age
-from kubetrio.runtime.labels import SelectorError, selector_matches
+from kubetrio.runtime.util.labels import SelectorError, selector_matches
 
 
 def set_state(machine_set: MachineSet) -> SetState:

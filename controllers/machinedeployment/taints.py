@@ -16,8 +16,8 @@ from kubetrio.api.machineset import MachineSet
 from kubetrio.controllers.machinedeployment.autoscaler import nodes_of
 from kubetrio.controllers.machinedeployment.revisions import PREFER_NO_SCHEDULE_KEY
 from kubetrio.controllers.machinedeployment.writes import Writer
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.client.errors import ApiError
 
 TAINT = Taint(key=PREFER_NO_SCHEDULE_KEY, value="True", effect="PreferNoSchedule")
 

@@ -10,9 +10,9 @@ from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.api.meta import KubeObject
 from kubetrio.controllers.machinedeployment.catchup import OwnWrites
 from kubetrio.controllers.machinedeployment.revisions import replicas_annotations
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.events import EventRecorder
-from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.events.recorder import EventRecorder
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.controllers.machinedeployment")
 

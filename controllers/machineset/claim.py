@@ -20,11 +20,11 @@ import msgspec
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
 from kubetrio.api.meta import OwnerReference
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.labels import selector_matches
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.ownerrefs import new_controller_ref
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.util.labels import selector_matches
+from kubetrio.runtime.util.log import get_logger
+from kubetrio.runtime.util.ownerrefs import new_controller_ref
 
 log = get_logger("kubetrio.machineset")
 

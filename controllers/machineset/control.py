@@ -27,11 +27,11 @@ from kubetrio.api.machine import (
 )
 from kubetrio.api.machineset import MachineSet
 from kubetrio.api.meta import format_time
-from kubetrio.runtime.client import Client, PatchType
-from kubetrio.runtime.clock import now
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.events import EventRecorder
-from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client, PatchType
+from kubetrio.runtime.events.recorder import EventRecorder
+from kubetrio.runtime.util.clock import now
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.machineset")
 

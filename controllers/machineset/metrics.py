@@ -17,7 +17,7 @@ from kubetrio.api.machineset import (
     MachineSummary,
 )
 from kubetrio.api.meta import parse_time
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
 
 CONDITION_VALUES = {"True": 1, "False": 0, "Unknown": 2}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
-from kubetrio.runtime import events
-from kubetrio.runtime.rbac import Permissions, cached, on
+from kubetrio.runtime.events import recorder as events
+from kubetrio.runtime.gen.rbac import Permissions, cached, on
 
 RBAC = (
     Permissions(

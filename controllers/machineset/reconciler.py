@@ -22,14 +22,14 @@ from kubetrio.controllers.machineset.control import MachineControl, slow_start
 from kubetrio.controllers.machineset.expectations import Expectations
 from kubetrio.controllers.machineset.priority import machines_to_delete
 from kubetrio.controllers.machineset.status import compute_status, status_patch
-from kubetrio.runtime.client import Client, object_path
-from kubetrio.runtime.clock import now
-from kubetrio.runtime.controller import Result
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.finalizers import ensure_finalizer, remove_finalizer
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client, object_path
+from kubetrio.runtime.controller.controller import Result
+from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.util.clock import now
+from kubetrio.runtime.util.finalizers import ensure_finalizer, remove_finalizer
+from kubetrio.runtime.util.log import get_logger
 
 STALE_RETRY = 1.0
 

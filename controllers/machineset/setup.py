@@ -12,12 +12,12 @@ from kubetrio.controllers.machineset import webhooks
 from kubetrio.controllers.machineset.control import MachineControl
 from kubetrio.controllers.machineset.metrics import machineset_metrics
 from kubetrio.controllers.machineset.reconciler import MachineSetContext, MachineSetReconciler
-from kubetrio.runtime.informer import EventHandler
-from kubetrio.runtime.labels import selector_matches
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.ratelimit import ShortRetry, default_controller_rate_limiter
-from kubetrio.runtime.store import DeletedFinalStateUnknown, Lister
+from kubetrio.runtime.cache.informer import EventHandler
+from kubetrio.runtime.cache.store import DeletedFinalStateUnknown, Lister
+from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.controller.ratelimit import ShortRetry, default_controller_rate_limiter
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.util.labels import selector_matches
 
 # MCM records its Events under one component for all its controllers.
 COMPONENT = "machine-controller-manager"

@@ -23,10 +23,10 @@ from kubetrio.controllers.storage.backend import StorageBackend, StorageOptions
 from kubetrio.controllers.storage.client import HttpStorageBackend
 from kubetrio.controllers.storage.fenced import fenced_backend
 from kubetrio.controllers.storage.metrics import storage_metrics
-from kubetrio.runtime.controller import Controller
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.controller.controller import Controller
+from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.util.log import get_logger
 
 NAME = "nodedelete"
 COMPONENT = "kubetrio-nodedelete"

@@ -13,8 +13,8 @@ import json
 from collections.abc import Callable
 
 from kubetrio.api.core import Node
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.predicates import Predicate
+from kubetrio.runtime.controller.predicates import Predicate
+from kubetrio.runtime.util.log import get_logger
 
 NODE_ID_ANNOTATION = "csi.volume.kubernetes.io/nodeid"
 

@@ -23,17 +23,17 @@ from kubetrio.api.core import Node
 from kubetrio.controllers.storage.backend import StorageBackend
 from kubetrio.controllers.storage.errors import NodeNotFound, StorageError
 from kubetrio.controllers.storage.metrics import StorageMetrics, delete_result
-from kubetrio.runtime.controller import Result
-from kubetrio.runtime.events import EventRecorder
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.ratelimit import (
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.controller.controller import Result
+from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.controller.ratelimit import (
     BucketRateLimiter,
     ExponentialFailureRateLimiter,
     MaxOfRateLimiter,
     RateLimiter,
 )
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.events.recorder import EventRecorder
+from kubetrio.runtime.util.log import get_logger
 
 RETRY_BASE = 0.005
 RETRY_CAP = 10.0

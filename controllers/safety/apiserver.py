@@ -29,10 +29,10 @@ from kubetrio.api.machine import (
 from kubetrio.api.meta import KubeObject
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.status import NODE_LABEL, Operation
-from kubetrio.runtime.client import Client, object_path
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.queue import ObjectKey, WorkQueue
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client, object_path
+from kubetrio.runtime.controller.queue import ObjectKey, WorkQueue
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.safety")
 

@@ -15,7 +15,7 @@ from kubetrio.api.meta import ObjectMeta
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.driver.codes import Code, MachineError
 from kubetrio.controllers.machine.driver.registry import UnknownProvider
-from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.safety")
 

@@ -32,14 +32,14 @@ from kubetrio.api.machineset import (
     MachineSet,
 )
 from kubetrio.api.meta import KubeObject, format_time
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.clock import now
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.events import EventRecorder
-from kubetrio.runtime.informer import EventHandler, Informer
-from kubetrio.runtime.labels import selector_matches, selects_all
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.informer import EventHandler, Informer
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.events.recorder import EventRecorder
+from kubetrio.runtime.util.clock import now
+from kubetrio.runtime.util.labels import selector_matches, selects_all
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.safety")
 

@@ -16,9 +16,9 @@ from kubetrio.controllers.safety.freeze import register_frozen_metric
 from kubetrio.controllers.safety.orphan_vms import OrphanVmCollector
 from kubetrio.controllers.safety.overshooting import OvershootingGuard
 from kubetrio.controllers.safety.unmanaged_nodes import UnmanagedNodeAnnotator
-from kubetrio.runtime.controller import Controller
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.queue import ObjectKey, WorkQueue
+from kubetrio.runtime.controller.controller import Controller
+from kubetrio.runtime.controller.queue import ObjectKey, WorkQueue
+from kubetrio.runtime.manager.manager import Manager
 
 MACHINE_CONTROLLER = "machine"
 COMPONENT = "safety-controller"

@@ -13,10 +13,10 @@ import trio
 from kubetrio.api.core import Node
 from kubetrio.api.meta import parse_time
 from kubetrio.controllers.machine.context import MachineContext
-from kubetrio.runtime.clock import seconds_since
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.ratelimit import MediumRetry
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.controller.ratelimit import MediumRetry
+from kubetrio.runtime.util.clock import seconds_since
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.safety")
 

@@ -32,7 +32,7 @@ from kubetrio.controllers.storage.errors import (
 )
 from kubetrio.controllers.storage.metrics import StorageMetrics
 from kubetrio.controllers.storage.transport import Endpoint, HttpReply, request
-from kubetrio.runtime.fence import Fence
+from kubetrio.runtime.leaderelection.fence import Fence
 
 _MAX_REASON = 300
 

@@ -1,4 +1,5 @@
-"""A storage backend whose deletes need the leader fence (see ``kubetrio.runtime.fence``):
+"""A storage backend whose deletes need the leader fence (see
+``kubetrio.runtime.leaderelection.fence``):
 ``nodedelete`` and ``storagegc`` are leader-only, and a deleted storage node is as final as a
 deleted Kubernetes object. Listing passes."""
 
@@ -6,8 +7,8 @@ from __future__ import annotations
 
 from kubetrio.controllers.storage.backend import StorageBackend, StorageNode
 from kubetrio.controllers.storage.client import HttpStorageBackend
-from kubetrio.runtime.fence import Fence
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.leaderelection.fence import Fence
+from kubetrio.runtime.manager.manager import Manager
 
 
 class FencedStorageBackend:

@@ -17,8 +17,8 @@ from kubetrio.controllers.storage.client import HttpStorageBackend
 from kubetrio.controllers.storage.fenced import fenced_backend
 from kubetrio.controllers.storage.metrics import storage_metrics
 from kubetrio.controllers.storagegc.gc import ZERO_DELAY_SECONDS, StorageGC
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.util.log import get_logger
 
 NAME = "storagegc"
 

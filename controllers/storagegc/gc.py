@@ -20,9 +20,9 @@ from kubetrio.api.core import Node
 from kubetrio.controllers.storage.backend import StorageBackend
 from kubetrio.controllers.storage.errors import NodeNotFound, StorageError
 from kubetrio.controllers.storage.metrics import StorageMetrics, delete_result
-from kubetrio.runtime.fence import NotLeader
-from kubetrio.runtime.informer import Informer
-from kubetrio.runtime.log import get_logger
+from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.leaderelection.fence import NotLeader
+from kubetrio.runtime.util.log import get_logger
 
 # StorageOS api-manager turns a zero GC delay into this.
 ZERO_DELAY_SECONDS = 10.0

@@ -4,6 +4,6 @@ exist, to find the backend's nodes without one."""
 from __future__ import annotations
 
 from kubetrio.api.core import Node
-from kubetrio.runtime.rbac import Permissions, cached
+from kubetrio.runtime.gen.rbac import Permissions, cached
 
 RBAC = Permissions(cluster=cached(Node.KIND))

@@ -14,8 +14,7 @@ import msgspec
 import trio
 import yaml
 
-from kubetrio.runtime.clock import now
-from kubetrio.runtime.clockhold import waiting_on_simulated_time
+from kubetrio.runtime.client.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator import crdconvert, discovery, errors, fieldcheck, gaps, scale
 from kubetrio.runtime.emulator.admission.dispatch import Admission, Outcome
 from kubetrio.runtime.emulator.admission.rules import Attributes
@@ -48,6 +47,7 @@ from kubetrio.runtime.emulator.selectors import FieldSelector, LabelSelector, co
 from kubetrio.runtime.emulator.store import Store
 from kubetrio.runtime.emulator.tables import table
 from kubetrio.runtime.emulator.watch import Encoder, Watch, WatchSpec
+from kubetrio.runtime.util.clock import now
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 drives watch timeouts, grace periods and fault latency.
 
 Timestamps written into objects (deletionTimestamp, disruptedPods) come from
-``kubetrio.runtime.clock``: the run's anchored wall-clock instant plus the trio time elapsed
+``kubetrio.runtime.util.clock``: the run's anchored wall-clock instant plus the trio time elapsed
 since, so they advance with a MockClock, look like real RFC 3339 times, and agree with the
 controllers' "now" when both share a run. Only creationTimestamp uses the plain wall clock.
 """
@@ -15,7 +15,7 @@ import time
 
 import trio
 
-from kubetrio.runtime.clock import now
+from kubetrio.runtime.util.clock import now
 
 
 def rfc3339(t: dt.datetime) -> str:

@@ -23,7 +23,7 @@ import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kubetrio.runtime.clockhold import waiting_on_simulated_time
+from kubetrio.runtime.client.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator import errors
 from kubetrio.runtime.emulator.admission.caller import CallError, post_review
 from kubetrio.runtime.emulator.eventlog import Entry

@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from kubetrio.runtime.certs.serving import self_signed, server_context
 from kubetrio.runtime.emulator.audit import peer_address
-from kubetrio.runtime.servingcert import self_signed, server_context
 
 _HANDSHAKE = 0x16  # TLS record type of a ClientHello
 

@@ -10,7 +10,7 @@ default ``:9443``; ``0`` turns it off) serving every webhook registered through
 
 It only starts when something is registered. Certificates come from ``cert_dir``
 (``--webhook-cert-path``; ``tls.crt`` and ``tls.key``, reloaded when they change, as
-``kubetrio.runtime.certwatcher`` does for metrics) or, with none, from a CA made at start
+``kubetrio.runtime.certs.watcher`` does for metrics) or, with none, from a CA made at start
 whose PEM is ``ca_pem``: what a test puts in a webhook configuration's ``caBundle``.
 
 Every review gets an answer, never a hang: a handler slower than ``timeout`` (10 s, the API
@@ -24,7 +24,7 @@ Metrics are controller-runtime's: ``controller_runtime_webhook_requests_total{we
 (``code``: the HTTP status), ``controller_runtime_webhook_latency_seconds{webhook}`` and
 ``controller_runtime_webhook_requests_in_flight{webhook}``, ``webhook`` being the path.
 
-The listener is the manager's own h11-on-trio server (``kubetrio.runtime.httpserver``), not an
+The listener is the manager's own h11-on-trio server (``kubetrio.runtime.metrics.server``), not an
 ASGI server: it already speaks TLS with reloadable certificates and is cancelled with the
 manager's nursery; an admission review is one small POST, which needs nothing more.
 """
@@ -41,8 +41,9 @@ import msgspec
 import trio
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from kubetrio.runtime.certwatcher import DEFAULT_POLL_INTERVAL, CertWatcher
-from kubetrio.runtime.httpserver import (
+from kubetrio.runtime.certs.serving import ServingPair, self_signed, server_context
+from kubetrio.runtime.certs.watcher import DEFAULT_POLL_INTERVAL, CertWatcher
+from kubetrio.runtime.metrics.server import (
     Listening,
     _Request,
     _Response,
@@ -50,8 +51,7 @@ from kubetrio.runtime.httpserver import (
     parse_bind_address,
     serve_connection,
 )
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.servingcert import ServingPair, self_signed, server_context
+from kubetrio.runtime.util.log import get_logger
 from kubetrio.runtime.webhook.admission import BadObject, Denied, denied, errored
 from kubetrio.runtime.webhook.conversion import Converter, Converters, failed
 from kubetrio.runtime.webhook.review import (

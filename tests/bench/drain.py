@@ -73,8 +73,8 @@ import trio
 from kubetrio.api.core import PersistentVolume
 from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.drain import Drainer, DrainOptions, DrainResult
-from kubetrio.runtime.cache import InformerCache
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.cache.informercache import InformerCache
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.cluster import SIM_CSI_DRIVER, ClusterSimulation
 

@@ -22,7 +22,7 @@ import time
 import pykube
 import trio
 
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 from tests.e2e.credential_helpers import (

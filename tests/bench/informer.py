@@ -39,7 +39,8 @@ steady). Sync time, one round each at load 3-5: kt/dict 0.34 (main 0.50), kt/pyk
 overhead but holes: the informer interned each pod's strings only after the whole list was
 decoded, so the label dicts and strings it then dropped (about 0.8 KiB per pod) were freed
 between the pods kept and never handed back. Interning each object as soon as it is decoded
-(``Client.list(each=...)``, ``kubetrio.runtime.intern``) lets the next pod reuse that memory at
+(``Client.list(each=...)``, ``kubetrio.runtime.cache.intern``) lets the next pod reuse that memory
+at
 once. glibc's ``malloc_trim(0)`` after the sync would now return only 0.06-0.13 KiB per pod
 more at 50 000 pods, so the informer does not call it.
 
@@ -476,8 +477,8 @@ def run_kt(kubeconfig: Path, probe: Probe, qps: float | None) -> tuple[float, in
     import trio
 
     from kubetrio.api.core import Pod
-    from kubetrio.runtime.client import Client
-    from kubetrio.runtime.informer import Informer
+    from kubetrio.runtime.cache.informer import Informer
+    from kubetrio.runtime.client.typed import Client
 
     out: list[tuple[float, int]] = []
 
@@ -560,8 +561,8 @@ def run_kt_breakdown(kubeconfig: Path) -> dict[str, float]:
     those bodies into ``ObjectList[Pod]``, and filling a ``Store``."""
     from kubetrio.api.core import Pod
     from kubetrio.api.meta import ObjectList
-    from kubetrio.runtime.client import Client
-    from kubetrio.runtime.store import Store, key_of
+    from kubetrio.runtime.cache.store import Store, key_of
+    from kubetrio.runtime.client.typed import Client
 
     client = Client.from_kubeconfig(str(kubeconfig), qps=0)
     url = client.base_url + "/api/v1/pods"

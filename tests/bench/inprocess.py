@@ -35,8 +35,8 @@ import time
 import trio
 from prometheus_client import CollectorRegistry
 
-from kubetrio.runtime.controller import Controller, Result
-from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.controller.controller import Controller, Result
+from kubetrio.runtime.controller.queue import ObjectKey
 
 TARGET_PER_S = 150_000.0
 TARGET_RATIO = 0.45

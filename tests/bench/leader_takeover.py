@@ -39,9 +39,9 @@ from typing import Any
 import trio
 
 from kubetrio.api.coordination import Lease
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.cache.informer import EventHandler, Informer
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import serve_emulator
-from kubetrio.runtime.informer import EventHandler, Informer
 
 JITTER = 1.2  # client-go's JitterFactor for leader election retries
 

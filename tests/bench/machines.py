@@ -109,7 +109,8 @@ conflicts and stale-cache repeats are rare at 5 workers (a few in a thousand) bu
 concurrency (20 workers: 0.28 per machine: 409s on the cordon, a second node Terminating
 patch, finalizer-removal PATCHes answering 404). Wall time 17-24 s unthrottled (about 17x the
 bare POST+DELETE loop). Manager CPU per lifecycle: about 31 ms while requests went through
-pykube-ng/requests in worker threads, 11-13 ms on the trio-native client (``runtime/wire.py``;
+pykube-ng/requests in worker threads, 11-13 ms on the trio-native client
+(``runtime/client/wire.py``;
 ``tests/bench/requests.py`` compares the transports); 700 s at the default 20
 qps (the 14 000 requests through the bucket; 575 s if the cloud calls had a bucket of their
 own). Peak RSS about 55 MB (50 MB after sync).
@@ -134,7 +135,7 @@ Example::
 
 The last line is ``RESULT {json}``, with a ratio line before it. ``--gc tuned|default`` sets
 the manager's collector policy as ``kubetrio run --gc`` does (default: ``kubetrio run``'s), for
-an A/B of ``kubetrio.runtime.gctuning``.
+an A/B of ``kubetrio.runtime.manager.gctuning``.
 
 ``--simulate``: the emulator also runs the simulated cluster as ``kubetrio emulator
 --simulate`` does (``ClusterSimulation.realistic()``: kubelet, scheduler, node lifecycle, ...);
@@ -440,9 +441,9 @@ def manager_child(
 
     from kubetrio.cmd.config import ManagerConfig
     from kubetrio.controllers.machine.setup import setup
-    from kubetrio.runtime.client import Client
-    from kubetrio.runtime.log import configure_logging
-    from kubetrio.runtime.manager import Manager
+    from kubetrio.runtime.client.typed import Client
+    from kubetrio.runtime.manager.manager import Manager
+    from kubetrio.runtime.util.log import configure_logging
 
     configure_logging(level="warning", stream=sys.stderr)
 
@@ -584,7 +585,7 @@ async def each(names: list[str], call: Any) -> None:
 
 class Driver:
     def __init__(self, url: str) -> None:
-        from kubetrio.runtime.client import Client
+        from kubetrio.runtime.client.typed import Client
 
         self.client = Client.from_url(url, token=TOKEN, qps=0, max_concurrency=IN_FLIGHT)
 
@@ -1076,7 +1077,7 @@ def main() -> None:
 
     import trio
 
-    from kubetrio.runtime.log import configure_logging
+    from kubetrio.runtime.util.log import configure_logging
 
     configure_logging(level="warning")
     emulator = Child(

@@ -28,8 +28,8 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from kubetrio.runtime.controller_metrics import RECONCILE_TIME_BUCKETS
-from kubetrio.runtime.loopmetrics import LoopCounter, LoopHistogram
+from kubetrio.runtime.controller.metrics import RECONCILE_TIME_BUCKETS
+from kubetrio.runtime.metrics.families import LoopCounter, LoopHistogram
 
 IMPLEMENTATIONS: dict[str, tuple[type, type]] = {
     "prometheus_client": (Counter, Histogram),

@@ -26,8 +26,8 @@ import time
 import trio
 from prometheus_client import CollectorRegistry
 
-from kubetrio.runtime.metrics import workqueue_metrics
-from kubetrio.runtime.queue import ObjectKey, WorkQueue
+from kubetrio.runtime.controller.queue import ObjectKey, WorkQueue
+from kubetrio.runtime.controller.queuemetrics import workqueue_metrics
 
 KEYS = [ObjectKey("default", f"pod-{i}") for i in range(1000)]
 

@@ -47,7 +47,7 @@ Garbage collector (``--gc``, default ``tuned``): for each round, in both consume
 alike (kubetrio's and kopf's child), what exists before the round is frozen (``gc.collect();
 gc.freeze()``, as a long-running service does after start-up) and the young-generation
 threshold is 10 000 allocations instead of CPython's 700: ``kubetrio run``'s own ``--gc tuned``
-(``kubetrio.runtime.gctuning``), applied at the start of each round. Why: with CPython's
+(``kubetrio.runtime.manager.gctuning``), applied at the start of each round. Why: with CPython's
 defaults a round of kubetrio's ran 3-5 full collections, each walking the whole heap (0.1-0.9 s
 apiece on a loaded machine), and how many landed inside a window depended on where the heap
 stood - one source of the slow third rounds. ``--gc default`` leaves both as CPython sets them.
@@ -145,8 +145,8 @@ gc_mode = "tuned"  # --gc default: leave both consumers' collectors as CPython s
 
 def consumer_gc() -> contextlib.AbstractContextManager[None]:
     """The same collector settings in both consumers for one round (see the docstring):
-    ``kubetrio run``'s policy, from ``kubetrio.runtime.gctuning``."""
-    from kubetrio.runtime.gctuning import tuned_gc
+    ``kubetrio run``'s policy, from ``kubetrio.runtime.manager.gctuning``."""
+    from kubetrio.runtime.manager.gctuning import tuned_gc
 
     return tuned_gc("default" if gc_mode == "default" else "tuned")
 
@@ -251,7 +251,7 @@ class Counting:
     def __init__(self, n: int) -> None:
         import trio
 
-        from kubetrio.runtime.controller import Result
+        from kubetrio.runtime.controller.controller import Result
 
         self.n = n
         self.calls = 0
@@ -283,8 +283,8 @@ async def inprocess_round(n: int, workers: int) -> float:
     import trio
     from prometheus_client import CollectorRegistry
 
-    from kubetrio.runtime.controller import Controller
-    from kubetrio.runtime.queue import ObjectKey
+    from kubetrio.runtime.controller.controller import Controller
+    from kubetrio.runtime.controller.queue import ObjectKey
 
     keys = [ObjectKey(NS, f"{PREFIX}{i}") for i in range(n)]
     counter = Counting(n)
@@ -309,8 +309,8 @@ async def kubetrio_e2e(emu: Emulator, n: int, workers: int, mode: str) -> dict[s
     import trio
 
     from kubetrio.api.core import ConfigMap
-    from kubetrio.runtime.client import Client
-    from kubetrio.runtime.manager import Manager
+    from kubetrio.runtime.client.typed import Client
+    from kubetrio.runtime.manager.manager import Manager
 
     counter = Counting(n)
     out: dict[str, float] = {}
@@ -499,7 +499,7 @@ def main() -> None:
 
     import trio
 
-    from kubetrio.runtime.log import configure_logging
+    from kubetrio.runtime.util.log import configure_logging
 
     configure_logging(level="warning")
     n, workers = args.objects, args.workers

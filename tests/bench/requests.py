@@ -13,7 +13,8 @@ lifecycles at a time, after a warm-up round that opens the connections. Variants
 * ``iothread`` — fewer thread hops: the same urllib3 pool driven by one long-lived I/O thread
   fed by a queue; answers come back to trio through ``run_sync_soon`` (no thread start, no
   ``to_thread`` bookkeeping; one thread, so the requests are sent one at a time).
-* ``wire`` — the trio-native HTTP/1.1 client (``kubetrio.runtime.wire``, h11 on kept-alive trio
+* ``wire`` — the trio-native HTTP/1.1 client (``kubetrio.runtime.client.wire``, h11 on kept-alive
+trio
   streams) through the full ``Client``: what ``Client`` uses now; ``wire-raw`` is the same
   exchange called directly, bytes in and out, to compare with the two raw variants.
 
@@ -57,7 +58,7 @@ import trio
 import urllib3
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 
 TOKEN = "kubetrio-bench"
 NAMESPACE = "default"

@@ -55,7 +55,8 @@ What is measured, in order:
 
 ``python tests/bench/scale.py [--machines N] [--idle S] [--metrics-per-machine false]
 [--machine-workers W] [--gc tuned|default] [--profile-emulator FILE]``; ``--gc`` is passed to
-the manager (default: ``kubetrio run``'s own, for an A/B of ``kubetrio.runtime.gctuning``); the
+the manager (default: ``kubetrio run``'s own, for an A/B of ``kubetrio.runtime.manager.gctuning``);
+the
 last samples the emulator with py-spy
 (folded raw stacks, 200 Hz) from just before the first POST until the last Running, for
 inclusive time per request phase (a profiled run's figures are not compared with others);
@@ -323,7 +324,7 @@ def create_machines(emu: Emulator, n: int) -> float:
     """POST the N Machines, IN_FLIGHT at a time; seconds it took."""
     import trio
 
-    from kubetrio.runtime.client import Client
+    from kubetrio.runtime.client.typed import Client
 
     async def main() -> None:
         client = Client.from_url(emu.url, token=TOKEN, qps=0, max_concurrency=IN_FLIGHT)

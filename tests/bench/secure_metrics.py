@@ -41,11 +41,11 @@ import requests
 import trio
 import yaml
 
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.securemetrics import SecureServing
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.metrics.secure import SecureServing
 from tests.e2e.rbac_helpers import bind, ok, sa_subject, service_account, token
 
 READER_ROLE = Path(__file__).resolve().parents[2] / "config" / "rbac" / "metrics_reader_role.yaml"

@@ -50,7 +50,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from kubetrio.runtime.log import configure_logging
+from kubetrio.runtime.util.log import configure_logging
 from tests.e2e.soak import SoakFigures, soak
 
 # As tests/e2e/conftest.py: real HTTP is in flight, so the clock jumps only when all is idle.

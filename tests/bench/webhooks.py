@@ -38,9 +38,9 @@ from kubetrio.api.machine import Machine
 from kubetrio.cmd.assets import crd_documents
 from kubetrio.cmd.webhooks import documents
 from kubetrio.controllers.machine import webhooks
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.webhook.manifest import as_url
 
 

@@ -20,8 +20,8 @@ import pykube
 import pytest
 import trio
 
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.clockhold import request_in_flight
+from kubetrio.runtime.client.clockhold import request_in_flight
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.testing.kubectl import MISSING, Kubectl, find_kubectl

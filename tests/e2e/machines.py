@@ -17,9 +17,9 @@ from kubetrio.cmd.assets import crd_documents
 from kubetrio.cmd.config import MachineConfig, ManagerConfig
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.setup import setup
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.manager.manager import Manager
 from kubetrio.testing import run_manager
 
 MACHINE_API = "machine.sapcloud.io/v1alpha1"

@@ -15,8 +15,8 @@ from kubetrio.api.machineset import MachineSet
 from kubetrio.cmd.config import ManagerConfig
 from kubetrio.controllers.machineset.reconciler import MachineSetContext
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
-from kubetrio.runtime.changes import InformerChanges
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.cache.changes import InformerChanges
+from kubetrio.runtime.manager.manager import Manager
 
 from .machines import MACHINE_API, Harness, machine_manager
 

@@ -26,7 +26,7 @@ from kubetrio.api.machine import PHASE_RUNNING
 from kubetrio.controllers.storage.sim import SimulatedStorage, storage_url
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.auth.access import DECISION_ANNOTATION, RULE_ANNOTATION
-from kubetrio.runtime.rbac import PolicyRule
+from kubetrio.runtime.gen.rbac import PolicyRule
 
 from .machines import MACHINE_API, class_secret_doc, machine_class_doc
 from .soak import objects

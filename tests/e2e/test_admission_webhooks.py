@@ -13,7 +13,7 @@ import trio
 import trio.testing
 import trustme
 
-from kubetrio.runtime.clockhold import request_in_flight, waiting_on_simulated_time
+from kubetrio.runtime.client.clockhold import request_in_flight, waiting_on_simulated_time
 from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 

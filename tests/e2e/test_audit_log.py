@@ -17,10 +17,10 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import FENCED_AUDIT_ID_PREFIX, Client
+from kubetrio.runtime.client.typed import FENCED_AUDIT_ID_PREFIX, Client
 from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.fence import Fence, NotLeader
+from kubetrio.runtime.leaderelection.fence import Fence, NotLeader
 
 from .conftest import Kubectl, kubectl_env
 

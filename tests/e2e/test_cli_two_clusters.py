@@ -14,9 +14,9 @@ import requests
 import trio
 
 from kubetrio.api.machine import PHASE_RUNNING, Machine
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.informer import Informer
 
 from .conftest import Kubectl, kubectl_env
 from .machines import install_crds, machine_doc, seed_class

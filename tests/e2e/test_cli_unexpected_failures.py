@@ -57,7 +57,7 @@ PLUGIN = textwrap.dedent(
 
 @pytest.mark.parametrize(
     ("controller", "error"),
-    [("deadline", "trio.TooSlowError"), ("patch", "kubetrio.runtime.errors.ApiError")],
+    [("deadline", "trio.TooSlowError"), ("patch", "kubetrio.runtime.client.errors.ApiError")],
 )
 async def test_a_bug_keeps_its_traceback(
     emu: Emulator, tmp_path: Path, controller: str, error: str

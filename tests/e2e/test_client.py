@@ -8,9 +8,7 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import Node, Pod, Secret
-from kubetrio.runtime.client import Client, Preconditions, WatchEvent
-from kubetrio.runtime.emulator import Emulator, FaultRule, serve_emulator
-from kubetrio.runtime.errors import (
+from kubetrio.runtime.client.errors import (
     ApiError,
     is_already_exists,
     is_conflict,
@@ -20,6 +18,8 @@ from kubetrio.runtime.errors import (
     is_unauthorized,
     is_unreachable,
 )
+from kubetrio.runtime.client.typed import Client, Preconditions, WatchEvent
+from kubetrio.runtime.emulator import Emulator, FaultRule, serve_emulator
 
 
 def pod(name: str, node: str = "", **labels: str) -> dict[str, object]:
@@ -236,7 +236,7 @@ async def test_bookmarks_and_timeout_end_the_stream(
 
 
 def test_watch_line_decoding_needs_no_dicts() -> None:
-    from kubetrio.runtime.client import decode_watch_line
+    from kubetrio.runtime.client.typed import decode_watch_line
 
     line = msgspec.json.encode({"type": "ADDED", "object": pod("x")})
     event = decode_watch_line(line, msgspec.json.Decoder(Pod))
@@ -248,7 +248,7 @@ async def test_forbidden_and_unserved_kinds_are_clear_errors(
 ) -> None:
     from kubetrio.api.meta import KubeObject
     from kubetrio.api.registry import lookup
-    from kubetrio.runtime.errors import is_forbidden
+    from kubetrio.runtime.client.errors import is_forbidden
 
     emu.faults.add(
         FaultRule(

@@ -25,9 +25,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.clock import now
-from kubetrio.runtime.kubeconfig import KubeconfigError
+from kubetrio.runtime.client.kubeconfig import KubeconfigError
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.util.clock import now
 
 from .credential_helpers import V1, exec_user, plugin_runs, write_kubeconfig
 

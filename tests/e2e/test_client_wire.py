@@ -1,4 +1,4 @@
-"""The client's trio-native HTTP/1.1 path (``kubetrio.runtime.wire``) against a bare server
+"""The client's trio-native HTTP/1.1 path (``kubetrio.runtime.client.wire``) against a bare server
 that counts connections and requests, so keep-alive, replaced connections and timeouts show."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import Client, WatchEvent
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client, WatchEvent
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.errors import ApiError
 
 
 @dataclass

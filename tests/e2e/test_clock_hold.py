@@ -18,8 +18,8 @@ import trio
 from requests.adapters import BaseAdapter
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.cache import InformerCache
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.cache.informercache import InformerCache
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.testing import wait_for
 

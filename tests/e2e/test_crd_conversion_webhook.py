@@ -13,7 +13,7 @@ import trio
 import trio.testing
 import yaml
 
-from kubetrio.runtime.clockhold import request_in_flight, waiting_on_simulated_time
+from kubetrio.runtime.client.clockhold import request_in_flight, waiting_on_simulated_time
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kubetrio.api.machineset import MachineDeployment, MachineSet
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
 

@@ -16,15 +16,15 @@ import trio.testing
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.meta import KubeObject, ObjectMeta, UndeclaredKind
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.controller import Result
-from kubetrio.runtime.crdgen import crd_for
-from kubetrio.runtime.discovery import UnservedKinds, check_served
+from kubetrio.runtime.cache.informer import EventHandler
+from kubetrio.runtime.client.discovery import UnservedKinds, check_served
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.controller import Result
+from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.informer import EventHandler
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.gen.crd import crd_for
+from kubetrio.runtime.manager.manager import Manager
 
 from .conftest import Kubectl
 from .greeting import Greeting, GreetingSpec

@@ -20,8 +20,8 @@ import trio
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.controllers.example import HASH_ANNOTATION
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
 
 # The README promises under a minute for the default four machines; two on a loaded CI
 # machine get the same bound.

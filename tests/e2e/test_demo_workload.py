@@ -23,7 +23,7 @@ from kubetrio.cmd.demo import Demo, DemoFailed, DemoOptions
 from kubetrio.cmd.embedded import install_crds
 from kubetrio.controllers.machinedeployment.setup import setup as deployment_setup
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import serve_emulator
 from kubetrio.runtime.emulator.cluster import ClusterSimulation
 

@@ -17,8 +17,8 @@ from kubetrio.api.core import PersistentVolume
 from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.drain import Drainer, DrainOptions
 from kubetrio.controllers.machine.drain.metrics import drain_metrics
-from kubetrio.runtime.cache import InformerCache
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.cache.informercache import InformerCache
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.cluster import SIM_CSI_DRIVER, ClusterSimulation
 

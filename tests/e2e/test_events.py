@@ -14,10 +14,10 @@ from prometheus_client import CollectorRegistry
 
 from kubetrio.api.core import ConfigMap, Event
 from kubetrio.api.meta import ObjectMeta
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, FaultRule
-from kubetrio.runtime.events import EventRecorder, EventSender, dropped_counter
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.events.recorder import EventRecorder, EventSender, dropped_counter
+from kubetrio.runtime.manager.manager import Manager
 
 from .conftest import Kubectl
 

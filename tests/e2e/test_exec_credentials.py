@@ -16,13 +16,13 @@ import trio.testing
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import CREDENTIALS_UNAVAILABLE, Client
-from kubetrio.runtime.clock import now
+from kubetrio.runtime.cache.informer import EventHandler, Informer
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.kubeconfig import KubeconfigError
+from kubetrio.runtime.client.typed import CREDENTIALS_UNAVAILABLE, Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.informer import EventHandler, Informer
-from kubetrio.runtime.kubeconfig import KubeconfigError
+from kubetrio.runtime.util.clock import now
 
 from .conftest import Kubectl, configmap
 from .credential_helpers import (

@@ -15,7 +15,7 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.cluster import ClusterSimulation
 from kubetrio.runtime.emulator.testclient import EmuClient

@@ -14,13 +14,13 @@ import pytest
 import trio
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.controller import Result
+from kubetrio.runtime.cache.informer import EventHandler
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.controller import Result
+from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.gctuning import TUNED_THRESHOLD, GcMode
-from kubetrio.runtime.informer import EventHandler
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.manager.gctuning import TUNED_THRESHOLD, GcMode
+from kubetrio.runtime.manager.manager import Manager
 
 from .plugins import install_plugin
 from .test_cli_run import PLUGIN, config_map, environment, kubetrio, one_line_error, run_args

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequ
 
 # kubetrio's CLI, with the ServiceAccount mount moved to argv[1].
 IN_POD = (
-    "import sys, kubetrio.runtime.incluster as mount; "
+    "import sys, kubetrio.runtime.client.incluster as mount; "
     "mount.SERVICE_ACCOUNT_DIR = sys.argv.pop(1); "
     "from kubetrio.cmd.main import main; sys.exit(main())"
 )

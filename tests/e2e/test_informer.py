@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kubetrio.api.core import Node, Pod
-from kubetrio.runtime.cache import InformerCache
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.cache.informer import EventHandler, Informer
+from kubetrio.runtime.cache.informercache import InformerCache
+from kubetrio.runtime.cache.store import DeletedFinalStateUnknown
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, FaultRule, serve_emulator
-from kubetrio.runtime.informer import EventHandler, Informer
-from kubetrio.runtime.store import DeletedFinalStateUnknown
 
 from .conftest import IO_AUTOJUMP, Kubectl
 

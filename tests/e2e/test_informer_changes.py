@@ -12,9 +12,9 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap, Secret
-from kubetrio.runtime.cache import InformerCache
-from kubetrio.runtime.changes import InformerChanges, any_change
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.cache.changes import InformerChanges, any_change
+from kubetrio.runtime.cache.informercache import InformerCache
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.testing import eventually, wait_for, wait_gone
 

@@ -13,10 +13,10 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, EmulatorOptions, FaultRule, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.informer import Informer
 from kubetrio.testing import eventually
 
 from .conftest import configmap

@@ -25,13 +25,13 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.machine import Machine, MachineClass
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.controller import Result
+from kubetrio.runtime.cache.informer import EventHandler, Informer
+from kubetrio.runtime.cache.metrics import NAME
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.controller import Result
+from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.emulator import Emulator, FaultRule, serve_emulator
-from kubetrio.runtime.informer import EventHandler, Informer
-from kubetrio.runtime.informer_metrics import NAME
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.manager.manager import Manager
 
 from .conftest import IO_AUTOJUMP
 from .test_manager import http_get, scrape

@@ -13,11 +13,15 @@ import trio.testing
 
 from kubetrio.api.coordination import Lease
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, FaultRule
-from kubetrio.runtime.fence import NotLeader
-from kubetrio.runtime.leaderelection import LeaderElectionOptions, LeaderElector, LeadershipLost
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.leaderelection.elector import (
+    LeaderElectionOptions,
+    LeaderElector,
+    LeadershipLost,
+)
+from kubetrio.runtime.leaderelection.fence import NotLeader
+from kubetrio.runtime.manager.manager import Manager
 
 OPTIONS = LeaderElectionOptions(
     namespace="default",

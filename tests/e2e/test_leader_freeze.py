@@ -35,9 +35,9 @@ import pytest
 import trio
 
 from kubetrio.api.coordination import Lease
-from kubetrio.runtime.client import FENCED_AUDIT_ID_PREFIX, Client
+from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.client.typed import FENCED_AUDIT_ID_PREFIX, Client
 from kubetrio.runtime.emulator import EmulatorOptions, FaultRule, serve_emulator
-from kubetrio.runtime.informer import Informer
 
 from .plugins import install_plugin
 from .test_cli_run import FAST_LEASE, PLUGIN, Watcher, config_map, environment, run_args

@@ -7,12 +7,12 @@ import pytest
 import trio
 import trio.testing
 
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.leaderelection import LeaderElectionOptions
-from kubetrio.runtime.leasefailure import LeaseRefused
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
+from kubetrio.runtime.leaderelection.leasefailure import LeaseRefused
+from kubetrio.runtime.manager.manager import Manager
 
 from .rbac_helpers import service_account, token
 from .test_cli_failures import NO_PORTS, QUIET, run_to_exit, the_line

@@ -20,10 +20,10 @@ from kubetrio.controllers.machine.status import (
     INITIATE_VM_DELETION,
     deletion_step,
 )
+from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.cloud.script import Failure
 from kubetrio.runtime.emulator.cluster import ClusterSimulation
-from kubetrio.runtime.informer import EventHandler
 
 from .machines import (
     MACHINE_API,

@@ -16,10 +16,10 @@ from kubetrio.api.machine import (
 )
 from kubetrio.controllers.machine import status
 from kubetrio.controllers.machine.status import GET_VM_STATUS, deletion_step
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.cloud.script import Failure
-from kubetrio.runtime.errors import ApiError
 
 from .machines import (
     MACHINE_API,

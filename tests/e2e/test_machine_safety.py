@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.machine import PHASE_RUNNING, Machine, MachineClass
 from kubetrio.controllers.machine.status import FINALIZER
-from kubetrio.runtime.changes import InformerChanges
+from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.emulator import Emulator
 
 from .conftest import Kubectl

@@ -20,10 +20,10 @@ from kubetrio.cmd.config import MachineConfig, ManagerConfig, add_config_flags, 
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
 from kubetrio.controllers.machine.setup import setup
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.cluster import ClusterSimulation
-from kubetrio.runtime.manager import Manager, process_registry
+from kubetrio.runtime.manager.manager import Manager, process_registry
 
 from .machines import MACHINE_API, Harness, install_crds, machine_doc, seed_class
 from .test_manager import http_get

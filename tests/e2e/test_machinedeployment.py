@@ -13,7 +13,7 @@ import trio.testing
 
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
-from kubetrio.runtime.clockhold import request_in_flight
+from kubetrio.runtime.client.clockhold import request_in_flight
 from kubetrio.runtime.emulator import Emulator
 
 from .conftest import Kubectl

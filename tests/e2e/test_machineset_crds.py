@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kubetrio.api.machineset import MachineDeployment, MachineSet
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
 
 from .conftest import Kubectl

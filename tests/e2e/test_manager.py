@@ -15,14 +15,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.machine import Machine
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.controller import Result, TerminalError
+from kubetrio.runtime.cache.informer import EventHandler, Informer
+from kubetrio.runtime.cache.syncfailure import CacheSyncError
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.controller import Result, TerminalError
+from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.emulator import Emulator, FaultRule
 from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.informer import EventHandler, Informer
-from kubetrio.runtime.manager import CacheSyncTimeout, Manager
-from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.syncfailure import CacheSyncError
+from kubetrio.runtime.manager.manager import CacheSyncTimeout, Manager
 
 from .conftest import blocking
 from .machines import install_crds, machine_doc

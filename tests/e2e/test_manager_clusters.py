@@ -12,13 +12,13 @@ import trio.testing
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.machine import Machine
-from kubetrio.runtime.builder import object_key
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.controller import Result
+from kubetrio.runtime.cache.syncfailure import CacheSyncError
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.builder import object_key
+from kubetrio.runtime.controller.controller import Result
+from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.emulator import Emulator, FaultRule, serve_emulator
-from kubetrio.runtime.manager import CacheSyncTimeout, Manager
-from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.syncfailure import CacheSyncError
+from kubetrio.runtime.manager.manager import CacheSyncTimeout, Manager
 
 from .test_manager import config_map, http_get
 

@@ -10,10 +10,10 @@ import pytest
 import trio
 import trio.testing
 
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.httpserver import ListenError
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.metrics.server import ListenError
 
 
 async def test_a_taken_port_is_raised_bare(

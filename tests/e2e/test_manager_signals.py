@@ -16,12 +16,12 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap, Pod
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.controller import Result
+from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.controller import Result
+from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.informer import Informer
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.manager.manager import Manager
 
 from .test_cli_run import Watcher, environment
 from .test_readme import README

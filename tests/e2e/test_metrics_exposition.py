@@ -13,12 +13,12 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.controller import Result, TerminalError
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.controller import Result, TerminalError
+from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.manager.manager import Manager
 from tests.e2e.conftest import blocking
 
 OBJECTS = 30

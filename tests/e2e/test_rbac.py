@@ -11,10 +11,10 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import Node, Pod
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.errors import ApiError, is_forbidden
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.errors import ApiError, is_forbidden
 
 from .conftest import blocking
 from .rbac_helpers import bind, ok, role, rule, sa_subject, service_account, token

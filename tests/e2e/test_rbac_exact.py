@@ -23,7 +23,7 @@ from kubetrio.controllers.storage.sim import serve_storage_sim
 from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
 from kubetrio.runtime.emulator.cluster import ClusterSimulation
 from kubetrio.runtime.emulator.faults import FaultRule
-from kubetrio.runtime.rbac import LEADER_ELECTION_ROLE, MANAGER_ROLE, PolicyRule, role_rules
+from kubetrio.runtime.gen.rbac import LEADER_ELECTION_ROLE, MANAGER_ROLE, PolicyRule, role_rules
 
 from .conftest import Kubectl, kubectl_env
 from .plugins import install_plugin
@@ -186,8 +186,8 @@ PLUGIN = textwrap.dedent(
     '''
     """A user's controller: stamps labelled ConfigMaps, declaring what that takes."""
     from kubetrio.api.core import ConfigMap
-    from kubetrio.runtime.controller import Result
-    from kubetrio.runtime.rbac import Permissions, cached, on
+    from kubetrio.runtime.controller.controller import Result
+    from kubetrio.runtime.gen.rbac import Permissions, cached, on
 
     RBAC = Permissions(cluster=(*cached(ConfigMap.KIND), on(ConfigMap.KIND, "patch")))
 

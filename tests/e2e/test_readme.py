@@ -16,10 +16,10 @@ import trio.testing
 
 from kubetrio.api.core import Pod
 from kubetrio.controllers import BUILTIN_CONTROLLERS
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.cache.informer import EventHandler
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.informer import EventHandler
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.manager.manager import Manager
 
 from .conftest import Kubectl
 

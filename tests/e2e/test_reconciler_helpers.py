@@ -25,10 +25,10 @@ from kubetrio.runtime import (
     set_condition,
     set_controller_reference,
 )
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.errors import ApiError
 
 from .conftest import Kubectl
 from .gc_helpers import cm_of, until

@@ -26,13 +26,13 @@ from kubetrio.controllers.safety.overshooting import (
     OvershootingGuard,
 )
 from kubetrio.controllers.safety.setup import setup
-from kubetrio.runtime.changes import InformerChanges
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.cache.changes import InformerChanges
+from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.events import EventSender
-from kubetrio.runtime.informer import Informer
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.events.recorder import EventSender
+from kubetrio.runtime.manager.manager import Manager
 
 from .conftest import Kubectl
 from .machines import MACHINE_API, install_crds

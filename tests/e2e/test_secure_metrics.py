@@ -30,14 +30,14 @@ import trustme
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.certs.serving import CertificateError
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, FaultRule
 from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.leaderelection import LeaderElectionOptions
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.metricsauth import MetricsAuthorizer
-from kubetrio.runtime.securemetrics import SecureServing
-from kubetrio.runtime.servingcert import CertificateError
+from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.metrics.auth import MetricsAuthorizer
+from kubetrio.runtime.metrics.secure import SecureServing
 
 from .conftest import Kubectl
 from .rbac_helpers import bind, ok, sa_subject, service_account, token

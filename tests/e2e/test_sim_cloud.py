@@ -15,7 +15,7 @@ from kubetrio.api.core import Node, PersistentVolume
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.controllers.machine.driver import Code, Driver, DriverRegistry, MachineError
 from kubetrio.controllers.machine.driver.sim import SimDriver, register_sim
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.cluster import NEVER_READY_ANNOTATION, ClusterSimulation
 

@@ -13,7 +13,7 @@ import trio.testing
 from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.controllers.machine.driver.sim import SimDriver
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
 
 NO_SECRET: dict[str, bytes] = {}

@@ -23,14 +23,14 @@ from kubetrio.api.meta import KubeObject, Model
 from kubetrio.api.policy import PodDisruptionBudget
 from kubetrio.api.registry import KindInfo, lookup
 from kubetrio.api.storage import VolumeAttachment
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.cache.informer import EventHandler, Informer
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.emulator.cluster import (
     NEVER_READY_ANNOTATION,
     SIM_CSI_DRIVER,
     ClusterSimulation,
 )
-from kubetrio.runtime.informer import EventHandler, Informer
 from kubetrio.testing import eventually
 
 T = TypeVar("T", bound=KubeObject)

@@ -9,8 +9,8 @@ from pathlib import Path
 import msgspec
 import trio
 
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.informer import Informer
+from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.client.typed import Client
 
 from .test_cli import _start, admin_token
 from .test_simulated_cluster import SimPod, Watched, node, pod

@@ -11,8 +11,8 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import Node
+from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.emulator.cluster import SIM_CSI_DRIVER, ClusterSimulation
-from kubetrio.runtime.errors import ApiError
 
 from .test_simulated_cluster import (
     Sim,

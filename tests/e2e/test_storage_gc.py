@@ -12,9 +12,9 @@ import trio.testing
 
 from kubetrio.controllers.storage.sim import FaultRule, serve_storage_sim, storage_url
 from kubetrio.controllers.storagegc import ZERO_DELAY_SECONDS, StorageGC, add_storage_gc
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.manager import Manager
+from kubetrio.runtime.manager.manager import Manager
 
 from .test_storage_nodedelete import (
     IMMEDIATE,

@@ -22,11 +22,11 @@ from kubetrio.controllers.storage.sim import (
     serve_storage_sim,
     storage_url,
 )
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.faults import FaultRule as ApiFault
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.plugins import ControllerRegistry
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.manager.plugins import ControllerRegistry
 
 from .test_storage_sim import DRIVER, add_ready_node, node, registered
 

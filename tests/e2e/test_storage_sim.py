@@ -32,7 +32,7 @@ from kubetrio.controllers.storage.sim import (
 )
 from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.fence import Fence, NotLeader
+from kubetrio.runtime.leaderelection.fence import Fence, NotLeader
 
 DRIVER = "csi.storageos.com"
 

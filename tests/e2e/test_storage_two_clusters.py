@@ -12,10 +12,10 @@ import trio.testing
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.storage.sim import serve_storage_sim, storage_url
-from kubetrio.runtime.client import Client
+from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.plugins import ControllerRegistry
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.manager.plugins import ControllerRegistry
 
 from .test_storage_gc import sample
 from .test_storage_nodedelete import IMMEDIATE, event_recorded, events_for, manager_config

@@ -55,7 +55,7 @@ import sys
 
 def test_plain():
     assert "kubetrio.runtime.emulator" not in sys.modules
-    assert "kubetrio.runtime.manager" not in sys.modules
+    assert "kubetrio.runtime.manager.manager" not in sys.modules
 """
     )
     result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider")

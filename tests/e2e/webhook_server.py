@@ -19,7 +19,7 @@ import h11
 import trio
 import trustme
 
-from kubetrio.runtime.clockhold import request_in_flight
+from kubetrio.runtime.client.clockhold import request_in_flight
 from kubetrio.runtime.emulator.testclient import EmuClient, Reply
 
 

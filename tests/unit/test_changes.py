@@ -7,9 +7,9 @@ import gc
 import weakref
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.changes import InformerChanges
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.informer import Informer
+from kubetrio.runtime.cache.changes import InformerChanges
+from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.client.typed import Client
 
 
 def test_one_notifier_per_informer_that_does_not_outlive_it() -> None:

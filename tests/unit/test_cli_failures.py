@@ -11,12 +11,12 @@ import trio
 from kubetrio.api.registry import lookup
 from kubetrio.cmd.config import ManagerConfig
 from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_failure
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.httpserver import ListenError
-from kubetrio.runtime.leaderelection import LeadershipLost
-from kubetrio.runtime.leasefailure import lease_refusal
-from kubetrio.runtime.syncfailure import CacheSyncError, sync_failure
-from kubetrio.runtime.unreachable import classify, transport_problem
+from kubetrio.runtime.cache.syncfailure import CacheSyncError, sync_failure
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.unreachable import classify, transport_problem
+from kubetrio.runtime.leaderelection.elector import LeadershipLost
+from kubetrio.runtime.leaderelection.leasefailure import lease_refusal
+from kubetrio.runtime.metrics.server import ListenError
 
 MACHINES = lookup("machine.sapcloud.io/v1alpha1", "Machine")
 PODS = lookup("v1", "Pod")

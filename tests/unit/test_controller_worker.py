@@ -10,7 +10,7 @@ import itertools
 
 import trio
 
-from kubetrio.runtime.controller import Controller, Result
+from kubetrio.runtime.controller.controller import Controller, Result
 
 
 class Counting:

@@ -25,9 +25,9 @@ from kubetrio.api.declare import plural_of
 from kubetrio.api.markers import Atomic, DateTime, Int32, Quantity, SchemaOf
 from kubetrio.api.meta import UndeclaredKind, kind_of
 from kubetrio.api.registry import KindConflict, KindInfo, lookup
-from kubetrio.runtime.crdgen import CrdError, crd_for, schema_for
 from kubetrio.runtime.emulator.schema_structural import check_crd
 from kubetrio.runtime.emulator.schema_validate import list_sets_and_maps, validate
+from kubetrio.runtime.gen.crd import CrdError, crd_for, schema_for
 
 
 class Inner(Model, kw_only=True):
@@ -359,7 +359,7 @@ def test_markers() -> None:
 
 
 def test_rbac_helpers_address_declared_kinds() -> None:
-    from kubetrio.runtime.rbac import cached, on
+    from kubetrio.runtime.gen.rbac import cached, on
 
     (listing,) = cached(Sample.KIND)
     status = on(Sample.KIND, "patch", subresource="status")

@@ -10,16 +10,16 @@ from pathlib import Path
 import pykube
 import pytest
 
-from kubetrio.runtime.credentials import Credentials
-from kubetrio.runtime.execplugin import (
+from kubetrio.runtime.client.credentials import Credentials
+from kubetrio.runtime.client.execplugin import (
     CredentialError,
     ExecConfig,
     ExecPlugin,
     parse_exec_credential,
 )
-from kubetrio.runtime.filecreds import FileToken
-from kubetrio.runtime.incluster import in_cluster_config, pod_namespace
-from kubetrio.runtime.threadclock import ThreadClock
+from kubetrio.runtime.client.filecreds import FileToken
+from kubetrio.runtime.client.incluster import in_cluster_config, pod_namespace
+from kubetrio.runtime.client.threadclock import ThreadClock
 
 V1 = "client.authentication.k8s.io/v1"
 

@@ -13,8 +13,8 @@ from kubetrio.api.policy import LabelSelector, PodDisruptionBudget
 from kubetrio.controllers.machine.drain.budgets import budgets_for, is_misconfigured
 from kubetrio.controllers.machine.drain.selection import select_pods
 from kubetrio.controllers.machine.drain.volumes import pods_with_volumes
-from kubetrio.runtime.labels import SelectorError, selector_matches
-from kubetrio.runtime.store import Lister, Store, key_of
+from kubetrio.runtime.cache.store import Lister, Store, key_of
+from kubetrio.runtime.util.labels import SelectorError, selector_matches
 
 
 def decode(kind: Any, doc: dict[str, Any]) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import trio.testing
 
-from kubetrio.runtime.eventcorrelator import (
+from kubetrio.runtime.events.correlator import (
     AGGREGATE_MAX_EVENTS,
     COMBINED_PREFIX,
     MAX_LRU_CACHE_ENTRIES,

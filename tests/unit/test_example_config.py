@@ -16,7 +16,7 @@ import yaml
 from kubetrio.cmd.assets import EXAMPLE_CONFIG, example_config_text
 from kubetrio.cmd.config import ManagerConfig, add_config_flags, load_config
 from kubetrio.controllers import BUILTIN_CONTROLLERS
-from kubetrio.runtime.plugins import ControllerRegistry
+from kubetrio.runtime.manager.plugins import ControllerRegistry
 
 # "#name: value" (or "#  nested: value") is a setting to enable; "# text" is an explanation.
 COMMENTED_SETTING = re.compile(r"^(\s*)#(?! \S)(?=\S| {2})", re.MULTILINE)

@@ -18,9 +18,9 @@ from kubetrio.controllers.machine.driver.driver import CreateResult, SecretData,
 from kubetrio.controllers.machine.driver.fenced import FencedDriver
 from kubetrio.controllers.storage.backend import StorageNode
 from kubetrio.controllers.storage.fenced import FencedStorageBackend
-from kubetrio.runtime.controller import Controller, Result
-from kubetrio.runtime.fence import Fence, NotLeader, is_not_leader
-from kubetrio.runtime.queue import ObjectKey
+from kubetrio.runtime.controller.controller import Controller, Result
+from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.leaderelection.fence import Fence, NotLeader, is_not_leader
 
 
 class Switch:

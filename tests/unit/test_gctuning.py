@@ -8,7 +8,7 @@ import weakref
 
 import pytest
 
-from kubetrio.runtime.gctuning import TUNED_THRESHOLD, GcTuning, tuned_gc
+from kubetrio.runtime.manager.gctuning import TUNED_THRESHOLD, GcTuning, tuned_gc
 
 pytestmark = pytest.mark.usefixtures("restore_gc")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrio.runtime.gotext import go_quote
+from kubetrio.runtime.util.gotext import go_quote
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ import trio.testing
 from prometheus_client import CollectorRegistry, Counter, Gauge
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubetrio.runtime.httpserver import (
+from kubetrio.runtime.metrics.server import (
     BindAddress,
     BindAddressError,
     ListenError,

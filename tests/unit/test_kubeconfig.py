@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kubetrio.runtime.kubeconfig import KubeconfigError, kubeconfig_path, load_kubeconfig
+from kubetrio.runtime.client.kubeconfig import KubeconfigError, kubeconfig_path, load_kubeconfig
 
 GOOD = """
 apiVersion: v1

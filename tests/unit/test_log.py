@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import structlog
 
-from kubetrio.runtime.log import (
+from kubetrio.runtime.util.log import (
     REDACTED,
     configure_logging,
     get_logger,

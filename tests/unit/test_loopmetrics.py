@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.metrics import disable_created_metrics, enable_created_metrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubetrio.runtime.loopmetrics import LoopCounter, LoopGauge, LoopHistogram
+from kubetrio.runtime.metrics.families import LoopCounter, LoopGauge, LoopHistogram
 
 BUCKETS = (0.005, 0.01, 0.1, 1.0, 10.0)
 # Exact bounds, values between them, below the first, above the last, and zero.

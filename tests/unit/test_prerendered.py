@@ -12,7 +12,7 @@ from prometheus_client.openmetrics.exposition import generate_latest as openmetr
 
 from kubetrio.api.machine import Machine
 from kubetrio.controllers.machine.metrics import MachineCollector
-from kubetrio.runtime.prerendered import exposition
+from kubetrio.runtime.metrics.prerendered import exposition
 
 
 def machine(name: str, phase: str = "Running", provider_id: str = "sim://eu-1/vm") -> Machine:

@@ -7,8 +7,8 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from kubetrio.runtime.queue import ObjectKey, QueueShutDown, WorkQueue
-from kubetrio.runtime.ratelimit import ExponentialFailureRateLimiter
+from kubetrio.runtime.controller.queue import ObjectKey, QueueShutDown, WorkQueue
+from kubetrio.runtime.controller.ratelimit import ExponentialFailureRateLimiter
 
 
 async def get_now(queue: WorkQueue[str]) -> str | None:

@@ -8,8 +8,8 @@ import trio.testing
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubetrio.runtime.metrics import QUEUE_LATENCY_BUCKETS, workqueue_metrics
-from kubetrio.runtime.queue import WorkQueue
+from kubetrio.runtime.controller.queue import WorkQueue
+from kubetrio.runtime.controller.queuemetrics import QUEUE_LATENCY_BUCKETS, workqueue_metrics
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

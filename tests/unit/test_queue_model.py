@@ -29,8 +29,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from kubetrio.runtime.queue import WorkQueue
-from kubetrio.runtime.ratelimit import ExponentialFailureRateLimiter
+from kubetrio.runtime.controller.queue import WorkQueue
+from kubetrio.runtime.controller.ratelimit import ExponentialFailureRateLimiter
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ import pytest
 import trio
 import trio.testing
 
-from kubetrio.runtime.ratelimit import (
+from kubetrio.runtime.controller.ratelimit import (
     BucketRateLimiter,
     ExponentialFailureRateLimiter,
     FastSlowRateLimiter,

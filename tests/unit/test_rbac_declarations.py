@@ -13,10 +13,10 @@ from kubetrio.cmd import rbac as rbac_cmd
 from kubetrio.cmd.config import ManagerConfig, StorageConfig
 from kubetrio.cmd.main import main
 from kubetrio.controllers import BUILTIN_CONTROLLERS
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.plugins import ControllerRegistry, PluginError
-from kubetrio.runtime.rbac import Permissions, PolicyRule, compact, roles, rule
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.gen.rbac import Permissions, PolicyRule, compact, roles, rule
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.manager.plugins import ControllerRegistry, PluginError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -119,7 +119,7 @@ def test_unknown_controller_is_one_line(capsys: pytest.CaptureFixture[str]) -> N
 
 
 def test_a_controller_without_a_declaration_is_named() -> None:
-    registry = ControllerRegistry({"bare": "kubetrio.runtime.queue:WorkQueue"})
+    registry = ControllerRegistry({"bare": "kubetrio.runtime.controller.queue:WorkQueue"})
     with pytest.raises(PluginError, match=r"'bare'.*declares no RBAC"):
         registry.permissions("bare")
 

@@ -16,10 +16,16 @@ from cryptography import x509
 from prometheus_client import CollectorRegistry
 
 from kubetrio.cmd.config import ConfigError
-from kubetrio.runtime.certwatcher import CertWatcher
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.manager import Manager
-from kubetrio.runtime.metricsauth import (
+from kubetrio.runtime.certs.serving import (
+    CertificateError,
+    ServingPair,
+    self_signed,
+    server_context,
+)
+from kubetrio.runtime.certs.watcher import CertWatcher
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.metrics.auth import (
     METRICS_AUTH_RULES,
     METRICS_READER_RULES,
     ReviewBackoff,
@@ -27,8 +33,7 @@ from kubetrio.runtime.metricsauth import (
     _with_authenticated,
     bearer_token,
 )
-from kubetrio.runtime.securemetrics import SecureServing
-from kubetrio.runtime.servingcert import CertificateError, ServingPair, self_signed, server_context
+from kubetrio.runtime.metrics.secure import SecureServing
 
 from .test_config import load
 

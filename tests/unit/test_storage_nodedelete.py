@@ -29,12 +29,12 @@ from kubetrio.controllers.storage import (
     StorageOptions,
     storage_metrics,
 )
-from kubetrio.runtime.builder import object_key
-from kubetrio.runtime.controller import Controller, Result, Source
-from kubetrio.runtime.events import EventRecorder
-from kubetrio.runtime.informer import Informer
-from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.store import DeletedFinalStateUnknown, Lister, Store
+from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.cache.store import DeletedFinalStateUnknown, Lister, Store
+from kubetrio.runtime.controller.builder import object_key
+from kubetrio.runtime.controller.controller import Controller, Result, Source
+from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.events.recorder import EventRecorder
 
 DRIVER = "csi.storageos.com"
 ANNOTATION = "csi.volume.kubernetes.io/nodeid"
@@ -214,7 +214,7 @@ def test_storage_options_from_any_config() -> None:
 def test_setup_without_a_backend_url_registers_nothing(caplog: pytest.LogCaptureFixture) -> None:
     from kubetrio.cmd.config import Duration, ManagerConfig, StorageConfig
     from kubetrio.controllers import nodedelete, storagegc
-    from kubetrio.runtime.manager import Manager
+    from kubetrio.runtime.manager.manager import Manager
 
     caplog.set_level(logging.WARNING)
     manager = Manager(

@@ -7,8 +7,8 @@ import gc
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.meta import ObjectMeta
-from kubetrio.runtime.queue import ObjectKey
-from kubetrio.runtime.store import Lister, Store, key_of
+from kubetrio.runtime.cache.store import Lister, Store, key_of
+from kubetrio.runtime.controller.queue import ObjectKey
 
 
 def cm(namespace: str, name: str, app: str = "a", rv: str = "1") -> ConfigMap:

@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from kubetrio.api.core import ConfigMap
-from kubetrio.runtime.client import decode_watch_line
+from kubetrio.runtime.client.typed import decode_watch_line
 
 DECODER = msgspec.json.Decoder(ConfigMap)
 

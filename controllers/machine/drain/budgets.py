@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kubetrio.api.core import Pod
 from kubetrio.api.policy import PodDisruptionBudget
-from kubetrio.runtime.labels import selector_matches
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.util.labels import selector_matches
 
 
 def budgets_for(pod: Pod, budgets: Lister[PodDisruptionBudget]) -> list[PodDisruptionBudget]:

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from kubetrio.api.core import Node, PersistentVolume, PersistentVolumeClaim, Pod
 from kubetrio.api.policy import PodDisruptionBudget
 from kubetrio.api.storage import VolumeAttachment
-from kubetrio.runtime.cache import InformerCache
-from kubetrio.runtime.changes import InformerChanges
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.changes import InformerChanges
+from kubetrio.runtime.cache.informercache import InformerCache
+from kubetrio.runtime.cache.store import Lister
 
 POD_NODE_INDEX = "spec.nodeName"
 ATTACHMENT_PV_INDEX = "spec.source.persistentVolumeName"

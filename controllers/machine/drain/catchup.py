@@ -17,8 +17,8 @@ from __future__ import annotations
 from kubetrio.api.core import Pod
 from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.selection import pod_name
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.retry import retry_transient
+from kubetrio.runtime.client.retry import retry_transient
+from kubetrio.runtime.client.typed import Client
 
 # How long a drain waits for its pod cache; past it the drain fails and its step is retried.
 CATCH_UP_TIMEOUT = 60.0

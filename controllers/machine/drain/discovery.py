@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
 
 
 class _Resource(msgspec.Struct):

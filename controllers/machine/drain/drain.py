@@ -30,11 +30,11 @@ from kubetrio.controllers.machine.drain.volumes import (
     VolumeIdResolver,
     pods_with_volumes,
 )
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.errors import ApiError
-from kubetrio.runtime.events import EventRecorder
-from kubetrio.runtime.log import get_logger
-from kubetrio.runtime.retry import retry_transient
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.retry import retry_transient
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.events.recorder import EventRecorder
+from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.drain")
 

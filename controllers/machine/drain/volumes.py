@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kubetrio.api.core import PersistentVolume, PersistentVolumeClaim, Pod
-from kubetrio.runtime.store import Lister
+from kubetrio.runtime.cache.store import Lister
 
 # The driver's answer for the PVs it owns: PV name -> volume ID; PVs it does not own are absent.
 VolumeIdResolver = Callable[[Sequence[PersistentVolume]], Awaitable[Mapping[str, str]]]

@@ -14,7 +14,7 @@ from kubetrio.controllers.machine.driver.driver import (
     SecretData,
     StatusResult,
 )
-from kubetrio.runtime.fence import Fence
+from kubetrio.runtime.leaderelection.fence import Fence
 
 
 class FencedDriver:

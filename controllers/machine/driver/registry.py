@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from kubetrio.api.machine import MachineClass
 from kubetrio.controllers.machine.driver.driver import Driver
-from kubetrio.runtime.gotext import go_quote
+from kubetrio.runtime.util.gotext import go_quote
 
 
 class UnknownProvider(LookupError):

@@ -23,8 +23,8 @@ from kubetrio.controllers.machine.driver.codes import Code, MachineError
 from kubetrio.controllers.machine.driver.driver import CreateResult, SecretData, StatusResult
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
 from kubetrio.controllers.machine.provider_metrics import ProviderMetrics
-from kubetrio.runtime.client import Client
-from kubetrio.runtime.errors import ApiError
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
 
 PROVIDER = "sim"
 CSI_DRIVER = "sim.csi.kubetrio.io"

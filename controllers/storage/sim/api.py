@@ -23,7 +23,7 @@ import trio
 
 from kubetrio.controllers.storage.sim.faults import FaultError, FaultRule
 from kubetrio.controllers.storage.sim.service import SimError, SimulatedStorage
-from kubetrio.runtime.clockhold import waiting_on_simulated_time
+from kubetrio.runtime.client.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator.http import Request, Response, json_response
 
 PREFIX = "/_storage"

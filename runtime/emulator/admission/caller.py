@@ -24,7 +24,7 @@ import h11
 import msgspec
 import trio
 
-from kubetrio.runtime.clockhold import request_in_flight
+from kubetrio.runtime.client.clockhold import request_in_flight
 
 
 class CallError(Exception):

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 import trio
 
-from kubetrio.runtime.clockhold import waiting_on_simulated_time
+from kubetrio.runtime.client.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator import crdconvert, errors
 from kubetrio.runtime.emulator.admission.caller import CallError, Connections, post_review
 from kubetrio.runtime.emulator.admission.configs import MUTATING, VALIDATING

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 import trio
 
-from kubetrio.runtime.clockhold import waiting_on_simulated_time
+from kubetrio.runtime.client.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.emulator.cloud.errors import CloudError
 from kubetrio.runtime.emulator.cloud.script import OPERATIONS, VmScript, parse_failure
 from kubetrio.runtime.emulator.cloud.service import SimulatedCloud, Vm

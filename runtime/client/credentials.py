@@ -1,0 +1,194 @@
+"""How one kubeconfig user authenticates, resolved per request and refreshed after a 401.
+
+client-go's rules, which pykube-ng does not keep: a token file wins over a static token once
+readable; an exec plugin is used only when the user has no token, password or client
+certificate of its own; credentials that can be renewed (a plugin, a token file) are renewed
+when the server answers 401 with them — and then, unlike client-go, which only fixes the next
+request, the refused request is sent once more (a 401 comes before the server acts on anything,
+so this is safe for writes too). Passwords and ``auth-provider`` stay pykube-ng's business.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pykube
+
+from kubetrio.runtime.client.execplugin import (
+    CredentialError,
+    ExecConfig,
+    ExecPlugin,
+    IssuedCredential,
+    cluster_info,
+)
+from kubetrio.runtime.client.filecreds import CertFiles, FileToken, PemStore
+from kubetrio.runtime.client.threadclock import ThreadClock
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """The credentials one request went out with (compared after a 401)."""
+
+    token: str
+    at: float  # monotonic
+    issued: IssuedCredential | None = None
+
+
+def _raw_user(config: pykube.KubeConfig) -> tuple[str, dict[str, Any]]:
+    name = config.contexts[config.current_context].get("user") or ""
+    for entry in config.doc.get("users") or []:
+        if isinstance(entry, Mapping) and entry.get("name") == name:
+            user = entry.get("user")
+            return str(name), dict(user) if isinstance(user, Mapping) else {}
+    return str(name), {}
+
+
+def _path(value: Any, config: pykube.KubeConfig, field: str) -> Path:
+    """A kubeconfig file reference: relative ones are relative to the kubeconfig's folder."""
+    if not isinstance(value, str) or not value:
+        raise CredentialError(f"{field}: must be a file path")
+    path = Path(value).expanduser()
+    if not path.is_absolute() and config.kubeconfig_path is not None:
+        path = Path(config.kubeconfig_path).parent / path
+    return path
+
+
+def _data(value: Any, field: str) -> bytes:
+    try:
+        return base64.b64decode(str(value), validate=True)
+    except (binascii.Error, ValueError):
+        raise CredentialError(f"{field}: not base64") from None
+
+
+def _ca_pem(config: pykube.KubeConfig) -> bytes | None:
+    ca = config.cluster.get("certificate-authority")  # pykube's BytesOrFile: file or data
+    return bytes(ca.bytes()) if ca is not None else None
+
+
+class Credentials:
+    """Everything but passwords and auth-providers. Thread-safe: used from worker threads."""
+
+    def __init__(
+        self,
+        *,
+        token: str = "",
+        token_file: FileToken | None = None,
+        exec_plugin: ExecPlugin | None = None,
+        cert: CertFiles | tuple[str, str] | None = None,
+        store: PemStore | None = None,
+        clock: ThreadClock | None = None,
+    ) -> None:
+        self.static_token = token
+        self.token_file = token_file
+        self.exec_plugin = exec_plugin
+        self.cert = cert
+        self.store = store or PemStore()
+        self.clock = clock or ThreadClock()
+
+    @classmethod
+    def for_user(cls, config: pykube.KubeConfig, clock: ThreadClock) -> Credentials | None:
+        """The current context's user; None when pykube-ng must authenticate it (a password
+        or an ``auth-provider``). Raises ``CredentialError`` naming the field."""
+        name, user = _raw_user(config)
+        where = f"users[{name}]"
+        token = str(user.get("token") or "")
+        has_cert = bool(user.get("client-certificate") or user.get("client-certificate-data"))
+        if not (token or user.get("tokenFile")) and (
+            user.get("username") or "auth-provider" in user
+        ):
+            return None
+        store = PemStore()
+        token_file = None
+        if user.get("tokenFile"):
+            path = _path(user["tokenFile"], config, f"{where}.tokenFile")
+            token_file = FileToken(path, clock, initial=token)
+        cert: CertFiles | tuple[str, str] | None = None
+        if has_cert:
+            cert = cls._client_cert(user, config, store, clock, where)
+        plugin = None
+        # client-go: a plugin is not consulted when the user has credentials of its own.
+        if "exec" in user and not (token or token_file or cert):
+            exec_config = ExecConfig.parse(user["exec"], f"{where}.exec")
+            if "/" in exec_config.command:  # client-go: a path, not a name looked up in PATH
+                resolved = _path(exec_config.command, config, f"{where}.exec.command")
+                exec_config = dataclasses.replace(exec_config, command=str(resolved))
+            cluster = None
+            if exec_config.provide_cluster_info:
+                cluster = cluster_info(config.cluster, _ca_pem(config))
+            plugin = ExecPlugin(exec_config, cluster=cluster, clock=clock)
+        return cls(
+            token=token,
+            token_file=token_file,
+            exec_plugin=plugin,
+            cert=cert,
+            store=store,
+            clock=clock,
+        )
+
+    @staticmethod
+    def _client_cert(
+        user: Mapping[str, Any],
+        config: pykube.KubeConfig,
+        store: PemStore,
+        clock: ThreadClock,
+        where: str,
+    ) -> CertFiles | tuple[str, str]:
+        cert_file, key_file = user.get("client-certificate"), user.get("client-key")
+        cert_data, key_data = user.get("client-certificate-data"), user.get("client-key-data")
+        if not (key_file or key_data):
+            raise CredentialError(f"{where}.client-key: required with a client certificate")
+        if cert_file and key_file:
+            return CertFiles(
+                _path(cert_file, config, f"{where}.client-certificate"),
+                _path(key_file, config, f"{where}.client-key"),
+                store,
+                clock,
+            )
+        cert_pem = (
+            _data(cert_data, f"{where}.client-certificate-data")
+            if cert_data
+            else _path(cert_file, config, f"{where}.client-certificate").read_bytes()
+        )
+        key_pem = (
+            _data(key_data, f"{where}.client-key-data")
+            if key_data
+            else _path(key_file, config, f"{where}.client-key").read_bytes()
+        )
+        return store.put(cert_pem, key_pem, f"{where}.client-certificate")
+
+    def apply(self, headers: MutableMapping[str, str], kwargs: dict[str, Any]) -> Sent:
+        """Put the current credentials on a request (``kwargs``: requests' send options)."""
+        issued = None
+        token = self.static_token
+        if self.token_file is not None:
+            token = self.token_file.token()
+        elif self.exec_plugin is not None:
+            issued = self.exec_plugin.credential()
+            token = issued.token
+            if issued.cert_pem:
+                kwargs["cert"] = self.store.put(
+                    issued.cert_pem, issued.key_pem, "exec plugin output: status"
+                )
+        if isinstance(self.cert, CertFiles):
+            kwargs["cert"] = self.cert.paths()
+        elif self.cert is not None:
+            kwargs["cert"] = self.cert
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        else:  # a retry after a token gave way to a certificate
+            headers.pop("Authorization", None)
+        return Sent(token, self.clock.monotonic(), issued)
+
+    def refresh_after_unauthorized(self, sent: Sent) -> bool:
+        """After a 401 for ``sent``: renew what can be renewed; True if a retry is worth it."""
+        if self.token_file is not None:
+            return self.token_file.refresh_after_unauthorized(sent.token, sent.at)
+        if self.exec_plugin is not None and sent.issued is not None:
+            return self.exec_plugin.refresh_after_unauthorized(sent.issued)
+        return False

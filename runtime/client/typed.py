@@ -1,0 +1,937 @@
+"""Typed async Kubernetes client over pykube-ng.
+
+pykube-ng supplies what it does well: kubeconfig parsing, TLS settings, passwords and
+auth-providers; credentials that must last (exec plugins, rotating token and certificate files)
+are ``kubetrio.runtime.client.credentials``'s. Requests and watches go out from trio itself over
+kept-alive HTTP/1.1 connections (``kubetrio.runtime.client.wire``: about a third of the CPU per
+request
+of pykube-ng's requests session in a worker thread, which remains the path for users only
+pykube-ng can authenticate and for proxies — see ``kubetrio.runtime.client.transport``). Everything
+above the raw HTTP exchange is ours: paths from the kind registry, typed (de)serialisation with
+msgspec straight from bytes, one ``ApiError`` for every failure, client-side rate limiting,
+bounded retries on 429, metrics, and prompt cancellation.
+
+``fenced(fence)`` is the same client for leader-only work: a write leaves only if the elector
+still proves the lease held, checked twice as late as possible (before the request is queued,
+and right before its bytes are written, on a connection already open). Each fenced write
+carries the instant of that last check in its ``Audit-ID`` (kube-apiserver keeps a client's
+Audit-ID as the audit event's ``auditID``), so an audit log shows when each accepted write was
+last allowed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import copy
+import secrets
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import urlencode, urlsplit
+
+import h11
+import msgspec
+import pykube
+import requests
+import trio
+import urllib3
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from kubetrio.api.meta import KubeObject, ListMeta, ObjectList, Status, kind_of
+from kubetrio.api.registry import KindInfo
+from kubetrio.runtime.cache.undecodable import Undecodable, undecodable
+from kubetrio.runtime.client.clockhold import request_in_flight
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.execplugin import CredentialError
+from kubetrio.runtime.client.incluster import in_cluster_config
+from kubetrio.runtime.client.kubeconfig import KubeconfigError, load_kubeconfig
+from kubetrio.runtime.client.relay import ThreadRelay
+from kubetrio.runtime.client.transport import exec_plugin_of, http_client, run_in_thread
+from kubetrio.runtime.client.unreachable import transport_problem
+from kubetrio.runtime.client.useragent import user_agent
+from kubetrio.runtime.client.wire import Wire, WireError
+from kubetrio.runtime.controller.ratelimit import BucketRateLimiter
+from kubetrio.runtime.leaderelection.fence import Fence, NotLeader
+
+T = TypeVar("T", bound=KubeObject)
+
+PatchType = Literal["merge", "json", "strategic", "apply"]
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+JSON = "application/json"
+
+# Methods that change something; a fenced client refuses them once the lease is not proven.
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+FENCED_AUDIT_ID_PREFIX = "fenced-"
+# ApiError.reason of a request never sent for want of credentials (status 0).
+CREDENTIALS_UNAVAILABLE = "CredentialsUnavailable"
+
+# client-go's rest_client_request_duration_seconds buckets.
+REQUEST_LATENCY_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+
+
+class RestClientMetrics:
+    """client-go's ``rest_client_*`` families in one registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "rest_client_requests_total",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ["code", "method", "host"],
+            registry=registry,
+        )
+        self.duration = Histogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            ["verb", "host"],
+            buckets=REQUEST_LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.exec_plugin_calls = Counter(
+            "rest_client_exec_plugin_call_total",
+            "Number of calls to an exec plugin, partitioned by the type of event encountered "
+            "(no_error, plugin_execution_error, plugin_not_found_error, client_internal_error) "
+            "and an optional exit code. The exit code will be set to 0 if and only if the "
+            "plugin call was successful.",
+            ["code", "call_status"],
+            registry=registry,
+        )
+
+    def exec_plugin_call(self, code: int, call_status: str) -> None:
+        self.exec_plugin_calls.labels(str(code), call_status).inc()
+
+
+_rest_metrics: weakref.WeakKeyDictionary[CollectorRegistry, RestClientMetrics] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def rest_client_metrics(registry: CollectorRegistry) -> RestClientMetrics:
+    metrics = _rest_metrics.get(registry)
+    if metrics is None:
+        metrics = _rest_metrics[registry] = RestClientMetrics(registry)
+    return metrics
+
+
+class Preconditions(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
+    """Delete only if the object still has this UID / resourceVersion (else 409)."""
+
+    uid: str | None = None
+    resource_version: str | None = None
+
+
+def object_path(
+    kind: KindInfo, namespace: str | None = None, name: str = "", subresource: str = ""
+) -> str:
+    """The REST path of a collection, an object, or an object's subresource."""
+    base = f"/apis/{kind.api_version}" if kind.group else f"/api/{kind.api_version}"
+    parts = [base]
+    if kind.namespaced and namespace:
+        parts.append(f"/namespaces/{namespace}")
+    parts.append(f"/{kind.plural}")
+    if name:
+        parts.append(f"/{name}")
+        if subresource:
+            parts.append(f"/{subresource}")
+    return "".join(parts)
+
+
+class Client:
+    """Async typed access to one API server.
+
+    Create it with one of the ``from_*`` constructors. All methods are safe to call from many
+    tasks at once; at most ``max_concurrency`` requests are in flight.
+    """
+
+    def __init__(
+        self,
+        api: pykube.HTTPClient,
+        *,
+        qps: float = 20.0,
+        burst: int = 30,
+        timeout: float = 30.0,
+        max_concurrency: int = 40,
+        max_throttle_retries: int = 5,
+        registry: CollectorRegistry | None = None,
+        component: str = "kubetrio",
+    ) -> None:
+        """``component`` ends the User-Agent (a manager passes its identity), so the API
+        server's audit log attributes every request to the process that sent it."""
+        self.api = api
+        self.user_agent = user_agent(component)
+        self.fence: Fence | None = None
+        self.base_url = api.url.rstrip("/")
+        self.host = urlsplit(self.base_url).netloc
+        self.timeout = timeout
+        self.max_throttle_retries = max_throttle_retries
+        self._limiter = trio.CapacityLimiter(max_concurrency)
+        # Watches hold a thread for minutes: they get their own allowance so they never
+        # starve ordinary requests of worker threads.
+        self._watch_limiter = trio.CapacityLimiter(1000)
+        self._bucket = BucketRateLimiter(qps=qps, burst=burst) if qps > 0 else None
+        self._metrics = rest_client_metrics(registry) if registry is not None else None
+        plugin = exec_plugin_of(api)
+        if plugin is not None and self._metrics is not None:
+            plugin.on_call = self._metrics.exec_plugin_call
+        self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+        # Requests go out from trio itself unless only pykube-ng's session can send them.
+        self._wire = Wire.for_client(api)
+        self._metric_children: dict[tuple[str, str], tuple[Any, Any]] = {}
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def from_config(
+        cls, config: pykube.KubeConfig, *, max_concurrency: int = 40, **options: Any
+    ) -> Client:
+        return cls(
+            # Room for every request thread plus long-lived watches, so no connection is
+            # opened only to be thrown away.
+            http_client(config, pool_size=max_concurrency + 64),
+            max_concurrency=max_concurrency,
+            **options,
+        )
+
+    @classmethod
+    def from_kubeconfig(
+        cls,
+        path: str | None = None,
+        context: str | None = None,
+        server: str | None = None,
+        **options: Any,
+    ) -> Client:
+        """From a kubeconfig file (``$KUBECONFIG`` or ``~/.kube/config`` when ``path`` is None);
+        ``server`` overrides its cluster's URL, as ``--master`` does.
+
+        Raises ``KubeconfigError`` naming the file and the field when it is unusable.
+        """
+        config = load_kubeconfig(path, context, server)
+        try:
+            return cls.from_config(config, **options)
+        except CredentialError as error:
+            raise KubeconfigError(f"kubeconfig {config.filepath}: {error}") from None
+
+    @classmethod
+    def from_url(cls, url: str, token: str | None = None, **options: Any) -> Client:
+        """Straight at an API server URL, optionally with a bearer token."""
+        user: dict[str, Any] = {"token": token} if token else {}
+        doc = {
+            "clusters": [{"name": "target", "cluster": {"server": url}}],
+            "users": [{"name": "target", "user": user}],
+            "contexts": [{"name": "target", "context": {"cluster": "target", "user": "target"}}],
+            "current-context": "target",
+        }
+        return cls.from_config(pykube.KubeConfig(doc), **options)
+
+    @classmethod
+    def in_cluster(
+        cls,
+        service_account_dir: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> Client:
+        """From the pod's service account (token, CA and KUBERNETES_SERVICE_HOST/PORT) as
+        client-go's InClusterConfig; the rotating token is re-read as it changes.
+
+        Raises ``KubeconfigError`` (one line) when not in a cluster or the token is unreadable.
+        """
+        try:
+            return cls.from_config(in_cluster_config(service_account_dir, environ), **options)
+        except CredentialError as error:
+            raise KubeconfigError(str(error)) from None
+
+    def fenced(self, fence: Fence) -> Client:
+        """This client for leader-only work: writes need ``fence`` to pass (else
+        ``NotLeader``), reads do not. Connections, concurrency limit, rate limit and metrics
+        are shared with this one."""
+        view = copy.copy(self)
+        view.fence = fence
+        return view
+
+    def unthrottled(self) -> Client:
+        """This client without the client-side rate limit, for calls made on behalf of an
+        incoming request (the reviews of a metrics scrape): like the apiserver's webhook
+        clients (QPS -1), they must neither wait behind the controllers' budget nor spend it.
+        Connections, concurrency limit and metrics are shared."""
+        view = copy.copy(self)
+        view._bucket = None
+        return view
+
+    # -- the raw exchange -----------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str = JSON,
+        read_timeout: float | None = None,
+    ) -> bytes:
+        """One request with rate limiting, 429 retries and metrics; the response body."""
+        attempt = 0
+        while True:
+            await self._throttle()
+            status, reason, headers, payload = await self._exchange(
+                method, path, params, body, content_type, read_timeout
+            )
+            if status < 400:
+                return payload
+            error = ApiError.from_response(
+                status,
+                payload,
+                http_reason=reason,
+                retry_after_header=headers.get("retry-after"),
+                method=method,
+                path=path,
+            )
+            if status == 429 and error.retry_after and attempt < self.max_throttle_retries:
+                attempt += 1
+                await trio.sleep(error.retry_after)
+                continue
+            raise error
+
+    async def _throttle(self) -> None:
+        if self._bucket is not None:
+            delay = self._bucket.when(None)
+            if delay > 0:
+                await trio.sleep(delay)
+
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: bytes | None,
+        content_type: str,
+        read_timeout: float | None,
+    ) -> tuple[int, str, Mapping[str, str], bytes]:
+        url = self.base_url + path
+        headers = {"Accept": JSON, "User-Agent": self.user_agent}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        if read_timeout is None:
+            read_timeout = self.timeout
+        fence = self.fence if method in WRITE_METHODS else None
+        if fence is not None:
+            fence.check(f"{method} {path}")
+
+        def send() -> tuple[int, str, Mapping[str, str], bytes]:
+            if fence is not None:
+                checked_at = fence.check_in_thread(f"{method} {path}")
+                headers["Audit-ID"] = f"{FENCED_AUDIT_ID_PREFIX}{checked_at}-{secrets.token_hex(6)}"
+            try:
+                response = self.api.session.request(
+                    method,
+                    url,
+                    params=params,
+                    data=body,
+                    headers=headers,
+                    timeout=(min(10.0, read_timeout), read_timeout),
+                )
+            except requests.RequestException as error:
+                raise ApiError(
+                    0,
+                    "Unreachable",
+                    transport_problem(error),
+                    method=method,
+                    path=path,
+                ) from error
+            except CredentialError as error:
+                raise _no_credentials(error, method, path) from error
+            return response.status_code, response.reason, response.headers, response.content
+
+        started = time.perf_counter()
+        code = "<error>"
+        try:
+            with request_in_flight():
+                if self._wire is not None:
+                    result = await self._exchange_on_wire(
+                        self._wire, method, path, params, body, headers, read_timeout, fence
+                    )
+                else:
+                    result = await run_in_thread(send, self._limiter)
+            code = str(result[0])
+            return result
+        except NotLeader:
+            code = ""  # refused by the fence in the thread: no request was made
+            raise
+        finally:
+            if self._metrics is not None and code:
+                self._observe(self._metrics, code, method, time.perf_counter() - started)
+
+    def _observe(self, metrics: RestClientMetrics, code: str, method: str, took: float) -> None:
+        """Count one request; the labelled children are looked up once per (code, method),
+        not once per request (``labels()`` takes a lock and builds a key each time)."""
+        children = self._metric_children.get((code, method))
+        if children is None:
+            children = self._metric_children[(code, method)] = (
+                metrics.requests.labels(code, method, self.host),
+                metrics.duration.labels(method, self.host),
+            )
+        children[0].inc()
+        children[1].observe(took)
+
+    async def _exchange_on_wire(
+        self,
+        wire: Wire,
+        method: str,
+        path: str,
+        params: Mapping[str, str] | None,
+        body: bytes | None,
+        headers: dict[str, str],
+        read_timeout: float,
+        fence: Fence | None,
+    ) -> tuple[int, str, Mapping[str, str], bytes]:
+        def last_check(headers: dict[str, str]) -> None:
+            # Right before the bytes leave, on both clocks (the elector's and monotonic).
+            assert fence is not None
+            fence.check(f"{method} {path}")
+            checked_at = fence.check_in_thread(f"{method} {path}")
+            headers["Audit-ID"] = f"{FENCED_AUDIT_ID_PREFIX}{checked_at}-{secrets.token_hex(6)}"
+
+        target = f"{path}?{urlencode(params)}" if params else path
+        try:
+            async with self._limiter:
+                return await wire.exchange(
+                    method,
+                    target,
+                    headers,
+                    body,
+                    read_timeout=read_timeout,
+                    before_send=last_check if fence is not None else None,
+                )
+        except WireError as error:
+            raise ApiError(
+                0, "Unreachable", transport_problem(error), method=method, path=path
+            ) from error
+        except CredentialError as error:
+            raise _no_credentials(error, method, path) from error
+
+    def decoder(self, type_: Any) -> msgspec.json.Decoder[Any]:
+        decoder = self._decoders.get(type_)
+        if decoder is None:
+            decoder = self._decoders[type_] = msgspec.json.Decoder(type_)
+        return decoder
+
+    def decode(self, type_: type[T], payload: bytes, where: str) -> T:
+        """Decode a typed object; a malformed one is a clear ApiError, not a traceback."""
+        try:
+            result: T = self.decoder(type_).decode(payload)
+        except (msgspec.DecodeError, msgspec.ValidationError) as error:
+            raise ApiError(
+                200, "BadResponse", f"cannot decode {kind_of(type_).kind} from {where}: {error}"
+            ) from error
+        return result
+
+    # -- typed verbs ----------------------------------------------------------------------
+
+    async def get(self, kind: type[T], name: str, namespace: str = "") -> T:
+        path = object_path(kind_of(kind), namespace, name)
+        return self.decode(kind, await self.request("GET", path), path)
+
+    async def get_or_none(self, kind: type[T], name: str, namespace: str = "") -> T | None:
+        try:
+            return await self.get(kind, name, namespace)
+        except ApiError as error:
+            if error.status == 404:
+                return None
+            raise
+
+    async def list(
+        self,
+        kind: type[T],
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        limit: int = 500,
+        on_undecodable: Callable[[Undecodable], None] | None = None,
+        each: Callable[[T], T] | None = None,
+    ) -> ObjectList[T]:
+        """Every matching object, following ``continue`` tokens; the first page's RV.
+
+        Only one page's body is held at a time, so a large list costs its decoded items plus
+        ``limit`` objects of JSON, never the whole response. A continue token the server has
+        compacted away (410 Expired on page 2 or later) falls back to one full, unpaged list
+        at the requested resourceVersion, as client-go's pager does (``FullListIfExpired``):
+        the pages already read may be inconsistent with the rest, so they are dropped.
+
+        With ``on_undecodable``, items are decoded one by one and an item that does not fit
+        ``kind`` goes there instead of failing the whole list (an informer must not be wedged
+        by one poison object); without it, any undecodable item fails the call.
+
+        ``each`` is applied to every item right after it is decoded, before the next one is
+        (an informer's interning and transform): what it drops is freed while the allocator
+        can reuse the memory for the next item, instead of leaving holes between the items
+        kept (``kubetrio.runtime.cache.intern``). The list holds what ``each`` returns.
+        """
+        path = object_path(kind_of(kind), namespace)
+        params: dict[str, str] = {}
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        if resource_version is not None:
+            params["resourceVersion"] = resource_version
+        if limit:
+            params["limit"] = str(limit)
+        list_type = ObjectList[kind]  # type: ignore[valid-type]
+        result: ObjectList[T] | None = None
+        first = dict(params)
+        while True:
+            try:
+                payload = await self.request("GET", path, params=params)
+            except ApiError as error:
+                if error.status != 410 or "continue" not in params:
+                    raise
+                first.pop("limit", None)
+                params, result = dict(first), None
+                continue
+            try:
+                page: ObjectList[T] = (
+                    self.decoder(list_type).decode(payload)
+                    if on_undecodable is None and each is None
+                    else self._decode_items(kind, payload, on_undecodable, each)
+                )
+            except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                raise ApiError(
+                    200, "BadResponse", f"cannot decode {kind_of(kind).kind} list: {error}"
+                ) from error
+            if result is None:
+                result = page
+            else:
+                result.items.extend(page.items)
+            if not page.metadata.continue_:
+                result.metadata.continue_ = ""
+                return result
+            params["continue"] = page.metadata.continue_
+            params.pop("resourceVersion", None)
+
+    def _decode_items(
+        self,
+        kind: type[T],
+        payload: bytes,
+        on_undecodable: Callable[[Undecodable], None] | None,
+        each: Callable[[T], T] | None,
+    ) -> ObjectList[T]:
+        """One item at a time: a poison item goes to ``on_undecodable`` (raises without it)."""
+        page = _raw_list_decoder.decode(payload)
+        decoder = self.decoder(kind)
+        items: builtins.list[T] = []
+        for raw in page.items:
+            try:
+                obj = decoder.decode(raw)
+            except msgspec.ValidationError as error:
+                if on_undecodable is None:
+                    raise
+                on_undecodable(undecodable(raw, error))
+                continue
+            items.append(obj if each is None else each(obj))
+        return ObjectList(metadata=page.metadata, items=items)
+
+    async def create(
+        self,
+        kind: type[T],
+        body: T | Mapping[str, Any],
+        *,
+        namespace: str | None = None,
+        dry_run: bool = False,
+    ) -> T:
+        document = _with_type_meta(kind_of(kind), body)
+        ns = namespace if namespace is not None else document.get("metadata", {}).get("namespace")
+        path = object_path(kind_of(kind), ns)
+        params = {"dryRun": "All"} if dry_run else None
+        payload = await self.request(
+            "POST", path, params=params, body=msgspec.json.encode(document)
+        )
+        return self.decode(kind, payload, path)
+
+    async def patch(
+        self,
+        kind: type[T],
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        namespace: str = "",
+        patch_type: PatchType = "merge",
+        subresource: str = "",
+        field_manager: str | None = None,
+    ) -> T:
+        """Patch an object; ``json`` patches may carry a ``test`` op on resourceVersion."""
+        path = object_path(kind_of(kind), namespace, name, subresource)
+        params = {"fieldManager": field_manager} if field_manager else None
+        payload = await self.request(
+            "PATCH",
+            path,
+            params=params,
+            body=msgspec.json.encode(patch),
+            content_type=PATCH_CONTENT_TYPES[patch_type],
+        )
+        return self.decode(kind, payload, path)
+
+    async def patch_status(
+        self,
+        kind: type[T],
+        name: str,
+        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        namespace: str = "",
+        patch_type: PatchType = "merge",
+    ) -> T:
+        return await self.patch(
+            kind, name, patch, namespace=namespace, patch_type=patch_type, subresource="status"
+        )
+
+    async def delete(
+        self,
+        kind: type[T] | KindInfo,
+        name: str,
+        namespace: str = "",
+        *,
+        grace_period_seconds: int | None = None,
+        preconditions: Preconditions | None = None,
+        propagation_policy: Literal["Orphan", "Background", "Foreground"] | None = None,
+        missing_ok: bool = False,
+    ) -> None:
+        info = kind if isinstance(kind, KindInfo) else kind_of(kind)
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        if preconditions is not None:
+            options["preconditions"] = msgspec.to_builtins(preconditions)
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
+        try:
+            await self.request(
+                "DELETE", object_path(info, namespace, name), body=msgspec.json.encode(options)
+            )
+        except ApiError as error:
+            if not (missing_ok and error.status == 404):
+                raise
+
+    async def evict(
+        self, name: str, namespace: str, *, grace_period_seconds: int | None = None
+    ) -> None:
+        """POST a policy/v1 Eviction; 429 means a disruption budget forbids it right now."""
+        eviction: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": namespace},
+        }
+        if grace_period_seconds is not None:
+            eviction["deleteOptions"] = {"gracePeriodSeconds": grace_period_seconds}
+        path = f"/api/v1/namespaces/{namespace}/pods/{name}/eviction"
+        await self.request("POST", path, body=msgspec.json.encode(eviction))
+
+    async def watch(
+        self,
+        kind: type[T],
+        send: trio.MemorySendChannel[builtins.list[WatchEvent[T]]],
+        *,
+        namespace: str | None = None,
+        resource_version: str = "",
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+    ) -> None:
+        """Stream events into ``send`` in batches (whatever arrived together), then close it.
+
+        Never raises except on cancellation: a failure to start or a broken stream arrives as
+        a final ERROR event, so the consumer handles every outcome in one loop. The stream
+        ends by itself after ``timeout_seconds``.
+        """
+        path = object_path(kind_of(kind), namespace)
+        params = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
+        if resource_version:
+            params["resourceVersion"] = resource_version
+        if allow_bookmarks:
+            params["allowWatchBookmarks"] = "true"
+        if label_selector:
+            params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
+        decoder = self.decoder(kind)
+        url = self.base_url + path
+
+        def stream() -> ApiError | None:
+            try:
+                response = self.api.session.get(
+                    url,
+                    params=params,
+                    headers={"Accept": JSON, "User-Agent": self.user_agent},
+                    stream=True,
+                    timeout=(min(10.0, self.timeout), timeout_seconds + self.timeout),
+                )
+            except requests.RequestException as error:
+                return ApiError(0, "Unreachable", f"watch {path}: {error}", method="WATCH")
+            except CredentialError as error:
+                return _no_credentials(error, "WATCH", path)
+            finally:
+                connected()  # answered (or failed): the stream's wait for events holds nothing
+            with response:
+                if response.status_code >= 400:
+                    return ApiError.from_response(
+                        response.status_code,
+                        response.content,
+                        http_reason=response.reason,
+                        method="WATCH",
+                        path=path,
+                    )
+                pending = b""
+                try:
+                    while chunk := response.raw.read1(65536):
+                        lines = (pending + chunk).split(b"\n")
+                        pending = lines.pop()
+                        relay.put_many([decode_watch_line(line, decoder) for line in lines if line])
+                except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                    return ApiError(200, "BadResponse", f"watch {path}: undecodable event: {error}")
+                except (OSError, requests.RequestException, urllib3.exceptions.HTTPError) as error:
+                    # Cut mid-stream (a load balancer, a restarting server): not an error of
+                    # the request, so the consumer may resume at once from its last RV.
+                    return ApiError(0, WATCH_CUT, f"watch {path} broke: {error}")
+            return None
+
+        if self._wire is not None:
+            target = f"{path}?{urlencode(params)}"
+            await self._watch_on_wire(self._wire, target, path, decoder, send, timeout_seconds)
+            return
+
+        async with send:
+            await self._throttle()
+            started = time.perf_counter()
+            relay: ThreadRelay[WatchEvent[T]] = ThreadRelay()
+            failure: ApiError | None = None
+            # Connecting is a request in flight (holds a test's mock clock) until the response
+            # headers are in; the open stream afterwards is not.
+            connecting = contextlib.ExitStack()
+            connecting.enter_context(request_in_flight())
+            token = trio.lowlevel.current_trio_token()
+
+            def connected() -> None:
+                with contextlib.suppress(trio.RunFinishedError):
+                    token.run_sync_soon(connecting.close)
+
+            async def read_stream() -> None:
+                nonlocal failure
+                try:
+                    failure = await run_in_thread(stream, self._watch_limiter)
+                finally:
+                    connecting.close()  # cancelled before connecting, too
+                    relay.close()
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(read_stream)
+                try:
+                    async for batch in relay.batches():
+                        await send.send(batch)
+                except trio.BrokenResourceError:
+                    nursery.cancel_scope.cancel()  # the consumer went away: stop reading
+                    return
+            await self._watch_ended(failure, started, send)
+
+    async def _watch_ended(
+        self,
+        failure: ApiError | None,
+        started: float,
+        send: trio.MemorySendChannel[builtins.list[WatchEvent[T]]],
+    ) -> None:
+        """Either path's end of a watch: its metrics, then its failure for the consumer."""
+        if self._metrics is not None:
+            code = str(failure.status) if failure is not None else "200"
+            self._metrics.requests.labels(code, "WATCH", self.host).inc()
+            self._metrics.duration.labels("WATCH", self.host).observe(time.perf_counter() - started)
+        if failure is not None:
+            with contextlib.suppress(trio.BrokenResourceError):
+                await send.send([WatchEvent("ERROR", error=failure)])
+
+    async def _watch_on_wire(
+        self,
+        wire: Wire,
+        target: str,
+        path: str,
+        decoder: msgspec.json.Decoder[T],
+        send: trio.MemorySendChannel[builtins.list[WatchEvent[T]]],
+        timeout_seconds: int,
+    ) -> None:
+        """``watch`` read in this task: each chunk that arrives is decoded and sent on as one
+        batch; the stream is given up ``self.timeout`` after the server should have ended it."""
+        failure: ApiError | None = None
+        async with send:
+            await self._throttle()
+            started = time.perf_counter()
+            headers = {"Accept": JSON, "User-Agent": self.user_agent}
+            try:
+                with trio.fail_after(timeout_seconds + self.timeout):
+                    failure = await self._read_watch(wire, target, path, headers, decoder, send)
+            except trio.TooSlowError:
+                failure = ApiError(0, WATCH_CUT, f"watch {path} broke: timed out")
+            except trio.BrokenResourceError:
+                return  # the consumer went away: stop reading
+            await self._watch_ended(failure, started, send)
+
+    async def _read_watch(
+        self,
+        wire: Wire,
+        target: str,
+        path: str,
+        headers: dict[str, str],
+        decoder: msgspec.json.Decoder[T],
+        send: trio.MemorySendChannel[builtins.list[WatchEvent[T]]],
+    ) -> ApiError | None:
+        try:
+            async with wire.stream(target, headers, connect_timeout=min(10.0, self.timeout)) as (
+                status,
+                reason,
+                chunks,
+            ):
+                if status >= 400:
+                    payload = b"".join([chunk async for chunk in chunks])
+                    return ApiError.from_response(
+                        status, payload, http_reason=reason, method="WATCH", path=path
+                    )
+                pending = b""
+                try:
+                    async for chunk in chunks:
+                        lines = (pending + chunk).split(b"\n")
+                        pending = lines.pop()
+                        batch = [decode_watch_line(line, decoder) for line in lines if line]
+                        if batch:
+                            await send.send(batch)
+                except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                    return ApiError(200, "BadResponse", f"watch {path}: undecodable event: {error}")
+                except (OSError, trio.BrokenResourceError, h11.ProtocolError) as error:
+                    # Cut mid-stream (a load balancer, a restarting server): not an error of
+                    # the request, so the consumer may resume at once from its last RV.
+                    return ApiError(0, WATCH_CUT, f"watch {path} broke: {error}")
+        except WireError as error:
+            return ApiError(0, "Unreachable", f"watch {path}: {error}", method="WATCH")
+        except CredentialError as error:
+            return _no_credentials(error, "WATCH", path)
+        return None
+
+
+def _no_credentials(error: CredentialError, method: str, path: str) -> ApiError:
+    """Not sent: no usable credentials (a failing plugin may recover, so callers retry)."""
+    return ApiError(
+        0, CREDENTIALS_UNAVAILABLE, f"getting credentials: {error}", method=method, path=path
+    )
+
+
+def _with_type_meta(kind: KindInfo, body: KubeObject | Mapping[str, Any]) -> dict[str, Any]:
+    """The object as a dict carrying apiVersion and kind, which typed views leave out."""
+    document: dict[str, Any] = (
+        msgspec.to_builtins(body) if isinstance(body, KubeObject) else dict(body)
+    )
+    document.setdefault("apiVersion", kind.api_version)
+    document.setdefault("kind", kind.kind)
+    return document
+
+
+WATCH_CUT = "WatchCut"  # the reason of a watch that was established and then broke
+
+
+class WatchEvent(Generic[T]):
+    """One event of a watch stream.
+
+    ``type`` is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR. ``obj`` is set for the first three;
+    ``resource_version`` for all but ERROR; ``error`` for ERROR (a 410 means the requested
+    history is gone and the caller must relist).
+    """
+
+    __slots__ = ("error", "obj", "resource_version", "type", "undecodable")
+
+    def __init__(
+        self,
+        type: str,
+        obj: T | None = None,
+        resource_version: str = "",
+        error: ApiError | None = None,
+        undecodable: Undecodable | None = None,
+    ) -> None:
+        self.type = type
+        self.obj = obj
+        self.resource_version = resource_version
+        self.error = error
+        self.undecodable = undecodable  # set instead of ``obj`` when the object does not fit
+
+    def __repr__(self) -> str:
+        what = self.error if self.error else self.resource_version
+        return f"WatchEvent({self.type}, {what})"
+
+
+class _RawWatchEvent(msgspec.Struct):
+    type: str
+    object: msgspec.Raw
+
+
+class _BookmarkMeta(msgspec.Struct, rename="camel"):
+    resource_version: str = ""
+
+
+class _Bookmark(msgspec.Struct):
+    metadata: _BookmarkMeta = msgspec.field(default_factory=_BookmarkMeta)
+
+
+class _RawList(msgspec.Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[msgspec.Raw] = []
+
+
+_raw_list_decoder = msgspec.json.Decoder(_RawList)
+_raw_event_decoder = msgspec.json.Decoder(_RawWatchEvent)
+_bookmark_decoder = msgspec.json.Decoder(_Bookmark)
+
+
+class _TypedWatchEvent(msgspec.Struct, Generic[T]):
+    type: str
+    object: T
+
+
+_OBJECT_EVENTS = frozenset({"ADDED", "MODIFIED", "DELETED"})
+_typed_event_decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+
+def decode_watch_line(line: bytes, decoder: msgspec.json.Decoder[T]) -> WatchEvent[T]:
+    """Decode one line of a watch stream straight into a typed event (no dicts on the way).
+
+    The common line (an object that fits) is decoded in one pass; anything else (ERROR,
+    BOOKMARK, a poison object) goes the careful way: envelope first, then its object.
+    """
+    typed = _typed_event_decoders.get(decoder.type)
+    if typed is None:
+        typed = _typed_event_decoders[decoder.type] = msgspec.json.Decoder(
+            _TypedWatchEvent[decoder.type]  # type: ignore[name-defined]
+        )
+    try:
+        event = typed.decode(line)
+    except msgspec.ValidationError:
+        pass
+    else:
+        if event.type in _OBJECT_EVENTS:
+            obj = event.object
+            return WatchEvent(event.type, obj, obj.metadata.resource_version)
+    raw = _raw_event_decoder.decode(line)
+    if raw.type == "ERROR":
+        status = msgspec.json.decode(raw.object, type=Status)
+        error = ApiError(status.code or 500, status.reason or "Unknown", status.message)
+        return WatchEvent("ERROR", error=error)
+    if raw.type == "BOOKMARK":
+        bookmark = _bookmark_decoder.decode(raw.object)
+        return WatchEvent("BOOKMARK", resource_version=bookmark.metadata.resource_version)
+    try:
+        obj = decoder.decode(raw.object)
+    except msgspec.ValidationError as error:
+        # One poison object must not end the stream: the consumer decides what to do with it.
+        poison = undecodable(raw.object, error)
+        return WatchEvent(raw.type, resource_version=poison.resource_version, undecodable=poison)
+    return WatchEvent(raw.type, obj, obj.metadata.resource_version)

@@ -1,0 +1,130 @@
+"""Why no response came from the API server, said in a few words instead of urllib3's repr.
+
+requests wraps urllib3's ``MaxRetryError`` which wraps the real cause (refused, name not
+resolved, certificate not trusted, timed out) three levels down, and its ``str`` is a
+200-character repr of connection pools. An operator needs the server's address and the cause.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+from collections.abc import Callable, Iterator
+from types import UnionType
+from typing import Literal
+
+import requests
+import urllib3.exceptions
+
+__all__ = ["Problem", "classify", "transport_problem"]
+
+
+def transport_problem(error: BaseException) -> str:
+    """``no response from the API server at <url>: <cause>`` for ``error`` (a requests
+    exception), with its own text as the cause when none below is recognised."""
+    where = _server(error)
+    return f"no response from the API server{f' at {where}' if where else ''}: {_cause(error)}"
+
+
+Problem = Literal[
+    "untrusted",
+    "wrong-host",
+    "bad-certificate",
+    "host-not-found",
+    "refused",
+    "tls",
+    "timeout",
+    "other",
+]
+
+
+def classify(error: BaseException) -> Problem:
+    """What went wrong on the way to the server, for advice on what to check."""
+    found = _recognised(error)
+    return found[0] if found is not None else "other"
+
+
+def _cause(error: BaseException) -> str:
+    found = _recognised(error)
+    return found[1] if found is not None else " ".join(str(error).split())
+
+
+def _recognised(error: BaseException) -> tuple[Problem, str] | None:
+    causes = list(_causes(error))
+    # Most specific first: urllib3's connection errors are also its TimeoutError, and a
+    # certificate verification failure is also an SSLError.
+    for cause in causes:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return _verify_failure(cause)
+    for kind, problem, say in _SAYINGS:
+        for cause in causes:
+            if isinstance(cause, kind):
+                return problem, say(cause)
+    return None
+
+
+# OpenSSL's verify results that mean "no trusted CA vouches for this chain" (the client's CA
+# is the suspect) and "the certificate does not name the host dialled"; any other failure is
+# the certificate's own fault (expired, or missing what strict verification requires).
+_UNTRUSTED_CODES = frozenset({2, 18, 19, 20, 21})  # unable to get issuer, self-signed, ...
+_WRONG_HOST_CODES = frozenset({62, 64})  # hostname mismatch, IP address mismatch
+
+
+def _verify_failure(error: BaseException) -> tuple[Problem, str]:
+    assert isinstance(error, ssl.SSLCertVerificationError)
+    detail = error.verify_message or error.reason or "verification failed"
+    if error.verify_code in _UNTRUSTED_CODES:
+        return "untrusted", f"its TLS certificate is not trusted ({detail})"
+    if error.verify_code in _WRONG_HOST_CODES:
+        return "wrong-host", f"its TLS certificate is not for this address ({detail})"
+    return "bad-certificate", f"the server's TLS certificate is unacceptable ({detail})"
+
+
+def _handshake(error: BaseException) -> str:
+    return f"TLS handshake failed ({getattr(error, 'reason', None) or error})"
+
+
+def _not_found(error: BaseException) -> str:
+    return f"host name not found ({getattr(error, 'strerror', None) or error})"
+
+
+_Saying = tuple[type[BaseException] | UnionType, Problem, Callable[[BaseException], str]]
+_SAYINGS: tuple[_Saying, ...] = (
+    (socket.gaierror, "host-not-found", _not_found),
+    (ConnectionRefusedError, "refused", lambda _: "connection refused"),
+    (ssl.SSLError, "tls", _handshake),
+    (
+        requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError,
+        "timeout",
+        lambda _: "timed out",
+    ),
+)
+
+
+def _server(error: BaseException) -> str:
+    for cause in _causes(error):
+        server = getattr(cause, "api_server", None)  # kubetrio.runtime.client.wire's WireError
+        if isinstance(server, str):
+            return server
+        pool = getattr(cause, "pool", None)
+        if isinstance(cause, urllib3.exceptions.PoolError) and pool is not None:
+            return f"{pool.scheme}://{pool.host}:{pool.port}"
+    return ""
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and everything it wraps: causes, contexts, urllib3's ``reason``, and
+    exceptions passed as arguments (requests passes urllib3's error that way)."""
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        inner = [current.__cause__, current.__context__, getattr(current, "reason", None)]
+        inner.extend(current.args)
+        if isinstance(current, BaseExceptionGroup):  # trio's failed connection attempts
+            inner.extend(current.exceptions)
+        pending.extend(e for e in inner if isinstance(e, BaseException))

@@ -1,0 +1,3 @@
+"""The helpers a reconciler reaches for: finalizers, owner references, status conditions,
+merge patches, create-or-patch, server-side apply, label selectors, the trio-following wall
+clock and structured logging."""
