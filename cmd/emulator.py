@@ -15,7 +15,7 @@ import trio
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from kubetrio.runtime.emulator.gaps import plain_text
+    from kubetrio.emulator.gaps import plain_text
 
     parser.epilog = plain_text()
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -139,8 +139,9 @@ def _positive_float(text: str) -> float:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
-    from kubetrio.runtime.emulator.cluster import ClusterSimulation
+    from kubetrio.emulator import EmulatorOptions
+    from kubetrio.sim import serve_world
+    from kubetrio.sim.cluster import ClusterSimulation
 
     options = EmulatorOptions(
         port=args.port,
@@ -149,15 +150,16 @@ async def _serve(args: argparse.Namespace) -> None:
         kubeconfig_path=args.kubeconfig_out,
         window=args.watch_window,
         bookmark_interval=args.bookmark_interval,
-        simulate=ClusterSimulation.realistic() if args.simulate else None,
         rbac=args.authorization_mode == "RBAC",
         audit_log_path=args.audit_log_path,
     )
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with serve_emulator(options=options) as emu, contextlib.AsyncExitStack() as stack:
+        simulate = ClusterSimulation.realistic() if args.simulate else None
+        world = serve_world(options=options, simulate=simulate)
+        async with world as emu, contextlib.AsyncExitStack() as stack:
             storage = args.storage_sim or args.simulate
             if storage:  # mounted before the URL is announced: usable as soon as it is
-                from kubetrio.controllers.storage.sim import serve_storage_sim, storage_url
+                from kubetrio.sim.storage import serve_storage_sim, storage_url
 
                 scale = args.storage_timeline_scale
                 await stack.enter_async_context(

@@ -27,7 +27,7 @@ from kubetrio.runtime.manager.manager import Manager
 from kubetrio.testing.waiting import running_managers
 
 if TYPE_CHECKING:
-    from kubetrio.runtime.emulator import Emulator
+    from kubetrio.emulator import Emulator
 
 Setup = Callable[[Manager, Any], object]
 

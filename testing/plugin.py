@@ -31,8 +31,8 @@ import trio
 import trio.testing
 
 if TYPE_CHECKING:
+    from kubetrio.emulator import Emulator
     from kubetrio.runtime.client.typed import Client
-    from kubetrio.runtime.emulator import Emulator
     from kubetrio.testing.kubectl import Kubectl
 
 # How long every task must sit idle before the mock clock jumps. Real I/O is in flight (HTTP to
@@ -94,13 +94,13 @@ async def emulator(
     request: pytest.FixtureRequest, mock_clock: trio.testing.MockClock
 ) -> AsyncIterator[Emulator]:
     """An emulator served over HTTP inside the test's trio run (on ``mock_clock``)."""
-    from kubetrio.runtime.emulator import serve_emulator
-    from kubetrio.runtime.emulator.cluster.options import ClusterSimulation
+    from kubetrio.sim import serve_world
+    from kubetrio.sim.cluster.options import ClusterSimulation
 
     marker = request.node.get_closest_marker("kubetrio")
     simulated = marker.kwargs.get("simulated_cluster", False) if marker else False
     simulate = ClusterSimulation() if simulated is True else (simulated or None)
-    async with serve_emulator(simulate=simulate) as emu:
+    async with serve_world(simulate=simulate) as emu:
         yield emu
 
 

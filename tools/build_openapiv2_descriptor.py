@@ -6,7 +6,7 @@ Dev-time only: needs grpcio-tools (``pip install -e '.[protoc]'``) and a copy of
     python tools/build_openapiv2_descriptor.py path/to/OpenAPIv2.proto
 
 The emulator encodes /openapi/v2 as protobuf with the ``protobuf`` library from this
-descriptor set (``runtime/emulator/openapi_proto.py``), the form client-go asks for.
+descriptor set (``emulator/openapi_proto.py``), the form client-go asks for.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from grpc_tools import protoc
 
-_OUT = Path(__file__).resolve().parent.parent / "runtime/emulator/openapiv2.desc"
+_OUT = Path(__file__).resolve().parent.parent / "emulator/openapiv2.desc"
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 Dev-time only (CI never runs it: the source spec is not in the repository). Usage::
 
-    python tools/trim_openapi.py /path/to/swagger.json [runtime/emulator/builtin-openapi.json.gz]
+    python tools/trim_openapi.py /path/to/swagger.json [emulator/builtin-openapi.json.gz]
 
 Keeps the definitions of the kinds the emulator serves (``BUILTIN_KINDS``), their lists, the
 shared meta types every API publishes, and everything those reach through ``$ref`` -- with
@@ -33,7 +33,7 @@ _ALWAYS = (
     "io.k8s.api.authentication.v1.TokenRequest",
     "io.k8s.api.autoscaling.v1.Scale",
 )
-_DEFAULT_OUT = Path(__file__).resolve().parent.parent / "runtime/emulator/builtin-openapi.json.gz"
+_DEFAULT_OUT = Path(__file__).resolve().parent.parent / "emulator/builtin-openapi.json.gz"
 
 
 def _refs(node: Any, out: set[str]) -> None:

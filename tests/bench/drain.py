@@ -73,10 +73,11 @@ import trio
 from kubetrio.api.core import PersistentVolume
 from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.drain import Drainer, DrainOptions, DrainResult
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.emulator.cluster import SIM_CSI_DRIVER, ClusterSimulation
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
 
 NS = "default"
 GRACE_S = 1
@@ -290,7 +291,7 @@ GROUPS = (("node-kt", "kt"), ("node-kteq", "kteq"), ("node-kubectl", "kubectl"))
 
 
 async def bench_plain(pods: int, kubectl: str, tmp: Path) -> dict[str, Any]:
-    async with serve_emulator(simulate=SIM_PLAIN) as emu, drain_setup(emu) as d:
+    async with serve_world(simulate=SIM_PLAIN) as emu, drain_setup(emu) as d:
         # Only kubetrio's informers have talked to the emulator so far.
         informer_requests = emu.counters.snapshot()
         http = HttpLog.install(emu)
@@ -409,7 +410,7 @@ async def run_kubectl(kubectl: str, env: dict[str, str], *args: str) -> str:
 
 async def bench_pv(pv_pods: int) -> dict[str, Any]:
     sim = SIM_PV
-    async with serve_emulator(simulate=sim) as emu, drain_setup(emu) as d:
+    async with serve_world(simulate=sim) as emu, drain_setup(emu) as d:
         emu.create(node("pv-victim", "pv"))
         emu.create(statefulset("db", pv_pods, "pv"))
         await wait_for(

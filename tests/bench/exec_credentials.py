@@ -22,9 +22,9 @@ import time
 import pykube
 import trio
 
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import serve_emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.sim import serve_world
 from tests.e2e.credential_helpers import (
     V1BETA1,
     admin_account,
@@ -38,7 +38,7 @@ PATH = "/api/v1/namespaces"
 
 
 async def main(requests: int) -> None:
-    async with serve_emulator() as emu:
+    async with serve_world() as emu:
         admin = EmuClient(emu.url, emu.token)
         await admin_account(admin, "bench")
         token = await fresh_token(admin, "bench")

@@ -287,7 +287,7 @@ def make_pod(i: int, rng: random.Random, rv: int) -> dict[str, Any]:
 
 
 def write_state(path: Path, pods: int) -> float:
-    """An emulator state file (runtime/emulator/persistence.py) with the namespaces and
+    """An emulator state file (emulator/persistence.py) with the namespaces and
     ``pods`` pods; returns the mean compact JSON size of a pod."""
     rng = random.Random(20261123)
     rv = 1000

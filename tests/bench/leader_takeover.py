@@ -41,7 +41,7 @@ import trio
 from kubetrio.api.coordination import Lease
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import serve_emulator
+from kubetrio.sim import serve_world
 
 JITTER = 1.2  # client-go's JitterFactor for leader election retries
 
@@ -62,7 +62,7 @@ def wall(micro: str) -> float:
 
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="kubetrio-takeover-"))
-    async with serve_emulator() as emu:
+    async with serve_world() as emu:
         client = Client.from_url(emu.url, token=emu.token)
         leases: Informer[Lease] = Informer(client, Lease, namespace="default")
         changed = trio.Event()

@@ -2,7 +2,7 @@
 
 Three processes on the real clock (the machine this was written for has 2 cores):
 
-* the **emulator** (``--emulator-child``): ``serve_emulator()`` without the simulated cluster
+* the **emulator** (``--emulator-child``): ``serve_world()`` without the simulated cluster
   (nodes stay empty: no pods, nothing to evict), the machine CRDs from ``config/crd/``, one
   MachineClass ``provider: sim`` with ``bootSeconds: 0`` and its Secret holding ``userData``.
   Its simulated cloud (``/_cloud/v1``) registers each VM's Node, Ready, as soon as the VM is
@@ -379,14 +379,15 @@ def emulator_child(window: int, boot: float = 0.0, simulate: bool = False) -> No
     import trio
 
     from kubetrio.cmd.assets import crd_documents
-    from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
-    from kubetrio.runtime.emulator.cluster import ClusterSimulation
-    from kubetrio.runtime.emulator.http import Request, Response, json_response
+    from kubetrio.emulator import EmulatorOptions
+    from kubetrio.emulator.http import Request, Response, json_response
+    from kubetrio.sim import serve_world
+    from kubetrio.sim.cluster import ClusterSimulation
 
     async def main() -> None:
         cluster = ClusterSimulation.realistic() if simulate else None  # as ``--simulate``
-        options = EmulatorOptions(window=window, token=TOKEN, simulate=cluster)
-        async with serve_emulator(options=options) as emu:
+        options = EmulatorOptions(window=window, token=TOKEN)
+        async with serve_world(options=options, simulate=cluster) as emu:
             for crd in crd_documents():
                 emu.create(crd)
             for doc in class_docs(boot):

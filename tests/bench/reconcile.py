@@ -76,7 +76,7 @@ names counted as ``str`` it is 18.6-20.2 us at 10 000 and 22.5-25.2 us at 60 000
 kopf's own CPU per object was about 360 us at 3 000, 390 at 8 000 and 350-555 at 60 000.
 
 Process layout (the machine this was written for has 2 cores): the emulator always runs in a
-child process (``--serve-emulator``: ``serve_emulator()`` in its own trio run, with a watch
+child process (``--serve-emulator``: ``serve_world()`` in its own trio run, with a watch
 window larger than N), so the API server and the controller under test each get a core and a
 GIL of their own. kubetrio runs in this process, kopf in a child process (``--kopf-child``);
 they never run at the same time. Objects are created Python-side in the emulator process
@@ -166,12 +166,13 @@ def configmap(name: str, i: int) -> dict[str, Any]:
 def serve_emulator_child(kubeconfig: str, window: int) -> None:
     import trio
 
-    from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
-    from kubetrio.runtime.emulator.http import Request, Response, json_response
+    from kubetrio.emulator import EmulatorOptions
+    from kubetrio.emulator.http import Request, Response, json_response
+    from kubetrio.sim import serve_world
 
     async def main() -> None:
         options = EmulatorOptions(kubeconfig_path=Path(kubeconfig), window=window)
-        async with serve_emulator(options=options) as emu:
+        async with serve_world(options=options) as emu:
             emu.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
 
             async def create(req: Request) -> Response:

@@ -66,10 +66,11 @@ Raw = Callable[[str, str, bytes | None, str], Awaitable[bytes]]
 
 
 def emulator_child() -> None:
-    from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
+    from kubetrio.emulator import EmulatorOptions
+    from kubetrio.sim import serve_world
 
     async def main() -> None:
-        async with serve_emulator(options=EmulatorOptions(token=TOKEN)) as emu:
+        async with serve_world(options=EmulatorOptions(token=TOKEN)) as emu:
             print(f"url={emu.url}", flush=True)
             await trio.sleep_forever()
 

@@ -6,7 +6,7 @@ pool comes up, what it costs when nothing happens, and what a Prometheus scrape 
 
 Three processes on the real clock (this machine has 2 shared cores):
 
-* the **emulator** (``--emulator-child``): ``serve_emulator()`` with the simulated storage
+* the **emulator** (``--emulator-child``): ``serve_world()`` with the simulated storage
   service mounted (what ``storagegc``/``nodedelete`` call) and the always-present simulated
   cloud (the ``sim`` driver's), no simulated cluster (pods are plain objects: nothing evicts,
   schedules or runs them); the machine CRDs, one MachineClass ``provider: sim`` booting at once.
@@ -174,13 +174,14 @@ def emulator_child(window: int) -> None:
     import trio
 
     from kubetrio.cmd.assets import crd_documents
-    from kubetrio.controllers.storage.sim import serve_storage_sim
-    from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
-    from kubetrio.runtime.emulator.http import Request, Response, json_response
+    from kubetrio.emulator import EmulatorOptions
+    from kubetrio.emulator.http import Request, Response, json_response
+    from kubetrio.sim import serve_world
+    from kubetrio.sim.storage import serve_storage_sim
 
     async def main() -> None:
         options = EmulatorOptions(window=window, token=TOKEN)
-        async with serve_emulator(options=options) as emu, serve_storage_sim(emu):
+        async with serve_world(options=options) as emu, serve_storage_sim(emu):
             for doc in [*crd_documents(), *seed_docs()]:
                 emu.create(doc)
             tracker = Tracker()

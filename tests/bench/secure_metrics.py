@@ -41,11 +41,11 @@ import requests
 import trio
 import yaml
 
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import serve_emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.metrics.secure import SecureServing
+from kubetrio.sim import serve_world
 from tests.e2e.rbac_helpers import bind, ok, sa_subject, service_account, token
 
 READER_ROLE = Path(__file__).resolve().parents[2] / "config" / "rbac" / "metrics_reader_role.yaml"
@@ -71,7 +71,7 @@ def summary(samples: list[float]) -> dict[str, float]:
 
 
 async def main(scrapes: int) -> dict[str, Any]:
-    async with serve_emulator() as emu:
+    async with serve_world() as emu:
         admin = EmuClient(emu.url, emu.token)
         await service_account(admin, "prometheus")
         role = yaml.safe_load(READER_ROLE.read_text())

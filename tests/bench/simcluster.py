@@ -5,7 +5,7 @@ costs O(pods) on each change, so building a cluster one object at a time is O(po
 measures what one change costs at two or more sizes: constant when passes visit only what
 changed.
 
-In this process's trio run on the real clock: ``serve_emulator(simulate=ClusterSimulation())``
+In this process's trio run on the real clock: ``serve_world(simulate=ClusterSimulation())``
 (every controller on, no delays). Then, written straight into the emulator's store one object
 at a time, with two trio checkpoints after each write so that every simulated controller runs
 its pass for that one change (over HTTP, changes arriving while a pass runs would share the
@@ -42,10 +42,10 @@ from typing import Any
 
 import trio
 
-from kubetrio.runtime.emulator import serve_emulator
-from kubetrio.runtime.emulator.cluster import ClusterSimulation
-from kubetrio.runtime.emulator.eventlog import WatchEvent
-from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.emulator.eventlog import WatchEvent
+from kubetrio.emulator.kinds import ResourceType
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import ClusterSimulation
 
 PODS_PER_NODE = 10
 
@@ -71,7 +71,7 @@ async def _settle() -> None:
 
 
 async def measure(n: int) -> dict[str, float]:
-    async with serve_emulator(simulate=ClusterSimulation()) as emu:
+    async with serve_world(simulate=ClusterSimulation()) as emu:
         store = emu.store
         nodes = store.types.lookup("", "v1", "nodes")
         pods = store.types.lookup("", "v1", "pods")

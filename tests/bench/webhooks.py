@@ -38,10 +38,11 @@ from kubetrio.api.machine import Machine
 from kubetrio.cmd.assets import crd_documents
 from kubetrio.cmd.webhooks import documents
 from kubetrio.controllers.machine import webhooks
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.webhook.manifest import as_url
+from kubetrio.sim import serve_world
 
 
 def machine(name: str) -> dict[str, Any]:
@@ -83,7 +84,7 @@ async def install(emu: Emulator, manager: Manager | None) -> None:
 
 
 async def one_run(count: int, concurrency: int, with_webhook: bool) -> tuple[float, int, int]:
-    async with serve_emulator() as emu:
+    async with serve_world() as emu:
         client = Client.from_url(emu.url, token=emu.token, registry=None, qps=0)
         async with trio.open_nursery() as nursery:
             manager = None

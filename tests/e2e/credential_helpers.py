@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator.testclient import EmuClient
 
 from .rbac_helpers import bind, ok, sa_subject, service_account, token
 

@@ -21,10 +21,10 @@ from kubetrio.cmd.config import MachineConfig, ManagerConfig
 from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconciler
 from kubetrio.controllers.machinedeployment.setup import setup
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
 
 from .machines import MACHINE_API, Harness, machine_manager

@@ -8,9 +8,9 @@ from typing import Any
 
 import trio
 
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.eventlog import WatchEvent
-from kubetrio.runtime.emulator.kinds import ResourceType
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.eventlog import WatchEvent
+from kubetrio.emulator.kinds import ResourceType
 
 
 def cm(

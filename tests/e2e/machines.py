@@ -17,8 +17,8 @@ from kubetrio.cmd.assets import crd_documents
 from kubetrio.cmd.config import MachineConfig, ManagerConfig
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.setup import setup
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.testing import run_manager
 

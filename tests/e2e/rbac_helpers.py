@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator.testclient import EmuClient
 
 RBAC = "rbac.authorization.k8s.io/v1"
 

@@ -23,10 +23,10 @@ import trio
 import yaml
 
 from kubetrio.api.machine import PHASE_RUNNING
-from kubetrio.controllers.storage.sim import SimulatedStorage, storage_url
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.auth.access import DECISION_ANNOTATION, RULE_ANNOTATION
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.auth.access import DECISION_ANNOTATION, RULE_ANNOTATION
 from kubetrio.runtime.gen.rbac import PolicyRule
+from kubetrio.sim.storage import SimulatedStorage, storage_url
 
 from .machines import MACHINE_API, class_secret_doc, machine_class_doc
 from .soak import objects

@@ -19,9 +19,10 @@ import trio
 from kubetrio.api.machine import PHASE_RUNNING
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE
 from kubetrio.controllers.machine.status import deletion_step
-from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
-from kubetrio.runtime.emulator.cluster import ClusterSimulation
-from kubetrio.runtime.emulator.faults import FaultRule
+from kubetrio.emulator import Emulator, EmulatorOptions
+from kubetrio.emulator.faults import FaultRule
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import ClusterSimulation
 
 from .machines import MACHINE_API, Harness, install_crds, machine_doc, machine_manager, seed_class
 
@@ -146,7 +147,7 @@ async def soak(
     caller asserts, so a bench can report what a failing run left behind)."""
     figures = SoakFigures(machines, faults)
     names = [f"soak-{i:03d}" for i in range(machines)]
-    async with serve_emulator(options=EmulatorOptions(fault_seed=seed, simulate=FAST)) as emu:
+    async with serve_world(options=EmulatorOptions(fault_seed=seed, simulate=FAST)) as emu:
         install_crds(emu)
         seed_class(emu, bootSeconds=BOOT_SECONDS)
         async with machine_manager(emu, workers=workers) as h:

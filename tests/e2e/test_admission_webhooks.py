@@ -13,9 +13,10 @@ import trio
 import trio.testing
 import trustme
 
+from kubetrio.emulator import Emulator, EmulatorOptions
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.clockhold import request_in_flight, waiting_on_simulated_time
-from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.sim import serve_world
 
 from .conftest import Kubectl, kubectl_of
 from .webhook_server import HeldClient, WebhookServer, patch_of, serve_webhook
@@ -349,7 +350,7 @@ async def test_audit_annotations_reach_the_audit_event(
 
     audit = tmp_path / "audit.log"
     async with (
-        serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu,
+        serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu,
         serve_webhook(annotate) as server,
     ):
         client = HeldClient(emu.url, emu.token)

@@ -8,12 +8,13 @@ from typing import Any
 import trio
 import trio.testing
 
-from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.emulator.eventlog import WatchEvent
-from kubetrio.runtime.emulator.http import Request, Response, json_response
-from kubetrio.runtime.emulator.kinds import ResourceType
-from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.emulator.watch import Watch
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.eventlog import WatchEvent
+from kubetrio.emulator.http import Request, Response, json_response
+from kubetrio.emulator.kinds import ResourceType
+from kubetrio.emulator.testclient import EmuClient
+from kubetrio.emulator.watch import Watch
+from kubetrio.sim import serve_world
 
 from .conftest import configmap as cm
 
@@ -454,7 +455,7 @@ async def test_eviction_rules(
 
 
 async def test_watch_older_than_window_is_gone(mock_clock: trio.testing.MockClock) -> None:
-    async with serve_emulator(window=3) as emu:
+    async with serve_world(window=3) as emu:
         client = EmuClient(emu.url, emu.token)
         rvs = []
         for i in range(6):

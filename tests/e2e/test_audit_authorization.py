@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator import EmulatorOptions
+from kubetrio.emulator.testclient import EmuClient
+from kubetrio.sim import serve_world
 
 from .conftest import Kubectl, kubectl_env
 from .rbac_helpers import bind, role, rule, sa_subject, service_account, token
@@ -23,7 +24,7 @@ async def test_the_audit_log_names_the_decision_its_reason_and_the_rule(
     tmp_path: Path, kubectl_binary: str
 ) -> None:
     audit = tmp_path / "audit.log"
-    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
+    async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         admin = EmuClient(emu.url, emu.token)
         await service_account(admin, "reader")
         await role(admin, "cm-reader", [rule(["get"], ["secrets"]), rule(["list"], ["configmaps"])])

@@ -17,10 +17,11 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import EmulatorOptions
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import FENCED_AUDIT_ID_PREFIX, Client
-from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.leaderelection.fence import Fence, NotLeader
+from kubetrio.sim import serve_world
 
 from .conftest import Kubectl, kubectl_env
 
@@ -37,7 +38,7 @@ async def test_every_request_is_one_event_naming_who_what_and_the_answer(
     tmp_path: Path, kubectl_binary: str
 ) -> None:
     audit = tmp_path / "audit.log"
-    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
+    async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         client = Client.from_url(emu.url, token=emu.token, component="manager-a")
         await client.create(ConfigMap, config_map("one"), namespace="default")
         await client.patch(ConfigMap, "one", {"data": {"k": "v"}}, namespace="default")
@@ -97,7 +98,7 @@ async def test_a_fenced_write_carries_its_check_instant_and_a_refused_one_never_
 ) -> None:
     audit = tmp_path / "audit.log"
     held = True
-    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
+    async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         registry = CollectorRegistry()
         client = Client.from_url(emu.url, token=emu.token, component="leader", registry=registry)
         # Only the worker thread's check can fail: the request got past the trio-side one.

@@ -1,5 +1,5 @@
 """Built-in kinds read back with the defaults kube-apiserver fills in, and Services with their
-allocated cluster IP and node ports (runtime/emulator/defaults.py, services.py)."""
+allocated cluster IP and node ports (emulator/defaults.py, services.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator.testclient import EmuClient
 
 SVCS = "/api/v1/namespaces/default/services"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import trio
 import yaml
 
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator.testclient import EmuClient
 
 
 def admin_token(tmp_path: Path) -> str:

@@ -14,10 +14,10 @@ from pathlib import Path
 import trio
 
 from kubetrio.api.coordination import Lease
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .credential_helpers import (
     V1,

@@ -15,8 +15,8 @@ import pytest
 import trio
 import yaml
 
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 
 from .plugins import install_plugin
 from .rbac_helpers import service_account, token

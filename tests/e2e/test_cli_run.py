@@ -19,10 +19,10 @@ import yaml
 
 from kubetrio.api.coordination import Lease
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import Emulator, FaultRule
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, FaultRule
-from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .machines import install_crds
 from .plugins import install_plugin

@@ -14,9 +14,10 @@ import requests
 import trio
 
 from kubetrio.api.machine import PHASE_RUNNING, Machine
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, serve_emulator
+from kubetrio.sim import serve_world
 
 from .conftest import Kubectl, kubectl_env
 from .machines import install_crds, machine_doc, seed_class
@@ -25,7 +26,7 @@ from .test_cli_run import Watcher, environment, kubetrio, one_line_error, run_to
 
 @pytest.fixture
 async def target() -> AsyncIterator[Emulator]:
-    async with serve_emulator() as e:
+    async with serve_world() as e:
         yield e
 
 

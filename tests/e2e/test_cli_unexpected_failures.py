@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.emulator import Emulator
 
 from .plugins import install_plugin
 from .test_cli_run import environment, run_args

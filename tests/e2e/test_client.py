@@ -8,6 +8,7 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import Node, Pod, Secret
+from kubetrio.emulator import Emulator, FaultRule
 from kubetrio.runtime.client.errors import (
     ApiError,
     is_already_exists,
@@ -19,7 +20,7 @@ from kubetrio.runtime.client.errors import (
     is_unreachable,
 )
 from kubetrio.runtime.client.typed import Client, Preconditions, WatchEvent
-from kubetrio.runtime.emulator import Emulator, FaultRule, serve_emulator
+from kubetrio.sim import serve_world
 
 
 def pod(name: str, node: str = "", **labels: str) -> dict[str, object]:
@@ -138,7 +139,7 @@ async def test_cancelled_call_frees_its_thread_and_connection(
 async def test_unreachable_and_unauthorized_errors_are_clear(
     mock_clock: trio.testing.MockClock,
 ) -> None:
-    async with serve_emulator(token="s3cret") as emu:
+    async with serve_world(token="s3cret") as emu:
         wrong = Client.from_url(emu.url, token="not-the-token")
         with pytest.raises(ApiError) as caught:
             await wrong.list(Pod)

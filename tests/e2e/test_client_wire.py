@@ -16,9 +16,9 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client, WatchEvent
-from kubetrio.runtime.emulator import Emulator
 
 
 @dataclass

@@ -18,9 +18,9 @@ import trio
 from requests.adapters import BaseAdapter
 
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.testing import wait_for
 
 from .conftest import configmap

@@ -13,10 +13,10 @@ from typing import Any
 import trio
 
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Controller, Result
-from kubetrio.runtime.emulator import Emulator
 
 from .conftest import Kubectl
 

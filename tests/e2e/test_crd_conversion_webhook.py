@@ -13,9 +13,9 @@ import trio
 import trio.testing
 import yaml
 
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.clockhold import request_in_flight, waiting_on_simulated_time
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .conftest import Kubectl
 from .webhook_server import HeldClient, WebhookServer, serve_webhook

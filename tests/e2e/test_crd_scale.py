@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from kubetrio.api.machineset import MachineDeployment, MachineSet
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .conftest import kubectl_of
 from .machines import install_crds

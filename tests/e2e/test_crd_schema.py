@@ -15,10 +15,10 @@ import yaml
 
 from kubetrio.api.machine import Machine
 from kubetrio.cmd.assets import crd_documents
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .conftest import blocking, kubectl_of, pykube_api
 

@@ -16,13 +16,13 @@ import trio.testing
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.meta import KubeObject, ObjectMeta, UndeclaredKind
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.client.discovery import UnservedKinds, check_served
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.gen.crd import crd_for
 from kubetrio.runtime.manager.manager import Manager
 

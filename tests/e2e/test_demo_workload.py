@@ -24,8 +24,8 @@ from kubetrio.cmd.embedded import install_crds
 from kubetrio.controllers.machinedeployment.setup import setup as deployment_setup
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import serve_emulator
-from kubetrio.runtime.emulator.cluster import ClusterSimulation
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import ClusterSimulation
 
 from .machines import machine_manager
 
@@ -43,7 +43,7 @@ def lines_with(output: str, key: str) -> list[dict[str, str]]:
 
 
 async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> None:
-    async with serve_emulator(simulate=ClusterSimulation.realistic()) as emu:
+    async with serve_world(simulate=ClusterSimulation.realistic()) as emu:
         client = Client.from_url(emu.url, token=emu.token)
         await install_crds(client)
         out = io.StringIO()
@@ -129,7 +129,7 @@ async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> N
 async def test_a_vm_without_its_machine_fails_the_demo(mock_clock: trio.testing.MockClock) -> None:
     """The orphan check the scenario ends with can fail: a VM at the simulated cloud whose
     machine does not exist is reported by its provider ID, and the demo's exit code says so."""
-    async with serve_emulator(simulate=ClusterSimulation.realistic()) as emu:
+    async with serve_world(simulate=ClusterSimulation.realistic()) as emu:
         client = Client.from_url(emu.url, token=emu.token)
         await install_crds(client)
         body = {

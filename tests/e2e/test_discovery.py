@@ -12,9 +12,9 @@ from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.api.machineset import MachineSet
 from kubetrio.api.registry import KindInfo
 from kubetrio.cmd.assets import crd_documents
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.discovery import UnservedKinds, check_served
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
 
 from .machines import install_crds

@@ -15,10 +15,11 @@ from kubetrio.api.core import Event, Node, PersistentVolume
 from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.drain import Drainer, DrainOptions
 from kubetrio.controllers.machine.drain.metrics import drain_metrics
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.events.recorder import EventSender
+from kubetrio.sim import serve_world
 
 
 async def no_volumes(specs: Sequence[PersistentVolume]) -> Mapping[str, str]:
@@ -48,7 +49,7 @@ async def emu() -> AsyncIterator[Emulator]:
         "metadata": {"labels": {"app": "o"}},
         "spec": {"containers": [{"name": "c", "image": "i"}]},
     }
-    async with serve_emulator() as served:
+    async with serve_world() as served:
         for kind, spec in (
             ("ReplicaSet", {"replicas": 0, "selector": selector, "template": template}),
             ("DaemonSet", {"selector": selector, "template": template}),

@@ -20,7 +20,8 @@ from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret
 from kubetrio.controllers.machine.drain.catchup import CATCH_UP_TIMEOUT
 from kubetrio.controllers.machine.drain.drain import DrainOptions
 from kubetrio.controllers.machine.status import INITIATE_DRAIN, deletion_step
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.emulator import Emulator
+from kubetrio.sim.cloud import SimulatedCloud
 
 from .machines import MACHINE_API, install_crds, machine_doc, machine_manager, seed_class
 from .test_drain import drainer, node
@@ -105,7 +106,7 @@ async def test_a_cache_that_stays_behind_fails_the_drain_step_which_is_retried(
         assert "the pod cache has not caught up" in failed.status.last_operation.description
         assert "default/late" in failed.status.last_operation.description
         assert deletion_step(failed.status.last_operation.description) == INITIATE_DRAIN
-        assert emu.cloud.vms  # nothing went on without the check
+        assert emu.extension(SimulatedCloud).vms  # nothing went on without the check
         await h.wait_gone("m-1")
         assert emu.get("v1", "Pod", "late", "default") is None
         assert held_back <= trio.current_time() - started <= held_back + 30

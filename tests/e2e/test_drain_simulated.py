@@ -17,10 +17,11 @@ from kubetrio.api.core import PersistentVolume
 from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.drain import Drainer, DrainOptions
 from kubetrio.controllers.machine.drain.metrics import drain_metrics
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.emulator.cluster import SIM_CSI_DRIVER, ClusterSimulation
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
 
 from .conftest import Kubectl
 
@@ -128,7 +129,7 @@ def attached_elsewhere(d: Drainer, pv: str, node_name: str) -> bool:
 async def test_volume_pods_leave_one_by_one_and_reattach_elsewhere(
     mock_clock: trio.testing.MockClock,
 ) -> None:
-    async with serve_emulator(simulate=SIM) as emu, drain_setup(emu) as d:
+    async with serve_world(simulate=SIM) as emu, drain_setup(emu) as d:
         for name in ("n1", "n2", "n3"):
             emu.create(node(name))
         emu.create(statefulset("db", 3))
@@ -163,7 +164,7 @@ async def test_volume_pods_leave_one_by_one_and_reattach_elsewhere(
 async def test_budget_blocks_until_the_replacement_is_ready(
     mock_clock: trio.testing.MockClock,
 ) -> None:
-    async with serve_emulator(simulate=SIM) as emu, drain_setup(emu) as d:
+    async with serve_world(simulate=SIM) as emu, drain_setup(emu) as d:
         for name in ("n1", "n2"):
             emu.create(node(name))
         emu.create(replicaset("web", 3))
@@ -213,7 +214,7 @@ async def test_parity_with_kubectl_drain(tmp_path: Path, kubectl: Kubectl, emu: 
         replicasets=False,
         daemonsets=False,
     )
-    async with serve_emulator(simulate=sim) as emu2, drain_setup(emu2) as d:
+    async with serve_world(simulate=sim) as emu2, drain_setup(emu2) as d:
         runner = Kubectl(kubectl.binary, {**kubectl.env, "KUBECONFIG": str(emu2.kubeconfig_path)})
         # kubectl deletes (with --force) DaemonSet pods whose DaemonSet is gone; MCM and we
         # always leave DaemonSet pods. With the DaemonSet present both agree. The owners must
@@ -344,7 +345,7 @@ def single_pod_statefulset(
 async def test_mixed_pods_two_volume_pod_and_concurrent_plain_pods(
     mock_clock: trio.testing.MockClock,
 ) -> None:
-    async with serve_emulator(simulate=SIM) as emu, drain_setup(emu) as d:
+    async with serve_world(simulate=SIM) as emu, drain_setup(emu) as d:
         for name in ("n1", "n2"):
             doc = node(name)
             doc["metadata"]["labels"] = {"kubernetes.io/hostname": name, "pool": "a"}

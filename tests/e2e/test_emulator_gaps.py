@@ -1,4 +1,4 @@
-"""The emulator's table of gaps (runtime/emulator/gaps.py) tells the truth.
+"""The emulator's table of gaps (emulator/gaps.py) tells the truth.
 
 Each row with a probe is checked here as a user would meet it: the unsupported feature answers
 with a clear Status (never a hang or a 500), or visibly does nothing. When someone closes a gap,
@@ -17,9 +17,9 @@ import trio
 import trio.testing
 
 from kubetrio.cmd.main import build_parser
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.gaps import GAPS, table
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.gaps import GAPS, table
+from kubetrio.emulator.testclient import EmuClient
 
 from .conftest import Kubectl
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator.testclient import EmuClient
 
 from .test_openapi import CRD
 

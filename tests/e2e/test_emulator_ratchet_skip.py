@@ -11,8 +11,8 @@ from typing import Any
 import trio
 import trio.testing
 
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 
 from .test_crd_schema import CRDS, MERGE, SCHEMA, WIDGETS, causes, post, widget, with_crd
 

@@ -14,8 +14,8 @@ from prometheus_client import CollectorRegistry
 
 from kubetrio.api.core import ConfigMap, Event
 from kubetrio.api.meta import ObjectMeta
+from kubetrio.emulator import Emulator, FaultRule
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, FaultRule
 from kubetrio.runtime.events.recorder import EventRecorder, EventSender, dropped_counter
 from kubetrio.runtime.manager.manager import Manager
 

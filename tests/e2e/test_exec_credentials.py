@@ -16,12 +16,12 @@ import trio.testing
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.kubeconfig import KubeconfigError
 from kubetrio.runtime.client.typed import CREDENTIALS_UNAVAILABLE, Client
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.util.clock import now
 
 from .conftest import Kubectl, configmap

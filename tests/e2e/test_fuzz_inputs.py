@@ -10,9 +10,9 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubetrio.runtime.emulator import serve_emulator
-from kubetrio.runtime.emulator.schema_validate import validate
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator.schema_validate import validate
+from kubetrio.emulator.testclient import EmuClient
+from kubetrio.sim import serve_world
 
 FIELDS = [
     "apiVersion",
@@ -187,7 +187,7 @@ def _body(template: dict[str, Any] | None, field: str, value: Any, replace_whole
 
 
 async def _scenario(reqs: list[tuple[int, str, Any, str]], label: str, fields: str) -> None:
-    async with serve_emulator() as emu:
+    async with serve_world() as emu:
         client = EmuClient(emu.url, emu.token)
         for body in (NODE, POD):
             path = "/api/v1/nodes" if body is NODE else PODS

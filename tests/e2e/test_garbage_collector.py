@@ -15,10 +15,11 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.emulator.cluster import ClusterSimulation
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import ClusterSimulation
 
 from .conftest import blocking, pykube_api
 from .gc_helpers import cm, cm_of, ref, ref_uids, settle, until
@@ -535,14 +536,14 @@ async def test_a_restored_state_is_verified_on_start(
     """Objects restored from a state file are checked as the real collector's first sync
     checks what its informers list: one whose owner vanished meanwhile is collected."""
     state = tmp_path / "state.json"
-    async with serve_emulator(state=state) as first:
+    async with serve_world(state=state) as first:
         owner = first.create(cm("owner"))
         first.create(cm("child", ref(owner)))
         first.create(cm("kept", ref(first.create(cm("stays")))))
     doc = json.loads(state.read_text())
     doc["objects"] = [o for o in doc["objects"] if o["object"]["metadata"]["name"] != "owner"]
     state.write_text(json.dumps(doc))
-    async with serve_emulator(state=state) as second:
+    async with serve_world(state=state) as second:
         await until(second, lambda: gone(second, "child"))
         await settle(second)
         assert cm_of(second, "kept") is not None
@@ -553,7 +554,7 @@ async def test_foreground_deployment_waits_for_its_pods_to_terminate(
 ) -> None:
     """With the simulated cluster: the Deployment, then its ReplicaSet, stay (foreground)
     until the kubelet has ended every pod's grace period, on the emulator's clock."""
-    async with serve_emulator(simulate=ClusterSimulation(grace_factor=1.0)) as sim:
+    async with serve_world(simulate=ClusterSimulation(grace_factor=1.0)) as sim:
         sim.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}})
         labels = {"app": "web"}
         sim.create(

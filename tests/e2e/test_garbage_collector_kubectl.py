@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 import trio
 
-from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.emulator.cluster import ClusterSimulation
+from kubetrio.emulator import Emulator
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import ClusterSimulation
 
 from .conftest import Kubectl, kubectl_of
 from .gc_helpers import cm, cm_of, ref, ref_uids, settle, until
@@ -105,7 +106,7 @@ async def test_cascade_orphan_leaves_dependents_without_the_reference(
 
 @pytest.fixture
 async def sim() -> AsyncIterator[Emulator]:
-    async with serve_emulator(simulate=ClusterSimulation()) as e:
+    async with serve_world(simulate=ClusterSimulation()) as e:
         yield e
 
 

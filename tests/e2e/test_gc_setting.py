@@ -14,11 +14,11 @@ import pytest
 import trio
 
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.gctuning import TUNED_THRESHOLD, GcMode
 from kubetrio.runtime.manager.manager import Manager
 

@@ -8,9 +8,10 @@ import msgspec
 import trio
 import trio.testing
 
-from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.emulator.watch import Watch, WatchSpec
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
+from kubetrio.emulator.watch import Watch, WatchSpec
+from kubetrio.sim import serve_world
 
 from .conftest import configmap as cm
 
@@ -183,7 +184,7 @@ async def test_persistence_restores_objects_and_resource_versions(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     state = tmp_path / "state.json"
-    async with serve_emulator(state=state) as emu:
+    async with serve_world(state=state) as emu:
         client = EmuClient(emu.url, emu.token)
         from .test_api_rules import MACHINE_CRD
 
@@ -204,7 +205,7 @@ async def test_persistence_restores_objects_and_resource_versions(
             await emu.persister.wait_written()  # the debounced background write
         rv_before = emu.store.rv
     assert state.exists()
-    async with serve_emulator(state=state) as emu:
+    async with serve_world(state=state) as emu:
         client = EmuClient(emu.url, emu.token)
         r = await client.get(f"{CMS}/kept")
         assert r.status == 200 and r.json()["data"] == {"a": "1"}
@@ -223,7 +224,7 @@ async def test_slow_watcher_that_falls_behind_the_window_gets_410(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     """Writers never wait for readers: a reader stuck while the window moves on gets 410."""
-    async with serve_emulator(window=5) as emu:
+    async with serve_world(window=5) as emu:
         rt = emu.resource("configmaps")
         gate = trio.Event()
         sent: list[bytes] = []

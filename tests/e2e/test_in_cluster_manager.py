@@ -16,7 +16,8 @@ import pytest
 import requests
 import trio
 
-from kubetrio.runtime.emulator import EmulatorOptions, serve_emulator
+from kubetrio.emulator import EmulatorOptions
+from kubetrio.sim import serve_world
 
 from .conftest import Kubectl, find_kubectl, kubectl_env
 from .running import ACCOUNT, NS, audit_event, install_shipped, run_until_started
@@ -53,7 +54,7 @@ async def test_the_manager_runs_in_cluster_under_its_mounted_service_account(
     audit = tmp_path / "audit.log"
     binary = find_kubectl()
     assert binary is not None, "kubectl 1.33 is needed"
-    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
+    async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         kubectl = Kubectl(binary, kubectl_env(emu, tmp_path))
         token = await install_shipped(kubectl, str(KIT))
         mount = tmp_path / "serviceaccount"

@@ -14,11 +14,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kubetrio.api.core import Node, Pod
+from kubetrio.emulator import Emulator, FaultRule
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.cache.store import DeletedFinalStateUnknown
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, FaultRule, serve_emulator
+from kubetrio.sim import serve_world
 
 from .conftest import IO_AUTOJUMP, Kubectl
 
@@ -220,7 +221,7 @@ async def test_cancelling_twenty_watches_is_prompt(emu: Emulator) -> None:
 async def test_refused_access_is_logged_clearly_and_retried(
     caplog: pytest.LogCaptureFixture, mock_clock: trio.testing.MockClock
 ) -> None:
-    async with serve_emulator(token="t0ken") as emu:
+    async with serve_world(token="t0ken") as emu:
         informer = Informer(Client.from_url(emu.url, token="not-t0ken"), Pod)
         caplog.set_level(logging.WARNING, logger="kubetrio.informer")
         with trio.move_on_after(10):
@@ -262,7 +263,7 @@ def check_sequences(calls: list[tuple[str, str, str]], truth: dict[str, str]) ->
 
 
 async def converge_example(steps: list[tuple[tuple[str, str | None], float]]) -> None:
-    async with serve_emulator(window=50) as emu:
+    async with serve_world(window=50) as emu:
         client = Client.from_kubeconfig(str(emu.kubeconfig_path))
         informer = Informer(client, Pod)
         recorder = Recorder()

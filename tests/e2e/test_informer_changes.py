@@ -12,10 +12,10 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap, Secret
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.changes import InformerChanges, any_change
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.testing import eventually, wait_for, wait_gone
 
 from .conftest import Kubectl

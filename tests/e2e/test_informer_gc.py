@@ -11,10 +11,10 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.emulator import Emulator
 
 from .conftest import configmap
 

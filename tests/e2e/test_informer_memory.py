@@ -15,11 +15,11 @@ import trio.testing
 from kubetrio.api.core import Pod
 from kubetrio.api.meta import KubeObject, Model
 from kubetrio.api.registry import KindInfo, lookup
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.cache.undecodable import Undecodable
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 
 PODS = 1100  # three pages of 500
 

@@ -13,10 +13,11 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import Emulator, EmulatorOptions, FaultRule
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, EmulatorOptions, FaultRule, serve_emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.sim import serve_world
 from kubetrio.testing import eventually
 
 from .conftest import configmap
@@ -47,7 +48,7 @@ async def test_initial_list_is_paged_500_at_a_time(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     audit = tmp_path / "audit.log"
-    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
+    async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         seed(emu, OBJECTS)
         informer = Informer(Client.from_url(emu.url, token=emu.token), ConfigMap)
         with trio.fail_after(60):
@@ -67,7 +68,7 @@ async def test_expired_continue_token_falls_back_to_a_full_list(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     audit = tmp_path / "audit.log"
-    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
+    async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         seed(emu, OBJECTS)
         # The first two pages wait 10 s each in the emulator, so the history can be compacted
         # between page 1 and page 2 (a write, then every event before it forgotten).
@@ -139,7 +140,7 @@ async def test_a_relist_after_an_expired_watch_is_one_unpaged_list(
     last resourceVersion is unpaged ("not older than", from the watch cache), so a watch's 410
     costs one LIST, not a 410 from an exact paged list and then a list from scratch."""
     audit = tmp_path / "audit.log"
-    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
+    async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         seed(emu, 3)
         informer = Informer(Client.from_url(emu.url, token=emu.token), ConfigMap)
         with trio.fail_after(60):

@@ -25,13 +25,14 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.machine import Machine, MachineClass
+from kubetrio.emulator import Emulator, FaultRule
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.cache.metrics import NAME
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.emulator import Emulator, FaultRule, serve_emulator
 from kubetrio.runtime.manager.manager import Manager
+from kubetrio.sim import serve_world
 
 from .conftest import IO_AUTOJUMP
 from .test_manager import http_get, scrape
@@ -294,7 +295,7 @@ def fits(view: type[Any], doc: dict[str, Any]) -> bool:
 
 
 async def fuzz_example(writes: list[tuple[tuple[str, Path_], Any, str]]) -> None:
-    async with serve_emulator() as emu:
+    async with serve_world() as emu:
         install_loose_crd(emu, "machines")
         install_loose_crd(emu, "machineclasses")
         client = Client.from_kubeconfig(str(emu.kubeconfig_path))

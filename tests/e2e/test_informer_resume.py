@@ -11,9 +11,9 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import Pod
+from kubetrio.emulator import Emulator, FaultRule
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, FaultRule
 
 from .test_informer import pod
 

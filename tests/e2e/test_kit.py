@@ -17,7 +17,7 @@ import trio
 import yaml
 
 from kubetrio.cmd.kustomize import render
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.emulator import Emulator
 
 from .conftest import Kubectl, kubectl_of
 

@@ -7,7 +7,7 @@ from typing import Any
 import trio
 import yaml
 
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.emulator import Emulator
 
 from .conftest import Kubectl
 

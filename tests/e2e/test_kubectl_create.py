@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import trio
 
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.emulator import Emulator
 
 from .conftest import Kubectl, kubectl_of
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.emulator import Emulator
 
 from .conftest import Kubectl, kubectl_of
 
@@ -78,7 +78,7 @@ async def test_create_token_then_forbidden_then_allowed(
 async def test_forbidden_messages_as_kubectl_prints_them(
     version: str, emu: Emulator, tmp_path: Path
 ) -> None:
-    from kubetrio.runtime.emulator.testclient import EmuClient
+    from kubetrio.emulator.testclient import EmuClient
 
     from .rbac_helpers import bind, role, rule, sa_subject, service_account, token
 

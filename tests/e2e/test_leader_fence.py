@@ -13,8 +13,8 @@ import trio.testing
 
 from kubetrio.api.coordination import Lease
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import Emulator, FaultRule
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, FaultRule
 from kubetrio.runtime.leaderelection.elector import (
     LeaderElectionOptions,
     LeaderElector,

@@ -35,9 +35,10 @@ import pytest
 import trio
 
 from kubetrio.api.coordination import Lease
+from kubetrio.emulator import EmulatorOptions, FaultRule
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import FENCED_AUDIT_ID_PREFIX, Client
-from kubetrio.runtime.emulator import EmulatorOptions, FaultRule, serve_emulator
+from kubetrio.sim import serve_world
 
 from .plugins import install_plugin
 from .test_cli_run import FAST_LEASE, PLUGIN, Watcher, config_map, environment, run_args
@@ -116,7 +117,7 @@ async def test_a_frozen_leader_writes_nothing_after_the_handover(
 ) -> None:
     audit_path = tmp_path / "audit.log"
     started = time.monotonic()
-    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit_path)) as emu:
+    async with serve_world(options=EmulatorOptions(audit_log_path=audit_path)) as emu:
         emu.faults.add(
             FaultRule(verb="patch", resource="configmaps", latency=SLOW_WRITE, probability=0.05)
         )

@@ -7,9 +7,9 @@ import pytest
 import trio
 import trio.testing
 
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
 from kubetrio.runtime.leaderelection.leasefailure import LeaseRefused
 from kubetrio.runtime.manager.manager import Manager

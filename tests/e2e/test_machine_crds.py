@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubetrio.api.machine import Machine, MachineClass
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 
 from .conftest import Kubectl
 

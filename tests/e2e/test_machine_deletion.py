@@ -20,10 +20,12 @@ from kubetrio.controllers.machine.status import (
     INITIATE_VM_DELETION,
     deletion_step,
 )
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import EventHandler
-from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.emulator.cloud.script import Failure
-from kubetrio.runtime.emulator.cluster import ClusterSimulation
+from kubetrio.sim import serve_world
+from kubetrio.sim.cloud import SimulatedCloud
+from kubetrio.sim.cloud.script import Failure
+from kubetrio.sim.cluster import ClusterSimulation
 
 from .machines import (
     MACHINE_API,
@@ -44,7 +46,7 @@ CLASS = "default/small"
 @pytest.fixture
 async def cluster() -> AsyncIterator[Emulator]:
     """An emulator with the simulated cluster (kubelets, scheduler, workloads, CSI)."""
-    async with serve_emulator(simulate=FAST) as e:
+    async with serve_world(simulate=FAST) as e:
         install_crds(e)
         yield e
 
@@ -90,7 +92,7 @@ async def test_every_step_runs_in_order_and_everything_goes(
             "NodeDeleted",
         ]
         assert await h.client.get_or_none(Node, "m-1") is None
-        assert emu.cloud.vms == {}
+        assert emu.extension(SimulatedCloud).vms == {}
 
 
 async def test_vm_already_gone_at_the_provider(
@@ -124,7 +126,7 @@ async def test_provider_errors_hold_the_step_and_retry(
     seed_class(emu)
     async with machine_manager(emu) as h:
         await running_machine(emu, h)
-        emu.cloud.script(CLASS, op, Failure(code=code, count=1))
+        emu.extension(SimulatedCloud).script(CLASS, op, Failure(code=code, count=1))
         delete_machine(emu)
         held = await h.wait_machine(
             "m-1", lambda m: m is not None and m.status.last_operation.state == "Failed"
@@ -270,7 +272,7 @@ async def test_deleting_machine_without_our_finalizer_is_left_alone(
         machine = h.machine("m-1")
         assert machine is not None and machine.deleting
         assert machine.phase == "" and FINALIZER not in machine.metadata.finalizers
-        assert emu.cloud.vms == {}
+        assert emu.extension(SimulatedCloud).vms == {}
 
 
 async def test_a_new_manager_finishes_a_deletion_its_predecessor_was_killed_in(

@@ -12,7 +12,7 @@ import trio.testing
 from kubetrio.api.core import Node
 from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, PHASE_UNKNOWN
 from kubetrio.controllers.machine.nodetemplate import LAST_APPLIED_ANNOTATION
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.emulator import Emulator
 
 from .machines import MACHINE_API, install_crds, machine_doc, machine_manager, seed_class
 

@@ -15,7 +15,8 @@ from kubetrio.api.machine import (
 )
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
 from kubetrio.controllers.machine.status import FINALIZER, PRIORITY_ANNOTATION
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.emulator import Emulator
+from kubetrio.sim.cloud import SimulatedCloud
 
 from .machines import (
     MACHINE_API,
@@ -233,7 +234,7 @@ async def test_uninitialized_vm_is_initialized(
     async with machine_manager(emu) as h:
         emu.create(machine_doc("m-1"))
         await h.wait_phase("m-1", PHASE_RUNNING)
-        vm = next(iter(emu.cloud.vms.values()))
+        vm = next(iter(emu.extension(SimulatedCloud).vms.values()))
         assert vm.initialized
 
 
@@ -268,4 +269,4 @@ async def test_a_machine_never_takes_over_or_deletes_another_vms_node(
         emu.delete(MACHINE_API, "Machine", "m-1", "default")
         await h.wait_gone("m-1")
         assert emu.get("v1", "Node", "old-node") is not None
-        assert emu.cloud.vms == {}  # its VM went with it
+        assert emu.extension(SimulatedCloud).vms == {}  # its VM went with it

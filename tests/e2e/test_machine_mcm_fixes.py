@@ -16,10 +16,11 @@ from kubetrio.api.machine import (
 )
 from kubetrio.controllers.machine import status
 from kubetrio.controllers.machine.status import GET_VM_STATUS, deletion_step
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.cloud.script import Failure
+from kubetrio.sim.cloud import SimulatedCloud
+from kubetrio.sim.cloud.script import Failure
 
 from .machines import (
     MACHINE_API,
@@ -53,7 +54,7 @@ async def test_machine_deleted_while_its_create_call_is_in_flight_takes_its_node
         emu.delete(MACHINE_API, "Machine", "m-1", "default")
         await h.wait_gone("m-1")
         assert emu.get("v1", "Node", "m-1") is None
-        assert emu.cloud.vms == {}
+        assert emu.extension(SimulatedCloud).vms == {}
         reasons = await event_reasons(h, "m-1")
         assert reasons[-4:] == ["Terminating", "Drained", "VMDeleted", "NodeDeleted"]
 
@@ -95,7 +96,7 @@ async def test_provider_errors_while_learning_the_node_hold_the_step_and_retry(
     async with machine_manager(emu) as h:
         emu.create(machine_doc("m-1"))
         await h.wait_phase("m-1", PHASE_CRASH_LOOP_BACK_OFF)
-        emu.cloud.script(CLASS, "status", Failure(code=code, count=1))
+        emu.extension(SimulatedCloud).script(CLASS, "status", Failure(code=code, count=1))
         emu.delete(MACHINE_API, "Machine", "m-1", "default")
         held = await h.wait_machine(
             "m-1",
@@ -209,7 +210,7 @@ async def test_class_node_template_is_validated_and_shapes_the_vm(
             'MachineClass "small": [MachineClass NodeTemplate Capacity should mandatorily have '
             "CPU, GPU and Memory configured]"
         )
-        assert emu.cloud.vms == {} and refused.phase == ""
+        assert emu.extension(SimulatedCloud).vms == {} and refused.phase == ""
         fixed = emu.get(MACHINE_API, "MachineClass", "small", "default")
         assert fixed is not None
         fixed["nodeTemplate"] = TEMPLATE

@@ -19,8 +19,8 @@ from kubetrio.controllers.machine.driver import MachineError
 from kubetrio.controllers.machine.driver.sim import SimDriver
 from kubetrio.controllers.machine.provider_metrics import BINARY, ProviderMetrics
 from kubetrio.controllers.machine.setup import MachineContext, setup
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.testing import eventually, run_manager
 

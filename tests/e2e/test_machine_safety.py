@@ -13,8 +13,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.machine import PHASE_RUNNING, Machine, MachineClass
 from kubetrio.controllers.machine.status import FINALIZER
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.changes import InformerChanges
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.sim.cloud import SimulatedCloud
 
 from .conftest import Kubectl
 from .machines import (
@@ -56,8 +57,8 @@ async def test_orphan_vms_are_deleted_and_machines_being_created_are_not(
         assert kept is not None
         start = trio.current_time()
         await trio.sleep(900 - start % 900 + 1)  # the next sweep
-        assert orphan not in emu.cloud.vms
-        assert set(emu.cloud.vms) == {kept.spec.provider_id, in_creation}
+        assert orphan not in emu.extension(SimulatedCloud).vms
+        assert set(emu.extension(SimulatedCloud).vms) == {kept.spec.provider_id, in_creation}
         assert h.ctx.metrics.orphans_deleted._value.get() == 1
 
 
@@ -162,5 +163,5 @@ async def test_a_class_in_use_outlives_its_machines(
         assert small() is not None  # kept while m-1 needs it
         emu.delete(MACHINE_API, "Machine", "m-1", "default")
         await h.wait_gone("m-1")  # the deletion flow still had its class
-        assert emu.cloud.vms == {}
+        assert emu.extension(SimulatedCloud).vms == {}
         assert await until(lambda: small() is None)

@@ -8,8 +8,8 @@ import trio
 import trio.testing
 
 from kubetrio.api.machine import PHASE_PENDING, PHASE_RUNNING
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.faults import FaultRule
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.faults import FaultRule
 
 from .machines import install_crds, machine_doc, machine_manager, seed_class
 from .soak import soak

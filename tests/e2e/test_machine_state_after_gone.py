@@ -25,11 +25,11 @@ from prometheus_client import generate_latest
 
 from kubetrio.api.machine import PHASE_RUNNING
 from kubetrio.api.machineset import MachineDeployment
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.faults import FaultRule
 from kubetrio.runtime.controller.controller import Controller
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.controller.ratelimit import LongRetry
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.faults import FaultRule
 from kubetrio.testing import eventually
 
 from .deployments import deployment_doc, deployment_manager

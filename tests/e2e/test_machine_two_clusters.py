@@ -20,10 +20,11 @@ from kubetrio.cmd.config import MachineConfig, ManagerConfig, add_config_flags, 
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
 from kubetrio.controllers.machine.setup import setup
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.emulator.cluster import ClusterSimulation
 from kubetrio.runtime.manager.manager import Manager, process_registry
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import ClusterSimulation
 
 from .machines import MACHINE_API, Harness, install_crds, machine_doc, seed_class
 from .test_manager import http_get
@@ -96,8 +97,8 @@ async def test_a_machine_lives_in_control_and_its_node_in_target(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     async with (
-        serve_emulator() as control,
-        serve_emulator(simulate=FAST) as target,
+        serve_world() as control,
+        serve_world(simulate=FAST) as target,
         two_cluster_machines_after_crds(control, target) as h,
     ):
         target.create(replicaset("web", 2))  # Pending until a node joins
@@ -162,7 +163,7 @@ async def test_each_cluster_has_its_own_client_and_rate_limit(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     """A throttled target cluster does not slow the control cluster's requests down."""
-    async with serve_emulator() as control, serve_emulator() as target:
+    async with serve_world() as control, serve_world() as target:
         parser = argparse.ArgumentParser()
         add_config_flags(parser)
         flags = [

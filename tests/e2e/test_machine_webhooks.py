@@ -17,8 +17,8 @@ from kubetrio.cmd.webhooks import documents
 from kubetrio.controllers.machine.setup import setup as machine_setup
 from kubetrio.controllers.machinedeployment.setup import setup as deployment_setup
 from kubetrio.controllers.machineset.setup import setup as set_setup
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.clockhold import request_in_flight
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.webhook.manifest import as_url
 from kubetrio.testing import run_manager

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, Machine
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.emulator import Emulator
 
 from .deployments import PoolHarness, deployment_doc, pool_manager
 from .machines import install_crds, seed_class

@@ -13,8 +13,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.machineset import MachineDeployment
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.clockhold import request_in_flight
-from kubetrio.runtime.emulator import Emulator
 
 from .conftest import Kubectl
 from .deployments import DeploymentHarness, deployment_doc, deployment_manager

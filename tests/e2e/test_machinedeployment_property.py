@@ -12,7 +12,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubetrio.runtime.emulator import serve_emulator
+from kubetrio.sim import serve_world
 
 from .conftest import IO_AUTOJUMP
 from .deployments import deployment_doc, deployment_manager
@@ -30,7 +30,7 @@ async def scenario(ops: list[Op], replicas: int, surge: int, unavailable: int) -
         "type": "RollingUpdate",
         "rollingUpdate": {"maxSurge": surge, "maxUnavailable": unavailable},
     }
-    async with serve_emulator() as emu:
+    async with serve_world() as emu:
         install_crds(emu)
         async with deployment_manager(emu, boot=60) as h:
             sim = h.sim

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from kubetrio.api.machineset import MachineDeployment, MachineSet
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 
 from .conftest import Kubectl
 

@@ -15,13 +15,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.machine import Machine
+from kubetrio.emulator import Emulator, FaultRule
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.cache.syncfailure import CacheSyncError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Result, TerminalError
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.emulator import Emulator, FaultRule
-from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.manager.manager import CacheSyncTimeout, Manager
 
 from .conftest import blocking

@@ -12,13 +12,14 @@ import trio.testing
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.machine import Machine
+from kubetrio.emulator import Emulator, FaultRule
 from kubetrio.runtime.cache.syncfailure import CacheSyncError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.builder import object_key
 from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.emulator import Emulator, FaultRule, serve_emulator
 from kubetrio.runtime.manager.manager import CacheSyncTimeout, Manager
+from kubetrio.sim import serve_world
 
 from .test_manager import config_map, http_get
 
@@ -26,7 +27,7 @@ from .test_manager import config_map, http_get
 @pytest.fixture
 async def other() -> AsyncIterator[Emulator]:
     """A second emulator (the target cluster) in the test's run, on the same clock."""
-    async with serve_emulator() as e:
+    async with serve_world() as e:
         yield e
 
 

@@ -10,8 +10,8 @@ import pytest
 import trio
 import trio.testing
 
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.metrics.server import ListenError
 

@@ -16,11 +16,11 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import ConfigMap, Pod
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
 
 from .test_cli_run import Watcher, environment

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from kubetrio.cmd.clusters import Endpoint, client_for
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.emulator import Emulator
 
 OPTIONS = {"qps": 0.0, "burst": 1, "timeout": 10.0}
 

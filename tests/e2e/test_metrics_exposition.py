@@ -13,11 +13,11 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.core import ConfigMap
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Result, TerminalError
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
 from tests.e2e.conftest import blocking
 

@@ -14,8 +14,8 @@ import trio
 import trio.testing
 import yaml
 
-from kubetrio.runtime.emulator import Emulator, openapi_proto
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator import Emulator, openapi_proto
+from kubetrio.emulator.testclient import EmuClient
 
 from .conftest import Kubectl, blocking, kubectl_of, pykube_api
 

@@ -14,10 +14,10 @@ import h11
 import trio
 import trio.testing
 
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.kubepb import codec
-from kubetrio.runtime.emulator.kubepb.negotiate import PROTOBUF, PROTOBUF_WATCH
-from kubetrio.runtime.emulator.testclient import EmuClient, Reply
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.kubepb import codec
+from kubetrio.emulator.kubepb.negotiate import PROTOBUF, PROTOBUF_WATCH
+from kubetrio.emulator.testclient import EmuClient, Reply
 
 PB_ACCEPT = {"Accept": f"{PROTOBUF}, application/json"}
 CMS = "/api/v1/namespaces/default/configmaps"

@@ -10,7 +10,8 @@ import pytest
 import trio
 import trio.testing
 
-from kubetrio.runtime.emulator import Emulator, serve_emulator
+from kubetrio.emulator import Emulator
+from kubetrio.sim import serve_world
 
 from .conftest import blocking, pykube_api
 
@@ -169,7 +170,7 @@ async def test_eviction_blocked_by_pdb_with_429(
 
 
 async def test_bearer_token_required(mock_clock: trio.testing.MockClock) -> None:
-    async with serve_emulator(token="s3cret") as emu:
+    async with serve_world(token="s3cret") as emu:
         api = pykube_api(emu)  # the kubeconfig carries the token
         names = await blocking(lambda: [n.name for n in pykube.Namespace.objects(api)])
         assert "kube-system" in names

@@ -11,10 +11,11 @@ import trio
 import trio.testing
 
 from kubetrio.api.core import Node, Pod
+from kubetrio.emulator import Emulator, EmulatorOptions
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.errors import ApiError, is_forbidden
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.sim import serve_world
 
 from .conftest import blocking
 from .rbac_helpers import bind, ok, role, rule, sa_subject, service_account, token
@@ -515,7 +516,7 @@ async def test_bootstrap_policy_objects(
 async def test_rbac_off_allows_everyone_but_still_checks_tokens(
     mock_clock: trio.testing.MockClock,
 ) -> None:
-    async with serve_emulator(options=EmulatorOptions(rbac=False)) as emu:
+    async with serve_world(options=EmulatorOptions(rbac=False)) as emu:
         admin = EmuClient(emu.url, emu.token)
         sa = await bot(admin, emu)
         assert (await sa.get("/api/v1/nodes")).status == 200
@@ -535,13 +536,13 @@ async def test_signing_key_is_kept_with_the_state(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     state = tmp_path / "state.json"
-    async with serve_emulator(state=state, token="admin") as emu:
+    async with serve_world(state=state, token="admin") as emu:
         admin = EmuClient(emu.url, "admin")
         await service_account(admin, "bot")
         issued = await token(admin, "bot")
-    async with serve_emulator(state=state, token="admin") as emu:
+    async with serve_world(state=state, token="admin") as emu:
         assert (await EmuClient(emu.url, issued).get("/api")).status == 200
-    async with serve_emulator(token="admin") as emu:  # another cluster: another key
+    async with serve_world(token="admin") as emu:  # another cluster: another key
         assert (await EmuClient(emu.url, issued).get("/api")).status == 401
 
 

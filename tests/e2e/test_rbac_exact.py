@@ -19,11 +19,12 @@ import requests
 import trio
 import yaml
 
-from kubetrio.controllers.storage.sim import serve_storage_sim
-from kubetrio.runtime.emulator import Emulator, EmulatorOptions, serve_emulator
-from kubetrio.runtime.emulator.cluster import ClusterSimulation
-from kubetrio.runtime.emulator.faults import FaultRule
+from kubetrio.emulator import Emulator, EmulatorOptions
+from kubetrio.emulator.faults import FaultRule
 from kubetrio.runtime.gen.rbac import LEADER_ELECTION_ROLE, MANAGER_ROLE, PolicyRule, role_rules
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import ClusterSimulation
+from kubetrio.sim.storage import serve_storage_sim
 
 from .conftest import Kubectl, kubectl_env
 from .plugins import install_plugin
@@ -126,9 +127,9 @@ async def test_the_shipped_roles_allow_the_whole_lifecycle_and_nothing_more(
     tmp_path: Path, kubectl_binary: str
 ) -> None:
     audit = tmp_path / "audit.log"
-    options = EmulatorOptions(simulate=SIM, audit_log_path=audit)
+    options = EmulatorOptions(audit_log_path=audit)
     async with (
-        serve_emulator(options=options) as emu,
+        serve_world(options=options, simulate=SIM) as emu,
         serve_storage_sim(emu, offline_after=(0.0, 0.0), lock_seconds=0.0) as storage,
     ):
         kubectl = Kubectl(kubectl_binary, kubectl_env(emu, tmp_path))
@@ -244,7 +245,7 @@ async def test_a_plugin_runs_under_the_roles_made_from_its_declaration(
     )
 
     audit = tmp_path / "audit.log"
-    async with serve_emulator(options=EmulatorOptions(audit_log_path=audit)) as emu:
+    async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         kubectl = Kubectl(kubectl_binary, kubectl_env(emu, tmp_path))
         kubeconfig = await install(emu, kubectl, rbac, tmp_path)
         async with manager_process(

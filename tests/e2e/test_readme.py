@@ -16,9 +16,9 @@ import trio.testing
 
 from kubetrio.api.core import Pod
 from kubetrio.controllers import BUILTIN_CONTROLLERS
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
 
 from .conftest import Kubectl

@@ -16,6 +16,8 @@ import trio.testing
 from kubetrio.api.condition import Condition
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.meta import ObjectMeta
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime import (
     AlreadyOwnedError,
     create_or_patch,
@@ -27,8 +29,6 @@ from kubetrio.runtime import (
 )
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .conftest import Kubectl
 from .gc_helpers import cm_of, until

@@ -24,8 +24,8 @@ from kubetrio.controllers.safety.apiserver import (
 )
 from kubetrio.controllers.safety.freeze import ControllerFreeze
 from kubetrio.controllers.safety.setup import machine_queue
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.faults import FaultRule
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.faults import FaultRule
 from kubetrio.runtime.util.clock import seconds_since
 
 from .machines import MACHINE_API, Harness, install_crds, machine_doc, machine_manager, seed_class

@@ -26,11 +26,11 @@ from kubetrio.controllers.safety.overshooting import (
     OvershootingGuard,
 )
 from kubetrio.controllers.safety.setup import setup
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.events.recorder import EventSender
 from kubetrio.runtime.manager.manager import Manager
 

@@ -10,7 +10,7 @@ import trio.testing
 from kubetrio.api.core import Node
 from kubetrio.api.machine import PHASE_RUNNING
 from kubetrio.controllers.safety.unmanaged_nodes import NOT_MANAGED_ANNOTATION
-from kubetrio.runtime.emulator import Emulator
+from kubetrio.emulator import Emulator
 
 from .machines import install_crds, machine_doc, machine_manager, seed_class
 

@@ -30,10 +30,10 @@ import trustme
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubetrio.emulator import Emulator, FaultRule
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.certs.serving import CertificateError
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, FaultRule
-from kubetrio.runtime.emulator.testclient import EmuClient
 from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.metrics.auth import MetricsAuthorizer

@@ -15,9 +15,10 @@ from kubetrio.api.core import Node, PersistentVolume
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.controllers.machine.driver import Code, Driver, DriverRegistry, MachineError
 from kubetrio.controllers.machine.driver.sim import SimDriver, register_sim
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.emulator.cluster import NEVER_READY_ANNOTATION, ClusterSimulation
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import NEVER_READY_ANNOTATION, ClusterSimulation
 
 NO_SECRET: dict[str, bytes] = {}
 
@@ -173,7 +174,7 @@ async def test_get_volume_ids_pairs_by_name(emu: Emulator) -> None:
 
 
 async def test_never_ready_and_later_condition(mock_clock: trio.testing.MockClock) -> None:
-    async with serve_emulator(simulate=ClusterSimulation()) as emu:
+    async with serve_world(simulate=ClusterSimulation()) as emu:
         client = Client.from_url(emu.url, token=emu.token)
         driver = SimDriver(client)
         never = machine_class("never", neverReady=True, nodeName="stale-node")

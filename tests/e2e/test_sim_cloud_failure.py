@@ -12,9 +12,9 @@ import trio.testing
 
 from kubetrio.api.core import Node
 from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, PHASE_UNKNOWN
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 
 from .deployments import deployment_doc, pool_manager
 from .machines import install_crds, seed_class

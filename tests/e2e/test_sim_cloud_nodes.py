@@ -13,8 +13,8 @@ import trio.testing
 from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.controllers.machine.driver.sim import SimDriver
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 
 NO_SECRET: dict[str, bytes] = {}
 

@@ -10,10 +10,11 @@ from typing import Any
 import trio
 import trio.testing
 
-from kubetrio.controllers.storage.sim import NODE_ID_ANNOTATION, serve_storage_sim
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.cloud.script import VmScript
-from kubetrio.runtime.emulator.cluster.objects import Objects
+from kubetrio.emulator import Emulator
+from kubetrio.sim.cloud import SimulatedCloud
+from kubetrio.sim.cloud.script import VmScript
+from kubetrio.sim.cluster.objects import Objects
+from kubetrio.sim.storage import NODE_ID_ANNOTATION, serve_storage_sim
 
 SMALL, LARGE = 10, 200
 
@@ -45,13 +46,13 @@ async def cost_of_one_more_vm(emu: Emulator, existing: int, tag: str) -> int:
     ones."""
     base = node_count(emu)
     for i in range(existing):
-        emu.cloud.create(f"{tag}-{i}", "default", "default/small", VmScript())
+        emu.extension(SimulatedCloud).create(f"{tag}-{i}", "default", "default/small", VmScript())
     await until(emu, lambda: node_count(emu) == base + existing)
     await trio.testing.wait_all_tasks_blocked()
-    before = emu.cloud.examined
-    emu.cloud.create(f"{tag}-last", "default", "default/small", VmScript())
+    before = emu.extension(SimulatedCloud).examined
+    emu.extension(SimulatedCloud).create(f"{tag}-last", "default", "default/small", VmScript())
     await until(emu, lambda: node_count(emu) == base + existing + 1)
-    return emu.cloud.examined - before
+    return emu.extension(SimulatedCloud).examined - before
 
 
 async def test_one_more_vm_costs_the_same_beside_10_or_200(emu: Emulator) -> None:
@@ -59,8 +60,8 @@ async def test_one_more_vm_costs_the_same_beside_10_or_200(emu: Emulator) -> Non
     large = await cost_of_one_more_vm(emu, LARGE, "l")
     assert small == large == 1, (small, large)
     # The indexes answer as the scans did.
-    vm = emu.cloud.find("l-7", "default")
-    assert vm is not None and emu.cloud.lookup("", "", vm.provider_id) is vm
+    vm = emu.extension(SimulatedCloud).find("l-7", "default")
+    assert vm is not None and emu.extension(SimulatedCloud).lookup("", "", vm.provider_id) is vm
     node = emu.get("v1", "Node", "l-last")
     assert node is not None and node["spec"]["providerID"].startswith("sim://")
 

@@ -1,4 +1,4 @@
-"""The simulated cluster (``serve_emulator(simulate=...)``): scheduling, pods starting and
+"""The simulated cluster (``serve_world(simulate=...)``): scheduling, pods starting and
 terminating on the kubelet, CSI attach/detach with VolumeAttachments and node status, mirror
 pods, cordon taints. All on the mock clock; waits are informer events, never polls.
 
@@ -23,10 +23,11 @@ from kubetrio.api.meta import KubeObject, Model
 from kubetrio.api.policy import PodDisruptionBudget
 from kubetrio.api.registry import KindInfo, lookup
 from kubetrio.api.storage import VolumeAttachment
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.emulator.cluster import (
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import (
     NEVER_READY_ANNOTATION,
     SIM_CSI_DRIVER,
     ClusterSimulation,
@@ -120,7 +121,7 @@ async def simulated(
 ) -> AsyncIterator[Sim]:
     """A simulated cluster with informers on the kinds the tests watch."""
     async with (
-        serve_emulator(simulate=options or ClusterSimulation()) as served,
+        serve_world(simulate=options or ClusterSimulation()) as served,
         with_informers(served) as sim,
     ):
         yield sim

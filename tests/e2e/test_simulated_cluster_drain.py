@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from kubetrio.runtime.emulator import Emulator, serve_emulator
-from kubetrio.runtime.emulator.cluster import SIM_CSI_DRIVER, ClusterSimulation
+from kubetrio.emulator import Emulator
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
 
 from .conftest import Kubectl
 from .test_simulated_cluster import (
@@ -35,7 +36,7 @@ FAST = ClusterSimulation(
 @pytest.fixture
 async def emu() -> AsyncIterator[Emulator]:
     """The ``kubectl`` fixture's emulator, with the simulated cluster running."""
-    async with serve_emulator(simulate=FAST) as e:
+    async with serve_world(simulate=FAST) as e:
         yield e
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from kubetrio.runtime.emulator import serve_emulator
-from kubetrio.runtime.emulator.cluster import SIM_CSI_DRIVER, ClusterSimulation
+from kubetrio.sim import serve_world
+from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
 from tests.e2e.test_simulated_cluster import (
     Sim,
     attached_names,
@@ -108,7 +108,7 @@ async def test_a_replicaset_owns_the_pods_stored_before_the_cluster_started(
     """The owner index is filled from the store when the simulated cluster starts: a ReplicaSet
     restored with its pods scales down among them rather than seeing none and adding more."""
     state = tmp_path / "state.json"
-    async with serve_emulator(state=state) as plain:  # no simulated cluster: nothing acts
+    async with serve_world(state=state) as plain:  # no simulated cluster: nothing acts
         plain.create(node("n1"))
         rs = plain.create(replicaset("web", 2))
         ref = {
@@ -129,7 +129,7 @@ async def test_a_replicaset_owns_the_pods_stored_before_the_cluster_started(
         assert plain.persister is not None
         plain.persister.flush()
     async with (
-        serve_emulator(state=state, simulate=ClusterSimulation()) as served,
+        serve_world(state=state, simulate=ClusterSimulation()) as served,
         with_informers(served) as sim,
     ):
         await sim.until_ready("web-0")

@@ -12,7 +12,7 @@ import trio.testing
 
 from kubetrio.api.core import Node
 from kubetrio.runtime.client.errors import ApiError
-from kubetrio.runtime.emulator.cluster import SIM_CSI_DRIVER, ClusterSimulation
+from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
 
 from .test_simulated_cluster import (
     Sim,

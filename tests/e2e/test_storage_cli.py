@@ -11,8 +11,8 @@ import pytest
 import trio
 
 from kubetrio.controllers.storage import list_storage_nodes
-from kubetrio.controllers.storage.sim import NODE_ID_ANNOTATION, storage_url
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator.testclient import EmuClient
+from kubetrio.sim.storage import NODE_ID_ANNOTATION, storage_url
 
 from .test_cli import _start, admin_token
 

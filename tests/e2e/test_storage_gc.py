@@ -10,11 +10,11 @@ import pytest
 import trio
 import trio.testing
 
-from kubetrio.controllers.storage.sim import FaultRule, serve_storage_sim, storage_url
 from kubetrio.controllers.storagegc import ZERO_DELAY_SECONDS, StorageGC, add_storage_gc
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
+from kubetrio.sim.storage import FaultRule, serve_storage_sim, storage_url
 
 from .test_storage_nodedelete import (
     IMMEDIATE,

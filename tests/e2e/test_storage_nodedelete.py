@@ -16,17 +16,17 @@ import trio.testing
 
 from kubetrio.cmd.config import Duration, ManagerConfig, StorageConfig
 from kubetrio.controllers import BUILTIN_CONTROLLERS
-from kubetrio.controllers.storage.sim import (
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.faults import FaultRule as ApiFault
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.manager.plugins import ControllerRegistry
+from kubetrio.sim.storage import (
     NODE_ID_ANNOTATION,
     FaultRule,
     serve_storage_sim,
     storage_url,
 )
-from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.faults import FaultRule as ApiFault
-from kubetrio.runtime.manager.manager import Manager
-from kubetrio.runtime.manager.plugins import ControllerRegistry
 
 from .test_storage_sim import DRIVER, add_ready_node, node, registered
 

@@ -23,16 +23,16 @@ from kubetrio.controllers.storage import (
     StorageError,
 )
 from kubetrio.controllers.storage.fenced import fence_backend
-from kubetrio.controllers.storage.sim import (
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
+from kubetrio.runtime.leaderelection.fence import Fence, NotLeader
+from kubetrio.sim.storage import (
     NODE_ID_ANNOTATION,
     FaultRule,
     SimulatedStorage,
     serve_storage_sim,
     storage_url,
 )
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
-from kubetrio.runtime.leaderelection.fence import Fence, NotLeader
 
 DRIVER = "csi.storageos.com"
 

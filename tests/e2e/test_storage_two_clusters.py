@@ -11,11 +11,12 @@ import trio.testing
 
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.clusters import TARGET
-from kubetrio.controllers.storage.sim import serve_storage_sim, storage_url
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator, serve_emulator
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.manager.plugins import ControllerRegistry
+from kubetrio.sim import serve_world
+from kubetrio.sim.storage import serve_storage_sim, storage_url
 
 from .test_storage_gc import sample
 from .test_storage_nodedelete import IMMEDIATE, event_recorded, events_for, manager_config
@@ -24,7 +25,7 @@ from .test_storage_sim import add_ready_node, node, registered
 
 @pytest.fixture
 async def target() -> AsyncIterator[Emulator]:
-    async with serve_emulator() as e:
+    async with serve_world() as e:
         yield e
 
 

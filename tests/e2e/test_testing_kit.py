@@ -15,10 +15,10 @@ from kubetrio.api.core import ConfigMap, Node, Secret
 from kubetrio.api.machine import Machine
 from kubetrio.api.meta import ObjectMeta
 from kubetrio.cmd.assets import crd_documents
+from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.util.ownerrefs import set_controller_reference
 from kubetrio.testing import (

@@ -54,7 +54,7 @@ def test_a_session_without_the_kit_does_not_import_it(pytester: pytest.Pytester)
 import sys
 
 def test_plain():
-    assert "kubetrio.runtime.emulator" not in sys.modules
+    assert "kubetrio.emulator" not in sys.modules
     assert "kubetrio.runtime.manager.manager" not in sys.modules
 """
     )

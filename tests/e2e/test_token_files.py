@@ -12,11 +12,11 @@ import pytest
 import trio
 import trio.testing
 
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.errors import ApiError, is_forbidden
 from kubetrio.runtime.client.kubeconfig import KubeconfigError
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
 
 from .credential_helpers import admin_account, fresh_token, revoke, write_kubeconfig
 from .rbac_helpers import service_account

@@ -9,8 +9,8 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubetrio.runtime.emulator import serve_emulator
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator.testclient import EmuClient
+from kubetrio.sim import serve_world
 
 CMS = "/api/v1/namespaces/default/configmaps"
 SECRETS = "/api/v1/namespaces/default/secrets"
@@ -51,7 +51,7 @@ async def _apply(client: EmuClient, op: Op, counter: list[int]) -> None:
 
 
 async def _scenario(ops: list[Op], watchers: list[tuple[int, float, bool]], writers: int) -> None:
-    async with serve_emulator() as emu:
+    async with serve_world() as emu:
         client = EmuClient(emu.url, emu.token)
         rt = emu.resource("configmaps")
         reached = [trio.Event() for _ in range(len(ops) + 1)]

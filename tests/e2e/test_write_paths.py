@@ -10,9 +10,9 @@ from typing import Any
 import trio
 import trio.testing
 
-from kubetrio.runtime.emulator import Emulator
-from kubetrio.runtime.emulator.kubepb import codec
-from kubetrio.runtime.emulator.testclient import EmuClient
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.kubepb import codec
+from kubetrio.emulator.testclient import EmuClient
 
 from .rbac_helpers import RBAC, bind, ok, role, rule, sa_subject, service_account, token
 

@@ -19,8 +19,8 @@ import h11
 import trio
 import trustme
 
+from kubetrio.emulator.testclient import EmuClient, Reply
 from kubetrio.runtime.client.clockhold import request_in_flight
-from kubetrio.runtime.emulator.testclient import EmuClient, Reply
 
 
 class HeldClient(EmuClient):

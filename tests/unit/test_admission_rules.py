@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from kubetrio.runtime.emulator.admission.configs import admit_configuration
-from kubetrio.runtime.emulator.admission.dispatch import denied
-from kubetrio.runtime.emulator.admission.rules import (
+from kubetrio.emulator.admission.configs import admit_configuration
+from kubetrio.emulator.admission.dispatch import denied
+from kubetrio.emulator.admission.rules import (
     Attributes,
     matched_version,
     namespace_selected,
     object_selected,
     rule_matches,
 )
-from kubetrio.runtime.emulator.errors import ApiError
-from kubetrio.runtime.emulator.kinds import ResourceTypes
+from kubetrio.emulator.errors import ApiError
+from kubetrio.emulator.kinds import ResourceTypes
 
 TYPES = ResourceTypes()
 PODS = TYPES.by_key("pods")

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubetrio.runtime.emulator.cloud import CODE_HTTP_STATUS, CloudError, VmScript
-from kubetrio.runtime.emulator.cloud.script import DEFAULT_CAPACITY, Failure, LaterCondition
+from kubetrio.sim.cloud import CODE_HTTP_STATUS, CloudError, VmScript
+from kubetrio.sim.cloud.script import DEFAULT_CAPACITY, Failure, LaterCondition
 
 
 def test_defaults() -> None:

@@ -7,8 +7,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubetrio.runtime.emulator.cluster.indexes import ClusterIndexes, ReverseIndex
-from kubetrio.runtime.emulator.store import Key
+from kubetrio.emulator.store import Key
+from kubetrio.sim.cluster.indexes import ClusterIndexes, ReverseIndex
 
 keys = st.tuples(st.sampled_from(["", "ns"]), st.sampled_from(["a", "b", "c", "d"]))
 places = st.sampled_from(["", "n1", "n2", "n3"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubetrio.cmd.crd import OWN_KINDS, render
-from kubetrio.runtime.emulator.schema_structural import check_crd
+from kubetrio.emulator.schema_structural import check_crd
 from kubetrio.runtime.gen.crd import classes_of, crd_for
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"

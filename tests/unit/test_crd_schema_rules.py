@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubetrio.runtime.emulator.schema_admit import admit, field_validation
-from kubetrio.runtime.emulator.schema_prune import default, prune
-from kubetrio.runtime.emulator.schema_structural import check_crd
-from kubetrio.runtime.emulator.schema_validate import go_number, go_value, validate
+from kubetrio.emulator.schema_admit import admit, field_validation
+from kubetrio.emulator.schema_prune import default, prune
+from kubetrio.emulator.schema_structural import check_crd
+from kubetrio.emulator.schema_validate import go_number, go_value, validate
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

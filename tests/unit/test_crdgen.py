@@ -25,8 +25,8 @@ from kubetrio.api.declare import plural_of
 from kubetrio.api.markers import Atomic, DateTime, Int32, Quantity, SchemaOf
 from kubetrio.api.meta import UndeclaredKind, kind_of
 from kubetrio.api.registry import KindConflict, KindInfo, lookup
-from kubetrio.runtime.emulator.schema_structural import check_crd
-from kubetrio.runtime.emulator.schema_validate import list_sets_and_maps, validate
+from kubetrio.emulator.schema_structural import check_crd
+from kubetrio.emulator.schema_validate import list_sets_and_maps, validate
 from kubetrio.runtime.gen.crd import CrdError, crd_for, schema_for
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from kubetrio.runtime.emulator.clock import EmuClock, parse_rfc3339
-from kubetrio.runtime.emulator.jsoncopy import json_copy
+from kubetrio.emulator.clock import EmuClock, parse_rfc3339
+from kubetrio.emulator.jsoncopy import json_copy
 
 
 @pytest.mark.parametrize(

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 
 from kubetrio.api.registry import BUILTIN_KINDS
-from kubetrio.runtime.emulator.gc.policy import (
+from kubetrio.emulator.gc.policy import (
     JOB_DELETE_WARNING,
     delete_warning,
     deletion_finalizers,
 )
-from kubetrio.runtime.emulator.kinds import ResourceType, from_kind_info
+from kubetrio.emulator.kinds import ResourceType, from_kind_info
 
 
 def rt(plural: str) -> ResourceType:

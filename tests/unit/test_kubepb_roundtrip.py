@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubetrio.api.registry import BUILTIN_KINDS
-from kubetrio.runtime.emulator.kubepb import codec, jsonmap
-from kubetrio.runtime.emulator.kubepb.jsonmap import is_map, is_repeated
+from kubetrio.emulator.kubepb import codec, jsonmap
+from kubetrio.emulator.kubepb.jsonmap import is_map, is_repeated
 
 MAX_DEPTH = 7
 EXAMPLES = 40

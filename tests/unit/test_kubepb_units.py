@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kubetrio.runtime.emulator.errors import ApiError
-from kubetrio.runtime.emulator.kubepb import codec
-from kubetrio.runtime.emulator.kubepb.negotiate import (
+from kubetrio.emulator.errors import ApiError
+from kubetrio.emulator.kubepb import codec
+from kubetrio.emulator.kubepb.negotiate import (
     PROTOBUF,
     is_protobuf_body,
     protobuf_response,

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from kubetrio.api.registry import BUILTIN_KINDS, lookup
-from kubetrio.runtime.emulator import errors, fieldcheck, openapi_proto
-from kubetrio.runtime.emulator.kinds import ResourceTypes, from_crd, from_kind_info
-from kubetrio.runtime.emulator.openapi import _negotiate
-from kubetrio.runtime.emulator.openapi_paths import resource_paths
-from kubetrio.runtime.emulator.openapi_schemas import (
+from kubetrio.emulator import errors, fieldcheck, openapi_proto
+from kubetrio.emulator.kinds import ResourceTypes, from_crd, from_kind_info
+from kubetrio.emulator.openapi import _negotiate
+from kubetrio.emulator.openapi_paths import resource_paths
+from kubetrio.emulator.openapi_schemas import (
     builtin_definitions,
     crd_definitions,
     crd_definitions_v3,

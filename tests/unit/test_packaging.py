@@ -98,16 +98,14 @@ SHIPPED = {
         )
     ),
 }
-# Copied into the wheel's build tree; everything else of the checkout stays out.
+# Copied into the wheel's build tree (the package folders as pyproject.toml maps them);
+# everything else of the checkout stays out.
 SOURCES = (
     "pyproject.toml",
     "README.md",
-    "runtime",
-    "api",
-    "controllers",
-    "cmd",
-    "config",
-    "testing",
+    *tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-dir"
+    ].values(),
 )
 
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrio.runtime.emulator.auth.access import forbidden
-from kubetrio.runtime.emulator.auth.attributes import Attributes, request_attributes
-from kubetrio.runtime.emulator.auth.escalation import covers
-from kubetrio.runtime.emulator.auth.rbac import rule_allows
-from kubetrio.runtime.emulator.auth.reviews import impersonated_user
-from kubetrio.runtime.emulator.auth.users import UserInfo, split_service_account
-from kubetrio.runtime.emulator.http import Request
+from kubetrio.emulator.auth.access import forbidden
+from kubetrio.emulator.auth.attributes import Attributes, request_attributes
+from kubetrio.emulator.auth.escalation import covers
+from kubetrio.emulator.auth.rbac import rule_allows
+from kubetrio.emulator.auth.reviews import impersonated_user
+from kubetrio.emulator.auth.users import UserInfo, split_service_account
+from kubetrio.emulator.http import Request
 
 U = UserInfo("u", ("system:authenticated",))
 

@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubetrio.runtime.emulator.schema_admit import _unchanged
-from kubetrio.runtime.emulator.schema_validate import validate
+from kubetrio.emulator.schema_admit import _unchanged
+from kubetrio.emulator.schema_validate import validate
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kubetrio.controllers.storage.sim import FaultError, FaultRule
-from kubetrio.controllers.storage.sim.faults import Faults
+from kubetrio.sim.storage import FaultError, FaultRule
+from kubetrio.sim.storage.faults import Faults
 
 
 def test_parse_defaults_and_hangs() -> None:

@@ -16,9 +16,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from kubetrio.emulator.tls import ServingCert
 from kubetrio.runtime.certs.serving import ServingPair, self_signed, server_context
 from kubetrio.runtime.client.unreachable import classify, transport_problem
-from kubetrio.runtime.emulator.tls import ServingCert
 
 
 def _strict_client(ca_pem: bytes) -> ssl.SSLContext:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from kubetrio.runtime.emulator.tables import _cronjob_row, _ingress_row, _job_row, _service_row
+from kubetrio.emulator.tables import _cronjob_row, _ingress_row, _job_row, _service_row
 
 NOW = dt.datetime(2024, 1, 1, 1, 0, 0, tzinfo=dt.UTC)
 MD = {"name": "x", "creationTimestamp": "2024-01-01T00:00:00Z"}

@@ -1,0 +1,265 @@
+"""API defaulting of built-in kinds: what kube-apiserver fills in on every write.
+
+A real server decodes each request into the Go type and runs the group's ``SetDefaults_*``
+functions, so ``kubectl create deployment`` reads back with a strategy, ``kubectl create job``
+with its selector and labels, and a pod template with its restart policy. Clients (and our own
+controllers) read those fields, so the emulator fills the same ones. Values the user gave are
+never changed; values of the wrong type are left for validation to reject (defaulting never
+raises).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubetrio.emulator import services
+from kubetrio.emulator.admission.configs import MUTATING, VALIDATING, admit_configuration
+
+Obj = dict[str, Any]
+
+_POD_SPEC: tuple[tuple[str, Any], ...] = (
+    ("restartPolicy", "Always"),
+    ("terminationGracePeriodSeconds", 30),
+    ("dnsPolicy", "ClusterFirst"),
+    ("schedulerName", "default-scheduler"),
+    ("securityContext", {}),
+    ("enableServiceLinks", True),
+)
+_CONTAINER: tuple[tuple[str, Any], ...] = (
+    ("terminationMessagePath", "/dev/termination-log"),
+    ("terminationMessagePolicy", "File"),
+    ("resources", {}),
+)
+_PROBE: tuple[tuple[str, Any], ...] = (
+    ("timeoutSeconds", 1),
+    ("periodSeconds", 10),
+    ("successThreshold", 1),
+    ("failureThreshold", 3),
+)
+_HTTP_GET: tuple[tuple[str, Any], ...] = (("path", "/"), ("scheme", "HTTP"))
+
+
+def _dict(parent: Obj, key: str) -> Obj | None:
+    """``parent[key]`` when it is an object (created empty when absent), else None."""
+    value = parent.setdefault(key, {})
+    return value if isinstance(value, dict) else None
+
+
+def _fill(target: Obj, pairs: tuple[tuple[str, Any], ...]) -> None:
+    for key, value in pairs:
+        if key not in target or target[key] is None:
+            target[key] = value.copy() if isinstance(value, dict) else value
+
+
+def _image_pull_policy(image: Any) -> str:
+    """Always for ``:latest`` or an untagged image, IfNotPresent otherwise (by digest too)."""
+    if not isinstance(image, str):
+        return "IfNotPresent"
+    if "@" in image:
+        return "IfNotPresent"
+    last = image.rsplit("/", 1)[-1]
+    tag = last.partition(":")[2]
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def _containers(spec: Obj, key: str) -> None:
+    items = spec.get(key)
+    if not isinstance(items, list):
+        return
+    for c in items:
+        if not isinstance(c, dict):
+            continue
+        _fill(c, _CONTAINER)
+        c.setdefault("imagePullPolicy", _image_pull_policy(c.get("image")))
+        for port in c.get("ports") or []:
+            if isinstance(port, dict):
+                port.setdefault("protocol", "TCP")
+        for key in ("livenessProbe", "readinessProbe", "startupProbe"):
+            probe = c.get(key)
+            if isinstance(probe, dict):
+                _fill(probe, _PROBE)
+                if isinstance(probe.get("httpGet"), dict):
+                    _fill(probe["httpGet"], _HTTP_GET)
+
+
+def pod_spec(spec: Obj) -> None:
+    _fill(spec, _POD_SPEC)
+    for key in ("initContainers", "containers"):
+        _containers(spec, key)
+
+
+def _pod_template(parent: Obj) -> None:
+    template = _dict(parent, "template")
+    if template is None:
+        return
+    spec = _dict(template, "spec")
+    if spec is not None:
+        pod_spec(spec)
+
+
+def _rolling(spec: Obj, strategy_key: str, kind: str, rolling: Obj) -> None:
+    strategy = _dict(spec, strategy_key)
+    if strategy is None:
+        return
+    strategy.setdefault("type", kind)
+    if strategy["type"] == kind:
+        update = _dict(strategy, "rollingUpdate")
+        if update is not None:
+            for key, value in rolling.items():
+                update.setdefault(key, value)
+
+
+def _spec(obj: Obj) -> Obj | None:
+    return _dict(obj, "spec")
+
+
+def deployment(obj: Obj, uid: str) -> None:
+    spec = _spec(obj)
+    if spec is None:
+        return
+    spec.setdefault("replicas", 1)
+    _rolling(spec, "strategy", "RollingUpdate", {"maxUnavailable": "25%", "maxSurge": "25%"})
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    _pod_template(spec)
+
+
+def replicaset(obj: Obj, uid: str) -> None:
+    spec = _spec(obj)
+    if spec is None:
+        return
+    spec.setdefault("replicas", 1)
+    _pod_template(spec)
+
+
+def statefulset(obj: Obj, uid: str) -> None:
+    spec = _spec(obj)
+    if spec is None:
+        return
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    _rolling(spec, "updateStrategy", "RollingUpdate", {"partition": 0})
+    spec.setdefault("revisionHistoryLimit", 10)
+    retention = _dict(spec, "persistentVolumeClaimRetentionPolicy")
+    if retention is not None:
+        retention.setdefault("whenDeleted", "Retain")
+        retention.setdefault("whenScaled", "Retain")
+    _pod_template(spec)
+
+
+def daemonset(obj: Obj, uid: str) -> None:
+    spec = _spec(obj)
+    if spec is None:
+        return
+    _rolling(spec, "updateStrategy", "RollingUpdate", {"maxUnavailable": 1, "maxSurge": 0})
+    spec.setdefault("revisionHistoryLimit", 10)
+    _pod_template(spec)
+
+
+def job(obj: Obj, uid: str) -> None:
+    """The job's defaults plus the selector and labels the batch registry generates (unless
+    ``manualSelector``), tying the job's pods to this job's uid."""
+    spec = _spec(obj)
+    if spec is None:
+        return
+    if spec.get("completions") is None and spec.get("parallelism") is None:
+        spec["completions"] = 1
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+    name = (obj.get("metadata") or {}).get("name")
+    if uid and not spec.get("manualSelector") and "selector" not in spec:
+        spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+        template = _dict(spec, "template")
+        metadata = _dict(template, "metadata") if template is not None else None
+        labels = _dict(metadata, "labels") if metadata is not None else None
+        if labels is not None:
+            for key, value in (
+                ("batch.kubernetes.io/controller-uid", uid),
+                ("batch.kubernetes.io/job-name", name),
+                ("controller-uid", uid),
+                ("job-name", name),
+            ):
+                labels.setdefault(key, value)
+    _pod_template(spec)
+
+
+def cronjob(obj: Obj, uid: str) -> None:
+    spec = _spec(obj)
+    if spec is None:
+        return
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+    template = _dict(spec, "jobTemplate")
+    job_spec = _dict(template, "spec") if template is not None else None
+    if job_spec is not None:
+        job_spec.setdefault("backoffLimit", 6)
+        job_spec.setdefault("completionMode", "NonIndexed")
+        job_spec.setdefault("suspend", False)
+        job_spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
+        _pod_template(job_spec)
+
+
+def secret(obj: Obj, uid: str) -> None:
+    obj.setdefault("type", "Opaque")
+
+
+def priorityclass(obj: Obj, uid: str) -> None:
+    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
+def persistentvolume(obj: Obj, uid: str) -> None:
+    spec = _spec(obj)
+    if spec is None:
+        return
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    spec.setdefault("volumeMode", "Filesystem")
+
+
+def persistentvolumeclaim(obj: Obj, uid: str) -> None:
+    spec = _spec(obj)
+    if spec is not None:
+        spec.setdefault("volumeMode", "Filesystem")
+
+
+def pod(obj: Obj, uid: str) -> None:
+    spec = _spec(obj)
+    if spec is not None:
+        pod_spec(spec)
+
+
+def podtemplate(obj: Obj, uid: str) -> None:
+    _pod_template(obj)
+
+
+# Keyed by the store's resource key (plural.group).
+DEFAULTERS: dict[str, Callable[[Obj, str], None]] = {
+    "pods": pod,
+    "secrets": secret,
+    "persistentvolumes": persistentvolume,
+    "persistentvolumeclaims": persistentvolumeclaim,
+    "deployments.apps": deployment,
+    "replicasets.apps": replicaset,
+    "statefulsets.apps": statefulset,
+    "daemonsets.apps": daemonset,
+    "jobs.batch": job,
+    "cronjobs.batch": cronjob,
+    "priorityclasses.scheduling.k8s.io": priorityclass,
+    "services": lambda obj, uid: services.set_defaults(obj),
+    # Defaults and the checks a configuration must pass before any webhook is called with it.
+    MUTATING: lambda obj, uid: admit_configuration(obj, mutating=True),
+    VALIDATING: lambda obj, uid: admit_configuration(obj, mutating=False),
+}
+
+
+def apply_defaults(resource_key: str, obj: Obj) -> None:
+    """Fill the kind's defaults in place (a no-op for kinds without any)."""
+    defaulter = DEFAULTERS.get(resource_key)
+    if defaulter is not None:
+        uid = (obj.get("metadata") or {}).get("uid") or ""
+        defaulter(obj, uid if isinstance(uid, str) else "")

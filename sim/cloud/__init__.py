@@ -1,0 +1,20 @@
+"""The simulated cloud served beside the emulator (DESIGN §5): VMs that boot on the emulator's
+clock and register their Node through the store, scriptable failures, and the small JSON API the
+``sim`` machine driver calls. Always mounted at ``/_cloud/`` on every emulator (it is idle until a
+VM is created); VMs live in memory only and are not part of the persisted state.
+"""
+
+from kubetrio.sim.cloud.api import PREFIX, CloudApi
+from kubetrio.sim.cloud.errors import CODE_HTTP_STATUS, CloudError
+from kubetrio.sim.cloud.script import VmScript
+from kubetrio.sim.cloud.service import SimulatedCloud, Vm
+
+__all__ = [
+    "CODE_HTTP_STATUS",
+    "PREFIX",
+    "CloudApi",
+    "CloudError",
+    "SimulatedCloud",
+    "Vm",
+    "VmScript",
+]

@@ -1,0 +1,72 @@
+"""Indexes the simulated cluster keeps current from store events, so a simulated controller's
+pass visits the objects a change concerns instead of every pod in the cluster: the pods each
+node holds, and the objects each owner controls.
+
+Why: a level-triggered pass that reads the whole cluster costs O(pods) on every change, so a
+cluster built one object at a time costs O(pods²) — 10 ms per pod at 200 nodes and 2 000 pods,
+growing with N. The cluster's store hook feeds one ``ClusterIndexes`` with every event before
+any controller hears of it, and fills it from the store when the simulation starts, so the
+index is exact whenever a pass reads it::
+
+    indexes = ClusterIndexes()
+    indexes.note("pods", pod, gone=False)       # bound to node-a, controlled by a ReplicaSet
+    indexes.pods_by_node.keys("node-a")         # {("default", "web-0")}
+    indexes.controlled["pods"].keys(rs_uid)     # {("default", "web-0")}
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kubetrio.emulator.store import Key
+from kubetrio.sim.cluster.objects import Obj, controller_uid, node_name
+
+# The children ``owners_with_children`` looks up by owner (ReplicaSets' and StatefulSets' and
+# DaemonSets' pods, Deployments' ReplicaSets).
+CONTROLLED: Final = frozenset({"pods", "replicasets.apps"})
+
+
+class ReverseIndex:
+    """Each key's one value ("" for none), and the keys holding each value."""
+
+    def __init__(self) -> None:
+        self._keys: dict[str, set[Key]] = {}
+        self._value_of: dict[Key, str] = {}
+
+    def put(self, key: Key, value: str) -> None:
+        """``key`` now holds ``value`` ("" when it holds none, or is gone)."""
+        old = self._value_of.get(key, "")
+        if old == value:
+            return
+        if old:
+            keys = self._keys[old]
+            keys.discard(key)
+            if not keys:
+                del self._keys[old]
+            del self._value_of[key]
+        if value:
+            self._keys.setdefault(value, set()).add(key)
+            self._value_of[key] = value
+
+    def keys(self, value: str) -> set[Key]:
+        return self._keys.get(value, set())
+
+
+class ClusterIndexes:
+    """Pods by ``spec.nodeName`` (unbound pods are not indexed), and the objects of each
+    ``CONTROLLED`` resource by the uid of their controlling owner."""
+
+    def __init__(self) -> None:
+        self.pods_by_node = ReverseIndex()
+        self.controlled = {resource: ReverseIndex() for resource in CONTROLLED}
+
+    def note(self, resource: str, obj: Obj, gone: bool) -> None:
+        """A committed change to ``obj`` (a store key's resource); other resources are ignored."""
+        by_owner = self.controlled.get(resource)
+        if by_owner is None:
+            return
+        md = obj["metadata"]
+        key = (md.get("namespace", ""), md["name"])
+        by_owner.put(key, "" if gone else controller_uid(obj))
+        if resource == "pods":
+            self.pods_by_node.put(key, "" if gone else node_name(obj))

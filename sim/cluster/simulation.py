@@ -1,0 +1,73 @@
+"""The simulated cluster as a whole: the enabled controllers, each woken by the store changes it
+watches, all running as tasks of the emulator's own trio run."""
+
+from __future__ import annotations
+
+import trio
+
+from kubetrio.emulator.eventlog import WatchEvent
+from kubetrio.emulator.kinds import ResourceType
+from kubetrio.emulator.store import Store
+from kubetrio.sim.cluster.attach import AttachDetach
+from kubetrio.sim.cluster.daemonset import DaemonSets
+from kubetrio.sim.cluster.deployment import Deployments
+from kubetrio.sim.cluster.disruption import Disruption
+from kubetrio.sim.cluster.indexes import ClusterIndexes
+from kubetrio.sim.cluster.kubelet import Kubelet
+from kubetrio.sim.cluster.loop import Controller, Tracking, Wakeup, run_controller
+from kubetrio.sim.cluster.nodelifecycle import NodeLifecycle
+from kubetrio.sim.cluster.objects import Objects
+from kubetrio.sim.cluster.options import ClusterSimulation
+from kubetrio.sim.cluster.provisioner import Provisioner
+from kubetrio.sim.cluster.replicaset import ReplicaSets
+from kubetrio.sim.cluster.scheduler import Scheduler
+from kubetrio.sim.cluster.statefulset import StatefulSets
+
+
+def build_controllers(objs: Objects, options: ClusterSimulation) -> list[Controller]:
+    enabled: list[tuple[bool, type[Controller]]] = [
+        (options.node_lifecycle, NodeLifecycle),
+        (options.kubelet, Kubelet),
+        (options.scheduler, Scheduler),
+        (options.provisioner, Provisioner),
+        (options.attach_detach, AttachDetach),
+        (options.replicasets, ReplicaSets),
+        (options.statefulsets, StatefulSets),
+        (options.daemonsets, DaemonSets),
+        (options.deployments, Deployments),
+        (options.disruption, Disruption),
+    ]
+    return [cls(objs, options) for on, cls in enabled if on]  # type: ignore[call-arg]
+
+
+class SimulatedCluster:
+    def __init__(self, store: Store, options: ClusterSimulation) -> None:
+        self.options = options
+        self.objects = Objects(store)
+        self.objects.indexes = self._indexes = ClusterIndexes()
+        self.controllers = build_controllers(self.objects, options)
+        self._wakeups = [Wakeup() for _ in self.controllers]
+        self._trackers = [c if isinstance(c, Tracking) else None for c in self.controllers]
+
+    def _on_change(self, rt: ResourceType, ev: WatchEvent) -> None:
+        self._indexes.note(rt.key, ev.entry.obj, gone=ev.type == "DELETED")  # before any pass
+        for controller, tracker, wakeup in zip(
+            self.controllers, self._trackers, self._wakeups, strict=True
+        ):
+            if rt.key in controller.watches:
+                if tracker is not None:
+                    tracker.changed(rt, ev)
+                wakeup.set()
+
+    async def run(self) -> None:
+        """Until cancelled."""
+        unsubscribe = self.objects.store.subscribe(self._on_change)
+        for rt in (self.objects.pods, self.objects.replicasets):  # indexes.CONTROLLED
+            for obj in self.objects.all(rt):  # stored before: from here on the hook keeps it
+                self._indexes.note(rt.key, obj, gone=False)
+        try:
+            async with trio.open_nursery() as nursery:
+                for controller, wakeup in zip(self.controllers, self._wakeups, strict=True):
+                    nursery.start_soon(run_controller, controller, wakeup, name=controller.name)
+        finally:
+            unsubscribe()

@@ -1,0 +1,44 @@
+"""Pods from a workload's pod template, and the counting every workload status reports."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubetrio.sim.cluster.objects import Obj, deleting, owner_ref, pod_ready
+
+
+def pod_from_template(owner: Obj, **metadata: Any) -> Obj:
+    template = (owner.get("spec") or {}).get("template") or {}
+    tmd = template.get("metadata") or {}
+    md: Obj = {
+        "namespace": owner["metadata"].get("namespace", "default"),
+        "labels": dict(tmd.get("labels") or {}),
+        "ownerReferences": [owner_ref(owner)],
+    }
+    if tmd.get("annotations"):
+        md["annotations"] = dict(tmd["annotations"])
+    md.update(metadata)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": md,
+        "spec": copy.deepcopy(template.get("spec") or {}),
+    }
+
+
+def active(pod: Obj) -> bool:
+    """Counts towards replicas: not being deleted, not finished."""
+    return not deleting(pod) and (pod.get("status") or {}).get("phase") not in (
+        "Succeeded",
+        "Failed",
+    )
+
+
+def replicas(obj: Obj) -> int:
+    value = (obj.get("spec") or {}).get("replicas", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def ready_count(pods: list[Obj]) -> int:
+    return sum(1 for p in pods if pod_ready(p))
