@@ -46,8 +46,8 @@ from kubetrio.emulator.selectors import FieldSelector, LabelSelector, combine
 from kubetrio.emulator.store import Store
 from kubetrio.emulator.tables import table
 from kubetrio.emulator.watch import Encoder, Watch, WatchSpec
-from kubetrio.runtime.client.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.util.clock import now
+from kubetrio.runtime.util.inflight import waiting_on_simulated_time
 
 log = logging.getLogger(__name__)
 

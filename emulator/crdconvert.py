@@ -27,7 +27,7 @@ from kubetrio.emulator import errors
 from kubetrio.emulator.admission.caller import CallError, post_review
 from kubetrio.emulator.eventlog import Entry
 from kubetrio.emulator.kinds import ResourceType
-from kubetrio.runtime.client.clockhold import waiting_on_simulated_time
+from kubetrio.runtime.util.inflight import waiting_on_simulated_time
 
 if TYPE_CHECKING:  # the store validates CRDs with this module's checks
     from kubetrio.emulator.store import Store

@@ -28,7 +28,7 @@ import msgspec
 import trio
 import yaml
 
-from kubetrio.runtime.client.clockhold import request_in_flight
+from kubetrio.runtime.util.inflight import request_in_flight
 
 # Subcommands that wait on the cluster: holding the clock meanwhile could stall them.
 WAITING_COMMANDS = frozenset({"wait", "delete", "drain", "rollout"})

@@ -14,7 +14,9 @@ A test that takes ``emulator`` or ``kube_client`` runs under pytest-trio on ``mo
 when it does not name that fixture, and is marked as a trio test even without ``trio_mode``.
 The marker also takes ``simulated_cluster=ClusterSimulation(...)`` for tuned delays. A session
 that uses none of these fixtures is untouched: nothing is autouse and the emulator is imported
-only when a test asks for it.
+only when a test asks for it. The one thing installed for the whole session is the hook that
+holds a MockClock while a kubetrio client request is in flight (``kubetrio.testing.clockhold``),
+which does nothing in a run on any other clock.
 """
 
 from __future__ import annotations
@@ -30,13 +32,16 @@ import pytest
 import trio
 import trio.testing
 
+from kubetrio.runtime.util.inflight import add_hook, remove_hook
+from kubetrio.testing.clockhold import hold_mock_clock
+
 if TYPE_CHECKING:
     from kubetrio.emulator import Emulator
     from kubetrio.runtime.client.typed import Client
     from kubetrio.testing.kubectl import Kubectl
 
 # How long every task must sit idle before the mock clock jumps. Real I/O is in flight (HTTP to
-# the emulator, worker threads); a request in flight holds the clock (runtime/clockhold), and
+# the emulator, worker threads); a request in flight holds the clock (testing/clockhold), and
 # this threshold covers what the hold cannot see, such as a response being parsed.
 IO_AUTOJUMP = 0.05
 
@@ -46,11 +51,16 @@ KIT_FIXTURES = frozenset({"emulator", "kube_client"})
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    add_hook(hold_mock_clock)
     config.addinivalue_line(
         "markers",
         "kubetrio(simulated_cluster=False): options of the kubetrio emulator fixture; "
         "simulated_cluster=True (or a ClusterSimulation) runs the simulated cluster",
     )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    remove_hook(hold_mock_clock)
 
 
 @pytest.hookimpl(trylast=True)

@@ -27,8 +27,8 @@ A ``deletecollection`` admits each object as its own DELETE. Not done here: the 
 subresource skips webhooks. CRD conversion
 webhooks are ``emulator/crdconvert.py``'s.
 
-Holding a test's mock clock: each webhook call holds it as a request in flight does, and the
-emulator's wait for its webhooks counts as waiting on simulated time, so a webhook in the test's
-own run that answers by sleeping on the clock (``clockhold.waiting_on_simulated_time``) lets
-``timeoutSeconds`` expire in simulated time.
+Holding a test's mock clock: each webhook call is marked as a request in flight, and the
+emulator's wait for its webhooks as waiting on simulated time (``kubetrio.runtime.util.inflight``),
+so a webhook in the test's own run that answers by sleeping on the clock lets ``timeoutSeconds``
+expire in simulated time.
 """

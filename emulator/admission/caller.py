@@ -3,8 +3,8 @@ configuration's ``caBundle`` (the system's roots without one), ``timeoutSeconds`
 clock (a test's MockClock), and failures worded as Go's HTTP client words them, since users
 read them in ``failed calling webhook`` errors.
 
-The call is real I/O: it holds a test's mock clock (``clockhold.request_in_flight``) so
-simulated time cannot jump while a webhook is answering.
+The call is real I/O: it is marked as a request in flight (``runtime.util.inflight``), so a
+test's mock clock cannot jump while a webhook is answering.
 
 Connections are kept alive between calls (``Connections``, one pool per emulator), as
 kube-apiserver's HTTP transport keeps them: a TLS handshake per call cost more than the review
@@ -24,7 +24,7 @@ import h11
 import msgspec
 import trio
 
-from kubetrio.runtime.client.clockhold import request_in_flight
+from kubetrio.runtime.util.inflight import request_in_flight
 
 
 class CallError(Exception):

@@ -29,7 +29,7 @@ from kubetrio.emulator.auth.users import UserInfo
 from kubetrio.emulator.errors import ApiError
 from kubetrio.emulator.patch import json_patch
 from kubetrio.emulator.store import Store
-from kubetrio.runtime.client.clockhold import waiting_on_simulated_time
+from kubetrio.runtime.util.inflight import waiting_on_simulated_time
 
 # Never sent to webhooks, so a broken webhook can always be removed (as kube exempts them).
 _EXEMPT = frozenset({MUTATING, VALIDATING})

@@ -42,7 +42,6 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from kubetrio.api.meta import KubeObject, ListMeta, ObjectList, Status, kind_of
 from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.cache.undecodable import Undecodable, undecodable
-from kubetrio.runtime.client.clockhold import request_in_flight
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.execplugin import CredentialError
 from kubetrio.runtime.client.incluster import in_cluster_config
@@ -54,6 +53,7 @@ from kubetrio.runtime.client.useragent import user_agent
 from kubetrio.runtime.client.wire import Wire, WireError
 from kubetrio.runtime.controller.ratelimit import BucketRateLimiter
 from kubetrio.runtime.leaderelection.fence import Fence, NotLeader
+from kubetrio.runtime.util.inflight import request_in_flight
 
 T = TypeVar("T", bound=KubeObject)
 

@@ -42,9 +42,9 @@ import requests
 import trio
 from urllib3.util.ssl_ import create_urllib3_context
 
-from kubetrio.runtime.client.clockhold import request_in_flight
 from kubetrio.runtime.client.credentials import Credentials, Sent
 from kubetrio.runtime.client.transport import TrackedAdapter
+from kubetrio.runtime.util.inflight import request_in_flight
 
 # What one read asks of the socket: large enough that a big LIST arrives in few reads.
 READ_SIZE = 256 * 1024

@@ -11,7 +11,7 @@ import msgspec
 import trio
 
 from kubetrio.emulator.http import Request, Response, json_response
-from kubetrio.runtime.client.clockhold import waiting_on_simulated_time
+from kubetrio.runtime.util.inflight import waiting_on_simulated_time
 from kubetrio.sim.cloud.errors import CloudError
 from kubetrio.sim.cloud.script import OPERATIONS, VmScript, parse_failure
 from kubetrio.sim.cloud.service import SimulatedCloud, Vm

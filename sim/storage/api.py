@@ -22,7 +22,7 @@ import msgspec
 import trio
 
 from kubetrio.emulator.http import Request, Response, json_response
-from kubetrio.runtime.client.clockhold import waiting_on_simulated_time
+from kubetrio.runtime.util.inflight import waiting_on_simulated_time
 from kubetrio.sim.storage.faults import FaultError, FaultRule
 from kubetrio.sim.storage.service import SimError, SimulatedStorage
 

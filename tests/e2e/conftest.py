@@ -22,8 +22,8 @@ import trio
 
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.testclient import EmuClient
-from kubetrio.runtime.client.clockhold import request_in_flight
 from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.util.inflight import request_in_flight
 from kubetrio.testing.kubectl import MISSING, Kubectl, find_kubectl
 from kubetrio.testing.kubectl import kubectl_env as kit_kubectl_env
 from kubetrio.testing.plugin import IO_AUTOJUMP

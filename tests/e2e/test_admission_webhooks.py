@@ -15,7 +15,7 @@ import trustme
 
 from kubetrio.emulator import Emulator, EmulatorOptions
 from kubetrio.emulator.testclient import EmuClient
-from kubetrio.runtime.client.clockhold import request_in_flight, waiting_on_simulated_time
+from kubetrio.runtime.util.inflight import request_in_flight, waiting_on_simulated_time
 from kubetrio.sim import serve_world
 
 from .conftest import Kubectl, kubectl_of

@@ -18,8 +18,8 @@ from kubetrio.controllers.machine.setup import setup as machine_setup
 from kubetrio.controllers.machinedeployment.setup import setup as deployment_setup
 from kubetrio.controllers.machineset.setup import setup as set_setup
 from kubetrio.emulator import Emulator
-from kubetrio.runtime.client.clockhold import request_in_flight
 from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.util.inflight import request_in_flight
 from kubetrio.runtime.webhook.manifest import as_url
 from kubetrio.testing import run_manager
 

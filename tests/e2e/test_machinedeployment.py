@@ -14,7 +14,7 @@ import trio.testing
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.emulator import Emulator
-from kubetrio.runtime.client.clockhold import request_in_flight
+from kubetrio.runtime.util.inflight import request_in_flight
 
 from .conftest import Kubectl
 from .deployments import DeploymentHarness, deployment_doc, deployment_manager

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.machineset import MachineDeployment
 from kubetrio.emulator import Emulator
-from kubetrio.runtime.client.clockhold import request_in_flight
+from kubetrio.runtime.util.inflight import request_in_flight
 
 from .conftest import Kubectl
 from .deployments import DeploymentHarness, deployment_doc, deployment_manager

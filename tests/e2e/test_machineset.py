@@ -15,9 +15,9 @@ from kubetrio.api.core import Event
 from kubetrio.api.machine import PHASE_RUNNING, Machine, MachineClass
 from kubetrio.api.machineset import MACHINE_PRIORITY_ANNOTATION, MachineSet
 from kubetrio.emulator import Emulator
-from kubetrio.runtime.client.clockhold import request_in_flight
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.queue import ObjectKey
+from kubetrio.runtime.util.inflight import request_in_flight
 
 from .conftest import kubectl_of
 from .machines import install_crds, machine_doc, seed_class

@@ -27,11 +27,11 @@ from kubetrio.api.machine import Machine
 from kubetrio.api.meta import KubeObject
 from kubetrio.api.registry import KindInfo
 from kubetrio.emulator import Emulator
-from kubetrio.runtime.client.clockhold import waiting_on_simulated_time
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.metrics.secure import SecureServing
 from kubetrio.runtime.metrics.server import ListenError
+from kubetrio.runtime.util.inflight import waiting_on_simulated_time
 from kubetrio.runtime.webhook import AdmissionRequest, Denied
 
 from .conftest import blocking

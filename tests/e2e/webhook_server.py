@@ -20,7 +20,7 @@ import trio
 import trustme
 
 from kubetrio.emulator.testclient import EmuClient, Reply
-from kubetrio.runtime.client.clockhold import request_in_flight
+from kubetrio.runtime.util.inflight import request_in_flight
 
 
 class HeldClient(EmuClient):
