@@ -169,7 +169,7 @@ def default_drivers(manager: Manager) -> DriverRegistry:
     Kubernetes client's rate limit (a cloud's API has its own), nor its ``rest_client_*``
     metrics."""
     target = manager.cluster(TARGET).client
-    cloud = Client(target.api, qps=0, timeout=target.timeout)
+    cloud = Client(target.wire, qps=0, timeout=target.timeout)
     if manager.fence is not None:
         cloud = cloud.fenced(manager.fence)  # VM changes leave only while the lease is proven
     drivers = DriverRegistry()

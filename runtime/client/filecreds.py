@@ -8,8 +8,8 @@ token; certificate files are re-read every five minutes (``CertCallbackRefreshDu
 
 Python's ``ssl`` loads a client certificate only from files, once per new connection. Each
 certificate/key pair is therefore written to a private folder under a name derived from its
-content: a rotated pair has new paths, so urllib3 (whose pools are keyed by those paths) opens
-fresh connections with it, while requests already under way finish on the old ones.
+content: a rotated pair has new paths, so the client (whose connections are kept per pair of
+paths) opens fresh connections with it, while requests already under way finish on the old ones.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ class CertFiles:
         return self.store.put(cert_pem, key_pem, f"client-certificate {self.cert}")
 
     def paths(self) -> tuple[str, str]:
-        """The current pair's paths (for requests' ``cert``)."""
+        """The current pair's paths (what new connections present)."""
         if self.clock.monotonic() < self._read_at + CERT_FILE_PERIOD:
             return self._paths
         with self._lock:

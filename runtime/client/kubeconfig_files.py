@@ -1,8 +1,9 @@
 """The files a kubeconfig points at (client certificate and key, CA bundle), checked at load.
 
-pykube-ng opens them lazily, inside the first request, where a missing or broken file becomes
-a traceback from a worker thread (or, for a bad PEM, an SSL error that looks like an
-unreachable server). Loading them once up front names the kubeconfig, the field and the file.
+They are otherwise opened lazily, by the first connection, where a missing or broken file
+becomes a traceback in the middle of a request (or, for a bad PEM, an SSL error that looks like
+an unreachable server). Loading them once up front names the kubeconfig, the field and the
+file.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""trio's clock, read from the worker threads that send requests.
+"""trio's clock, read from the worker threads an exec credential plugin runs in.
 
-Credentials are looked up inside the blocking HTTP call (a worker thread), where
+A plugin's credential is looked up in a worker thread (its run may take seconds), where
 ``trio.current_time()`` is not available. Yet a cached token must age on the same clock as the
 rest of the run: in a test, a MockClock expires the emulator's tokens, and the client must see
 them expire at the same instant. So the run's clock object is captured once, on the trio side,

@@ -1,15 +1,13 @@
-"""Typed async Kubernetes client over pykube-ng.
+"""Typed async Kubernetes client.
 
-pykube-ng supplies what it does well: kubeconfig parsing, TLS settings, passwords and
-auth-providers; credentials that must last (exec plugins, rotating token and certificate files)
-are ``kubetrio.runtime.client.credentials``'s. Requests and watches go out from trio itself over
-kept-alive HTTP/1.1 connections (``kubetrio.runtime.client.wire``: about a third of the CPU per
-request
-of pykube-ng's requests session in a worker thread, which remains the path for users only
-pykube-ng can authenticate and for proxies — see ``kubetrio.runtime.client.transport``). Everything
-above the raw HTTP exchange is ours: paths from the kind registry, typed (de)serialisation with
-msgspec straight from bytes, one ``ApiError`` for every failure, client-side rate limiting,
-bounded retries on 429, metrics, and prompt cancellation.
+pykube-ng supplies what it does well: kubeconfig parsing; credentials (tokens, passwords, exec
+plugins, rotating token and certificate files) are ``kubetrio.runtime.client.credentials``'s.
+Requests and watches go out from trio itself over kept-alive HTTP/1.1 connections, through a
+proxy when one is configured (``kubetrio.runtime.client.wire``: about a third of the CPU per
+request of pykube-ng's requests session in a worker thread). Everything above the raw HTTP
+exchange is ours: paths from the kind registry, typed (de)serialisation with msgspec straight
+from bytes, one ``ApiError`` for every failure, client-side rate limiting, bounded retries on
+429, metrics, and prompt cancellation.
 
 ``fenced(fence)`` is the same client for leader-only work: a write leaves only if the elector
 still proves the lease held, checked twice as late as possible (before the request is queued,
@@ -27,16 +25,13 @@ import copy
 import secrets
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlencode, urlsplit
 
-import h11
 import msgspec
 import pykube
-import requests
 import trio
-import urllib3
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from kubetrio.api.meta import KubeObject, ListMeta, ObjectList, Status, kind_of
@@ -46,12 +41,11 @@ from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.execplugin import CredentialError
 from kubetrio.runtime.client.incluster import in_cluster_config
 from kubetrio.runtime.client.kubeconfig import KubeconfigError, load_kubeconfig
-from kubetrio.runtime.client.relay import ThreadRelay
-from kubetrio.runtime.client.transport import exec_plugin_of, http_client, run_in_thread
 from kubetrio.runtime.client.unreachable import transport_problem
 from kubetrio.runtime.client.useragent import user_agent
-from kubetrio.runtime.client.wire import Wire, WireError
+from kubetrio.runtime.client.wire import Wire
 from kubetrio.runtime.controller.ratelimit import BucketRateLimiter
+from kubetrio.runtime.httpclient.errors import NoResponse
 from kubetrio.runtime.leaderelection.fence import Fence, NotLeader
 from kubetrio.runtime.util.inflight import request_in_flight
 
@@ -145,13 +139,14 @@ def object_path(
 class Client:
     """Async typed access to one API server.
 
-    Create it with one of the ``from_*`` constructors. All methods are safe to call from many
-    tasks at once; at most ``max_concurrency`` requests are in flight.
+    Create it with one of the ``from_*`` constructors, or on another client's ``wire`` to share
+    its connections and credentials. All methods are safe to call from many tasks at once; at
+    most ``max_concurrency`` requests are in flight.
     """
 
     def __init__(
         self,
-        api: pykube.HTTPClient,
+        wire: Wire,
         *,
         qps: float = 20.0,
         burst: int = 30,
@@ -163,40 +158,29 @@ class Client:
     ) -> None:
         """``component`` ends the User-Agent (a manager passes its identity), so the API
         server's audit log attributes every request to the process that sent it."""
-        self.api = api
+        self.wire = wire
         self.user_agent = user_agent(component)
         self.fence: Fence | None = None
-        self.base_url = api.url.rstrip("/")
+        self.base_url = wire.url
         self.host = urlsplit(self.base_url).netloc
         self.timeout = timeout
         self.max_throttle_retries = max_throttle_retries
         self._limiter = trio.CapacityLimiter(max_concurrency)
-        # Watches hold a thread for minutes: they get their own allowance so they never
-        # starve ordinary requests of worker threads.
-        self._watch_limiter = trio.CapacityLimiter(1000)
         self._bucket = BucketRateLimiter(qps=qps, burst=burst) if qps > 0 else None
         self._metrics = rest_client_metrics(registry) if registry is not None else None
-        plugin = exec_plugin_of(api)
+        plugin = wire.credentials.exec_plugin
         if plugin is not None and self._metrics is not None:
             plugin.on_call = self._metrics.exec_plugin_call
         self._decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
-        # Requests go out from trio itself unless only pykube-ng's session can send them.
-        self._wire = Wire.for_client(api)
         self._metric_children: dict[tuple[str, str], tuple[Any, Any]] = {}
 
     # -- construction ---------------------------------------------------------------------
 
     @classmethod
-    def from_config(
-        cls, config: pykube.KubeConfig, *, max_concurrency: int = 40, **options: Any
-    ) -> Client:
-        return cls(
-            # Room for every request thread plus long-lived watches, so no connection is
-            # opened only to be thrown away.
-            http_client(config, pool_size=max_concurrency + 64),
-            max_concurrency=max_concurrency,
-            **options,
-        )
+    def from_config(cls, config: pykube.KubeConfig, **options: Any) -> Client:
+        """For the current context of a loaded kubeconfig. Raises ``CredentialError`` when its
+        user's credentials are unusable, ``KubeconfigError`` when its server or proxy is."""
+        return cls(Wire.from_config(config), **options)
 
     @classmethod
     def from_kubeconfig(
@@ -214,7 +198,7 @@ class Client:
         config = load_kubeconfig(path, context, server)
         try:
             return cls.from_config(config, **options)
-        except CredentialError as error:
+        except (CredentialError, KubeconfigError) as error:
             raise KubeconfigError(f"kubeconfig {config.filepath}: {error}") from None
 
     @classmethod
@@ -313,56 +297,44 @@ class Client:
         content_type: str,
         read_timeout: float | None,
     ) -> tuple[int, str, Mapping[str, str], bytes]:
-        url = self.base_url + path
         headers = {"Accept": JSON, "User-Agent": self.user_agent}
         if body is not None:
             headers["Content-Type"] = content_type
-        if read_timeout is None:
-            read_timeout = self.timeout
         fence = self.fence if method in WRITE_METHODS else None
         if fence is not None:
-            fence.check(f"{method} {path}")
+            fence.check(f"{method} {path}")  # before waiting for a connection, too
 
-        def send() -> tuple[int, str, Mapping[str, str], bytes]:
-            if fence is not None:
-                checked_at = fence.check_in_thread(f"{method} {path}")
-                headers["Audit-ID"] = f"{FENCED_AUDIT_ID_PREFIX}{checked_at}-{secrets.token_hex(6)}"
-            try:
-                response = self.api.session.request(
-                    method,
-                    url,
-                    params=params,
-                    data=body,
-                    headers=headers,
-                    timeout=(min(10.0, read_timeout), read_timeout),
-                )
-            except requests.RequestException as error:
-                raise ApiError(
-                    0,
-                    "Unreachable",
-                    transport_problem(error),
-                    method=method,
-                    path=path,
-                ) from error
-            except CredentialError as error:
-                raise _no_credentials(error, method, path) from error
-            return response.status_code, response.reason, response.headers, response.content
+        def last_check(headers: MutableMapping[str, str]) -> None:
+            # Right before the bytes leave; its instant goes in the Audit-ID.
+            assert fence is not None
+            checked_at = fence.last_check(f"{method} {path}")
+            headers["Audit-ID"] = f"{FENCED_AUDIT_ID_PREFIX}{checked_at}-{secrets.token_hex(6)}"
 
+        target = f"{path}?{urlencode(params)}" if params else path
         started = time.perf_counter()
         code = "<error>"
         try:
             with request_in_flight():
-                if self._wire is not None:
-                    result = await self._exchange_on_wire(
-                        self._wire, method, path, params, body, headers, read_timeout, fence
+                async with self._limiter:
+                    result = await self.wire.exchange(
+                        method,
+                        target,
+                        headers,
+                        body,
+                        read_timeout=self.timeout if read_timeout is None else read_timeout,
+                        before_send=last_check if fence is not None else None,
                     )
-                else:
-                    result = await run_in_thread(send, self._limiter)
             code = str(result[0])
             return result
         except NotLeader:
-            code = ""  # refused by the fence in the thread: no request was made
+            code = ""  # refused by the fence: no request was made
             raise
+        except NoResponse as error:
+            raise ApiError(
+                0, "Unreachable", transport_problem(error), method=method, path=path
+            ) from error
+        except CredentialError as error:
+            raise _no_credentials(error, method, path) from error
         finally:
             if self._metrics is not None and code:
                 self._observe(self._metrics, code, method, time.perf_counter() - started)
@@ -378,42 +350,6 @@ class Client:
             )
         children[0].inc()
         children[1].observe(took)
-
-    async def _exchange_on_wire(
-        self,
-        wire: Wire,
-        method: str,
-        path: str,
-        params: Mapping[str, str] | None,
-        body: bytes | None,
-        headers: dict[str, str],
-        read_timeout: float,
-        fence: Fence | None,
-    ) -> tuple[int, str, Mapping[str, str], bytes]:
-        def last_check(headers: dict[str, str]) -> None:
-            # Right before the bytes leave, on both clocks (the elector's and monotonic).
-            assert fence is not None
-            fence.check(f"{method} {path}")
-            checked_at = fence.check_in_thread(f"{method} {path}")
-            headers["Audit-ID"] = f"{FENCED_AUDIT_ID_PREFIX}{checked_at}-{secrets.token_hex(6)}"
-
-        target = f"{path}?{urlencode(params)}" if params else path
-        try:
-            async with self._limiter:
-                return await wire.exchange(
-                    method,
-                    target,
-                    headers,
-                    body,
-                    read_timeout=read_timeout,
-                    before_send=last_check if fence is not None else None,
-                )
-        except WireError as error:
-            raise ApiError(
-                0, "Unreachable", transport_problem(error), method=method, path=path
-            ) from error
-        except CredentialError as error:
-            raise _no_credentials(error, method, path) from error
 
     def decoder(self, type_: Any) -> msgspec.json.Decoder[Any]:
         decoder = self._decoders.get(type_)
@@ -661,82 +597,20 @@ class Client:
         if field_selector:
             params["fieldSelector"] = field_selector
         decoder = self.decoder(kind)
-        url = self.base_url + path
-
-        def stream() -> ApiError | None:
-            try:
-                response = self.api.session.get(
-                    url,
-                    params=params,
-                    headers={"Accept": JSON, "User-Agent": self.user_agent},
-                    stream=True,
-                    timeout=(min(10.0, self.timeout), timeout_seconds + self.timeout),
-                )
-            except requests.RequestException as error:
-                return ApiError(0, "Unreachable", f"watch {path}: {error}", method="WATCH")
-            except CredentialError as error:
-                return _no_credentials(error, "WATCH", path)
-            finally:
-                connected()  # answered (or failed): the stream's wait for events holds nothing
-            with response:
-                if response.status_code >= 400:
-                    return ApiError.from_response(
-                        response.status_code,
-                        response.content,
-                        http_reason=response.reason,
-                        method="WATCH",
-                        path=path,
-                    )
-                pending = b""
-                try:
-                    while chunk := response.raw.read1(65536):
-                        lines = (pending + chunk).split(b"\n")
-                        pending = lines.pop()
-                        relay.put_many([decode_watch_line(line, decoder) for line in lines if line])
-                except (msgspec.DecodeError, msgspec.ValidationError) as error:
-                    return ApiError(200, "BadResponse", f"watch {path}: undecodable event: {error}")
-                except (OSError, requests.RequestException, urllib3.exceptions.HTTPError) as error:
-                    # Cut mid-stream (a load balancer, a restarting server): not an error of
-                    # the request, so the consumer may resume at once from its last RV.
-                    return ApiError(0, WATCH_CUT, f"watch {path} broke: {error}")
-            return None
-
-        if self._wire is not None:
-            target = f"{path}?{urlencode(params)}"
-            await self._watch_on_wire(self._wire, target, path, decoder, send, timeout_seconds)
-            return
-
+        target = f"{path}?{urlencode(params)}"
+        failure: ApiError | None = None
         async with send:
             await self._throttle()
             started = time.perf_counter()
-            relay: ThreadRelay[WatchEvent[T]] = ThreadRelay()
-            failure: ApiError | None = None
-            # Connecting is a request in flight (holds a test's mock clock) until the response
-            # headers are in; the open stream afterwards is not.
-            connecting = contextlib.ExitStack()
-            connecting.enter_context(request_in_flight())
-            token = trio.lowlevel.current_trio_token()
-
-            def connected() -> None:
-                with contextlib.suppress(trio.RunFinishedError):
-                    token.run_sync_soon(connecting.close)
-
-            async def read_stream() -> None:
-                nonlocal failure
-                try:
-                    failure = await run_in_thread(stream, self._watch_limiter)
-                finally:
-                    connecting.close()  # cancelled before connecting, too
-                    relay.close()
-
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(read_stream)
-                try:
-                    async for batch in relay.batches():
-                        await send.send(batch)
-                except trio.BrokenResourceError:
-                    nursery.cancel_scope.cancel()  # the consumer went away: stop reading
-                    return
+            headers = {"Accept": JSON, "User-Agent": self.user_agent}
+            try:
+                # Given up ``self.timeout`` after the server should have ended it.
+                with trio.fail_after(timeout_seconds + self.timeout):
+                    failure = await self._read_watch(target, path, headers, decoder, send)
+            except trio.TooSlowError:
+                failure = ApiError(0, WATCH_CUT, f"watch {path} broke: timed out")
+            except trio.BrokenResourceError:
+                return  # the consumer went away: stop reading
             await self._watch_ended(failure, started, send)
 
     async def _watch_ended(
@@ -745,7 +619,7 @@ class Client:
         started: float,
         send: trio.MemorySendChannel[builtins.list[WatchEvent[T]]],
     ) -> None:
-        """Either path's end of a watch: its metrics, then its failure for the consumer."""
+        """The end of a watch: its metrics, then its failure for the consumer."""
         if self._metrics is not None:
             code = str(failure.status) if failure is not None else "200"
             self._metrics.requests.labels(code, "WATCH", self.host).inc()
@@ -754,54 +628,29 @@ class Client:
             with contextlib.suppress(trio.BrokenResourceError):
                 await send.send([WatchEvent("ERROR", error=failure)])
 
-    async def _watch_on_wire(
-        self,
-        wire: Wire,
-        target: str,
-        path: str,
-        decoder: msgspec.json.Decoder[T],
-        send: trio.MemorySendChannel[builtins.list[WatchEvent[T]]],
-        timeout_seconds: int,
-    ) -> None:
-        """``watch`` read in this task: each chunk that arrives is decoded and sent on as one
-        batch; the stream is given up ``self.timeout`` after the server should have ended it."""
-        failure: ApiError | None = None
-        async with send:
-            await self._throttle()
-            started = time.perf_counter()
-            headers = {"Accept": JSON, "User-Agent": self.user_agent}
-            try:
-                with trio.fail_after(timeout_seconds + self.timeout):
-                    failure = await self._read_watch(wire, target, path, headers, decoder, send)
-            except trio.TooSlowError:
-                failure = ApiError(0, WATCH_CUT, f"watch {path} broke: timed out")
-            except trio.BrokenResourceError:
-                return  # the consumer went away: stop reading
-            await self._watch_ended(failure, started, send)
-
     async def _read_watch(
         self,
-        wire: Wire,
         target: str,
         path: str,
         headers: dict[str, str],
         decoder: msgspec.json.Decoder[T],
         send: trio.MemorySendChannel[builtins.list[WatchEvent[T]]],
     ) -> ApiError | None:
+        """Each chunk that arrives is decoded and sent on as one batch."""
+        connect_timeout = min(10.0, self.timeout)
         try:
-            async with wire.stream(target, headers, connect_timeout=min(10.0, self.timeout)) as (
-                status,
-                reason,
-                chunks,
-            ):
-                if status >= 400:
-                    payload = b"".join([chunk async for chunk in chunks])
+            async with self.wire.stream(target, headers, connect_timeout=connect_timeout) as answer:
+                if answer.status >= 400:
                     return ApiError.from_response(
-                        status, payload, http_reason=reason, method="WATCH", path=path
+                        answer.status,
+                        await answer.read(),
+                        http_reason=answer.reason,
+                        method="WATCH",
+                        path=path,
                     )
                 pending = b""
                 try:
-                    async for chunk in chunks:
+                    async for chunk in answer.chunks():
                         lines = (pending + chunk).split(b"\n")
                         pending = lines.pop()
                         batch = [decode_watch_line(line, decoder) for line in lines if line]
@@ -809,11 +658,11 @@ class Client:
                             await send.send(batch)
                 except (msgspec.DecodeError, msgspec.ValidationError) as error:
                     return ApiError(200, "BadResponse", f"watch {path}: undecodable event: {error}")
-                except (OSError, trio.BrokenResourceError, h11.ProtocolError) as error:
+                except NoResponse as error:
                     # Cut mid-stream (a load balancer, a restarting server): not an error of
                     # the request, so the consumer may resume at once from its last RV.
                     return ApiError(0, WATCH_CUT, f"watch {path} broke: {error}")
-        except WireError as error:
+        except NoResponse as error:
             return ApiError(0, "Unreachable", f"watch {path}: {error}", method="WATCH")
         except CredentialError as error:
             return _no_credentials(error, "WATCH", path)

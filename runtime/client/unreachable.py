@@ -1,8 +1,8 @@
-"""Why no response came from the API server, said in a few words instead of urllib3's repr.
+"""Why no response came from the API server, said in a few words.
 
-requests wraps urllib3's ``MaxRetryError`` which wraps the real cause (refused, name not
-resolved, certificate not trusted, timed out) three levels down, and its ``str`` is a
-200-character repr of connection pools. An operator needs the server's address and the cause.
+The real cause (refused, name not resolved, certificate not trusted, timed out) may sit several
+levels down: trio wraps a failed TLS handshake in ``BrokenResourceError`` and its connection
+attempts in a group. An operator needs the server's address and the cause.
 """
 
 from __future__ import annotations
@@ -13,15 +13,14 @@ from collections.abc import Callable, Iterator
 from types import UnionType
 from typing import Literal
 
-import requests
-import urllib3.exceptions
+from kubetrio.runtime.httpclient.errors import NoResponse
 
 __all__ = ["Problem", "classify", "transport_problem"]
 
 
 def transport_problem(error: BaseException) -> str:
-    """``no response from the API server at <url>: <cause>`` for ``error`` (a requests
-    exception), with its own text as the cause when none below is recognised."""
+    """``no response from the API server at <url>: <cause>`` for ``error`` (the client's
+    ``NoResponse``), with its own text as the cause when none below is recognised."""
     where = _server(error)
     return f"no response from the API server{f' at {where}' if where else ''}: {_cause(error)}"
 
@@ -51,8 +50,7 @@ def _cause(error: BaseException) -> str:
 
 def _recognised(error: BaseException) -> tuple[Problem, str] | None:
     causes = list(_causes(error))
-    # Most specific first: urllib3's connection errors are also its TimeoutError, and a
-    # certificate verification failure is also an SSLError.
+    # Most specific first: a certificate verification failure is also an SSLError.
     for cause in causes:
         if isinstance(cause, ssl.SSLCertVerificationError):
             return _verify_failure(cause)
@@ -93,28 +91,20 @@ _SAYINGS: tuple[_Saying, ...] = (
     (socket.gaierror, "host-not-found", _not_found),
     (ConnectionRefusedError, "refused", lambda _: "connection refused"),
     (ssl.SSLError, "tls", _handshake),
-    (
-        requests.Timeout | urllib3.exceptions.TimeoutError | TimeoutError,
-        "timeout",
-        lambda _: "timed out",
-    ),
+    (TimeoutError, "timeout", lambda _: "timed out"),
 )
 
 
 def _server(error: BaseException) -> str:
     for cause in _causes(error):
-        server = getattr(cause, "api_server", None)  # kubetrio.runtime.client.wire's WireError
-        if isinstance(server, str):
-            return server
-        pool = getattr(cause, "pool", None)
-        if isinstance(cause, urllib3.exceptions.PoolError) and pool is not None:
-            return f"{pool.scheme}://{pool.host}:{pool.port}"
+        if isinstance(cause, NoResponse):
+            return cause.origin
     return ""
 
 
 def _causes(error: BaseException) -> Iterator[BaseException]:
-    """``error`` and everything it wraps: causes, contexts, urllib3's ``reason``, and
-    exceptions passed as arguments (requests passes urllib3's error that way)."""
+    """``error`` and everything it wraps: causes, contexts, a ``reason`` attribute, exceptions
+    passed as arguments, and the members of groups (trio's failed connection attempts)."""
     seen: set[int] = set()
     pending: list[BaseException] = [error]
     while pending:

@@ -120,7 +120,7 @@ class LeaderElector:
         self.observed_holder: str | None = None
         # The trio clock before sending the last successful acquire/renew write, and the end
         # of the leadership it proves; ``_valid_until_monotonic`` is the same instant on
-        # ``time.monotonic()``, for checks made in worker threads (no trio clock there).
+        # ``time.monotonic()``, which counts a frozen process's pause whatever trio's clock.
         self.renewed_at = -math.inf
         self.valid_until = -math.inf
         self._valid_until_monotonic = -math.inf
@@ -138,7 +138,7 @@ class LeaderElector:
         return self.is_leader and trio.current_time() < self.valid_until
 
     def holds_lease_at(self, monotonic_now: float) -> bool:
-        """``holds_lease`` for worker threads, at an instant of ``time.monotonic()``."""
+        """``holds_lease`` at an instant of ``time.monotonic()``."""
         return self.is_leader and monotonic_now < self._valid_until_monotonic
 
     def fence(self) -> Fence:

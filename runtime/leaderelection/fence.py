@@ -33,11 +33,11 @@ def always_at(_now: float) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Fence:
-    """The elector's answer to "may I still act?", from trio and from worker threads.
+    """The elector's answer to "may I still act?".
 
-    ``holds`` is read on the trio side (it may use the trio clock); ``holds_at`` is asked in
-    a worker thread right before a request leaves, with ``time.monotonic()`` (no trio clock
-    there), so it must use only that and plain attributes.
+    ``holds`` reads the trio clock; ``holds_at`` is asked at an instant of ``time.monotonic()``,
+    which keeps counting while the process is frozen whatever clock trio runs on (a test's
+    MockClock does not), so it must use only that instant and plain attributes.
     """
 
     holds: Callable[[], bool]
@@ -49,11 +49,11 @@ class Fence:
         if not self.holds():
             raise NotLeader(f"{action}: refused, {self.lease} is not proven held")
 
-    def check_in_thread(self, action: str) -> int:
-        """Raise ``NotLeader`` unless the lease is proven held now; now as
-        ``time.monotonic_ns()``, the very instant compared with the deadline."""
+    def last_check(self, action: str) -> int:
+        """Right before a write's bytes leave: raise ``NotLeader`` unless the lease is proven
+        held on both clocks; the instant checked, as ``time.monotonic_ns()``."""
         now = time.monotonic_ns()
-        if not self.holds_at(now / 1e9):
+        if not self.holds() or not self.holds_at(now / 1e9):
             raise NotLeader(f"{action}: refused, {self.lease} is not proven held")
         return now
 

@@ -139,8 +139,10 @@ BENCHES = (
         ("--objects", "300", "--rounds", "1"),
         (),
         {
-            "CPU per request wire / thread": lambda r: r["cpu_over_thread"]["wire"],
-            "CPU per request urllib3 / thread": lambda r: r["cpu_over_thread"]["urllib3"],
+            "CPU per request wire / urllib3 in threads": lambda r: r["cpu_over_urllib3"]["wire"],
+            "CPU per request iothread / urllib3 in threads": lambda r: r["cpu_over_urllib3"][
+                "iothread"
+            ],
         },
     ),
     Bench(

@@ -556,28 +556,33 @@ def run_k8s_client(kubeconfig: Path, probe: Probe) -> tuple[float, int]:
 
 
 def run_kt_breakdown(kubeconfig: Path) -> dict[str, float]:
-    """The informer's work taken apart, each step alone and synchronous: the paged LIST over
-    the client's own HTTP session (emulator + HTTP + reading the body), msgspec decoding of
+    """The informer's work taken apart, each step alone: the paged LIST through the client's
+    own transport (emulator + HTTP + reading the body), msgspec decoding of
     those bodies into ``ObjectList[Pod]``, and filling a ``Store``."""
+    import trio
+
     from kubetrio.api.core import Pod
     from kubetrio.api.meta import ObjectList
     from kubetrio.runtime.cache.store import Store, key_of
     from kubetrio.runtime.client.typed import Client
 
     client = Client.from_kubeconfig(str(kubeconfig), qps=0)
-    url = client.base_url + "/api/v1/pods"
-    bodies: list[bytes] = []
-    params = {"limit": str(PAGE), "resourceVersion": "0"}
+
+    async def fetch() -> list[bytes]:
+        bodies: list[bytes] = []
+        params = {"limit": str(PAGE), "resourceVersion": "0"}
+        while True:
+            body = await client.request("GET", "/api/v1/pods", params=params, read_timeout=60)
+            bodies.append(body)
+            head = body[:4096].split(b',"items":', 1)[0] + b"}"
+            token = json.loads(head)["metadata"].get("continue", "")
+            if not token:
+                return bodies
+            params = {"limit": str(PAGE), "continue": token}
+
     cpu = time.process_time()
     started = time.perf_counter()
-    while True:
-        response = client.api.session.request("GET", url, params=params, timeout=(10, 60))
-        bodies.append(response.content)
-        head = response.content[:4096].split(b',"items":', 1)[0] + b"}"
-        token = json.loads(head)["metadata"].get("continue", "")
-        if not token:
-            break
-        params = {"limit": str(PAGE), "continue": token}
+    bodies = trio.run(fetch)
     http_s = time.perf_counter() - started
     http_cpu_s = time.process_time() - cpu
     decoder = client.decoder(ObjectList[Pod])

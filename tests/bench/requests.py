@@ -6,32 +6,33 @@ makes the same requests to the same emulator: ``--objects`` ConfigMap lifecycles
 requests each (POST, GET, merge PATCH, DELETE, each answered 200/201), ``--concurrency``
 lifecycles at a time, after a warm-up round that opens the connections. Variants:
 
-* ``thread`` — today's path before issue 19: pykube-ng's ``requests`` session (with our
-  credentials adapter) in a trio worker thread per request, through the full ``Client``.
 * ``urllib3`` — one ``urllib3.PoolManager`` called directly in a worker thread per request,
-  with the bearer token from our credentials layer (no requests; the thread hop stays).
+  with a bearer token (no requests; a thread hop per request).
 * ``iothread`` — fewer thread hops: the same urllib3 pool driven by one long-lived I/O thread
   fed by a queue; answers come back to trio through ``run_sync_soon`` (no thread start, no
   ``to_thread`` bookkeeping; one thread, so the requests are sent one at a time).
-* ``wire`` — the trio-native HTTP/1.1 client (``kubetrio.runtime.client.wire``, h11 on kept-alive
-trio
-  streams) through the full ``Client``: what ``Client`` uses now; ``wire-raw`` is the same
-  exchange called directly, bytes in and out, to compare with the two raw variants.
+* ``wire`` — the trio-native HTTP/1.1 client (``kubetrio.runtime.client.wire`` over
+  ``kubetrio.runtime.httpclient``: h11 on kept-alive trio streams) through the full ``Client``;
+  ``wire-raw`` is the same exchange called directly, bytes in and out, to compare with the two
+  raw variants.
 
-The two ``Client`` variants include what the client does around the exchange (rate limiter
-off, metrics, msgspec decoding of typed ConfigMaps); the two raw variants return bytes and
-skip it, so they flatter themselves by that much. Printed: CPU µs per request and wall time
-per variant, and each variant's CPU over ``thread``'s. Last line ``RESULT {json}``.
+The ``Client`` variant includes what the client does around the exchange (rate limiter off,
+metrics, msgspec decoding of typed ConfigMaps); the raw variants return bytes and skip it, so
+they flatter themselves by that much. Printed: CPU µs per request and wall time per variant, and
+each variant's CPU over ``urllib3``'s. Last line ``RESULT {json}``.
 
-Findings (2 shared cores, 2 runs of 2 x 500 lifecycles, 8 at a time): CPU per request
-thread 689/764 µs, urllib3 434/397 µs (0.63/0.52x), iothread 400/372 µs (0.58/0.49x), wire
-247/228 µs (0.36/0.30x; wire-raw 229/202 µs). Dropping requests but keeping a thread hop
-(urllib3) saves ~40 %; a long-lived I/O thread saves little more (the hand-off back to trio
-stays, and one thread serialises the requests); without the threads and requests' layers
-(wire) the whole Client request costs a third — so ``Client`` uses ``wire``.
+The ``thread`` variant of earlier runs — pykube-ng's ``requests`` session (with our credentials
+adapter) in a worker thread per request, through the full ``Client`` — is gone with that
+transport: ``Client`` has the trio-native path only. Its last figures, for the record (2 shared
+cores, 2 x 300 lifecycles, 8 at a time): CPU per request thread 601 µs, urllib3 368 µs, iothread
+263 µs, wire 166 µs (0.28x thread), wire-raw 152 µs. Earlier findings (2 x 500): thread
+689/764 µs, urllib3 434/397 µs, iothread 400/372 µs, wire 247/228 µs. Dropping requests but
+keeping a thread hop (urllib3) saved ~40 %; a long-lived I/O thread saved little more (the
+hand-off back to trio stays, and one thread serialises the requests); without the threads and
+requests' layers (wire) the whole Client request costs a third — so ``Client`` uses ``wire``.
 
 ``python tests/bench/requests.py [--objects N] [--concurrency C] [--rounds R]``; CI size:
-``--objects 200``.
+``--objects 300 --rounds 1``.
 """
 
 from __future__ import annotations
@@ -189,13 +190,10 @@ async def measure(
 
 
 async def run(url: str, objects: int, concurrency: int, rounds: int) -> dict[str, Any]:
-    threaded = Client.from_url(url, token=TOKEN, qps=0)
-    threaded._wire = None  # the thread path, as every request went before
     wired = Client.from_url(url, token=TOKEN, qps=0)
-    assert wired._wire is not None
     raw_threads = urllib3_in_threads(url)
     io_thread = IoThread(url)
-    wire = wired._wire
+    wire = wired.wire
 
     async def wire_raw(method: str, path: str, body: bytes | None, content_type: str) -> bytes:
         headers = {"Accept": "application/json", "Content-Type": content_type}
@@ -205,7 +203,6 @@ async def run(url: str, objects: int, concurrency: int, rounds: int) -> dict[str
         return payload
 
     variants: dict[str, Callable[[str], Awaitable[None]]] = {
-        "thread": lambda name: lifecycle_client(threaded, name),
         "urllib3": lambda name: lifecycle_raw(raw_threads, name),
         "iothread": lambda name: lifecycle_raw(io_thread.send, name),
         "wire": lambda name: lifecycle_client(wired, name),
@@ -227,7 +224,7 @@ async def run(url: str, objects: int, concurrency: int, rounds: int) -> dict[str
         "concurrency": concurrency,
         "cpu_us_per_request": {k: round(v, 1) for k, v in cpu_us.items()},
         "wall_us_per_request": {k: round(v, 1) for k, v in wall_us.items()},
-        "cpu_over_thread": {k: round(v / cpu_us["thread"], 3) for k, v in cpu_us.items()},
+        "cpu_over_urllib3": {k: round(v / cpu_us["urllib3"], 3) for k, v in cpu_us.items()},
     }
 
 
@@ -256,7 +253,7 @@ def main() -> None:
     for name, us in result["cpu_us_per_request"].items():
         print(
             f"{name:>9}: {us:7.1f} µs CPU/request, {result['wall_us_per_request'][name]:7.1f} "
-            f"µs wall/request, CPU {result['cpu_over_thread'][name]:.3f} x thread"
+            f"µs wall/request, CPU {result['cpu_over_urllib3'][name]:.3f} x urllib3"
         )
     print("RESULT " + json.dumps(result), flush=True)
 

@@ -1,8 +1,10 @@
-"""The client's trio-native HTTP/1.1 path (``kubetrio.runtime.client.wire``) against a bare server
-that counts connections and requests, so keep-alive, replaced connections and timeouts show."""
+"""The client's HTTP/1.1 transport (``kubetrio.runtime.client.wire``) against a bare server that
+counts connections and requests, so keep-alive, replaced connections, timeouts and the
+``Authorization`` each kind of user sends show."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import AsyncIterator
@@ -95,7 +97,6 @@ async def test_requests_share_one_kept_alive_connection(
 ) -> None:
     async with bare_server("keep") as (url, seen):
         kube = Client.from_url(url, token="t0k")
-        assert kube._wire is not None  # the trio-native path, not a worker thread
         for _ in range(10):
             answer = json.loads(await kube.request("GET", "/x", params={"a": "b c"}))
         assert answer["target"] == "/x?a=b+c"
@@ -130,10 +131,12 @@ async def test_a_server_that_never_answers_times_out_with_a_clear_error() -> Non
         assert len(seen.requests) == 1
 
 
-async def test_users_only_pykube_ng_authenticates_keep_the_thread_path(
+async def test_a_password_is_sent_as_basic_authentication(
     mock_clock: trio.testing.MockClock,
 ) -> None:
-    async with bare_server("keep") as (url, _):
+    """A kubeconfig user with ``username``/``password`` (what pykube-ng's session used to send
+    from a worker thread) goes out as every other user does, on one kept-alive connection."""
+    async with bare_server("keep") as (url, seen):
         doc = {
             "clusters": [{"name": "c", "cluster": {"server": url}}],
             "users": [{"name": "u", "user": {"username": "ann", "password": "pw"}}],
@@ -141,9 +144,17 @@ async def test_users_only_pykube_ng_authenticates_keep_the_thread_path(
             "current-context": "c",
         }
         kube = Client.from_config(pykube.KubeConfig(doc))
-        assert kube._wire is None
-        answer = json.loads(await kube.request("GET", "/x"))
-        assert answer["auth"].startswith("Basic ")
+        await kube.request("GET", "/x")
+        send, receive = trio.open_memory_channel[list[WatchEvent[ConfigMap]]](10)
+        await kube.watch(ConfigMap, send)
+        async for _ in receive:
+            pass  # the bare server's one JSON answer is no watch event: an ERROR ends it
+        assert [r["auth"] for r in seen.requests] == [f"Basic {_base64('ann:pw')}"] * 2
+        assert seen.connections == 1
+
+
+def _base64(text: str) -> str:
+    return base64.b64encode(text.encode()).decode()
 
 
 async def test_the_emulator_answers_a_typed_round_trip_on_one_connection(
@@ -151,13 +162,12 @@ async def test_the_emulator_answers_a_typed_round_trip_on_one_connection(
 ) -> None:
     """The emulator (kube-apiserver's double) keeps the connection alive across verbs."""
     kube = Client.from_url(emu.url, token=emu.token)
-    assert kube._wire is not None
     for i in range(3):
         await kube.create(
             ConfigMap,
             {"metadata": {"name": f"c{i}", "namespace": "default"}},
         )
-    idle = sum(len(connections) for connections in kube._wire._idle.values())
+    idle = sum(len(connections) for connections in kube.wire.pool._idle.values())
     assert idle == 1
 
 

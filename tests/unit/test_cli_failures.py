@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 
 import pytest
-import requests
 import trio
 
 from kubetrio.api.registry import lookup
@@ -14,6 +13,8 @@ from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_
 from kubetrio.runtime.cache.syncfailure import CacheSyncError, sync_failure
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.unreachable import classify, transport_problem
+from kubetrio.runtime.httpclient.errors import NoResponse
+from kubetrio.runtime.httpclient.pool import ConnectionPool
 from kubetrio.runtime.leaderelection.elector import LeadershipLost
 from kubetrio.runtime.leaderelection.leasefailure import lease_refusal
 from kubetrio.runtime.metrics.server import ListenError
@@ -117,8 +118,9 @@ def test_unreachable_servers_are_described_by_their_cause() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed when the block ends: connections are refused
-    with pytest.raises(requests.ConnectionError) as refused:
-        requests.get(f"http://127.0.0.1:{port}/version", timeout=5)
+    pool = ConnectionPool(f"http://127.0.0.1:{port}")
+    with pytest.raises(NoResponse) as refused:
+        trio.run(pool.exchange, "GET", "/version", {}, None)
     assert classify(refused.value) == "refused"
     assert transport_problem(refused.value) == (
         f"no response from the API server at http://127.0.0.1:{port}: connection refused"

@@ -138,16 +138,44 @@ def test_which_credential_wins() -> None:
     exec_stanza = {"apiVersion": V1, "command": "never-run", "interactiveMode": "Never"}
     clock = ThreadClock()
     with_token = Credentials.for_user(kubeconfig({"token": "t", "exec": exec_stanza}), clock)
-    assert with_token is not None and with_token.exec_plugin is None  # as client-go
-    assert Credentials.for_user(kubeconfig({"username": "a", "password": "b"}), clock) is None
-    # A password is pykube-ng's to send, and keeps a plugin from being consulted (client-go).
-    basic = {"username": "a", "password": "b", "exec": exec_stanza}
-    assert Credentials.for_user(kubeconfig(basic), clock) is None
-    anonymous = Credentials.for_user(kubeconfig({}), clock)
-    assert anonymous is not None
+    assert with_token.exec_plugin is None  # as client-go
+    # A password keeps a plugin from being consulted (client-go), and gives way to a token.
+    basic = Credentials.for_user(kubeconfig({"username": "a", "password": "b:c"}), clock)
     headers: dict[str, str] = {}
-    anonymous.apply(headers, {})
+    basic.apply(headers)
+    assert headers == {"Authorization": "Basic YTpiOmM="}  # base64 of "a:b:c"
+    with_plugin = {"username": "a", "password": "b", "exec": exec_stanza}
+    assert Credentials.for_user(kubeconfig(with_plugin), clock).exec_plugin is None
+    token_first = Credentials.for_user(kubeconfig({"token": "t", "username": "a"}), clock)
+    token_first.apply(headers)
+    assert headers == {"Authorization": "Bearer t"}
+    anonymous = Credentials.for_user(kubeconfig({}), clock)
+    headers = {}
+    assert anonymous.apply(headers).cert is None
     assert headers == {}
+
+
+@pytest.mark.parametrize(
+    ("provider", "successor"),
+    [
+        ("gcp", "gke-gcloud-auth-plugin"),
+        ("azure", "kubelogin (Azure)"),
+        ("oidc", "kubelogin (kubectl oidc-login get-token)"),
+        ("acme", "the provider's credential plugin"),
+    ],
+)
+def test_auth_providers_are_refused_with_their_exec_plugin_named(
+    provider: str, successor: str
+) -> None:
+    user = {"auth-provider": {"name": provider, "config": {"id-token": "x"}}}
+    with pytest.raises(CredentialError) as refused:
+        Credentials.for_user(kubeconfig(user), ThreadClock())
+    assert str(refused.value) == (
+        f"users[u].auth-provider {provider!r} is not supported: authenticate with an exec "
+        f"credential plugin instead, such as {successor}"
+    )
+    # A token or a password of its own authenticates the user as before.
+    assert Credentials.for_user(kubeconfig({**user, "token": "t"}), ThreadClock()).static_token
 
 
 def test_the_pod_namespace_comes_from_the_service_account_mount(tmp_path: Path) -> None:

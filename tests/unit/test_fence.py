@@ -46,14 +46,14 @@ def test_the_check_names_the_action_and_the_lease() -> None:
     fence = switch.fence()
     fence.check("PATCH /x")
     before = time.monotonic_ns()
-    checked = fence.check_in_thread("PATCH /x")
+    checked = fence.last_check("PATCH /x")
     assert before <= checked <= time.monotonic_ns()
     assert switch.asked_at == [checked / 1e9], "the instant returned is the one compared"
     switch.held = False
     with pytest.raises(NotLeader, match=r"^PATCH /x: refused, leader lease ns/name is not"):
         fence.check("PATCH /x")
     with pytest.raises(NotLeader):
-        fence.check_in_thread("PATCH /x")
+        fence.last_check("PATCH /x")
 
 
 def test_not_leader_is_recognised_inside_exception_groups() -> None:
