@@ -1,18 +1,22 @@
-"""A minimal async HTTP/1.1 client (h11 over trio) for talking to the emulator from inside the
-same trio run: unlike a client in a worker thread it runs on the caller's MockClock, so tests
-can watch, time out and replay without real waiting."""
+"""A raw async HTTP client for talking to the emulator from inside the same trio run (runtime's
+HTTP/1.1 client, one connection per request): unlike a client in a worker thread it runs on the
+caller's MockClock, so tests can watch, time out and replay without real waiting. Answers come
+back as they are — any status, undecoded — which is what tests of the API server's rules need.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-import h11
 import msgspec
-import trio
+
+from kubetrio.runtime.httpclient.errors import NoResponse
+from kubetrio.runtime.httpclient.pool import ConnectionPool, Streamed
+from kubetrio.runtime.httpclient.proxy import authority
 
 
 @dataclass(slots=True)
@@ -31,16 +35,16 @@ class EmuClient:
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
         self.token = token
+        self._pool = ConnectionPool(f"http://{authority(self.host, self.port)}", max_idle=0)
 
-    def _headers(self, extra: dict[str, str] | None, body: bytes | None) -> list[tuple[str, str]]:
-        headers = [("Host", f"{self.host}:{self.port}"), ("Accept", "application/json")]
+    def _headers(self, extra: dict[str, str] | None) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
         if self.token:
-            headers.append(("Authorization", f"Bearer {self.token}"))
-        if body is not None:
-            headers.append(("Content-Length", str(len(body))))
-        for k, v in (extra or {}).items():
-            headers = [h for h in headers if h[0].lower() != k.lower()]
-            headers.append((k, v))
+            headers["Authorization"] = f"Bearer {self.token}"
+        for name, value in (extra or {}).items():
+            for same in [k for k in headers if k.lower() == name.lower()]:
+                del headers[same]
+            headers[name] = value
         return headers
 
     async def request(
@@ -55,80 +59,49 @@ class EmuClient:
             None if body is None else body if isinstance(body, bytes) else msgspec.json.encode(body)
         )
         extra = dict(headers or {})
-        if raw is not None:
-            extra.setdefault("Content-Type", content_type)
-        stream = await trio.open_tcp_stream(self.host, self.port)
-        async with stream:
-            conn = h11.Connection(h11.CLIENT)
-            out = conn.send(
-                h11.Request(method=method, target=path, headers=self._headers(extra, raw))
-            )
-            if raw is not None:
-                out += conn.send(h11.Data(data=raw))
-            out += conn.send(h11.EndOfMessage())
-            await stream.send_all(out)
-            status = 0
-            resp_headers: dict[str, str] = {}
-            chunks: list[bytes] = []
-            while True:
-                event = conn.next_event()
-                if event is h11.NEED_DATA:
-                    conn.receive_data(await stream.receive_some(65536))
-                elif isinstance(event, h11.Response):
-                    status = event.status_code
-                    resp_headers = {k.decode().lower(): v.decode() for k, v in event.headers}
-                elif isinstance(event, h11.Data):
-                    chunks.append(bytes(event.data))
-                elif isinstance(event, h11.EndOfMessage | h11.ConnectionClosed):
-                    return Reply(status, resp_headers, b"".join(chunks))
+        if raw is not None and not any(k.lower() == "content-type" for k in extra):
+            extra["Content-Type"] = content_type
+        status, _, answer_headers, answer = await self._pool.exchange(
+            method, path, self._headers(extra), raw
+        )
+        return Reply(status, dict(answer_headers), answer)
 
     async def get(self, path: str, **kw: Any) -> Reply:
         return await self.request("GET", path, **kw)
 
     @asynccontextmanager
     async def watch(self, path: str) -> AsyncIterator[WatchStream]:
-        """Open a watch; yields a stream of decoded events (``None`` marks a broken stream)."""
-        stream = await trio.open_tcp_stream(self.host, self.port)
-        async with stream:
-            conn = h11.Connection(h11.CLIENT)
-            await stream.send_all(
-                conn.send(h11.Request(method="GET", target=path, headers=self._headers(None, None)))
-                + conn.send(h11.EndOfMessage())
-            )
-            yield WatchStream(conn, stream)
+        """Open a watch; yields a stream of decoded events (``None`` marks a broken stream,
+        one that broke before its answer began included)."""
+        async with AsyncExitStack() as opened:
+            try:
+                answer = await opened.enter_async_context(
+                    self._pool.stream("GET", path, self._headers(None))
+                )
+            except NoResponse as error:
+                if error.connecting:
+                    raise
+                answer = None
+            yield WatchStream(answer)
 
 
 class WatchStream:
-    def __init__(self, conn: h11.Connection, stream: trio.SocketStream) -> None:
-        self._conn = conn
-        self._stream = stream
+    def __init__(self, answer: Streamed | None) -> None:
+        self.status = answer.status if answer is not None else 0
+        self._chunks = answer.chunks() if answer is not None else None
         self._buf = b""
-        self.status = 0
         self.ended = False  # clean end (terminating chunk)
-        self.broken = False  # connection dropped mid-stream
+        self.broken = answer is None  # connection dropped mid-stream
 
     async def __anext__(self) -> dict[str, Any]:
         while b"\n" not in self._buf:
-            if self.ended or self.broken:
+            if self.ended or self.broken or self._chunks is None:
                 raise StopAsyncIteration
             try:
-                event = self._conn.next_event()
-            except h11.RemoteProtocolError:
-                self.broken = True
-                continue
-            if event is h11.NEED_DATA:
-                try:
-                    data = await self._stream.receive_some(65536)
-                except trio.BrokenResourceError:
-                    data = b""
-                self._conn.receive_data(data)
-            elif isinstance(event, h11.Response):
-                self.status = event.status_code
-            elif isinstance(event, h11.Data):
-                self._buf += bytes(event.data)
-            elif isinstance(event, h11.EndOfMessage):
+                self._buf += await anext(self._chunks)
+            except StopAsyncIteration:
                 self.ended = True
-            elif isinstance(event, h11.ConnectionClosed):
+            except NoResponse:
                 self.broken = True
         line, _, self._buf = self._buf.partition(b"\n")
         out: dict[str, Any] = msgspec.json.decode(line)

@@ -1,4 +1,4 @@
-"""One HTTP/1.1 request over trio (h11), for the storage client.
+"""One HTTP/1.1 request to the storage backend, on runtime's HTTP client.
 
 Native trio rather than a blocking library in a worker thread: a timeout is a cancel scope on
 trio's clock, so cancelling a call closes its socket at once (no thread left blocked in
@@ -6,7 +6,8 @@ trio's clock, so cancelling a call closes its socket at once (no thread left blo
 per request: the storage controllers make a handful of calls a minute, not a stream.
 
 Anything that is not a complete HTTP response — refused, reset, closed early, a protocol error,
-a TLS failure — is ``BackendUnavailable``; the caller never sees a raw ``OSError``.
+a TLS failure, a reply over ``MAX_BODY`` — is ``BackendUnavailable``; the caller never sees a
+raw ``OSError``.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import h11
-import trio
 
 from kubetrio.controllers.storage.errors import BackendUnavailable
+from kubetrio.runtime.httpclient.errors import NoResponse
+from kubetrio.runtime.httpclient.pool import ConnectionPool
 
 MAX_BODY = 16 * 1024 * 1024
-_READ_SIZE = 65536
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,82 +72,31 @@ async def request(
 ) -> HttpReply:
     """Send one request to ``endpoint.prefix + path`` and read the whole response."""
     where = f"{method} {endpoint.url(path)}"
+    pool = ConnectionPool(endpoint.url(""), tls=ssl_context, max_idle=0)
+    fields = {"Accept": "application/json", "Connection": "close", **dict(headers or [])}
+    if body is not None:
+        fields["Content-Type"] = "application/json"
     try:
-        return await _exchange(endpoint, method, path, body, headers or [], ssl_context)
-    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as error:
-        raise BackendUnavailable(f"storage backend: {where}: {_describe(error)}") from None
-    except h11.ProtocolError as error:
-        raise BackendUnavailable(f"storage backend: {where}: bad HTTP response: {error}") from None
-
-
-async def _exchange(
-    endpoint: Endpoint,
-    method: str,
-    path: str,
-    body: bytes | None,
-    headers: list[tuple[str, str]],
-    ssl_context: ssl.SSLContext | None,
-) -> HttpReply:
-    stream: trio.abc.Stream
-    if endpoint.https:
-        stream = await trio.open_ssl_over_tcp_stream(
-            endpoint.host, endpoint.port, ssl_context=ssl_context or ssl.create_default_context()
-        )
-    else:
-        stream = await trio.open_tcp_stream(endpoint.host, endpoint.port)
-    async with stream:
-        conn = h11.Connection(h11.CLIENT)
-        all_headers = [
-            ("Host", endpoint.authority),
-            ("Accept", "application/json"),
-            ("Connection", "close"),
-            *headers,
-        ]
-        if body is not None:
-            all_headers += [
-                ("Content-Type", "application/json"),
-                ("Content-Length", str(len(body))),
-            ]
-        data = conn.send(
-            h11.Request(method=method, target=endpoint.prefix + path, headers=all_headers)
-        )
-        if body is not None:
-            data += conn.send(h11.Data(data=body))
-        data += conn.send(h11.EndOfMessage())
-        await stream.send_all(data)
-        status = 0
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            event = conn.next_event()
-            if event is h11.NEED_DATA:
-                received = bytes(await stream.receive_some(_READ_SIZE))
-                if not received and status == 0:
-                    raise BackendUnavailable(
-                        f"storage backend: {method} {endpoint.url(path)}: connection closed "
-                        "before a response"
-                    )
-                conn.receive_data(received)
-            elif isinstance(event, h11.Response):
-                status = event.status_code
-            elif isinstance(event, h11.Data):
-                size += len(event.data)
+        async with pool.stream(method, path, fields, body) as answer:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in answer.chunks():
+                size += len(chunk)
                 if size > MAX_BODY:
                     raise BackendUnavailable(
-                        f"storage backend: {method} {endpoint.url(path)}: reply larger than "
+                        f"storage backend: {where}: reply larger than "
                         f"{MAX_BODY // (1024 * 1024)} MiB"
                     )
-                chunks.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage):
-                return HttpReply(status, b"".join(chunks))
-            elif isinstance(event, h11.ConnectionClosed):
-                raise BackendUnavailable(
-                    f"storage backend: {method} {endpoint.url(path)}: connection closed "
-                    "before a complete response"
-                )
+                chunks.append(chunk)
+            return HttpReply(answer.status, b"".join(chunks))
+    except NoResponse as error:
+        raise BackendUnavailable(f"storage backend: {where}: {_describe(error)}") from None
 
 
-def _describe(error: BaseException) -> str:
-    if isinstance(error, OSError) and error.strerror:
-        return error.strerror
-    return str(error) or type(error).__name__
+def _describe(error: NoResponse) -> str:
+    cause = error.__cause__
+    if isinstance(cause, h11.ProtocolError):
+        return f"bad HTTP response: {cause}"
+    if isinstance(cause, OSError) and cause.strerror:
+        return cause.strerror
+    return str(cause or error) or type(cause).__name__
