@@ -66,7 +66,6 @@ class Wire:
         self.pool = ConnectionPool(
             url, tls=self._context, server_name=server_name, proxy=proxy, max_idle=max_idle
         )
-        self.api_server = self.pool.origin
         # Exec plugins may start a process (seconds): their lookups go to a thread.
         self._blocking_credentials = credentials.exec_plugin is not None
         self._contexts: dict[Hashable, ssl.SSLContext] = {}

@@ -122,7 +122,7 @@ async def test_client_side_rate_limit(emu: Emulator, mock_clock: trio.testing.Mo
     assert trio.current_time() - start >= 1.0
 
 
-async def test_cancelled_call_frees_its_thread_and_connection(
+async def test_cancelled_call_frees_its_slot_and_connection(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     kube = Client.from_kubeconfig(str(emu.kubeconfig_path), max_concurrency=1)
@@ -131,7 +131,7 @@ async def test_cancelled_call_frees_its_thread_and_connection(
     with trio.move_on_after(1) as scope:
         await kube.get(Pod, "p", "default")
     assert scope.cancelled_caught
-    # The only worker slot is free again at once: the stuck request's socket was shut down.
+    # The only request slot is free again at once: the stuck request's socket was closed.
     with trio.fail_after(3):
         assert (await kube.get(Pod, "p", "default")).name == "p"
 
