@@ -23,6 +23,9 @@ NAME = "kubetrio_informer_undecodable_objects"
 
 
 class UndecodableObjects(Collector):
+    """``kubetrio_informer_undecodable_objects``: the objects each kind's informers hold back
+    because they do not fit the typed view, counted at scrape time from every live cache."""
+
     def __init__(self) -> None:
         self.caches: weakref.WeakSet[InformerCache] = weakref.WeakSet()
 

@@ -23,6 +23,9 @@ RESULTS = ("success", "error", "requeue_after", "requeue", "terminal_error")
 
 
 class ControllerMetrics:
+    """controller-runtime's ``controller_runtime_*`` families (reconciles by result, errors,
+    reconcile time, active and max workers), under its names so its dashboards read ours."""
+
     def __init__(self, registry: CollectorRegistry) -> None:
         self.reconcile_total = LoopCounter(
             "controller_runtime_reconcile_total",
