@@ -5,14 +5,21 @@ and the emulator is fixed or its gaps table says why."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import msgspec
+import pytest
 import trio
 
-from kubetrio.api.core import ConfigMap, Pod
+from kubetrio.api.core import ConfigMap, Namespace, Pod
 from kubetrio.api.machine import Machine
 from kubetrio.cmd.assets import crd_documents
-from kubetrio.runtime import Manager
+from kubetrio.cmd.config import ManagerConfig
+from kubetrio.cmd.webhooks import documents as webhook_documents
+from kubetrio.controllers.machine.setup import setup as machine_setup
+from kubetrio.runtime import ApiError, Manager
 from kubetrio.runtime.cache.informer import EventHandler
+from kubetrio.runtime.webhook.manifest import as_url
 from kubetrio.testing import install_crds, run_manager, wait_for, wait_gone
 from kubetrio.testing.servers import ApiServer
 
@@ -71,3 +78,64 @@ async def test_the_shipped_crds_are_served_and_typed_objects_round_trip(
     read = await client.get(Machine, "m", namespace)
     assert read == created
     assert read.spec.provider_id == "sim:///m" and read.metadata.labels == {"pool": "a"}
+
+
+def _machine_webhooks(manager: Manager, namespace: str) -> list[dict[str, Any]]:
+    """The generated webhook configurations in url form for this manager, limited to the
+    test's namespace (a real server is shared by the tests of a process) and named after it."""
+    ca = manager.webhooks.ca_pem
+    assert ca is not None
+    base = f"https://127.0.0.1:{manager.bound_ports['webhook']}"
+    docs = [as_url(doc, base, ca) for doc in webhook_documents(["machine"], "x")]
+    for doc in docs:
+        doc["metadata"]["name"] += f"-{namespace}"
+        for hook in doc["webhooks"]:
+            hook["namespaceSelector"] = {"matchLabels": {"kubetrio.io/test": namespace}}
+    return docs
+
+
+async def test_the_server_calls_the_managers_webhooks(api_server: ApiServer) -> None:
+    """The API server itself sends the AdmissionReviews over TLS to the manager's webhook
+    server, trusting the caBundle: a refusal reaches the client as the server words it."""
+    client, namespace = api_server.client(), api_server.namespace
+    await install_crds(client, *crd_documents())
+    await client.patch(
+        Namespace, namespace, {"metadata": {"labels": {"kubetrio.io/test": namespace}}}
+    )
+    async with run_manager(
+        api_server,
+        machine_setup,
+        config=ManagerConfig(webhooks=True),
+        webhook_bind_address="127.0.0.1:0",
+    ) as manager:
+        configurations = _machine_webhooks(manager, namespace)
+        for doc in configurations:
+            plural = doc["kind"].lower() + "s"
+            path = f"/apis/admissionregistration.k8s.io/v1/{plural}"
+            await client.request("POST", path, body=msgspec.json.encode(doc))
+        try:
+            bad = {
+                "metadata": {"name": "bad"},
+                "spec": {
+                    "class": {"kind": "MachineClass", "name": "small"},
+                    "machineConfiguration": {"drainTimeout": "5x"},
+                },
+            }
+            with pytest.raises(ApiError) as refused:
+                await client.create(Machine, bad, namespace=namespace)
+            assert refused.value.status == 422
+            assert refused.value.message == (
+                'admission webhook "vmachine-v1alpha1.machine.sapcloud.io" denied the request: '
+                'Machine.machine.sapcloud.io "bad" is invalid: '
+                'spec.machineConfiguration.drainTimeout: invalid duration "5x"'
+            )
+            good = {
+                "metadata": {"name": "good"},
+                "spec": bad["spec"] | {"machineConfiguration": {}},
+            }
+            await client.create(Machine, good, namespace=namespace)
+        finally:
+            for doc in configurations:
+                plural = doc["kind"].lower() + "s"
+                path = f"/apis/admissionregistration.k8s.io/v1/{plural}/{doc['metadata']['name']}"
+                await client.request("DELETE", path)
