@@ -43,7 +43,8 @@ class StorageBackend(Protocol):
 @dataclass(frozen=True, slots=True)
 class StorageOptions:
     """The ``storage`` section of the config, read by duck typing: controllers must not import
-    the CLI's config module (DESIGN §2), and tests may pass any object with these fields."""
+    the CLI's config module (the CLI composes controllers, never the reverse), and tests may
+    pass any object with these fields."""
 
     backend_url: str | None = None
     csi_driver: str = DEFAULT_CSI_DRIVER

@@ -29,7 +29,7 @@ manager's peak until the end of wave 1; ``peak_rss_mb_all_waves`` the peak over 
 ``getrusage``: every thread) is read once its caches synced and again at the end of every wave
 (after ``SETTLE``, so a wave's trailing requests are in it). A least-squares line through the
 end-of-wave points, CPU against machines done, gives ``manager_cpu_ms_per_machine_slope``: what
-one more lifecycle costs a warm manager — issue 19's target (<= 15 ms) applies to it — and,
+one more lifecycle costs a warm manager — the target (``TARGET_CPU_MS``) applies to it — and,
 where the line meets zero machines, ``manager_fixed_cpu_s``: interpreter start, imports, the
 informers' sync and wave 1's one-offs. ``manager_cpu_ms_per_machine`` is the figure the
 benchmark printed before the slope: all the CPU up to the end of wave 1, start-up included, over
@@ -56,8 +56,9 @@ Reads served by the informer cache cost no request, so any ``get``/``list`` in t
 a read that missed the cache (or a relist).
 
 **The floor** (``floor_requests_per_machine``): the Kubernetes API writes one lifecycle cannot do
-without under issue 7's contract, derived from what must change in the API (no reads: the cache
-serves them; no watches; nothing that could be folded into another write):
+without under the machine controller's contract (MCM's lifecycle, an Event on each phase
+transition), derived from what must change in the API (no reads: the cache serves them; no
+watches; nothing that could be folded into another write):
 
 =====  ===========================================  ============================================
  n     write                                        why it cannot be merged or skipped
@@ -70,18 +71,18 @@ serves them; no watches; nothing that could be folded into another write):
        annotation, ``spec.providerID``              metadata+spec, so not the /status write
  4     PATCH machine/status: Pending (Creating)     /status is a separate subresource: a main
                                                     resource write cannot carry status
- 5     DELETE the bootstrap-token Secret            once joined (the issue: deleted on join)
+ 5     DELETE the bootstrap-token Secret            once joined (MCM deletes it on join)
  6     PATCH machine/status: Running (+ the node's  a later fact (the node turned Ready)
        conditions copied)
  7     PATCH machine/status: Terminating            the deletion flow's first recorded state
- 8     PATCH node/status: ``Terminating`` condition  the issue asks for it on the node
+ 8     PATCH node/status: ``Terminating`` condition  MCM marks the node (ScaleDown/Unhealthy)
  9     PATCH node: cordon (``unschedulable``)       the drain; an empty node still needs it so
                                                     nothing lands there meanwhile
  10    DELETE node                                  InitiateNodeDeletion
  11    PATCH machine: remove the finalizer          the Machine goes
 =====  ===========================================  ============================================
 
-plus the Events the issue asks for on "each transition" — at least one per phase change:
+plus the Events the controller records on each transition — at least one per phase change:
 Pending, Running, Terminating (3 POSTs; a fourth for "gone" would be on a Machine that no
 longer exists). **Floor: 11 + 3 = 14 requests per machine** (and 2 cloud calls: create and
 delete; MCM's flow adds a status call before create, so a crash cannot make a second VM, and
@@ -142,7 +143,7 @@ an A/B of ``kubetrio.runtime.manager.gctuning``.
 the nodes still hold no pods, so the only difference is the simulated controllers' passes on
 every Node and Machine-driven change, in ``emulator_cpu_s``.
 
-**The rolling-update case** (``--rolling``, issue 15): the manager runs the machine, MachineSet
+**The rolling-update case** (``--rolling``): the manager runs the machine, MachineSet
 and MachineDeployment controllers; the driver creates an N-machine MachineDeployment (maxSurge
 ``--surge``, default 10 %, maxUnavailable 0; VMs boot in ``--boot`` seconds, default 2), waits
 until all N run, resets the counters and moves the template to another class. ``wall_s`` runs
@@ -190,7 +191,7 @@ SETTLE = 1.0  # after the last machine is gone: trailing requests still count
 FLOOR = 14
 DESIGN = 23
 FLOOR_CLOUD = 2
-TARGET_CPU_MS = 15.0  # issue 19: manager CPU per machine lifecycle
+TARGET_CPU_MS = 15.0  # the goal for the manager's CPU per machine lifecycle (the slope)
 DEFAULT_QPS = 20.0  # kubetrio run's --kube-api-qps default (client-go's, MCM's)
 DRIVER_VERBS = ("create machines", "delete machines")
 
@@ -786,7 +787,7 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
     )
     print(
         f"  manager CPU per machine lifecycle (slope over {waves} waves of {n} on one manager): "
-        f"{cpu_slope * 1000:.2f} ms (issue 19's target: <= {TARGET_CPU_MS:g} ms); fixed "
+        f"{cpu_slope * 1000:.2f} ms (target: <= {TARGET_CPU_MS:g} ms); fixed "
         f"{cpu_fixed:.2f} s (start-up and sync {startup_cpu:.2f} s)"
     )
     print(

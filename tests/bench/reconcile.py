@@ -103,7 +103,7 @@ Fairness of the kopf side (kopf 1.x, asyncio, standalone):
 
 ``python tests/bench/reconcile.py [--objects N] [--min-window S]`` (default 10 000 and 2 s, i.e.
 N grows to fill 2 s; CI: ``--objects 2000 --repeat 1 --min-window 0``).
-Prints issue 19's targets (in-process >= 150 000/s; e2e >= 25x kopf) with pass/MISS and the
+Prints the targets (in-process >= 150 000/s; e2e >= 25x kopf) with pass/MISS and the
 CPU ratio; last line ``RESULT {json}``. Needs the ``bench`` extra (``kopf``); ``--skip-kopf``
 runs without it.
 """

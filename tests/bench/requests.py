@@ -6,8 +6,9 @@ makes the same requests to the same emulator: ``--objects`` ConfigMap lifecycles
 requests each (POST, GET, merge PATCH, DELETE, each answered 200/201), ``--concurrency``
 lifecycles at a time, after a warm-up round that opens the connections. Variants:
 
-* ``thread`` — today's path before issue 19: pykube-ng's ``requests`` session (with our
-  credentials adapter) in a trio worker thread per request, through the full ``Client``.
+* ``thread`` — the path every request took before the trio-native client: pykube-ng's
+  ``requests`` session (with our credentials adapter) in a trio worker thread per request,
+  through the full ``Client``.
 * ``urllib3`` — one ``urllib3.PoolManager`` called directly in a worker thread per request,
   with the bearer token from our credentials layer (no requests; the thread hop stays).
 * ``iothread`` — fewer thread hops: the same urllib3 pool driven by one long-lived I/O thread

@@ -1,4 +1,4 @@
-"""What a manager keeps about machines that are gone (issue 19's follow-up LEAK).
+"""What a manager keeps about machines that are gone: nothing that grows with their number.
 
 A manager that rolls thousands of machines a day must not keep per-machine state once the
 Machine, its Node, VM and token are deleted. After a few lifecycles this checks, in what
