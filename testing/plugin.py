@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from kubetrio.testing.kubectl import Kubectl
     from kubetrio.testing.servers import ApiServer
 
-# How long every task must sit idle before the mock clock jumps. Real I/O is in flight (HTTP to
-# the emulator, worker threads); a request in flight holds the clock (runtime/clockhold), and
+# How long every task must sit idle before the mock clock jumps. Real I/O is in flight (HTTP to the
+# emulator, worker threads); a request in flight holds the clock (runtime/client/clockhold.py), and
 # this threshold covers what the hold cannot see, such as a response being parsed.
 IO_AUTOJUMP = 0.05
 

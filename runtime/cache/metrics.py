@@ -1,5 +1,5 @@
-"""``kubetrio_informer_undecodable_objects``: how many objects of each kind the informers keep
-out of their caches because they do not fit the typed view (see ``runtime.undecodable``).
+"""``kubetrio_informer_undecodable_objects``: how many objects of each kind the informers keep out
+of their caches because they do not fit the typed view (see ``kubetrio.runtime.cache.undecodable``).
 
 A gauge, not a counter: what an operator must act on is the objects that are poison *now*
 (it falls back to 0 once they are fixed or deleted). Computed at scrape time from the caches,

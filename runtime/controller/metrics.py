@@ -1,7 +1,7 @@
 """controller-runtime's ``controller_runtime_*`` families, so its dashboards work unchanged.
 
 They are updated on every reconcile, from the trio thread only, so they are lock-free series
-(``runtime/loopmetrics``) collected at scrape time; the exposition is prometheus_client's.
+(``runtime/metrics/families.py``) collected at scrape time; the exposition is prometheus_client's.
 """
 
 from __future__ import annotations
