@@ -39,6 +39,7 @@ from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, MachineError
 from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.retry import LongRetry, MediumRetry, ShortRetry
 from kubetrio.controllers.machine.status import (
     DEFAULT_PRIORITY,
     INITIALIZE_VM,
@@ -47,7 +48,6 @@ from kubetrio.controllers.machine.status import (
     Operation,
 )
 from kubetrio.runtime.client.errors import ApiError
-from kubetrio.runtime.controller.ratelimit import LongRetry, MediumRetry, ShortRetry
 from kubetrio.runtime.util.clock import now, seconds_since
 from kubetrio.runtime.util.gotext import go_quote
 from kubetrio.runtime.util.log import get_logger

@@ -39,6 +39,7 @@ from kubetrio.controllers.machine.options import (
     UNHEALTHY_NODE_FORCE_AFTER,
     SafetyOptions,
 )
+from kubetrio.controllers.machine.retry import LongRetry, MediumRetry, ShortRetry
 from kubetrio.controllers.machine.status import (
     DELETE_VOLUME_ATTACHMENTS,
     FINALIZER,
@@ -55,7 +56,6 @@ from kubetrio.controllers.machine.status import (
 from kubetrio.runtime.cache.changes import any_change
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.retry import retry_transient
-from kubetrio.runtime.controller.ratelimit import LongRetry, MediumRetry, ShortRetry
 from kubetrio.runtime.util import finalizers
 from kubetrio.runtime.util.clock import now, seconds_since
 from kubetrio.runtime.util.gotext import go_quote

@@ -38,8 +38,8 @@ from kubetrio.controllers.machine.failing import (
 )
 from kubetrio.controllers.machine.health import is_healthy
 from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.retry import LongRetry, ShortRetry
 from kubetrio.controllers.machine.status import NODE_LABEL, Operation
-from kubetrio.runtime.controller.ratelimit import LongRetry, ShortRetry
 from kubetrio.runtime.util.clock import seconds_since
 from kubetrio.runtime.util.log import get_logger
 

@@ -46,6 +46,7 @@ from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetr
 from kubetrio.controllers.machine.options import SafetyOptions
 from kubetrio.controllers.machine.provider_metrics import provider_metrics
 from kubetrio.controllers.machine.reconciler import MachineReconciler
+from kubetrio.controllers.machine.retry import ShortRetry
 from kubetrio.controllers.machine.status import (
     FINALIZER,
     PRIORITY_ANNOTATION,
@@ -58,7 +59,7 @@ from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.predicates import Predicate, on_events
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.controller.ratelimit import ShortRetry, default_controller_rate_limiter
+from kubetrio.runtime.controller.ratelimit import default_controller_rate_limiter
 from kubetrio.runtime.manager.manager import Manager
 
 COMPONENT = "machine-controller"

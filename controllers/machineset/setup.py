@@ -8,6 +8,7 @@ from typing import Any
 
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
+from kubetrio.controllers.machine.retry import ShortRetry
 from kubetrio.controllers.machineset import webhooks
 from kubetrio.controllers.machineset.control import MachineControl
 from kubetrio.controllers.machineset.metrics import machineset_metrics
@@ -15,7 +16,7 @@ from kubetrio.controllers.machineset.reconciler import MachineSetContext, Machin
 from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.cache.store import DeletedFinalStateUnknown, Lister
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.controller.ratelimit import ShortRetry, default_controller_rate_limiter
+from kubetrio.runtime.controller.ratelimit import default_controller_rate_limiter
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.util.labels import selector_matches
 

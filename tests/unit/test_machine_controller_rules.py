@@ -1,5 +1,5 @@
-"""Pure rules of the machine controller: step markers, effective options, validation messages,
-meltdown counting, unhealthy-condition descriptions."""
+"""Pure rules of the machine controller: step markers, effective options, retry periods,
+validation messages, meltdown counting, unhealthy-condition descriptions."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from kubetrio.api.machine import Machine, MachineClass, MachineCondition
 from kubetrio.controllers.machine.failing import replacements_in_progress
 from kubetrio.controllers.machine.health_check import conditions_differ, describe
 from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.retry import LongRetry, MediumRetry, ShortRetry
 from kubetrio.controllers.machine.status import (
     DELETE_VOLUME_ATTACHMENTS,
     GET_VM_STATUS,
@@ -65,6 +66,10 @@ def test_machine_configuration_overrides_the_flags() -> None:
     assert options.for_machine(machine()) is options
     # Evictions every 20 s cannot outnumber what fits in the drain timeout.
     assert SafetyOptions(drain_timeout=600, max_evict_retries=360).evict_retries == 30
+
+
+def test_retry_periods_are_mcms() -> None:
+    assert (ShortRetry, MediumRetry, LongRetry) == (5.0, 180.0, 600.0)
 
 
 def test_validation_names_the_field() -> None:
