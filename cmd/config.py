@@ -22,7 +22,7 @@ import tomllib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 import msgspec
@@ -30,9 +30,13 @@ import yaml
 
 from kubetrio.cmd.argparser import format_default
 from kubetrio.cmd.clusters import clusters_are_one, kubeconfig_problem
+from kubetrio.controllers.machine.options import MachineOptions
+from kubetrio.controllers.storage.options import StorageOptions
 from kubetrio.runtime.manager.gctuning import GcMode
 from kubetrio.runtime.metrics.server import BindAddressError, parse_bind_address
+from kubetrio.runtime.util.duration import Duration
 from kubetrio.runtime.util.log import parse_level
+from kubetrio.runtime.util.options import Name, Names, Options, PositiveFloat, PositiveInt
 
 __all__ = [
     "DEFAULT_CONTROLLERS",
@@ -44,10 +48,8 @@ __all__ = [
     "Duration",
     "LeaderElectionConfig",
     "LoggingConfig",
-    "MachineConfig",
     "ManagerConfig",
     "Setting",
-    "StorageConfig",
     "add_config_flags",
     "config_to_dict",
     "env_var",
@@ -59,77 +61,7 @@ class ConfigError(Exception):
     """A configuration problem; ``str(error)`` is the single line to show the operator."""
 
 
-# --- durations ------------------------------------------------------------------------------
-
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-_UNIT_SECONDS: Final[Mapping[str, float]] = {
-    "ns": 1e-9,
-    "us": 1e-6,
-    "µs": 1e-6,
-    "μs": 1e-6,
-    "ms": 1e-3,
-    "s": 1.0,
-    "m": 60.0,
-    "h": 3600.0,
-}
-_NUMBER = re.compile(r"^(\d+(?:\.\d*)?|\.\d+)$")
-
-
-class Duration(float):
-    """A non-negative length of time in seconds (so trio takes it as is), written Go's way.
-
-    Accepts Go duration strings (``"15s"``, ``"1h30m"``, ``"100ms"``) and plain numbers of
-    seconds (a flag's ``30``; a config file must write the unit, see ``_file_dec_hook``); prints
-    back as a Go-style string, so a dumped config reads like the one written.
-    """
-
-    @classmethod
-    def parse(cls, value: object) -> Duration:
-        if isinstance(value, bool) or not isinstance(value, int | float | str):
-            raise ValueError(f'expected a duration like "15s", got {_show(value)}')
-        if isinstance(value, int | float):
-            if value < 0 or value != value or value == float("inf"):
-                raise ValueError(f"expected a non-negative duration, got {value!r}")
-            return cls(value)
-        text = value.strip()
-        if _NUMBER.match(text):
-            return cls.parse(float(text))
-        position, total = 0, 0.0
-        for match in _DURATION_PART.finditer(text):
-            if match.start() != position:
-                break
-            total += float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-            position = match.end()
-        if not text or position != len(text):
-            raise ValueError(f'expected a duration like "15s", got {_show(value)}')
-        if not math.isfinite(total):  # enough digits overflow a float
-            raise ValueError(f"expected a finite duration, got {_show(value)}")
-        return cls(total)
-
-    def __str__(self) -> str:
-        seconds = float(self)
-        if seconds == 0:
-            return "0s"
-        if seconds < 1:
-            for unit, size in (("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-                if seconds >= size:
-                    return f"{_compact(seconds / size)}{unit}"
-            return f"{_compact(seconds / 1e-9)}ns"
-        hours, rest = divmod(seconds, 3600)
-        minutes, secs = divmod(rest, 60)
-        parts = [f"{int(hours)}h"] if hours else []
-        if minutes:
-            parts.append(f"{int(minutes)}m")
-        if secs or not parts:
-            parts.append(f"{_compact(secs)}s")
-        return "".join(parts)
-
-    def __repr__(self) -> str:
-        return f"Duration({str(self)!r})"
-
-
-def _compact(number: float) -> str:
-    return format(round(number, 9), ".12g")
+# --- values in messages and conversion hooks ---------------------------------------------
 
 
 def _show(value: object) -> str:
@@ -177,29 +109,9 @@ DEFAULT_WORKERS: Final[Mapping[str, int]] = {
     "nodedelete": 5,
     "storagegc": 1,
 }
-DEFAULT_NODE_CONDITIONS: Final[tuple[str, ...]] = (
-    "KernelDeadlock",
-    "ReadonlyFilesystem",
-    "DiskPressure",
-    "NetworkUnavailable",
-)
-
-PositiveFloat = Annotated[float, msgspec.Meta(gt=0)]
-PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
-NonNegativeInt = Annotated[int, msgspec.Meta(ge=0)]
-Name = Annotated[str, msgspec.Meta(min_length=1)]
-# An empty list would silently turn a feature off (no controllers, no unhealthy conditions).
-Names = Annotated[tuple[Name, ...], msgspec.Meta(min_length=1)]
 
 
-class _Section(
-    msgspec.Struct, kw_only=True, forbid_unknown_fields=True, rename="camel", frozen=True
-):
-    """Common options. msgspec does not inherit ``kw_only`` and mypy does not see an inherited
-    ``frozen``, so every subclass repeats both."""
-
-
-class LeaderElectionConfig(_Section, kw_only=True, frozen=True):
+class LeaderElectionConfig(Options, kw_only=True, frozen=True):
     """client-go's defaults (15 s / 10 s / 2 s), as controller-runtime uses them."""
 
     enabled: bool = False
@@ -213,12 +125,12 @@ class LeaderElectionConfig(_Section, kw_only=True, frozen=True):
     release_on_cancel: bool = True
 
 
-class LoggingConfig(_Section, kw_only=True, frozen=True):
+class LoggingConfig(Options, kw_only=True, frozen=True):
     format: Literal["text", "json"] = "text"
     level: str = "info"
 
 
-class ClientConfig(_Section, kw_only=True, frozen=True):
+class ClientConfig(Options, kw_only=True, frozen=True):
     """Client-side rate limit and request timeout towards the API server (client-go's QPS/burst)."""
 
     qps: PositiveFloat = 20.0
@@ -226,7 +138,7 @@ class ClientConfig(_Section, kw_only=True, frozen=True):
     timeout: Duration = Duration(30)
 
 
-class ClusterConfig(_Section, kw_only=True, frozen=True):
+class ClusterConfig(Options, kw_only=True, frozen=True):
     """One of MCM's two clusters (``control``: Machines, MachineClasses, their Secrets and the
     leader Lease; ``target``: the Nodes the machines join and what runs on them). Unset fields
     fall back on the top-level ``kubeconfig``/``context`` and ``client``; ``cmd.clusters`` says
@@ -238,46 +150,7 @@ class ClusterConfig(_Section, kw_only=True, frozen=True):
     burst: PositiveInt | None = None
 
 
-class MachineConfig(_Section, kw_only=True, frozen=True):
-    """MCM's safety options, with MCM's defaults and flag names."""
-
-    namespace: Name = "default"
-    creation_timeout: Duration = Duration(20 * 60)
-    health_timeout: Duration = Duration(10 * 60)
-    drain_timeout: Duration = Duration(2 * 3600)
-    max_evict_retries: NonNegativeInt = 360
-    pv_detach_timeout: Duration = Duration(2 * 60)
-    pv_reattach_timeout: Duration = Duration(90)
-    node_conditions: Names = DEFAULT_NODE_CONDITIONS
-    safety_orphan_vms_period: Duration = msgspec.field(
-        default=Duration(15 * 60), name="safetyOrphanVMsPeriod"
-    )
-    safety_apiserver_status_check_period: Duration = msgspec.field(
-        default=Duration(60), name="safetyAPIServerStatusCheckPeriod"
-    )
-    safety_apiserver_status_check_timeout: Duration = msgspec.field(
-        default=Duration(30), name="safetyAPIServerStatusCheckTimeout"
-    )
-    # MCM's overshooting guard of MachineSets (the `safety` controller).
-    safety_up: NonNegativeInt = 2
-    safety_down: NonNegativeInt = 1
-    safety_overshooting_period: Duration = Duration(60)
-    # False: no per-machine series (mcm_machine_current_status_phase, _info, _status_condition),
-    # so a scrape stays small at 10 000s of machines; mcm_machine_items_total stays.
-    metrics_per_machine: bool = True
-
-
-class StorageConfig(_Section, kw_only=True, frozen=True):
-    """The storage-node controllers' options (StorageOS api-manager's names where it has them)."""
-
-    csi_driver: Name = "csi.storageos.com"
-    backend_url: str | None = msgspec.field(default=None, name="backendURL")
-    delete_timeout: Duration = Duration(20)
-    gc_delay: Duration = Duration(30)
-    gc_interval: Duration = Duration(3600)  # 0 disables the periodic GC
-
-
-class ManagerConfig(_Section, kw_only=True, frozen=True):
+class ManagerConfig(Options, kw_only=True, frozen=True):
     kubeconfig: str | None = None
     context: str | None = None
     master: str | None = None
@@ -307,8 +180,8 @@ class ManagerConfig(_Section, kw_only=True, frozen=True):
     control: ClusterConfig = msgspec.field(default_factory=ClusterConfig)
     target: ClusterConfig = msgspec.field(default_factory=ClusterConfig)
     workers: dict[str, int] = msgspec.field(default_factory=lambda: dict(DEFAULT_WORKERS))
-    machine: MachineConfig = msgspec.field(default_factory=MachineConfig)
-    storage: StorageConfig = msgspec.field(default_factory=StorageConfig)
+    machine: MachineOptions = msgspec.field(default_factory=MachineOptions)
+    storage: StorageOptions = msgspec.field(default_factory=StorageOptions)
 
     def workers_for(self, controller: str) -> int:
         """Worker count for ``controller``; 1 for a controller the config does not mention."""

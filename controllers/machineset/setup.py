@@ -8,6 +8,7 @@ from typing import Any
 
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.retry import ShortRetry
 from kubetrio.controllers.machineset import webhooks
 from kubetrio.controllers.machineset.control import MachineControl
@@ -86,7 +87,8 @@ def expectation_handler(ctx: MachineSetContext) -> EventHandler[Machine]:
 
 def setup(manager: Manager, config: Any) -> MachineSetContext:
     """Register the controller; the context is returned for tests and embedders."""
-    namespace = config.machine.namespace
+    options: MachineOptions = config.machine
+    namespace = options.namespace
     cache = manager.cache
     sets = cache.informer(MachineSet, namespace=namespace).lister
     machine_informer = cache.informer(Machine, namespace=namespace)

@@ -35,7 +35,7 @@ class UnmanagedNodeAnnotator:
     async def run(self) -> None:
         while True:
             failed = await self.sweep()
-            period = self.ctx.options.orphan_vms_period
+            period = self.ctx.options.safety_orphan_vms_period
             await trio.sleep(min(period, MediumRetry) if failed else period)
 
     async def sweep(self) -> int:
