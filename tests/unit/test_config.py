@@ -16,7 +16,6 @@ from kubetrio.cmd.config import (
     DEFAULT_WORKERS,
     SETTINGS,
     ConfigError,
-    Duration,
     ManagerConfig,
     Setting,
     add_config_flags,
@@ -24,6 +23,7 @@ from kubetrio.cmd.config import (
     env_var,
     load_config,
 )
+from kubetrio.runtime.util.duration import Duration
 
 KNOWN = ("machine", "machineset", "machinedeployment", "safety", "nodedelete", "storagegc")
 
