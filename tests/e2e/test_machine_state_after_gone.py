@@ -21,11 +21,11 @@ from prometheus_client import generate_latest
 
 from kubetrio.api.machine import PHASE_RUNNING
 from kubetrio.api.machineset import MachineDeployment
+from kubetrio.controllers.machine.retry import LongRetry
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.faults import FaultRule
 from kubetrio.runtime.controller.controller import Controller
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.controller.ratelimit import LongRetry
 from kubetrio.testing import eventually
 
 from .deployments import deployment_doc, deployment_manager

@@ -16,9 +16,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from kubetrio.api.core import ConfigMap, Node, Pod, Secret
 from kubetrio.api.machine import PHASE_PENDING, PHASE_RUNNING
 from kubetrio.cmd.clusters import cluster_clients
-from kubetrio.cmd.config import MachineConfig, ManagerConfig, add_config_flags, load_config
+from kubetrio.cmd.config import ManagerConfig, add_config_flags, load_config
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.setup import setup
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
@@ -50,7 +51,7 @@ async def two_cluster_machines(control: Emulator, target: Emulator) -> AsyncIter
         health_probe_bind_address="127.0.0.1:0",
     )
     manager.add_cluster(TARGET, Client.from_url(target.url, token=target.token, registry=registry))
-    config = ManagerConfig(machine=MachineConfig(), workers={"machine": 5})
+    config = ManagerConfig(machine=MachineOptions(), workers={"machine": 5})
     ctx = setup(manager, config)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)

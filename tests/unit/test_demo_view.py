@@ -16,15 +16,15 @@ from rich.text import Text
 from kubetrio.api.core import Node, Pod
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
-from kubetrio.cmd.demo import Output
-from kubetrio.cmd.demo_summary import (
+from kubetrio.cmd.demo.output import Output
+from kubetrio.cmd.demo.summary import (
     Timeline,
     phase_table,
     summary_lines,
     summary_rows,
     summary_table,
 )
-from kubetrio.cmd.demo_view import (
+from kubetrio.cmd.demo.view import (
     MachineRow,
     SetRow,
     StorageRow,
