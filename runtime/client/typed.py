@@ -3,7 +3,7 @@
 pykube-ng supplies what it does well: kubeconfig parsing; credentials (tokens, passwords, exec
 plugins, rotating token and certificate files) are ``kubetrio.runtime.client.credentials``'s.
 Requests and watches go out from trio itself over kept-alive HTTP/1.1 connections, through a
-proxy when one is configured (``kubetrio.runtime.client.wire``: about a third of the CPU per
+proxy when one is configured (``kubetrio.runtime.client.wire``: a fraction of the CPU per
 request of pykube-ng's requests session in a worker thread). Everything above the raw HTTP
 exchange is ours: paths from the kind registry, typed (de)serialisation with msgspec straight
 from bytes, one ``ApiError`` for every failure, client-side rate limiting, bounded retries on

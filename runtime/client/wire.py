@@ -2,9 +2,10 @@
 
 Why: a controller's requests are small and many. Through pykube-ng's ``requests`` session each
 one crossed into a worker thread and back and went through requests' and urllib3's layers —
-together about 60 % of a manager's CPU, 0.9 ms per request. Here a request is a few ``h11``
-events written on a kept-alive trio stream (``kubetrio.runtime.httpclient``) and read back in
-the same task, so a cancelled call simply stops.
+together most of a manager's CPU (``tests/bench/requests.py`` compares the paths; the figures
+are in ``docs/performance.md``). Here a request is a few ``h11`` events written on a kept-alive
+trio stream (``kubetrio.runtime.httpclient``) and read back in the same task, so a cancelled
+call simply stops.
 
 pykube-ng is still what reads the kubeconfig; ``kubetrio.runtime.client.credentials`` decides
 each request's ``Authorization`` (bearer token, password, exec plugin) and client certificate

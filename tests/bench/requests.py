@@ -21,15 +21,13 @@ metrics, msgspec decoding of typed ConfigMaps); the raw variants return bytes an
 they flatter themselves by that much. Printed: CPU µs per request and wall time per variant, and
 each variant's CPU over ``urllib3``'s. Last line ``RESULT {json}``.
 
-The ``thread`` variant of earlier runs — pykube-ng's ``requests`` session (with our credentials
-adapter) in a worker thread per request, through the full ``Client`` — is gone with that
-transport: ``Client`` has the trio-native path only. Its last figures, for the record (2 shared
-cores, 2 x 300 lifecycles, 8 at a time): CPU per request thread 601 µs, urllib3 368 µs, iothread
-263 µs, wire 166 µs (0.28x thread), wire-raw 152 µs. Earlier findings (2 x 500): thread
-689/764 µs, urllib3 434/397 µs, iothread 400/372 µs, wire 247/228 µs. Dropping requests but
-keeping a thread hop (urllib3) saved ~40 %; a long-lived I/O thread saved little more (the
-hand-off back to trio stays, and one thread serialises the requests); without the threads and
-requests' layers (wire) the whole Client request costs a third — so ``Client`` uses ``wire``.
+This comparison is why ``Client`` uses ``wire``: it costs the least CPU per request. Dropping
+requests but keeping a thread hop saves part of the cost, and one long-lived I/O thread saves
+little more (the hand-off back to trio stays, and one thread serialises the requests); only
+without the threads and requests' layers does the cost fall to a fraction. The ``thread``
+variant of earlier runs — pykube-ng's ``requests`` session in a worker thread per request,
+through the full ``Client`` — is gone with that transport: ``Client`` has the trio-native path
+only. The figures, with when and on what machine: ``docs/performance.md``.
 
 ``python tests/bench/requests.py [--objects N] [--concurrency C] [--rounds R]``; CI size:
 ``--objects 300 --rounds 1``.

@@ -16,7 +16,6 @@ from kubetrio.cmd.config import (
     DEFAULT_WORKERS,
     SETTINGS,
     ConfigError,
-    Duration,
     ManagerConfig,
     Setting,
     add_config_flags,
@@ -24,6 +23,8 @@ from kubetrio.cmd.config import (
     env_var,
     load_config,
 )
+from kubetrio.cmd.config.settings import kind_of
+from kubetrio.runtime.util.duration import Duration
 
 KNOWN = ("machine", "machineset", "machinedeployment", "safety", "nodedelete", "storagegc")
 
@@ -265,8 +266,8 @@ def test_controllers_flag_and_custom_registry() -> None:
     assert config.workers_for("mine") == 4
 
 
-def sample_text(setting: Setting) -> str:
-    """A valid non-default value for ``setting``, as text on a command line."""
+def sample_text(path: tuple[str, ...]) -> str:
+    """A valid non-default value for the field at ``path``, as text on a command line."""
     by_path: dict[tuple[str, ...], str] = {
         ("controllers",): "machine",
         ("metricsBindAddress",): ":9999",
@@ -287,11 +288,24 @@ def sample_text(setting: Setting) -> str:
         ("control", "kubeconfig"): "inClusterConfig",
         ("target", "kubeconfig"): __file__,  # checked to exist
     }
-    if setting.path in by_path:
-        return by_path[setting.path]
+    if path in by_path:
+        return by_path[path]
     return {"str": "custom-value", "bool": "true", "int": "4", "float": "7.5"}.get(
-        setting.kind, "7m"
+        kind_of(path), "7m"
     )
+
+
+TARGET_LIMITS = {("target", "qps"), ("target", "burst")}
+
+
+def apart_for(path: tuple[str, ...]) -> list[str]:
+    """Flags a sample value at ``path`` needs beside it to be valid."""
+    if path in TARGET_LIMITS:
+        # A target cluster's rate limit needs a target cluster apart from the control one.
+        return ["--target-context", "other"]
+    if path == ("metricsCertPath",):
+        return ["--metrics-secure"]  # the certificate serves /metrics over TLS only
+    return []
 
 
 def expected_value(setting: Setting, text: str) -> Any:
@@ -313,18 +327,12 @@ def value_at(config: ManagerConfig, path: Sequence[str]) -> Any:
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.flag)
 def test_every_flag_and_variable_sets_its_field(setting: Setting) -> None:
-    text = sample_text(setting)
+    text = sample_text(setting.path)
     expected = expected_value(setting, text)
-    # A target cluster's rate limit needs a target cluster apart from the control one.
-    apart = ["--target-context", "other"] if setting.path in TARGET_LIMITS else []
-    if setting.path == ("metricsCertPath",):
-        apart = ["--metrics-secure"]  # the certificate serves /metrics over TLS only
+    apart = apart_for(setting.path)
     assert value_at(load([*apart, setting.flag, text]), setting.path) == expected
     assert value_at(load(apart, {setting.env: text}), setting.path) == expected
     assert value_at(load(), setting.path) != expected
-
-
-TARGET_LIMITS = {("target", "qps"), ("target", "burst")}
 
 
 def test_flags_and_variables_are_unique_and_named_after_each_other() -> None:
