@@ -27,6 +27,9 @@ __all__ = [
 
 
 class InFlightHook(Protocol):
+    """What ``add_hook`` takes: told of every request and simulated wait as it begins and
+    ends (``kubetrio.testing.clockhold.hold_mock_clock`` is one)."""
+
     def __call__(self, requests: int, simulated_waits: int) -> None:
         """Called in the trio thread: +1 when a request or a simulated wait begins, -1 when it
         ends (the other count 0)."""
