@@ -19,7 +19,6 @@ import yaml
 
 from kubetrio.emulator.admin import PREFIX as ADMIN_PREFIX
 from kubetrio.emulator.admin import Admin
-from kubetrio.emulator.api import ApiSettings, KubeApi
 from kubetrio.emulator.audit import AuditLog
 from kubetrio.emulator.auth import Access
 from kubetrio.emulator.clock import EmuClock
@@ -27,6 +26,7 @@ from kubetrio.emulator.errors import ApiError
 from kubetrio.emulator.eventlog import Entry
 from kubetrio.emulator.faults import Counters, Faults
 from kubetrio.emulator.gc.collector import GarbageCollector
+from kubetrio.emulator.handlers import ApiSettings, KubeApi
 from kubetrio.emulator.http import Handler, HttpServer, Router
 from kubetrio.emulator.kinds import ResourceType, ResourceTypes
 from kubetrio.emulator.persistence import Persister, load_state
