@@ -109,9 +109,7 @@ class HttpServer:
                     return
                 stream = secure
             while True:
-                request: Request | None = None
-                with trio.move_on_after(self.idle_timeout):  # a keep-alive client gone quiet
-                    request = await self._read_request(conn, stream)
+                request = await self._next_request(conn, stream)
                 if request is None:
                     return
                 try:
@@ -135,6 +133,15 @@ class HttpServer:
                 log.exception("http connection failed")
         finally:
             await trio.aclose_forcefully(stream)
+
+    async def _next_request(self, conn: h11.Connection, stream: trio.abc.Stream) -> Request | None:
+        """The next request, or None when the client closed or stayed quiet too long."""
+        if self.idle_timeout == math.inf:  # a cancel scope costs µs a request: none unless needed
+            return await self._read_request(conn, stream)
+        request: Request | None = None
+        with trio.move_on_after(self.idle_timeout):  # a keep-alive client gone quiet
+            request = await self._read_request(conn, stream)
+        return request
 
     async def _read_request(self, conn: h11.Connection, stream: trio.abc.Stream) -> Request | None:
         """The next request with its body; None when the client closed the connection."""
