@@ -1,4 +1,4 @@
-"""One HTTP/1.1 server: h11 over any trio stream, one connection at a time per task.
+"""One HTTP/1.1 server: h11 over any trio stream (plain, TLS, or sniffed as the emulator does).
 
 Each connection is a keep-alive loop: read a whole request (413 past ``max_body``, 431 past
 ``max_head`` of request line and headers), hand it to the handler, send the answer, and go on
@@ -40,7 +40,7 @@ from kubetrio.runtime.http.messages import (
 )
 from kubetrio.runtime.util.log import get_logger
 
-__all__ = ["PLAIN_TEXT_ERRORS", "ErrorPages", "HttpServer"]
+__all__ = ["PLAIN_TEXT_ERRORS", "TEXT", "ErrorPages", "HttpServer", "text_response"]
 
 log = get_logger("kubetrio.httpserver")
 
