@@ -17,6 +17,8 @@ JSON = "application/json"
 
 @dataclass(slots=True)
 class Request:
+    """One request, read in full, with the forms of its URL handlers look things up in."""
+
     method: str
     path: str  # percent-decoded, as Go's URL.Path
     query: dict[str, str]  # each parameter's last value
@@ -60,6 +62,9 @@ class Cut(Exception):
 
 @dataclass(slots=True)
 class StreamResponse:
+    """A chunked answer: ``produce`` writes its chunks until it returns (the stream ends) or
+    raises ``Cut`` (the connection is dropped, so the client sees the stream break)."""
+
     produce: Callable[[StreamWriter], Awaitable[None]]
     status: int = 200
     content_type: str = JSON
