@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from kubetrio.runtime.httpclient.errors import NoResponse
-from kubetrio.runtime.httpclient.pool import ConnectionPool, Streamed
-from kubetrio.runtime.httpclient.proxy import authority
+from kubetrio.runtime.http.errors import NoResponse
+from kubetrio.runtime.http.pool import ConnectionPool, Streamed
+from kubetrio.runtime.http.proxy import authority
 
 
 @dataclass(slots=True)

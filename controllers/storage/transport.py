@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 import h11
 
 from kubetrio.controllers.storage.errors import BackendUnavailable
-from kubetrio.runtime.httpclient.errors import NoResponse
-from kubetrio.runtime.httpclient.pool import ConnectionPool
+from kubetrio.runtime.http.errors import NoResponse
+from kubetrio.runtime.http.pool import ConnectionPool
 
 MAX_BODY = 16 * 1024 * 1024
 

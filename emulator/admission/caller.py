@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 import msgspec
 import trio
 
-from kubetrio.runtime.httpclient.errors import ClosedEarly, NoResponse
-from kubetrio.runtime.httpclient.pool import ConnectionPool
+from kubetrio.runtime.http.errors import ClosedEarly, NoResponse
+from kubetrio.runtime.http.pool import ConnectionPool
 from kubetrio.runtime.util.inflight import request_in_flight
 
 

@@ -5,7 +5,7 @@ The CA is the cluster's ``certificate-authority`` (file or data), unless
 ``insecure-skip-tls-verify`` is set; ``PYKUBE_SSL_CERTIFICATE_AUTHORITY`` overrides both, as it
 did when pykube-ng's session sent the requests. The proxy is the cluster's ``proxy-url`` when
 set, else ``HTTPS_PROXY``/``HTTP_PROXY`` minus ``NO_PROXY``
-(``kubetrio.runtime.httpclient.proxy``); a proxy that cannot be used is refused here, at load,
+(``kubetrio.runtime.http.proxy``); a proxy that cannot be used is refused here, at load,
 naming the field or the variable.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 import pykube
 
 from kubetrio.runtime.client.kubeconfig import KubeconfigError
-from kubetrio.runtime.httpclient.proxy import Proxy, proxy_from_environment
+from kubetrio.runtime.http.proxy import Proxy, proxy_from_environment
 
 __all__ = ["cluster_proxy", "verify_option"]
 

@@ -45,7 +45,7 @@ from kubetrio.runtime.client.unreachable import transport_problem
 from kubetrio.runtime.client.useragent import user_agent
 from kubetrio.runtime.client.wire import Wire
 from kubetrio.runtime.controller.ratelimit import BucketRateLimiter
-from kubetrio.runtime.httpclient.errors import NoResponse
+from kubetrio.runtime.http.errors import NoResponse
 from kubetrio.runtime.leaderelection.fence import Fence, NotLeader
 from kubetrio.runtime.util.inflight import request_in_flight
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from types import UnionType
 from typing import Literal
 
-from kubetrio.runtime.httpclient.errors import NoResponse
+from kubetrio.runtime.http.errors import NoResponse
 
 __all__ = ["Problem", "classify", "transport_problem"]
 

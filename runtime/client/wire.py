@@ -4,7 +4,7 @@ Why: a controller's requests are small and many. Through pykube-ng's ``requests`
 one crossed into a worker thread and back and went through requests' and urllib3's layers —
 together most of a manager's CPU (``tests/bench/requests.py`` compares the paths; the figures
 are in ``docs/performance.md``). Here a request is a few ``h11`` events written on a kept-alive
-trio stream (``kubetrio.runtime.httpclient``) and read back in the same task, so a cancelled
+trio stream (``kubetrio.runtime.http``) and read back in the same task, so a cancelled
 call simply stops.
 
 pykube-ng is still what reads the kubeconfig; ``kubetrio.runtime.client.credentials`` decides
@@ -36,9 +36,9 @@ from kubetrio.runtime.client.credentials import Credentials, Sent
 from kubetrio.runtime.client.endpoint import cluster_proxy, verify_option
 from kubetrio.runtime.client.kubeconfig import KubeconfigError
 from kubetrio.runtime.client.threadclock import ThreadClock
-from kubetrio.runtime.httpclient.pool import DEFAULT_IDLE, Answer, ConnectionPool, Headers, Streamed
-from kubetrio.runtime.httpclient.proxy import Proxy
-from kubetrio.runtime.httpclient.tls import client_context
+from kubetrio.runtime.http.pool import DEFAULT_IDLE, Answer, ConnectionPool, Headers, Streamed
+from kubetrio.runtime.http.proxy import Proxy
+from kubetrio.runtime.http.tls import client_context
 from kubetrio.runtime.util.inflight import request_in_flight
 
 __all__ = ["Wire"]

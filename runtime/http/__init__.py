@@ -1,6 +1,15 @@
-"""HTTP/1.1 serving on trio, shared by everything kubetrio listens with: the manager's metrics
-and probe endpoints, its webhook server and the API server emulator. One h11 connection loop
-(``server``) over the request and response types handlers speak (``messages``), and the
-listeners a bind address opens (``listen``). A package of its own rather than a part of
-``metrics``: the metrics server is one of its three users, and none should depend on another
-to serve."""
+"""HTTP/1.1 on trio (h11 on trio streams), the one implementation of each side kubetrio has.
+
+Serving: one connection loop (``server``) over the request and response types handlers speak
+(``messages``) and the listeners a bind address opens (``listen``), shared by the manager's
+metrics and probe endpoints, its webhook server and the API server emulator.
+
+Calling: ``ConnectionPool`` (``pool``) with kept-alive connections per origin, TLS by
+``trio.SSLStream``, an HTTP proxy as a CONNECT tunnel (or absolute-form requests for plain
+``http://``, ``proxy``), and a cancelled call that simply stops — no worker thread left
+blocked in ``recv``; the API client, the emulator's webhook calls, its raw test client and the
+storage controllers' backend client all speak through it.
+
+A package of its own rather than a part of ``metrics`` or ``client``: each side has several
+users, and none should depend on another to speak HTTP.
+"""

@@ -13,8 +13,8 @@ from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_
 from kubetrio.runtime.cache.syncfailure import CacheSyncError, sync_failure
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.unreachable import classify, transport_problem
-from kubetrio.runtime.httpclient.errors import NoResponse
-from kubetrio.runtime.httpclient.pool import ConnectionPool
+from kubetrio.runtime.http.errors import NoResponse
+from kubetrio.runtime.http.pool import ConnectionPool
 from kubetrio.runtime.leaderelection.elector import LeadershipLost
 from kubetrio.runtime.leaderelection.leasefailure import lease_refusal
 from kubetrio.runtime.metrics.server import ListenError

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubetrio.runtime.httpclient.proxy import Proxy, proxy_from_environment
+from kubetrio.runtime.http.proxy import Proxy, proxy_from_environment
 
 PROXY = Proxy(False, "proxy", 3128)
 

@@ -29,9 +29,9 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from kubetrio.runtime.httpclient.connection import Connection
-from kubetrio.runtime.httpclient.errors import ClosedEarly, NoResponse
-from kubetrio.runtime.httpclient.proxy import Proxy, authority, open_tunnel
+from kubetrio.runtime.http.connection import Connection
+from kubetrio.runtime.http.errors import ClosedEarly, NoResponse
+from kubetrio.runtime.http.proxy import Proxy, authority, open_tunnel
 
 __all__ = ["DEFAULT_IDLE", "IDEMPOTENT", "Answer", "ConnectionPool", "Streamed"]
 

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 import h11
 import trio
 
-from kubetrio.runtime.httpclient.errors import ProxyRefused
+from kubetrio.runtime.http.errors import ProxyRefused
 
 __all__ = ["Proxy", "authority", "open_tunnel", "proxy_from_environment"]
 
