@@ -478,11 +478,12 @@ async def mark_node_terminating(
     try:
         # The same condition written twice is the same node: safe to repeat.
         flow.written_node = await retry_transient(
-            flow.ctx.target.patch_status,
+            flow.ctx.target.patch,
             Node,
             node_name,
             {"status": {"conditions": [condition]}},
             patch_type="strategic",
+            subresource="status",
         )
     except ApiError as error:
         if error.status != 404:

@@ -192,11 +192,12 @@ class StatusWriter:
             status["node"] = node
         if last_known_state is not None:
             status["lastKnownState"] = last_known_state
-        written = await self.client.patch_status(
+        written = await self.client.patch(
             Machine,
             machine.name,
             {"metadata": {"resourceVersion": machine.metadata.resource_version}, "status": status},
             namespace=machine.namespace,
+            subresource="status",
         )
         last = machine.status.last_operation
         # A refresh of the same news (a stale or noise-only rewrite) is no transition.

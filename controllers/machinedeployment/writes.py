@@ -99,11 +99,12 @@ class Writer:
     ) -> MachineDeployment:
         """The whole status, replaced (a merge patch of its lists replaces them whole)."""
         full = {"failedMachines": None, "collisionCount": None, **status}
-        written = await self.client.patch_status(
+        written = await self.client.patch(
             MachineDeployment,
             deployment.name,
             {"metadata": {"resourceVersion": deployment.resource_version}, "status": full},
             namespace=deployment.namespace,
+            subresource="status",
         )
         self.own.wrote(written)
         return written

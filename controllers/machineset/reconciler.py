@@ -170,7 +170,9 @@ class MachineSetReconciler:
         patch = status_patch(ms, status, moment)
         if patch is not None:
             try:
-                await ctx.client.patch_status(MachineSet, ms.name, patch, namespace=ms.namespace)
+                await ctx.client.patch(
+                    MachineSet, ms.name, patch, namespace=ms.namespace, subresource="status"
+                )
             except ApiError as error:
                 if error.status == 409:
                     # Someone wrote the set since our cache saw it: its watch event brings the

@@ -299,11 +299,12 @@ class OvershootingGuard:
     ) -> None:
         """With the resourceVersion read: conditions are a list a merge patch replaces whole,
         so a concurrent writer's change must make this fail (and be redone next pass)."""
-        await self.client.patch_status(
+        await self.client.patch(
             kind,
             obj.metadata.name,
             {"metadata": {"resourceVersion": obj.metadata.resource_version}, "status": status},
             namespace=obj.metadata.namespace,
+            subresource="status",
         )
 
     async def _patch(self, kind: type[KubeObject], obj: KubeObject, patch: dict[str, Any]) -> None:

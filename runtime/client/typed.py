@@ -514,19 +514,6 @@ class Client:
         )
         return self.decode(kind, payload, path)
 
-    async def patch_status(
-        self,
-        kind: type[T],
-        name: str,
-        patch: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        *,
-        namespace: str = "",
-        patch_type: PatchType = "merge",
-    ) -> T:
-        return await self.patch(
-            kind, name, patch, namespace=namespace, patch_type=patch_type, subresource="status"
-        )
-
     async def delete(
         self,
         kind: type[T] | KindInfo,

@@ -14,8 +14,8 @@ Example::
         "waiting for the ConfigMap", greeting.metadata.generation,
     )
     if conditions != greeting.status.conditions:
-        await client.patch_status(Greeting, greeting.name, {"status": {"conditions":
-            msgspec.to_builtins(conditions)}}, namespace=greeting.namespace)
+        await client.patch(Greeting, greeting.name, {"status": {"conditions":
+            msgspec.to_builtins(conditions)}}, namespace=greeting.namespace, subresource="status")
 """
 
 from __future__ import annotations

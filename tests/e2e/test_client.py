@@ -46,8 +46,8 @@ async def test_typed_crud_round_trip(
     raw = emu.get("v1", "Pod", "web-1", "default")
     assert raw is not None and raw["spec"]["containers"][0]["image"] == "busybox"
 
-    status = await kube.patch_status(
-        Pod, "web-1", {"status": {"phase": "Running"}}, namespace="default"
+    status = await kube.patch(
+        Pod, "web-1", {"status": {"phase": "Running"}}, namespace="default", subresource="status"
     )
     assert status.status.phase == "Running"
 

@@ -45,7 +45,9 @@ async def test_scale_reads_and_writes_through_the_replica_paths(
     install_crds(emu)
     emu.create(machine_set("pool", 3))
     kube = Client.from_url(emu.url, token=emu.token)
-    await kube.patch_status(MachineSet, "pool", {"status": {"replicas": 2}}, namespace="default")
+    await kube.patch(
+        MachineSet, "pool", {"status": {"replicas": 2}}, namespace="default", subresource="status"
+    )
 
     reply = await client.get(f"{BASE}/machinesets/pool/scale")
     assert reply.status == 200

@@ -74,8 +74,12 @@ async def test_generated_crd_installs_with_kubectl_and_the_kind_round_trips(
         Greeting, "hello", {"spec": {"style": "formal"}}, namespace="default"
     )
     assert patched.spec.style == "formal"
-    await kube.patch_status(
-        Greeting, "hello", {"status": {"message": "Good day, w"}}, namespace="default"
+    await kube.patch(
+        Greeting,
+        "hello",
+        {"status": {"message": "Good day, w"}},
+        namespace="default",
+        subresource="status",
     )
     got = await kube.get(Greeting, "hello", "default")
     assert got.status.message == "Good day, w"
@@ -170,8 +174,12 @@ class RenderGreeting:
                 ConfigMap, greeting.name, {"data": {"message": message}}, namespace=key.namespace
             )
         status = {"message": message, "observedGeneration": greeting.metadata.generation}
-        await self.client.patch_status(
-            Greeting, greeting.name, {"status": status}, namespace=key.namespace
+        await self.client.patch(
+            Greeting,
+            greeting.name,
+            {"status": status},
+            namespace=key.namespace,
+            subresource="status",
         )
         return Result()
 

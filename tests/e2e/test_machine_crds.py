@@ -52,7 +52,7 @@ async def test_crds_apply_and_serve_typed_objects(emu: Emulator, kubectl: Kubect
     assert config is not None and config.drain_timeout == "30m"
 
     # The status subresource: a status patch changes only status, a main patch never status.
-    patched = await client.patch_status(
+    patched = await client.patch(
         Machine,
         "small-1",
         {
@@ -60,6 +60,7 @@ async def test_crds_apply_and_serve_typed_objects(emu: Emulator, kubectl: Kubect
             "spec": {"providerID": "ignored"},
         },
         namespace="default",
+        subresource="status",
     )
     assert patched.phase == "Pending"
     assert patched.spec.provider_id == ""

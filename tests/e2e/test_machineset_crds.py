@@ -102,12 +102,14 @@ async def test_machineset_and_deployment_crds_serve_typed_objects(
     }
     ms = await client.patch(MachineSet, "pool-a", {"status": status}, namespace="default")
     assert ms.status.replicas == 0
-    ms = await client.patch_status(MachineSet, "pool-a", {"status": status}, namespace="default")
+    ms = await client.patch(
+        MachineSet, "pool-a", {"status": status}, namespace="default", subresource="status"
+    )
     assert (ms.status.replicas, ms.status.ready_replicas, ms.status.available_replicas) == (3, 2, 1)
     assert ms.condition("ReplicaFailure") is not None
     assert ms.status.failed_machines is not None
     assert ms.status.failed_machines[0].last_operation.state == "Failed"
-    md = await client.patch_status(
+    md = await client.patch(
         MachineDeployment,
         "pool-b",
         {
@@ -119,6 +121,7 @@ async def test_machineset_and_deployment_crds_serve_typed_objects(
             }
         },
         namespace="default",
+        subresource="status",
     )
     assert md.status.updated_replicas == 2
 
