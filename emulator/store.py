@@ -59,6 +59,28 @@ _SERVER_MANAGED = (
 )
 
 
+# The built-in resources whose objects carry metadata.generation (their registry strategies set
+# it on create and bump it when the spec changes); custom resources always do. ConfigMaps,
+# Secrets, Services, Namespaces, Nodes, Leases, RBAC objects and the like have none.
+GENERATION_TRACKED = frozenset(
+    {
+        "pods",
+        "jobs.batch",
+        "cronjobs.batch",
+        "ingresses.networking.k8s.io",
+        "priorityclasses.scheduling.k8s.io",
+        "poddisruptionbudgets.policy",
+        "daemonsets.apps",
+        "replicasets.apps",
+        "statefulsets.apps",
+        "deployments.apps",
+        CRD_KEY,
+        "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+        "validatingwebhookconfigurations.admissionregistration.k8s.io",
+    }
+)
+
+
 @dataclass(slots=True)
 class ListResult:
     entries: list[Entry]
@@ -318,7 +340,8 @@ class Store:
             md.pop(f, None)
         md["uid"] = new_uid()
         md["creationTimestamp"] = self.clock.wall_rfc3339()
-        md["generation"] = 1
+        if not rt.builtin or rt.key in GENERATION_TRACKED:
+            md["generation"] = 1
         self._prepare_create(rt, obj)
         if not rt.builtin:
             admit(self.crd_of(rt), rt.group, rt.kind, obj)
@@ -470,8 +493,8 @@ class Store:
             admit(self.crd_of(rt), rt.group, rt.kind, new, old.obj)
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
-        if _spec_part(new) != _spec_part(old.obj):
-            new_md["generation"] = int(old_md.get("generation", 1)) + 1
+        if "generation" in old_md and _spec_part(new) != _spec_part(old.obj):
+            new_md["generation"] = int(old_md["generation"]) + 1
         new = _ordered(new)
         if new == old.obj:
             return old  # a no-op write does not bump the resourceVersion, as in etcd3 storage

@@ -1,0 +1,50 @@
+"""Emulator behaviours the conformance corpus found wrong and that were fixed, each held here on
+the emulator alone (the corpus holds them against kube-apiserver too)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+import trio.testing
+
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
+
+NS = "/api/v1/namespaces/default"
+MERGE = "application/merge-patch+json"
+
+
+def deployment(name: str, **extra: Any) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            },
+        },
+        **extra,
+    }
+
+
+async def test_only_kinds_with_a_generation_get_one(
+    emulator: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    client = EmuClient(emulator.url, emulator.token)
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
+    created = (await client.request("POST", f"{NS}/configmaps", cm)).json()
+    assert "generation" not in created["metadata"]
+    patch = {"data": {"a": "2"}}
+    r = await client.request("PATCH", f"{NS}/configmaps/c", patch, content_type=MERGE)
+    assert "generation" not in r.json()["metadata"]
+    deploy = "/apis/apps/v1/namespaces/default/deployments"
+    created = (await client.request("POST", deploy, deployment("d"))).json()
+    assert created["metadata"]["generation"] == 1
+    patch = {"spec": {"replicas": 3}}
+    r = await client.request("PATCH", f"{deploy}/d", patch, content_type=MERGE)
+    assert r.json()["metadata"]["generation"] == 2
