@@ -79,6 +79,7 @@ GENERATION_TRACKED = frozenset(
         "validatingwebhookconfigurations.admissionregistration.k8s.io",
     }
 )
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
 @dataclass(slots=True)
@@ -92,6 +93,15 @@ class ListResult:
 def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
     """What ``generation`` tracks: everything but metadata, status and type meta."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+
+
+def _label_namespace(obj: dict[str, Any]) -> None:
+    """A namespace always carries its name as a label (the apiserver sets it on every write)."""
+    md = obj["metadata"]
+    labels = md.get("labels")
+    if not isinstance(labels, dict):
+        labels = md["labels"] = {}
+    labels[NAMESPACE_NAME_LABEL] = md["name"]
 
 
 def _continue_token(rv: int, last: Key) -> str:
@@ -386,6 +396,7 @@ class Store:
         elif rt.key == "services":
             services.allocate(obj, (e.obj for e in self.iter(rt)))
         elif rt.key == "namespaces":
+            _label_namespace(obj)
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
         elif rt.key == CRD_KEY:
@@ -487,6 +498,8 @@ class Store:
                 validate_crd(self.types, new)
                 new["status"] = crd_status(new, self.clock.wall_rfc3339())
             apply_defaults(rt.key, new)
+            if rt.key == "namespaces":
+                _label_namespace(new)
             if rt.key == "services":
                 services.keep_allocated(new, old.obj, (e.obj for e in self.iter(rt)))
         if not rt.builtin:

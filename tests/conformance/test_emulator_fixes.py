@@ -48,3 +48,15 @@ async def test_only_kinds_with_a_generation_get_one(
     patch = {"spec": {"replicas": 3}}
     r = await client.request("PATCH", f"{deploy}/d", patch, content_type=MERGE)
     assert r.json()["metadata"]["generation"] == 2
+
+
+async def test_a_namespace_carries_its_name_label(
+    emulator: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    client = EmuClient(emulator.url, emulator.token)
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team", "labels": {}}}
+    created = (await client.request("POST", "/api/v1/namespaces", ns)).json()
+    assert created["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team"}
+    patch = {"metadata": {"labels": {"kubernetes.io/metadata.name": None, "a": "b"}}}
+    r = await client.request("PATCH", "/api/v1/namespaces/team", patch, content_type=MERGE)
+    assert r.json()["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team", "a": "b"}
