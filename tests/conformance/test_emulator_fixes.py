@@ -60,3 +60,21 @@ async def test_a_namespace_carries_its_name_label(
     patch = {"metadata": {"labels": {"kubernetes.io/metadata.name": None, "a": "b"}}}
     r = await client.request("PATCH", "/api/v1/namespaces/team", patch, content_type=MERGE)
     assert r.json()["metadata"]["labels"] == {"kubernetes.io/metadata.name": "team", "a": "b"}
+
+
+async def test_enable_service_links_is_a_pod_default_only(
+    emulator: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    client = EmuClient(emulator.url, emulator.token)
+    deploy = "/apis/apps/v1/namespaces/default/deployments"
+    created = (await client.request("POST", deploy, deployment("d"))).json()
+    assert "enableServiceLinks" not in created["spec"]["template"]["spec"]
+    assert created["spec"]["template"]["spec"]["dnsPolicy"] == "ClusterFirst"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    created = (await client.request("POST", f"{NS}/pods", pod)).json()
+    assert created["spec"]["enableServiceLinks"] is True
