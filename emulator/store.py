@@ -80,6 +80,28 @@ GENERATION_TRACKED = frozenset(
     }
 )
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# The status a create leaves on built-ins whose strategies reset it (what a client sent is
+# dropped); Go serialises the fields without omitempty, so they read back as zeros.
+CREATED_STATUS: dict[str, dict[str, Any]] = {
+    "deployments.apps": {},
+    "replicasets.apps": {"replicas": 0},
+    "statefulsets.apps": {"replicas": 0, "availableReplicas": 0},
+    "daemonsets.apps": {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    },
+    "jobs.batch": {},
+    "cronjobs.batch": {},
+    "poddisruptionbudgets.policy": {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+    },
+    "persistentvolumeclaims": {"phase": "Pending"},
+}
 
 
 @dataclass(slots=True)
@@ -402,6 +424,13 @@ class Store:
         elif rt.key == CRD_KEY:
             validate_crd(self.types, obj)
             obj["status"] = crd_status(obj, self.clock.wall_rfc3339())
+        elif rt.key in CREATED_STATUS:
+            obj["status"] = json_copy(CREATED_STATUS[rt.key])
+        elif rt.key == "persistentvolumes":
+            obj["status"] = {
+                "phase": "Pending",
+                "lastPhaseTransitionTime": self.clock.wall_rfc3339(),
+            }
         elif not rt.builtin and rt.has_status:
             obj.pop("status", None)
 

@@ -78,3 +78,37 @@ async def test_enable_service_links_is_a_pod_default_only(
     }
     created = (await client.request("POST", f"{NS}/pods", pod)).json()
     assert created["spec"]["enableServiceLinks"] is True
+
+
+async def test_create_resets_the_status_of_built_ins(
+    emulator: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    client = EmuClient(emulator.url, emulator.token)
+    deploy = "/apis/apps/v1/namespaces/default/deployments"
+    body = deployment("d", status={"replicas": 5})
+    assert (await client.request("POST", deploy, body)).json()["status"] == {}
+    rs = {**deployment("r", status={"replicas": 5}), "kind": "ReplicaSet"}
+    created = await client.request("POST", "/apis/apps/v1/namespaces/default/replicasets", rs)
+    assert created.json()["status"] == {"replicas": 0}
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "b"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}},
+    }
+    r = await client.request("POST", "/apis/policy/v1/namespaces/default/poddisruptionbudgets", pdb)
+    assert r.json()["status"] == {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+    }
+    pvc = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "c"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        "status": {"phase": "Bound"},
+    }
+    r = await client.request("POST", f"{NS}/persistentvolumeclaims", pvc)
+    assert r.json()["status"] == {"phase": "Pending"}
