@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -112,3 +113,28 @@ async def test_create_resets_the_status_of_built_ins(
     }
     r = await client.request("POST", f"{NS}/persistentvolumeclaims", pvc)
     assert r.json()["status"] == {"phase": "Pending"}
+
+
+async def test_a_bookmark_comes_two_seconds_before_a_watch_times_out(
+    emulator: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    client = EmuClient(emulator.url, emulator.token)
+    cms = f"{NS}/configmaps"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "labels": {"l": "x"}}}
+    rv = (await client.request("POST", cms, cm)).json()["metadata"]["resourceVersion"]
+    query = (
+        "watch=1&allowWatchBookmarks=true&labelSelector=l%3Dx&timeoutSeconds=5"
+        f"&resourceVersion={rv}"
+    )
+    # Nothing newer than the watch's position: no bookmark before the end.
+    async with client.watch(f"{cms}?{query}") as stream:
+        assert await stream.next() is None
+    # A write the watch does not show moves the server on: one bookmark, 2 s before the end.
+    async with client.watch(f"{cms}?{query}") as stream:
+        other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "b"}}
+        await client.request("POST", cms, other)
+        started = trio.current_time()
+        event = await stream.next()
+        assert event is not None and event["type"] == "BOOKMARK"
+        assert trio.current_time() - started == pytest.approx(3)
+        assert await stream.next() is None
