@@ -24,7 +24,6 @@ _POD_SPEC: tuple[tuple[str, Any], ...] = (
     ("dnsPolicy", "ClusterFirst"),
     ("schedulerName", "default-scheduler"),
     ("securityContext", {}),
-    ("enableServiceLinks", True),
 )
 _CONTAINER: tuple[tuple[str, Any], ...] = (
     ("terminationMessagePath", "/dev/termination-log"),
@@ -231,6 +230,8 @@ def pod(obj: Obj, uid: str) -> None:
     spec = _spec(obj)
     if spec is not None:
         pod_spec(spec)
+        # Defaulted on the Pod itself (SetDefaults_Pod), never in a workload's pod template.
+        _fill(spec, (("enableServiceLinks", True),))
 
 
 def podtemplate(obj: Obj, uid: str) -> None:

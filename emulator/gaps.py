@@ -3,7 +3,10 @@
 
 Each row names the cluster behaviour and what happens here instead. Rows with a ``probe`` are
 checked by ``tests/e2e/test_emulator_gaps.py``: if a gap is closed (or behaves differently from
-what the row says) the test fails until the row changes, so the table cannot drift.
+what the row says) the test fails until the row changes, so the table cannot drift. Rows with
+``conformance`` probes are checked against a real kube-apiserver by ``tests/conformance``: each
+named probe must still differ from the cluster exactly where its entry in
+``tests/conformance/differences.py`` says, and every other probe must answer as the cluster does.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ class Gap:
     feature: str
     instead: str
     probe: str = ""  # id of the test that keeps this row honest ("" when none can)
+    # ids of the conformance probes (tests/conformance/corpus) that show the difference
+    conformance: tuple[str, ...] = ()
 
 
 GAPS: tuple[Gap, ...] = (
@@ -41,13 +46,28 @@ GAPS: tuple[Gap, ...] = (
     ),
     Gap(
         "server-side apply field ownership (managedFields, conflicts between managers)",
-        "apply merges into the live object: no conflicts, fields dropped from a later apply stay",
+        "apply merges into the live object: no conflicts, fields dropped from a later apply "
+        "stay, a body without apiVersion or kind is taken; no managedFields are kept",
         "apply-no-conflicts",
+        conformance=(
+            "apply.update",
+            "apply.managed-fields",
+            "apply.conflict",
+            "apply.no-api-version",
+            "apply.no-kind",
+        ),
     ),
     Gap(
         "CEL's type-checked compile, cost budgets and kube's CEL library extensions",
-        "CEL rules are evaluated untyped, without budgets or kube's extension functions",
+        "CEL rules are evaluated untyped, without budgets or kube's extension functions; a "
+        'failed rule\'s message names the value\'s type ("object", "string") where a cluster '
+        "shows the value",
         "cel-untyped",
+        conformance=(
+            "crd.cel-does-not-compile",
+            "widget.cel-rule",
+            "widget.cel-transition-rule",
+        ),
     ),
     Gap(
         "responses as YAML or CBOR (Accept: application/yaml, application/cbor)",
@@ -71,6 +91,422 @@ GAPS: tuple[Gap, ...] = (
         "kubelet, volume and disruption behaviours run",
         "jobs-not-run",
     ),
+    # Found by the conformance corpus (tests/conformance), each shown by the probes it names.
+    Gap(
+        "validation of built-in kinds (the apiserver's Validate* functions): required fields, "
+        "enums, ranges, selectors matching templates, ConfigMap and Secret keys, Secret types, "
+        "immutable fields and the limits on Pod, StatefulSet and claim updates",
+        "objects are stored as sent (only names, namespaces, metadata types, ownerReferences "
+        "and finalizers are checked); the write succeeds",
+        conformance=(
+            "configmap.bad-data-key",
+            "configmap.data-and-binary-same-key",
+            "configmap.immutable-edit",
+            "secret.type-immutable",
+            "secret.tls-missing-keys",
+            "secret.service-account-token-without-account",
+            "secret.bad-key",
+            "secret.immutable-edit",
+            "namespace.create-with-dots",
+            "pdb.min-and-max",
+            "pdb.bad-percentage",
+            "pdb.negative",
+            "lease.zero-duration",
+            "lease.negative-transitions",
+            "event.no-involved-object",
+            "event.involved-object-other-namespace",
+            "node.bad-taint-effect",
+            "pv.no-capacity",
+            "pv.no-source",
+            "pv.bad-reclaim-policy",
+            "pvc.no-resources",
+            "pvc.no-access-modes",
+            "pvc.spec-immutable",
+            "pod.no-containers",
+            "pod.no-spec",
+            "pod.bad-container-name",
+            "pod.duplicate-container-names",
+            "pod.missing-image",
+            "pod.bad-restart-policy",
+            "pod.container-port-out-of-range",
+            "pod.requests-above-limits",
+            "pod.volume-mount-unknown-volume",
+            "pod.update-forbidden-field",
+            "pod.node-name-immutable",
+            "service.port-out-of-range",
+            "service.no-ports",
+            "service.duplicate-port-names",
+            "service.unnamed-ports",
+            "service.bad-type",
+            "service.cluster-ip-immutable",
+            "deployment.selector-mismatch",
+            "deployment.replicas-negative",
+            "deployment.no-selector",
+            "deployment.empty-selector",
+            "deployment.bad-strategy",
+            "deployment.recreate-with-rolling-params",
+            "deployment.max-unavailable-percent",
+            "deployment.selector-immutable",
+            "replicaset.selector-mismatch",
+            "replicaset.replicas-negative",
+            "statefulset.update-forbidden-field",
+            "statefulset.bad-pod-management-policy",
+            "patch.merge-invalid-result",
+        ),
+    ),
+    Gap(
+        "metadata rules: label and annotation keys and values (qualified names, 63 bytes), "
+        "finalizer names, metadata.uid immutable, no resourceVersion on create (500), the "
+        "length message for names",
+        "labels and annotations need only be maps of strings, any finalizer name is taken, a "
+        "uid in a patch is read as a precondition (409 Conflict), a resourceVersion on create "
+        "is dropped",
+        conformance=(
+            "configmap.create-with-resourceversion",
+            "configmap.name-too-long",
+            "configmap.bad-label-key",
+            "configmap.bad-label-value",
+            "configmap.label-value-too-long",
+            "configmap.bad-annotation-key",
+            "pod.bad-label-key",
+            "pod.bad-label-value",
+            "delete.bad-finalizer-name",
+            "patch.merge-changes-uid",
+        ),
+    ),
+    Gap(
+        "decoding bodies into Go types: base64 of []byte fields (Secret data, ConfigMap "
+        "binaryData: 400 when invalid), Secret stringData merged into data, request bodies in "
+        "YAML (Content-Type: application/yaml)",
+        "[]byte fields are stored as sent; stringData stays as given; a YAML request body is "
+        "refused (400)",
+        conformance=(
+            "configmap.binary-data-not-base64",
+            "secret.not-base64",
+            "secret.string-data",
+            "options.yaml-body",
+        ),
+    ),
+    Gap(
+        "Pod admission plugins: ServiceAccount (spec.serviceAccountName and the projected "
+        "kube-api-access-* token volume), DefaultTolerationSeconds, Priority; status.qosClass",
+        "none of these fields are set",
+        conformance=(
+            "pod.create",
+            "pod.create-tagged-image",
+            "pod.create-resources",
+            "pod.create-guaranteed",
+            "pod.create-with-ports",
+            "pod.status-dropped-on-create",
+            "pod.get",
+            "pod.update-image",
+            "pod.update-labels-keeps-generation",
+            "pod.status-update",
+            "pod.main-update-ignores-status",
+            "pod.binding",
+            "pod.delete-unscheduled",
+            "pod.delete-scheduled-is-graceful",
+            "pod.delete-grace-period",
+        ),
+    ),
+    Gap(
+        "resource quantities in canonical form (1000m reads back as 1, 1024Mi as 1Gi) and "
+        "container requests defaulted from limits",
+        "quantities are kept as written; requests stay unset",
+        conformance=(
+            "pod.create-resources",
+            "pod.create-guaranteed",
+        ),
+    ),
+    Gap(
+        "storage and node admission and defaults: the kubernetes.io/pv-protection and "
+        'pvc-protection finalizers, hostPath.type "", the node.kubernetes.io/not-ready taint '
+        "on a new Node, allocatable defaulted from capacity, a Node's zero-valued status fields",
+        "none are added",
+        conformance=(
+            "pv.create",
+            "pvc.create",
+            "pvc.storage-class",
+            "node.create",
+            "node.cordon",
+            "node.status-update",
+        ),
+    ),
+    Gap(
+        "the answer to DELETE: a Status (Success, with name, kind and uid) when the object is "
+        "gone at once; the object itself while finalizers or a grace period hold it (an "
+        "unscheduled Pod: with deletionTimestamp, grace 0 and its generation bumped); a "
+        "Namespace without deletionGracePeriodSeconds",
+        "the object as it was, always (no deletion marks when it is gone at once); a deleted "
+        "Namespace carries deletionGracePeriodSeconds: 0",
+        conformance=(
+            "configmap.delete",
+            "widget.delete",
+            "delete.answer-is-status",
+            "delete.precondition-matches",
+            "delete.body-options",
+            "delete.dry-run",
+            "delete.background",
+            "node.create",
+            "namespace.create",
+            "namespace.terminating",
+            "pod.delete-unscheduled",
+        ),
+    ),
+    Gap(
+        'DeleteOptions checks: failed preconditions worded "the UID in the precondition '
+        '(\u2026) does not match the UID in record (\u2026)" naming the Kind; '
+        "gracePeriodSeconds=-1 accepted; a body of another kind refused (400)",
+        '"Precondition failed: UID in precondition: \u2026" naming the resource; '
+        "gracePeriodSeconds=-1 refused (400); any body kind is read as DeleteOptions",
+        conformance=(
+            "delete.precondition-uid",
+            "delete.precondition-resourceversion",
+            "delete.negative-grace-period",
+            "delete.bad-body",
+        ),
+    ),
+    Gap(
+        "request options validated as CreateOptions / PatchOptions / ListOptions / "
+        "DeleteOptions: 422 Invalid naming the options (dryRun, fieldValidation, fieldManager "
+        "at most 128 bytes and required for apply, force only with apply, resourceVersionMatch "
+        "and sendInitialEvents rules), a resourceVersion that is not a number 400",
+        "400 BadRequest with a shorter text, or accepted: force on other patches, long "
+        "fieldManagers, resourceVersionMatch on a watch or Exact with 0, any resourceVersion; "
+        "sendInitialEvents insists on allowWatchBookmarks",
+        conformance=(
+            "options.force-on-merge-patch",
+            "options.field-manager-too-long",
+            "options.field-manager-too-long-on-patch",
+            "options.bad-dry-run",
+            "options.bad-dry-run-on-delete",
+            "options.bad-field-validation",
+            "apply.no-field-manager",
+            "list.resourceversion-match-without-resourceversion",
+            "list.resourceversion-match-bad",
+            "list.resourceversion-match-exact-zero",
+            "list.resourceversion-not-a-number",
+            "watch.send-initial-events-without-bookmarks",
+            "watch.send-initial-events-without-match",
+            "watch.send-initial-events-on-list",
+            "watch.resourceversion-match-on-watch",
+        ),
+    ),
+    Gap(
+        "media types: 415 UnsupportedMediaType for a request body it cannot decode (text/plain, "
+        'a merge patch type on PUT; "415: Unsupported Media Type" for PATCH as '
+        "application/json), 406 NotAcceptable for an unknown Accept transformation",
+        "text/plain is parsed as JSON (400), PUT takes any JSON type, a PATCH's 415 lists the "
+        "patch types, an unknown as= transformation is ignored",
+        conformance=(
+            "options.content-type-text-plain",
+            "options.patch-content-type-text-plain",
+            "options.patch-content-type-json",
+            "options.put-with-merge-content-type",
+            "table.unsupported-accept",
+        ),
+    ),
+    Gap(
+        "the wording of decode and parse errors (malformed JSON or YAML, empty bodies, a body "
+        "of another kind, JSON patches that are not lists, continue tokens, label and field "
+        "selectors, a Service IP outside the range, strict decoding of custom resources, "
+        "TokenRequest and review validation) and of Status details (JSON patch test failures "
+        "carry no causes; NamespaceTerminating causes; a duplicated finalizer cause)",
+        "the same code and reason, other words or details",
+        conformance=(
+            "configmap.json-patch-test-fails",
+            "configmap.json-patch-not-a-list",
+            "configmap.bad-json",
+            "configmap.wrong-kind-on-path",
+            "patch.merge-bad-json",
+            "apply.bad-yaml",
+            "options.empty-body",
+            "list.bad-continue",
+            "list.label-selector-bad",
+            "list.field-selector-unsupported",
+            "service.cluster-ip-outside-range",
+            "widget.prune-unknown-strict",
+            "widget.strategic-patch-unsupported",
+            "serviceaccount.token-request-short",
+            "auth.access-review-empty",
+            "namespace.terminating",
+            "delete.no-new-finalizers-while-deleting",
+        ),
+    ),
+    Gap(
+        "patch semantics: a JSON patch may replace a missing path; a strategic merge patch puts "
+        "new list items first; an unknown $patch directive is a 500",
+        "replace of a missing path fails (422); new items are appended; unknown directives are "
+        "ignored",
+        conformance=(
+            "configmap.json-patch-missing-path",
+            "patch.strategic-adds-container",
+            "patch.strategic-bad-directive",
+        ),
+    ),
+    Gap(
+        "the scale subresource of Deployments, ReplicaSets and StatefulSets (autoscaling/v1 "
+        "Scale; discovery lists */scale)",
+        "not served (404; served for custom resources)",
+        conformance=(
+            "deployment.scale-get",
+            "deployment.scale-update",
+            "deployment.scale-patch",
+            "deployment.scale-negative",
+            "deployment.scale-stale-resourceversion",
+            "deployment.scale-missing",
+            "deployment.scale-name-mismatch",
+            "replicaset.scale",
+            "statefulset.scale",
+            "discovery.apps-v1",
+        ),
+    ),
+    Gap(
+        "events.k8s.io/v1 Events",
+        "not served (404; core/v1 Events are)",
+        conformance=(
+            "event.new-api-create",
+            "event.new-api-missing-fields",
+        ),
+    ),
+    Gap(
+        "fields Go always writes (no omitempty): an Event's eventTime, firstTimestamp and "
+        'lastTimestamp null, reportingComponent and reportingInstance "", source {}; a custom '
+        "resource list's metadata.continue \"\"; a TokenRequest's boundObjectRef null and uid; "
+        "its default audience is the API server's issuer",
+        "left out; the audience is https://kubernetes.default.svc.cluster.local",
+        conformance=(
+            "event.create",
+            "event.bad-type",
+            "widget.list",
+            "serviceaccount.token-request",
+        ),
+    ),
+    Gap(
+        "CustomResourceDefinitions: spec.conversion (strategy None) and names.listKind "
+        "defaulted; validation errors under spec.validation.openAPIV3Schema with the versions "
+        "or rule printed as Go values",
+        "no conversion or listKind is added; errors name "
+        "spec.versions[i].schema.openAPIV3Schema and print JSON",
+        conformance=(
+            "crd.get",
+            "crd.create-and-delete",
+            "crd.bad-schema-type",
+            "crd.non-structural",
+            "crd.cel-syntax-error",
+            "crd.no-storage-version",
+        ),
+    ),
+    Gap(
+        "custom resource writes: an update must carry metadata.resourceVersion (422), "
+        "apiVersion is required (400), a wrong kind is 422 Invalid; scale writes are validated "
+        "against the CRD schema (errors name the custom resource)",
+        "unconditional updates are taken, the URL's apiVersion is assumed, a wrong kind is 400, "
+        "a negative scale is refused as a Scale",
+        conformance=(
+            "widget.update-invalid",
+            "widget.no-api-version",
+            "widget.wrong-kind",
+            "widget.scale-negative",
+        ),
+    ),
+    Gap(
+        "lists served by the watch cache: resourceVersion=0 ignores limit (and continue with "
+        "it), a resourceVersion in the future waits 3 s then 504 Timeout; list items of "
+        "built-in kinds carry no apiVersion or kind",
+        "limit is honoured at every resourceVersion, a future one is answered at once, list "
+        "items carry apiVersion and kind",
+        conformance=(
+            "list.continue-with-resourceversion",
+            "list.resourceversion-0-with-limit",
+            "list.resourceversion-in-future",
+            "list.items",
+        ),
+    ),
+    Gap(
+        "a watch from a resourceVersion older than the watch cache (for a custom resource: "
+        "older than its CRD) ends with a 410 Expired ERROR event",
+        "every event since the emulator started is replayed (up to --watch-window per resource)",
+        conformance=("watch.too-old-resourceversion",),
+    ),
+    Gap(
+        "the binding subresource: the PodScheduled condition set, generation left alone; a "
+        "second binding's Conflict names pods/binding",
+        "no condition, generation bumped, the Conflict names pods",
+        conformance=("pod.binding",),
+    ),
+    Gap(
+        "SelfSubjectReview and SelfSubjectAccessReview answers: a review's creationTimestamp, "
+        "the user's uid, no spec echoed back; an access review without creationTimestamp or an "
+        "empty group",
+        'creationTimestamp null, spec {}, no uid for the admin, group "" echoed back',
+        conformance=(
+            "auth.self-subject-review-admin",
+            "auth.access-review-admin",
+            "auth.self-subject-review-service-account",
+            "auth.service-account-access-review-denied",
+            "auth.service-account-access-review-allowed",
+        ),
+    ),
+    Gap(
+        "/version's emulationMajor, emulationMinor, minCompatibilityMajor and "
+        "minCompatibilityMinor",
+        "left out",
+        conformance=(
+            "server.version",
+            "auth.service-account-version",
+            "auth.anonymous-version",
+        ),
+    ),
+    Gap(
+        "discovery of everything a cluster serves: more API groups (autoscaling, "
+        "apiregistration, discovery, flowcontrol, storage, ...) and resources (bindings, "
+        "componentstatuses, endpoints, limitranges, podtemplates, replicationcontrollers, "
+        "controllerrevisions, the streaming subresources), CRD resources with "
+        "storageVersionHash and kube's verb order, a plain-text 404 page for unknown groups, "
+        "OpenAPI paths of every subresource",
+        "only what it serves is listed (namespaces with deletecollection), verbs sorted, "
+        "storageVersionHash left out, unknown groups answer a 404 Status",
+        conformance=(
+            "discovery.apis",
+            "discovery.core-v1",
+            "discovery.apps-v1",
+            "discovery.missing-group",
+            "widget.short-name-discovery",
+            "openapi.v2",
+            "openapi.v3-missing",
+        ),
+    ),
+    Gap(
+        "aggregated discovery (Accept: "
+        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList) and "
+        "PartialObjectMetadata(List) answers",
+        "the legacy discovery documents and whole objects (clients fall back)",
+        conformance=(
+            "discovery.aggregated-apis",
+            "discovery.aggregated-api",
+            "table.partial-object-metadata-list",
+            "table.partial-object-metadata",
+        ),
+    ),
+    Gap(
+        "Table answers: column descriptions from the OpenAPI schema, the wide columns (priority "
+        "1) of Pods, Deployments and Nodes, a ConfigMap's Data column typed string, a Pod's "
+        "Restarts cell a string",
+        "empty descriptions, the default columns only, other cell types",
+        conformance=(
+            "table.configmaps",
+            "table.configmap-single",
+            "table.pods",
+            "table.deployments",
+            "table.services",
+            "table.namespace",
+            "table.nodes-empty",
+            "table.include-object-none",
+            "table.include-object-object",
+            "table.custom-resource-columns",
+        ),
+    ),
 )
 
 # Subresources a cluster serves that need running containers; they answer 501 here.
@@ -92,10 +528,17 @@ def unserved(plural: str, sub: str) -> errors.ApiError:
     )
 
 
+def shown_by(gap: Gap, most: int = 3) -> str:
+    """The conformance probes of a row, the first ``most`` by name."""
+    names = [f"`{p}`" for p in gap.conformance[:most]]
+    more = len(gap.conformance) - most
+    return ", ".join(names) + (f" and {more} more" if more > 0 else "")
+
+
 def table() -> str:
     """The rows as a Markdown table (the README holds this text verbatim)."""
-    lines = ["| a cluster does | the emulator |", "| --- | --- |"]
-    lines += [f"| {g.feature} | {g.instead} |" for g in GAPS]
+    lines = ["| a cluster does | the emulator | conformance probes |", "| --- | --- | --- |"]
+    lines += [f"| {g.feature} | {g.instead} | {shown_by(g)} |" for g in GAPS]
     return "\n".join(lines)
 
 
@@ -104,5 +547,14 @@ def plain_text(width: int = 96) -> str:
     out = ["what a cluster does that the emulator does not:"]
     for g in GAPS:
         text = f"{g.feature}: {g.instead}"
-        out.append(textwrap.fill(text, width, initial_indent="  - ", subsequent_indent="    "))
+        out.append(
+            textwrap.fill(
+                text,
+                width,
+                initial_indent="  - ",
+                subsequent_indent="    ",
+                break_on_hyphens=False,  # "kube-api-access-*" and the like stay whole
+                break_long_words=False,
+            )
+        )
     return "\n".join(out)

@@ -59,6 +59,51 @@ _SERVER_MANAGED = (
 )
 
 
+# The built-in resources whose objects carry metadata.generation (their registry strategies set
+# it on create and bump it when the spec changes); custom resources always do. ConfigMaps,
+# Secrets, Services, Namespaces, Nodes, Leases, RBAC objects and the like have none.
+GENERATION_TRACKED = frozenset(
+    {
+        "pods",
+        "jobs.batch",
+        "cronjobs.batch",
+        "ingresses.networking.k8s.io",
+        "priorityclasses.scheduling.k8s.io",
+        "poddisruptionbudgets.policy",
+        "daemonsets.apps",
+        "replicasets.apps",
+        "statefulsets.apps",
+        "deployments.apps",
+        CRD_KEY,
+        "mutatingwebhookconfigurations.admissionregistration.k8s.io",
+        "validatingwebhookconfigurations.admissionregistration.k8s.io",
+    }
+)
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# The status a create leaves on built-ins whose strategies reset it (what a client sent is
+# dropped); Go serialises the fields without omitempty, so they read back as zeros.
+CREATED_STATUS: dict[str, dict[str, Any]] = {
+    "deployments.apps": {},
+    "replicasets.apps": {"replicas": 0},
+    "statefulsets.apps": {"replicas": 0, "availableReplicas": 0},
+    "daemonsets.apps": {
+        "currentNumberScheduled": 0,
+        "numberMisscheduled": 0,
+        "desiredNumberScheduled": 0,
+        "numberReady": 0,
+    },
+    "jobs.batch": {},
+    "cronjobs.batch": {},
+    "poddisruptionbudgets.policy": {
+        "disruptionsAllowed": 0,
+        "currentHealthy": 0,
+        "desiredHealthy": 0,
+        "expectedPods": 0,
+    },
+    "persistentvolumeclaims": {"phase": "Pending"},
+}
+
+
 @dataclass(slots=True)
 class ListResult:
     entries: list[Entry]
@@ -70,6 +115,15 @@ class ListResult:
 def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
     """What ``generation`` tracks: everything but metadata, status and type meta."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+
+
+def _label_namespace(obj: dict[str, Any]) -> None:
+    """A namespace always carries its name as a label (the apiserver sets it on every write)."""
+    md = obj["metadata"]
+    labels = md.get("labels")
+    if not isinstance(labels, dict):
+        labels = md["labels"] = {}
+    labels[NAMESPACE_NAME_LABEL] = md["name"]
 
 
 def _continue_token(rv: int, last: Key) -> str:
@@ -318,7 +372,8 @@ class Store:
             md.pop(f, None)
         md["uid"] = new_uid()
         md["creationTimestamp"] = self.clock.wall_rfc3339()
-        md["generation"] = 1
+        if not rt.builtin or rt.key in GENERATION_TRACKED:
+            md["generation"] = 1
         self._prepare_create(rt, obj)
         if not rt.builtin:
             admit(self.crd_of(rt), rt.group, rt.kind, obj)
@@ -363,11 +418,19 @@ class Store:
         elif rt.key == "services":
             services.allocate(obj, (e.obj for e in self.iter(rt)))
         elif rt.key == "namespaces":
+            _label_namespace(obj)
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
             obj["status"] = {"phase": "Active"}
         elif rt.key == CRD_KEY:
             validate_crd(self.types, obj)
             obj["status"] = crd_status(obj, self.clock.wall_rfc3339())
+        elif rt.key in CREATED_STATUS:
+            obj["status"] = json_copy(CREATED_STATUS[rt.key])
+        elif rt.key == "persistentvolumes":
+            obj["status"] = {
+                "phase": "Pending",
+                "lastPhaseTransitionTime": self.clock.wall_rfc3339(),
+            }
         elif not rt.builtin and rt.has_status:
             obj.pop("status", None)
 
@@ -464,14 +527,16 @@ class Store:
                 validate_crd(self.types, new)
                 new["status"] = crd_status(new, self.clock.wall_rfc3339())
             apply_defaults(rt.key, new)
+            if rt.key == "namespaces":
+                _label_namespace(new)
             if rt.key == "services":
                 services.keep_allocated(new, old.obj, (e.obj for e in self.iter(rt)))
         if not rt.builtin:
             admit(self.crd_of(rt), rt.group, rt.kind, new, old.obj)
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
-        if _spec_part(new) != _spec_part(old.obj):
-            new_md["generation"] = int(old_md.get("generation", 1)) + 1
+        if "generation" in old_md and _spec_part(new) != _spec_part(old.obj):
+            new_md["generation"] = int(old_md["generation"]) + 1
         new = _ordered(new)
         if new == old.obj:
             return old  # a no-op write does not bump the resourceVersion, as in etcd3 storage

@@ -26,6 +26,9 @@ from kubetrio.emulator.store import Store
 Encoder = Callable[[str, Entry], bytes]  # (event type, object) -> one line
 
 
+PRETIMEOUT = 2.0  # seconds before a watch's timeoutSeconds when the last bookmark is due
+
+
 @dataclass(slots=True)
 class WatchSpec:
     rt: ResourceType
@@ -90,6 +93,7 @@ class Watch:
             except TooOld as exc:
                 self.error = exc
                 self.seq = self.log.end
+        self.sent_rv = self.last_rv  # the newest position the client was told of
 
     def expire(self) -> None:
         """Answer with 410 only, as for a position compacted away (an injected fault)."""
@@ -197,6 +201,13 @@ class Watch:
             return
         spec = self.spec
         next_bookmark = trio.current_time() + spec.bookmark_interval
+        # kube-apiserver's watch cache also sends one 2 s before the watch times out, once it
+        # has seen anything newer than the watch's position (PRETIMEOUT, below).
+        pretimeout = (
+            trio.current_time() + spec.timeout - PRETIMEOUT
+            if spec.bookmarks and spec.timeout and spec.timeout > PRETIMEOUT
+            else math.inf
+        )
         while True:
             try:
                 events = self.log.read(self.seq)
@@ -218,16 +229,23 @@ class Watch:
                     if shown is None:
                         return
                     self._shown = {id(ev.entry): e for ev, e in zip(wanted, shown, strict=True)}
-                chunk = [line for line in map(self._render, events) if line is not None]
+                rendered = [(ev.rv, self._render(ev)) for ev in events]
+                chunk = [line for _, line in rendered if line is not None]
                 self._shown = {}
                 if chunk:
                     await out.send(b"".join(chunk))
+                    self.sent_rv = max(rv for rv, line in rendered if line is not None)
                 continue
             if spec.bookmarks and trio.current_time() >= next_bookmark:
                 await out.send(self._bookmark())
                 next_bookmark = trio.current_time() + spec.bookmark_interval
                 continue
-            deadline = next_bookmark if spec.bookmarks else math.inf
+            if trio.current_time() >= pretimeout:
+                pretimeout = math.inf
+                if self.store.rv > self.sent_rv:
+                    await out.send(self._bookmark())
+                continue
+            deadline = min(next_bookmark, pretimeout) if spec.bookmarks else math.inf
             with trio.move_on_at(deadline):
                 await self.log.wait_beyond(self.seq)
 

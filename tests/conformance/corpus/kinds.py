@@ -1,0 +1,226 @@
+"""The other built-in kinds the framework touches: PodDisruptionBudget, Lease, Event (both
+APIs), Node, PersistentVolume and PersistentVolumeClaim."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..runner import probe
+from .objects import (
+    EVENTS,
+    LEASES,
+    NEW_EVENTS,
+    NODES,
+    PDBS,
+    PVCS,
+    PVS,
+    delete,
+    get,
+    merge,
+    pdb,
+    post,
+    setup,
+)
+
+NODE = f"{NODES}/$ns-node"
+# No protection controller runs beside the real server: drop its finalizer so the probe's
+# namespace (or the volume) can go.
+RELEASE = {"metadata": {"finalizers": None}}
+PV = f"{PVS}/$ns-pv"
+
+
+def lease(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def event(name: str, **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Event", "metadata": {"name": name}, **fields}
+
+
+INVOLVED = {"kind": "Pod", "name": "p", "namespace": "$ns", "apiVersion": "v1"}
+
+
+def node(name: str = "$ns-node", **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "spec": spec}
+
+
+def pv(name: str = "$ns-pv", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "capacity": {"storage": "1Gi"},
+        "accessModes": ["ReadWriteOnce"],
+        "hostPath": {"path": "/tmp/pv"},
+        **spec,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
+def pvc(name: str, **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "1Gi"}},
+        **spec,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name},
+        "spec": body,
+    }
+
+
+PROBES = [
+    # -- PodDisruptionBudget
+    probe("pdb.create", post(PDBS, pdb("b", {"app": "x"}, minAvailable=1))),
+    probe(
+        "pdb.min-and-max",
+        post(PDBS, pdb("b", {"app": "x"}, minAvailable=1, maxUnavailable=1)),
+    ),
+    probe("pdb.bad-percentage", post(PDBS, pdb("b", {"app": "x"}, minAvailable="150%"))),
+    probe("pdb.negative", post(PDBS, pdb("b", {"app": "x"}, maxUnavailable=-1))),
+    probe(
+        "pdb.update-spec",
+        setup(post(PDBS, pdb("b", {"app": "x"}, minAvailable=1))),
+        merge(f"{PDBS}/b", {"spec": {"minAvailable": 2}}),
+    ),
+    probe(
+        "pdb.status-update",
+        setup(post(PDBS, pdb("b", {"app": "x"}, minAvailable=1))),
+        merge(
+            f"{PDBS}/b/status",
+            {
+                "status": {
+                    "observedGeneration": 1,
+                    "disruptionsAllowed": 1,
+                    "currentHealthy": 2,
+                    "desiredHealthy": 1,
+                    "expectedPods": 2,
+                }
+            },
+        ),
+    ),
+    # -- Lease
+    probe(
+        "lease.create",
+        post(
+            LEASES,
+            lease(
+                "l",
+                holderIdentity="me",
+                leaseDurationSeconds=15,
+                renewTime="2024-01-02T03:04:05.123456Z",
+            ),
+        ),
+    ),
+    probe("lease.zero-duration", post(LEASES, lease("l", leaseDurationSeconds=0))),
+    probe(
+        "lease.update-holder",
+        setup(post(LEASES, lease("l", holderIdentity="a", leaseDurationSeconds=15))),
+        merge(f"{LEASES}/l", {"spec": {"holderIdentity": "b", "leaseTransitions": 1}}),
+    ),
+    probe("lease.negative-transitions", post(LEASES, lease("l", leaseTransitions=-1))),
+    # -- Event (core/v1 and events.k8s.io/v1)
+    probe(
+        "event.create",
+        post(
+            EVENTS,
+            event(
+                "e",
+                involvedObject=INVOLVED,
+                reason="Started",
+                message="hello",
+                type="Normal",
+                source={"component": "probe"},
+                count=1,
+            ),
+        ),
+    ),
+    probe("event.no-involved-object", post(EVENTS, event("e", reason="R", message="m"))),
+    probe(
+        "event.involved-object-other-namespace",
+        post(EVENTS, event("e", involvedObject={**INVOLVED, "namespace": "elsewhere"})),
+    ),
+    probe("event.bad-type", post(EVENTS, event("e", involvedObject=INVOLVED, type="Loud"))),
+    probe(
+        "event.new-api-create",
+        post(
+            NEW_EVENTS,
+            {
+                "apiVersion": "events.k8s.io/v1",
+                "kind": "Event",
+                "metadata": {"name": "e"},
+                "eventTime": "2024-01-02T03:04:05.000000Z",
+                "reportingController": "example.com/probe",
+                "reportingInstance": "probe-1",
+                "action": "Probe",
+                "reason": "Probed",
+                "type": "Normal",
+                "regarding": INVOLVED,
+                "note": "hello",
+            },
+        ),
+    ),
+    probe(
+        "event.new-api-missing-fields",
+        post(
+            NEW_EVENTS,
+            {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e"}},
+        ),
+    ),
+    # -- Node
+    probe("node.create", post(NODES, node()), delete(NODE)),
+    probe(
+        "node.bad-taint-effect",
+        post(NODES, node(taints=[{"key": "k", "value": "v", "effect": "Sometimes"}])),
+    ),
+    probe(
+        "node.cordon",
+        setup(post(NODES, node())),
+        merge(NODE, {"spec": {"unschedulable": True}}),
+        setup(delete(NODE)),
+    ),
+    probe(
+        "node.status-update",
+        setup(post(NODES, node())),
+        merge(
+            f"{NODE}/status",
+            {"status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"}}},
+        ),
+        setup(delete(NODE)),
+    ),
+    probe("node.get-missing", get(f"{NODES}/$ns-missing")),
+    # -- PersistentVolume / PersistentVolumeClaim
+    probe(
+        "pv.create",
+        post(PVS, pv()),
+        delete(PV),
+        setup(merge(PV, {"metadata": {"finalizers": None}})),
+    ),
+    probe("pv.no-capacity", post(PVS, pv(capacity=None))),
+    probe("pv.no-source", post(PVS, pv(hostPath=None))),
+    probe("pv.bad-reclaim-policy", post(PVS, pv(persistentVolumeReclaimPolicy="Keep"))),
+    probe("pvc.create", post(PVCS, pvc("c")), setup(merge(f"{PVCS}/c", RELEASE))),
+    probe("pvc.no-resources", post(PVCS, pvc("c", resources=None))),
+    probe("pvc.no-access-modes", post(PVCS, pvc("c", accessModes=[]))),
+    probe(
+        "pvc.spec-immutable",
+        setup(post(PVCS, pvc("c"))),
+        merge(f"{PVCS}/c", {"spec": {"accessModes": ["ReadWriteMany"]}}),
+        setup(merge(f"{PVCS}/c", RELEASE)),
+    ),
+    probe(
+        "pvc.storage-class",
+        post(PVCS, pvc("c", storageClassName="fast")),
+        get(f"{PVCS}/c"),
+        setup(merge(f"{PVCS}/c", RELEASE)),
+    ),
+]

@@ -1,0 +1,202 @@
+"""Pods and Services: defaults, validation, status on create, generation, subresources."""
+
+from __future__ import annotations
+
+from ..runner import probe
+from .objects import (
+    PODS,
+    SERVICES,
+    container,
+    delete,
+    get,
+    merge,
+    pod,
+    post,
+    put,
+    service,
+    setup,
+    strategic,
+)
+
+P = f"{PODS}/p"
+S = f"{SERVICES}/s"
+
+PROBES = [
+    # -- Pod create and defaults
+    probe("pod.create", post(PODS, pod("p"))),
+    probe("pod.create-tagged-image", post(PODS, pod("p", container(image="busybox:1.36")))),
+    probe(
+        "pod.create-resources",
+        post(
+            PODS,
+            pod(
+                "p",
+                container(
+                    resources={
+                        "requests": {"cpu": "1000m", "memory": "1024Mi"},
+                        "limits": {"cpu": "2", "memory": "2Gi"},
+                    }
+                ),
+            ),
+        ),
+    ),
+    probe(
+        "pod.create-guaranteed",
+        post(PODS, pod("p", container(resources={"limits": {"cpu": "500m", "memory": "1Gi"}}))),
+    ),
+    probe("pod.create-with-ports", post(PODS, pod("p", container(ports=[{"containerPort": 80}])))),
+    probe(
+        "pod.status-dropped-on-create",
+        post(PODS, {**pod("p"), "status": {"phase": "Running", "podIP": "10.1.2.3"}}),
+    ),
+    probe("pod.get", setup(post(PODS, pod("p"))), get(P)),
+    # -- Pod validation
+    probe("pod.no-containers", post(PODS, {**pod("p"), "spec": {"containers": []}})),
+    probe(
+        "pod.no-spec", post(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}})
+    ),
+    probe("pod.bad-container-name", post(PODS, pod("p", container("C_1")))),
+    probe("pod.duplicate-container-names", post(PODS, pod("p", container("c"), container("c")))),
+    probe("pod.missing-image", post(PODS, pod("p", {"name": "c"}))),
+    probe("pod.bad-restart-policy", post(PODS, pod("p", restartPolicy="Sometimes"))),
+    probe(
+        "pod.container-port-out-of-range",
+        post(PODS, pod("p", container(ports=[{"containerPort": 70000}]))),
+    ),
+    probe(
+        "pod.requests-above-limits",
+        post(
+            PODS,
+            pod("p", container(resources={"requests": {"cpu": "2"}, "limits": {"cpu": "1"}})),
+        ),
+    ),
+    probe(
+        "pod.volume-mount-unknown-volume",
+        post(PODS, pod("p", container(volumeMounts=[{"name": "v", "mountPath": "/v"}]))),
+    ),
+    probe("pod.bad-label-key", post(PODS, pod("p", labels={"a/b/c": "x"}))),
+    probe("pod.bad-label-value", post(PODS, pod("p", labels={"a": "-x-"}))),
+    # -- Pod updates, status, generation
+    probe(
+        "pod.update-image",
+        setup(post(PODS, pod("p"))),
+        strategic(P, {"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}}),
+    ),
+    probe(
+        "pod.update-forbidden-field",
+        setup(post(PODS, pod("p"))),
+        strategic(P, {"spec": {"containers": [{"name": "c", "command": ["sh"]}]}}),
+    ),
+    probe(
+        "pod.update-labels-keeps-generation",
+        setup(post(PODS, pod("p"))),
+        merge(P, {"metadata": {"labels": {"a": "b"}}}),
+    ),
+    probe(
+        "pod.status-update",
+        setup(post(PODS, pod("p"))),
+        merge(f"{P}/status", {"status": {"phase": "Running"}, "spec": {"nodeName": "x"}}),
+        get(f"{P}/status"),
+    ),
+    probe(
+        "pod.main-update-ignores-status",
+        setup(post(PODS, pod("p"))),
+        merge(P, {"status": {"phase": "Running"}}),
+    ),
+    probe(
+        "pod.binding",
+        setup(post(PODS, pod("p"))),
+        post(
+            f"{P}/binding",
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": "p"},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"},
+            },
+        ),
+        get(P),
+        post(
+            f"{P}/binding",
+            {
+                "apiVersion": "v1",
+                "kind": "Binding",
+                "metadata": {"name": "p"},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": "n2"},
+            },
+        ),
+        setup(delete(f"{P}?gracePeriodSeconds=0")),
+    ),
+    probe(
+        "pod.node-name-immutable",
+        setup(post(PODS, pod("p", nodeName="n1"))),
+        merge(P, {"spec": {"nodeName": "n2"}}),
+        setup(delete(f"{P}?gracePeriodSeconds=0")),
+    ),
+    probe("pod.unknown-subresource", setup(post(PODS, pod("p"))), get(f"{P}/bogus")),
+    probe("pod.status-of-missing", get(f"{PODS}/nope/status")),
+    # -- Pod deletion
+    probe("pod.delete-unscheduled", setup(post(PODS, pod("p"))), delete(P), get(P)),
+    probe(
+        "pod.delete-scheduled-is-graceful",
+        setup(post(PODS, pod("p", nodeName="n1"))),
+        delete(P),
+        get(P),
+        delete(f"{P}?gracePeriodSeconds=0"),
+        get(P),
+    ),
+    probe(
+        "pod.delete-grace-period",
+        setup(post(PODS, pod("p", nodeName="n1"))),
+        delete(f"{P}?gracePeriodSeconds=5"),
+        delete(f"{P}?gracePeriodSeconds=60"),
+        delete(f"{P}?gracePeriodSeconds=0"),
+    ),
+    # -- Service
+    probe("service.create", post(SERVICES, service("s"))),
+    probe(
+        "service.create-named-target",
+        post(SERVICES, service("s", {"name": "web", "port": 80, "targetPort": "http"})),
+    ),
+    probe("service.port-out-of-range", post(SERVICES, service("s", {"port": 70000}))),
+    probe("service.no-ports", post(SERVICES, {**service("s"), "spec": {"selector": {"a": "b"}}})),
+    probe(
+        "service.duplicate-port-names",
+        post(SERVICES, service("s", {"name": "a", "port": 80}, {"name": "a", "port": 81})),
+    ),
+    probe(
+        "service.unnamed-ports",
+        post(SERVICES, service("s", {"port": 80}, {"port": 81})),
+    ),
+    probe("service.bad-type", post(SERVICES, service("s", type="Bogus"))),
+    probe("service.node-port", post(SERVICES, service("s", type="NodePort"))),
+    probe("service.headless", post(SERVICES, service("s", clusterIP="None"))),
+    probe(
+        "service.external-name",
+        post(
+            SERVICES,
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "s"},
+                "spec": {"type": "ExternalName", "externalName": "example.com"},
+            },
+        ),
+    ),
+    probe(
+        "service.cluster-ip-immutable",
+        setup(post(SERVICES, service("s", clusterIP="None"))),
+        merge(S, {"spec": {"clusterIP": "10.0.0.77"}}),
+    ),
+    probe(
+        "service.update-keeps-cluster-ip",
+        setup(post(SERVICES, service("s"))),
+        put(S, service("s", {"port": 81})),
+    ),
+    probe(
+        "service.cluster-ip-outside-range",
+        post(SERVICES, service("s", clusterIP="192.168.99.1")),
+    ),
+    probe("service.load-balancer", post(SERVICES, service("s", type="LoadBalancer"))),
+    probe("service.delete", setup(post(SERVICES, service("s"))), delete(S)),
+]
