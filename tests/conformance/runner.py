@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from kubetrio.runtime.client.clockhold import request_in_flight
+from kubetrio.runtime.util.inflight import request_in_flight
 
 USER_AGENT = "conformance/v1.0.0"
 JSON = "application/json"
