@@ -71,5 +71,5 @@ async def seed_demo(client: Client) -> None:
             "metadata": {"name": name, "namespace": "default", "labels": {LABEL: "true"}},
             "data": data,
         }
-        if await client.get_or_none(ConfigMap, name, "default") is None:
+        if await client.get_or_none(ConfigMap, name, namespace="default") is None:
             await client.create(ConfigMap, body)

@@ -151,7 +151,7 @@ async def bootstrap_token(ctx: MachineContext, machine: Machine, options: Machin
         secret = _token_from(existing)
         if secret is not None:
             return f"{identifier}.{secret}"
-        await ctx.target.delete(Secret, name, TOKEN_NAMESPACE, missing_ok=True)
+        await ctx.target.delete(Secret, name, namespace=TOKEN_NAMESPACE, missing_ok=True)
     secret = new_token_secret()
     body = token_secret(
         machine.name, secret, expiry(now(), options.creation_timeout), machine.namespace
@@ -162,7 +162,7 @@ async def bootstrap_token(ctx: MachineContext, machine: Machine, options: Machin
         if error.status != 409:
             raise
         # Made by an attempt the cache has not shown yet: read it rather than replace it.
-        made = _token_from(await ctx.target.get(Secret, name, TOKEN_NAMESPACE))
+        made = _token_from(await ctx.target.get(Secret, name, namespace=TOKEN_NAMESPACE))
         if made is None:
             raise
         secret = made

@@ -386,7 +386,7 @@ async def delete_vm(flow: Deletion, machine: Machine) -> tuple[Machine | None, f
     # join): it must not outlive the VM. Asked of the API, not the cache, which may not show a
     # token made by the last creation attempt yet; a missing one is fine.
     token = token_secret_name(machine.name, machine.namespace)
-    await ctx.target.delete(Secret, token, TOKEN_NAMESPACE, missing_ok=True)
+    await ctx.target.delete(Secret, token, namespace=TOKEN_NAMESPACE, missing_ok=True)
     written = await ctx.status.write(
         machine,
         Operation(description, STATE_PROCESSING, OPERATION_DELETE),

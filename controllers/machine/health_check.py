@@ -172,7 +172,7 @@ async def _joined(ctx: MachineContext, machine: Machine) -> tuple[Operation, str
         await ctx.target.delete(
             Secret,
             token_secret_name(machine.name, machine.namespace),
-            TOKEN_NAMESPACE,
+            namespace=TOKEN_NAMESPACE,
             missing_ok=True,
         )
         joined = seconds_since(parse_time(machine.metadata.creation_timestamp))

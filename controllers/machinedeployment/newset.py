@@ -185,7 +185,7 @@ async def _create(step: Pass, writer: Writer, new_revision: int) -> MachineSet:
 async def _name_taken(step: Pass, writer: Writer, name: str) -> MachineSet:
     """Our own set the cache has not shown yet is used; anyone else's name means a hash
     collision: count it (the next hash differs) and fail this pass so it runs again."""
-    existing = await writer.client.get_or_none(MachineSet, name, step.namespace)
+    existing = await writer.client.get_or_none(MachineSet, name, namespace=step.namespace)
     if existing is not None:
         ref = existing.metadata.controller_ref()
         if (

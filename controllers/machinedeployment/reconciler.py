@@ -149,7 +149,7 @@ class DeploymentReconciler:
         for machine_set in step.sets:
             if not machine_set.deleting:
                 await self.client.delete(
-                    MachineSet, machine_set.name, machine_set.namespace, missing_ok=True
+                    MachineSet, machine_set.name, namespace=machine_set.namespace, missing_ok=True
                 )
         await self._sync_status(step, rollout=False)
         return Result(requeue_after=RESYNC)
@@ -291,7 +291,7 @@ class DeploymentReconciler:
                 continue
             log.info("deleting old machine set", deployment=step.name, machineset=machine_set.name)
             await self.client.delete(
-                MachineSet, machine_set.name, machine_set.namespace, missing_ok=True
+                MachineSet, machine_set.name, namespace=machine_set.namespace, missing_ok=True
             )
 
     # -- status

@@ -118,7 +118,7 @@ class MachineControl:
     async def delete(self, ms: MachineSet, machine: Machine) -> str | None:
         """Delete one machine and mark it Terminating; the error as one line, if any."""
         try:
-            await self.client.delete(Machine, machine.name, machine.namespace)
+            await self.client.delete(Machine, machine.name, namespace=machine.namespace)
         except ApiError as error:
             if error.status == 404:
                 return None

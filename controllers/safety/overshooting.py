@@ -248,7 +248,9 @@ class OvershootingGuard:
     # -- writes: the status first, then the label (MCM's order), each a patch
 
     async def _freeze_set(self, machine_set: MachineSet, reason: str, message: str) -> None:
-        fresh = await self.client.get(MachineSet, machine_set.metadata.name, machine_set.namespace)
+        fresh = await self.client.get(
+            MachineSet, machine_set.metadata.name, namespace=machine_set.namespace
+        )
         conditions = _with_condition(
             [_doc(c) for c in fresh.status.conditions], MACHINE_SET_FROZEN, reason, message
         )
@@ -256,7 +258,9 @@ class OvershootingGuard:
         await self._patch(MachineSet, fresh, {"metadata": {"labels": {FREEZE_LABEL: FROZEN}}})
 
     async def _unfreeze_set(self, machine_set: MachineSet) -> None:
-        fresh = await self.client.get(MachineSet, machine_set.metadata.name, machine_set.namespace)
+        fresh = await self.client.get(
+            MachineSet, machine_set.metadata.name, namespace=machine_set.namespace
+        )
         if fresh.condition(MACHINE_SET_FROZEN) is not None:
             kept = [_doc(c) for c in fresh.status.conditions if c.type != MACHINE_SET_FROZEN]
             await self._patch_status(MachineSet, fresh, {"machineSetCondition": kept})
@@ -273,7 +277,7 @@ class OvershootingGuard:
         self, deployment: MachineDeployment, reason: str, message: str
     ) -> None:
         fresh = await self.client.get(
-            MachineDeployment, deployment.metadata.name, deployment.namespace
+            MachineDeployment, deployment.metadata.name, namespace=deployment.namespace
         )
         conditions = _with_condition(
             [_doc(c) for c in fresh.status.conditions], MACHINE_DEPLOYMENT_FROZEN, reason, message
@@ -286,7 +290,7 @@ class OvershootingGuard:
 
     async def _unfreeze_deployment(self, deployment: MachineDeployment, reason: str) -> None:
         fresh = await self.client.get(
-            MachineDeployment, deployment.metadata.name, deployment.namespace
+            MachineDeployment, deployment.metadata.name, namespace=deployment.namespace
         )
         if fresh.condition(MACHINE_DEPLOYMENT_FROZEN) is not None:
             kept = [_doc(c) for c in fresh.status.conditions if c.type != MACHINE_DEPLOYMENT_FROZEN]

@@ -369,13 +369,13 @@ class Client:
 
     # -- typed verbs ----------------------------------------------------------------------
 
-    async def get(self, kind: type[T], name: str, namespace: str = "") -> T:
+    async def get(self, kind: type[T], name: str, *, namespace: str = "") -> T:
         path = object_path(kind_of(kind), namespace, name)
         return self.decode(kind, await self.request("GET", path), path)
 
-    async def get_or_none(self, kind: type[T], name: str, namespace: str = "") -> T | None:
+    async def get_or_none(self, kind: type[T], name: str, *, namespace: str = "") -> T | None:
         try:
-            return await self.get(kind, name, namespace)
+            return await self.get(kind, name, namespace=namespace)
         except ApiError as error:
             if error.status == 404:
                 return None
@@ -518,8 +518,8 @@ class Client:
         self,
         kind: type[T] | KindInfo,
         name: str,
-        namespace: str = "",
         *,
+        namespace: str = "",
         grace_period_seconds: int | None = None,
         preconditions: Preconditions | None = None,
         propagation_policy: Literal["Orphan", "Background", "Foreground"] | None = None,
@@ -542,7 +542,7 @@ class Client:
                 raise
 
     async def evict(
-        self, name: str, namespace: str, *, grace_period_seconds: int | None = None
+        self, name: str, *, namespace: str, grace_period_seconds: int | None = None
     ) -> None:
         """POST a policy/v1 Eviction; 429 means a disruption budget forbids it right now."""
         eviction: dict[str, Any] = {

@@ -235,7 +235,7 @@ class LeaderElector:
         opts = self.options
         now = micro_time()
         try:
-            lease = await self.client.get_or_none(Lease, opts.name, opts.namespace)
+            lease = await self.client.get_or_none(Lease, opts.name, namespace=opts.namespace)
             if lease is None:
                 spec = LeaseSpec(
                     holder_identity=opts.identity,
@@ -304,7 +304,7 @@ class LeaderElector:
         """Hand the lease back so a successor need not wait out the lease duration."""
         opts = self.options
         try:
-            lease = await self.client.get_or_none(Lease, opts.name, opts.namespace)
+            lease = await self.client.get_or_none(Lease, opts.name, namespace=opts.namespace)
             if lease is None or lease.spec.holder_identity != opts.identity:
                 return
             now = micro_time()

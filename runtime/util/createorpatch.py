@@ -40,7 +40,7 @@ async def create_or_patch(
     """What was done, and the object as the API server returned (or holds) it."""
     kind = type(obj)
     name, namespace = obj.metadata.name, obj.metadata.namespace
-    current = await client.get_or_none(kind, name, namespace)
+    current = await client.get_or_none(kind, name, namespace=namespace)
     if current is None:
         wanted = _copy(obj)
         mutate(wanted)

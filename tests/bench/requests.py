@@ -82,9 +82,9 @@ def configmap(name: str) -> dict[str, Any]:
 
 async def lifecycle_client(client: Client, name: str) -> None:
     await client.create(ConfigMap, configmap(name))
-    await client.get(ConfigMap, name, NAMESPACE)
+    await client.get(ConfigMap, name, namespace=NAMESPACE)
     await client.patch(ConfigMap, name, {"data": {"k": "w"}}, namespace=NAMESPACE)
-    await client.delete(ConfigMap, name, NAMESPACE)
+    await client.delete(ConfigMap, name, namespace=NAMESPACE)
 
 
 async def lifecycle_raw(send: Raw, name: str) -> None:

@@ -43,8 +43,8 @@ async def test_every_request_is_one_event_naming_who_what_and_the_answer(
         await client.create(ConfigMap, config_map("one"), namespace="default")
         await client.patch(ConfigMap, "one", {"data": {"k": "v"}}, namespace="default")
         await client.list(ConfigMap, namespace="default")
-        assert await client.get_or_none(ConfigMap, "missing", "default") is None
-        await client.delete(ConfigMap, "one", "default")
+        assert await client.get_or_none(ConfigMap, "missing", namespace="default") is None
+        await client.delete(ConfigMap, "one", namespace="default")
         raw = EmuClient(emu.url, emu.token)
         reply = await raw.get("/api/v1/namespaces", headers={"Audit-ID": "chosen-by-client-1"})
         assert reply.status == 200 and reply.headers["audit-id"] == "chosen-by-client-1"
@@ -109,7 +109,7 @@ async def test_a_fenced_write_carries_its_check_instant_and_a_refused_one_never_
         held = False
         with pytest.raises(NotLeader):
             await fenced.patch(ConfigMap, "fenced", {"data": {"k": "v"}}, namespace="default")
-        await fenced.get(ConfigMap, "fenced", "default")  # reads need no lease
+        await fenced.get(ConfigMap, "fenced", namespace="default")  # reads need no lease
         assert emu.counters.get("patch", "configmaps") == 0
         sent = {
             (s.labels["method"], s.labels["code"]): s.value

@@ -68,7 +68,7 @@ async def test_an_informer_sees_creates_updates_and_deletes(api_server: ApiServe
         await wait_for(manager, ConfigMap, "c", namespace, condition=lambda c: c.data == {"a": "1"})
         await client.patch(ConfigMap, "c", {"data": {"a": "2"}}, namespace=namespace)
         await wait_for(manager, ConfigMap, "c", namespace, condition=lambda c: c.data == {"a": "2"})
-        await client.delete(ConfigMap, "c", namespace)
+        await client.delete(ConfigMap, "c", namespace=namespace)
         await wait_gone(manager, ConfigMap, "c", namespace)
 
 
@@ -82,7 +82,7 @@ async def test_the_shipped_crds_are_served_and_typed_objects_round_trip(
         "spec": {"class": {"kind": "MachineClass", "name": "small"}, "providerID": "sim:///m"},
     }
     created = await client.create(Machine, machine, namespace=namespace)
-    read = await client.get(Machine, "m", namespace)
+    read = await client.get(Machine, "m", namespace=namespace)
     assert read == created
     assert read.spec.provider_id == "sim:///m" and read.metadata.labels == {"pool": "a"}
 

@@ -35,7 +35,7 @@ async def test_typed_crud_round_trip(
 ) -> None:
     created = await kube.create(Pod, pod("web-1", app="web"))
     assert created.metadata.uid and created.metadata.resource_version
-    fetched = await kube.get(Pod, "web-1", "default")
+    fetched = await kube.get(Pod, "web-1", namespace="default")
     assert fetched.metadata.labels == {"app": "web"}
 
     patched = await kube.patch(
@@ -51,11 +51,11 @@ async def test_typed_crud_round_trip(
     )
     assert status.status.phase == "Running"
 
-    await kube.delete(Pod, "web-1", "default", grace_period_seconds=0)
-    assert await kube.get_or_none(Pod, "web-1", "default") is None
-    await kube.delete(Pod, "web-1", "default", missing_ok=True)
+    await kube.delete(Pod, "web-1", namespace="default", grace_period_seconds=0)
+    assert await kube.get_or_none(Pod, "web-1", namespace="default") is None
+    await kube.delete(Pod, "web-1", namespace="default", missing_ok=True)
     with pytest.raises(ApiError) as caught:
-        await kube.delete(Pod, "web-1", "default")
+        await kube.delete(Pod, "web-1", namespace="default")
     assert is_not_found(caught.value)
     assert 'pods "web-1" not found' in str(caught.value)
 
@@ -87,7 +87,9 @@ async def test_optimistic_concurrency(kube: Client, mock_clock: trio.testing.Moc
         await kube.patch(Secret, "s", guarded, namespace="default", patch_type="json")
     assert caught.value.status in (409, 422)
     with pytest.raises(ApiError) as conflict:
-        await kube.delete(Secret, "s", "default", preconditions=Preconditions(uid="wrong"))
+        await kube.delete(
+            Secret, "s", namespace="default", preconditions=Preconditions(uid="wrong")
+        )
     assert is_conflict(conflict.value)
     with pytest.raises(ApiError) as exists:
         await kube.create(Secret, {"metadata": {"name": "s", "namespace": "default"}})
@@ -101,14 +103,14 @@ async def test_throttled_requests_are_retried_after_retry_after(
     emu.faults.add(FaultRule(verb="get", resource="pods", status=429, retry_after=3, count=2))
     emu.counters.reset()
     start = trio.current_time()
-    fetched = await kube.get(Pod, "slow", "default")
+    fetched = await kube.get(Pod, "slow", namespace="default")
     assert fetched.name == "slow"
     assert trio.current_time() - start >= 6
     assert emu.counters.get("get", "pods") == 3
 
     emu.faults.add(FaultRule(verb="get", resource="pods", status=429, retry_after=1))
     with pytest.raises(ApiError) as caught:
-        await kube.get(Pod, "slow", "default")
+        await kube.get(Pod, "slow", namespace="default")
     assert is_too_many_requests(caught.value) and caught.value.retry_after == 1
     assert emu.counters.get("get", "pods") == 3 + 1 + kube.max_throttle_retries
 
@@ -129,11 +131,11 @@ async def test_cancelled_call_frees_its_slot_and_connection(
     await kube.create(Pod, pod("p"))
     emu.faults.add(FaultRule(verb="get", resource="pods", latency=600, count=1))
     with trio.move_on_after(1) as scope:
-        await kube.get(Pod, "p", "default")
+        await kube.get(Pod, "p", namespace="default")
     assert scope.cancelled_caught
     # The only request slot is free again at once: the stuck request's socket was closed.
     with trio.fail_after(3):
-        assert (await kube.get(Pod, "p", "default")).name == "p"
+        assert (await kube.get(Pod, "p", namespace="default")).name == "p"
 
 
 async def test_unreachable_and_unauthorized_errors_are_clear(
@@ -167,7 +169,7 @@ async def test_undecodable_object_is_a_clear_error(
         }
     )
     with pytest.raises(ApiError, match=r"cannot decode Pod .*priority"):
-        await kube.get(Pod, "odd", "default")
+        await kube.get(Pod, "odd", namespace="default")
 
 
 async def collect(
@@ -191,7 +193,7 @@ async def test_watch_decodes_typed_events_from_a_resource_version(
 ) -> None:
     first = await kube.create(Pod, pod("w1"))
     await kube.patch(Pod, "w1", {"metadata": {"labels": {"v": "2"}}}, namespace="default")
-    await kube.delete(Pod, "w1", "default", grace_period_seconds=0)
+    await kube.delete(Pod, "w1", namespace="default", grace_period_seconds=0)
     events = await collect(kube, first.metadata.resource_version, until=2)
     assert [e.type for e in events] == ["MODIFIED", "DELETED"]
     assert events[0].obj is not None and events[0].obj.metadata.labels == {"v": "2"}

@@ -56,7 +56,7 @@ async def test_scale_reads_and_writes_through_the_replica_paths(
     assert scale["spec"] == {"replicas": 3}
     assert scale["status"] == {"replicas": 2}  # no labelSelectorPath, as MCM's CRD
     assert scale["metadata"]["name"] == "pool"
-    before = await kube.get(MachineSet, "pool", "default")
+    before = await kube.get(MachineSet, "pool", namespace="default")
     assert scale["metadata"]["resourceVersion"] == before.resource_version
 
     # PUT: only spec replicas change; the status and the rest of the spec stay.
@@ -64,7 +64,7 @@ async def test_scale_reads_and_writes_through_the_replica_paths(
     reply = await client.request("PUT", f"{BASE}/machinesets/pool/scale", scale)
     assert reply.status == 200, reply.body
     assert reply.json()["spec"] == {"replicas": 5}
-    after = await kube.get(MachineSet, "pool", "default")
+    after = await kube.get(MachineSet, "pool", namespace="default")
     assert after.spec.replicas == 5 and after.status.replicas == 2
     assert after.spec.template.metadata.labels == {"set": "pool"}
     assert after.metadata.generation == before.metadata.generation + 1
@@ -81,7 +81,7 @@ async def test_scale_reads_and_writes_through_the_replica_paths(
             "PATCH", f"{BASE}/machinesets/pool/scale", patch, content_type=ctype
         )
         assert reply.status == 200, reply.body
-        assert (await kube.get(MachineSet, "pool", "default")).spec.replicas == 1
+        assert (await kube.get(MachineSet, "pool", namespace="default")).spec.replicas == 1
         await client.request(
             "PATCH",
             f"{BASE}/machinesets/pool/scale",
@@ -105,7 +105,7 @@ async def test_scale_reads_and_writes_through_the_replica_paths(
     )
     assert reply.status == 422
     assert "spec.replicas: Invalid value: -1" in reply.json()["message"]
-    assert (await kube.get(MachineSet, "pool", "default")).spec.replicas == 4
+    assert (await kube.get(MachineSet, "pool", namespace="default")).spec.replicas == 4
 
     # Machines declare no scale subresource: 404, as kube-apiserver.
     emu.create(
@@ -138,5 +138,5 @@ async def test_kubectl_scale_machinesets_and_deployments(
     assert proc.returncode != 0  # 5 replicas, not 3: refused, nothing written
 
     kube = Client.from_url(emu.url, token=emu.token)
-    assert (await kube.get(MachineDeployment, "web", "default")).spec.replicas == 5
-    assert (await kube.get(MachineSet, "web-1", "default")).spec.replicas == 1
+    assert (await kube.get(MachineDeployment, "web", namespace="default")).spec.replicas == 5
+    assert (await kube.get(MachineSet, "web-1", namespace="default")).spec.replicas == 1

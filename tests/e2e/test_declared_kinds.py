@@ -81,7 +81,7 @@ async def test_generated_crd_installs_with_kubectl_and_the_kind_round_trips(
         namespace="default",
         subresource="status",
     )
-    got = await kube.get(Greeting, "hello", "default")
+    got = await kube.get(Greeting, "hello", namespace="default")
     assert got.status.message == "Good day, w"
     assert got.metadata.generation == 2  # the status write did not bump it
     listed = await kube.list(Greeting, namespace="default")
@@ -214,11 +214,11 @@ async def test_an_informer_and_a_controller_reconcile_the_kind(
         await nursery.start(manager.run)
         await kube.create(Greeting, hello(repeat=2), namespace="default")
         await until(lambda: "Hi world, Hi world" in seen)
-        config = await kube.get(ConfigMap, "hello", "default")
+        config = await kube.get(ConfigMap, "hello", namespace="default")
         assert config.metadata.controller_ref() is not None
         await kube.patch(Greeting, "hello", {"spec": {"style": "formal"}}, namespace="default")
         await until(lambda: "Good day world, Good day world" in seen)
-        got = await kube.get(Greeting, "hello", "default")
+        got = await kube.get(Greeting, "hello", namespace="default")
         assert got.status.observed_generation == got.metadata.generation == 2
         manager.stop()
 
@@ -238,7 +238,7 @@ async def test_undeclared_and_uninstalled_kinds_name_the_fix(
     fix = "is not a declared kind: decorate it with @kubetrio.api.resource(group=..., version=...)"
     for cls in (Undeclared, NotAKind):
         with pytest.raises(UndeclaredKind, match=re.escape(f"{cls.__qualname__} {fix}")):
-            await kube.get(cls, "x", "default")  # type: ignore[type-var]
+            await kube.get(cls, "x", namespace="default")  # type: ignore[type-var]
     manager = Manager(kube, metrics_bind_address="0", health_probe_bind_address="0")
     with pytest.raises(UndeclaredKind, match=re.escape(fix)):
         manager.controller("x").for_(Undeclared)

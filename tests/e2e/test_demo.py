@@ -193,7 +193,7 @@ async def test_without_the_machine_controller_the_manager_runs_alone(tmp_path: P
         client = Client.from_kubeconfig(kubeconfig)
         with trio.fail_after(60):  # the example controller at work: the manager is up
             while True:
-                config_map = await client.get_or_none(ConfigMap, "web-config", "default")
+                config_map = await client.get_or_none(ConfigMap, "web-config", namespace="default")
                 if config_map is not None and HASH_ANNOTATION in config_map.metadata.annotations:
                     break
                 await trio.sleep(0.1)

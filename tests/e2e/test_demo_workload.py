@@ -103,7 +103,9 @@ async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> N
                 assert re.search(rf"^summary phase={phase} took=[\d.]+s", output, re.M), phase
 
             # The cluster as the API server has it: what the output claims is so.
-            deployment = await client.get(MachineDeployment, seed.DEPLOYMENT, seed.NAMESPACE)
+            deployment = await client.get(
+                MachineDeployment, seed.DEPLOYMENT, namespace=seed.NAMESPACE
+            )
             assert deployment.status.available_replicas == deployment.spec.replicas == 2
             left = (await client.list(Machine, namespace=seed.NAMESPACE)).items
             assert len(left) == 2 and all(m.phase == PHASE_RUNNING for m in left)
@@ -121,7 +123,9 @@ async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> N
             # The StatefulSet's pods kept their volumes through the drains.
             for pod in demo.view.running_pods(seed.STATEFULSET):
                 assert pod.spec.node_name in nodes
-                claim = await client.get(PersistentVolumeClaim, f"data-{pod.name}", "default")
+                claim = await client.get(
+                    PersistentVolumeClaim, f"data-{pod.name}", namespace="default"
+                )
                 assert claim.spec.volume_name, "the sim-csi provisioner bound the claim"
 
 

@@ -67,7 +67,7 @@ async def test_pod_pinned_just_before_the_deletion_is_drained(
         await h.wait_gone("m-1")
         assert emu.counters.get("create", "pods", "eviction") == 1
         assert emu.get("v1", "Pod", "late", "default") is None
-        assert await h.client.get_or_none(Pod, "late", "default") is None
+        assert await h.client.get_or_none(Pod, "late", namespace="default") is None
         # It waited for the cache (the held-back watch), then went on at once.
         assert HELD_BACK <= trio.current_time() - started <= HELD_BACK + 10
 
@@ -81,10 +81,10 @@ async def test_a_machine_that_never_joined_takes_its_token_with_it(
         emu.create(machine_doc("m-1"))
         await h.wait_phase("m-1", PHASE_PENDING)
         name = token_secret_name("m-1", "default")
-        assert await h.client.get_or_none(Secret, name, TOKEN_NAMESPACE) is not None
+        assert await h.client.get_or_none(Secret, name, namespace=TOKEN_NAMESPACE) is not None
         emu.delete(MACHINE_API, "Machine", "m-1", "default")
         await h.wait_gone("m-1")
-        assert await h.client.get_or_none(Secret, name, TOKEN_NAMESPACE) is None
+        assert await h.client.get_or_none(Secret, name, namespace=TOKEN_NAMESPACE) is None
 
 
 async def test_a_cache_that_stays_behind_fails_the_drain_step_which_is_retried(

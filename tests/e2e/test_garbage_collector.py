@@ -46,7 +46,7 @@ async def test_background_is_the_default_and_takes_no_time(
     grandchild = emu.create(cm("grandchild", ref(cm_of(emu, "child-a") or {})))
     assert grandchild["metadata"]["ownerReferences"][0]["name"] == "child-a"
     start = trio.current_time()
-    await kube.delete(ConfigMap, "owner", "default")
+    await kube.delete(ConfigMap, "owner", namespace="default")
     assert cm_of(emu, "owner") is None  # the owner goes at once
     await until(emu, lambda: gone(emu, "child-a", "child-b", "grandchild"))
     assert trio.current_time() - start < 1.0  # the collector's task, not a timer
@@ -82,7 +82,7 @@ async def test_foreground_waits_for_blocking_dependents_only(
     emu.create(cm("blocking", ref(owner, True), finalizers=("example.com/hold",)))
     emu.create(cm("free", ref(owner, False), finalizers=("example.com/hold",)))
     emu.create(cm("plain", ref(owner, True)))
-    await kube.delete(ConfigMap, "owner", "default", propagation_policy="Foreground")
+    await kube.delete(ConfigMap, "owner", namespace="default", propagation_policy="Foreground")
     await until(emu, lambda: gone(emu, "plain"))
     await settle(emu)
     held = cm_of(emu, "owner")
@@ -131,12 +131,12 @@ async def test_a_dependent_goes_only_with_its_last_owner(
     a = emu.create(cm("a"))
     b = emu.create(cm("b"))
     emu.create(cm("both", ref(a, True), ref(b, True)))
-    await kube.delete(ConfigMap, "a", "default")
+    await kube.delete(ConfigMap, "a", namespace="default")
     await until(emu, lambda: ref_uids(cm_of(emu, "both")) == [b["metadata"]["uid"]])
     # Foreground on the remaining owner: no other owner keeps it now, so it goes.
     c = emu.create(cm("c"))
     emu.create(cm("pair", ref(b, True), ref(c, True)))
-    await kube.delete(ConfigMap, "b", "default", propagation_policy="Foreground")
+    await kube.delete(ConfigMap, "b", namespace="default", propagation_policy="Foreground")
     await until(emu, lambda: gone(emu, "b", "both"))
     # The dependent that still has c loses only b's reference, as kube's collector does.
     assert ref_uids(cm_of(emu, "pair")) == [c["metadata"]["uid"]]

@@ -99,10 +99,12 @@ async def test_the_fence_fails_the_instant_the_deadline_passes(
         mock_clock.jump(elector.valid_until - trio.current_time())
         assert elector.is_leader and not elector.holds_lease()
         assert "leader lease default/fence-test is not proven held" in await refused(patch)
-        assert await refused(lambda: fenced.delete(ConfigMap, "target", "default"))
+        assert await refused(lambda: fenced.delete(ConfigMap, "target", namespace="default"))
         cm = emu.get("v1", "ConfigMap", "target", "default")
         assert cm is not None and cm["data"] == {"a": "2"}, "nothing written after the deadline"
-        assert (await fenced.get(ConfigMap, "target", "default")).metadata.name == "target"
+        assert (
+            await fenced.get(ConfigMap, "target", namespace="default")
+        ).metadata.name == "target"
         assert len((await fenced.list(ConfigMap, namespace="default")).items) == 1
         await campaign.ended.wait()
         assert campaign.lost is not None and "not renewed within 10s" in str(campaign.lost)
@@ -150,7 +152,7 @@ async def test_another_holder_ends_leadership_at_once(
         assert campaign.lost_at - taken_at <= OPTIONS.retry_period + 0.2, "the next renewal"
         assert campaign.lost_at < campaign.elector.renewed_at + OPTIONS.renew_deadline
         assert emu.counters.get("patch", "leases") == patches, "no write to take it back"
-        current = await client.get(Lease, "fence-test", "default")
+        current = await client.get(Lease, "fence-test", namespace="default")
         assert current.spec.holder_identity == "intruder", "not released either: not ours"
 
 

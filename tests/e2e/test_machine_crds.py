@@ -41,12 +41,12 @@ async def test_crds_apply_and_serve_typed_objects(emu: Emulator, kubectl: Kubect
     await kubectl.apply([MACHINE_CLASS, MACHINE])
 
     client = Client.from_url(emu.url, token=emu.token)
-    cls = await client.get(MachineClass, "small", "default")
+    cls = await client.get(MachineClass, "small", namespace="default")
     assert cls.provider == "sim"
     assert cls.provider_spec["failNext"] == {"create": {"count": 1}}
     assert cls.secret_ref is not None and cls.secret_ref.name == "cloud"
 
-    machine = await client.get(Machine, "small-1", "default")
+    machine = await client.get(Machine, "small-1", namespace="default")
     assert machine.spec.class_.name == "small"
     config = machine.spec.machine_configuration
     assert config is not None and config.drain_timeout == "30m"

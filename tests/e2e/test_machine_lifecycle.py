@@ -44,7 +44,9 @@ async def test_machine_is_created_joins_and_is_deleted(
         assert pending.metadata.annotations[PRIORITY_ANNOTATION] == "3"
         assert pending.spec.provider_id.startswith("sim://eu-1/")
         assert pending.status.last_operation.description == "Creating machine on cloud provider"
-        token = await h.client.get(Secret, token_secret_name("m-1", "default"), TOKEN_NAMESPACE)
+        token = await h.client.get(
+            Secret, token_secret_name("m-1", "default"), namespace=TOKEN_NAMESPACE
+        )
         assert token.type == "bootstrap.kubernetes.io/token"
 
         running = await h.wait_phase("m-1", PHASE_RUNNING)
@@ -54,7 +56,7 @@ async def test_machine_is_created_joins_and_is_deleted(
             == "Machine m-1 successfully joined the cluster"
         )
         assert running.condition("Ready") is not None
-        assert await h.client.get_or_none(Secret, token.name, TOKEN_NAMESPACE) is None
+        assert await h.client.get_or_none(Secret, token.name, namespace=TOKEN_NAMESPACE) is None
 
         emu.delete(MACHINE_API, "Machine", "m-1", "default")
         await h.wait_gone("m-1")

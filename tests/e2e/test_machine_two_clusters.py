@@ -140,7 +140,7 @@ async def test_a_machine_lives_in_control_and_its_node_in_target(
         assert resources(target) & CONTROL_ONLY == set(), target.counters.snapshot()
         assert resources(control) >= CONTROL_ONLY
         assert {"nodes", "pods"} <= resources(target)
-        assert await h.ctx.target.get_or_none(Secret, "small-secret", "default") is None
+        assert await h.ctx.target.get_or_none(Secret, "small-secret", namespace="default") is None
 
         # Rest-client metrics tell the two API servers apart by host.
         hosts = await rest_client_hosts(h)

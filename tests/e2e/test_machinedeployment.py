@@ -413,8 +413,8 @@ async def test_machines_the_autoscaler_names_get_deletion_priority(
             "machine.sapcloud.io/last-deployment-replica-change-by-scaler-time"
         ]
         assert deployment.metadata.annotations[TRIGGER] == f"m-1~2026-01-01T00:00:00Z,m-2~{stamp}"
-        m1 = await h.client.get(Machine, "m-1", "default")
-        m2 = await h.client.get(Machine, "m-2", "default")
+        m1 = await h.client.get(Machine, "m-1", namespace="default")
+        m2 = await h.client.get(Machine, "m-2", namespace="default")
         assert m1.metadata.annotations == {
             "machinepriority.machine.sapcloud.io": "1",
             "machine.sapcloud.io/marked-for-deletion-time": "2026-01-01T00:00:00Z",

@@ -272,8 +272,10 @@ async def test_deleting_a_set_deletes_its_machines_and_adopts_nothing_meanwhile(
         emu.create(machine_set_doc("fg", 2))
         await s.wait_ready("bg", 2)
         await s.wait_ready("fg", 2)
-        await s.h.client.delete(MachineSet, "bg", "default")
-        await s.h.client.delete(MachineSet, "fg", "default", propagation_policy="Foreground")
+        await s.h.client.delete(MachineSet, "bg", namespace="default")
+        await s.h.client.delete(
+            MachineSet, "fg", namespace="default", propagation_policy="Foreground"
+        )
         await s.wait_set("fg", lambda ms: ms is None)
         await s.wait_machines(lambda ms: ms == [])
         # Its machines gone, the set lets go of its finalizer; only the foreign one holds it.

@@ -69,7 +69,7 @@ async def test_machineset_and_deployment_crds_serve_typed_objects(
     await kubectl.apply([MACHINE_SET, MACHINE_DEPLOYMENT])
 
     client = Client.from_url(emu.url, token=emu.token)
-    ms = await client.get(MachineSet, "pool-a", "default")
+    ms = await client.get(MachineSet, "pool-a", namespace="default")
     assert ms.spec.replicas == 3
     assert ms.spec.selector is not None and ms.spec.selector.match_labels == {"pool": "a"}
     assert ms.spec.template.metadata.labels == {"pool": "a"}
@@ -78,7 +78,7 @@ async def test_machineset_and_deployment_crds_serve_typed_objects(
     assert config is not None and config.drain_timeout == "30m"
     assert ms.spec.min_ready_seconds == 10
 
-    md = await client.get(MachineDeployment, "pool-b", "default")
+    md = await client.get(MachineDeployment, "pool-b", namespace="default")
     rolling = md.spec.strategy.rolling_update
     assert md.spec.strategy.type == "RollingUpdate"
     assert rolling is not None and (rolling.max_surge, rolling.max_unavailable) == ("25%", 1)

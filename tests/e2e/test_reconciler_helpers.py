@@ -79,7 +79,7 @@ async def test_a_stale_object_conflicts_instead_of_dropping_a_finalizer(
     assert caught.value.status == 409
     assert (cm_of(emu, "g") or {})["metadata"]["finalizers"] == [THEIRS]
     # The retry, on a fresh read, keeps both.
-    fresh = await kube.get(ConfigMap, "g", "default")
+    fresh = await kube.get(ConfigMap, "g", namespace="default")
     held = await ensure_finalizer(kube, fresh, OURS)
     assert held is not None and held.metadata.finalizers == (THEIRS, OURS)
 
@@ -88,8 +88,8 @@ async def test_removing_the_last_finalizer_lets_deletion_finish(
     emu: Emulator, kube: Client, mock_clock: trio.testing.MockClock
 ) -> None:
     await kube.create(ConfigMap, new_cm("g", OURS))
-    await kube.delete(ConfigMap, "g", "default")
-    deleting = await kube.get(ConfigMap, "g", "default")
+    await kube.delete(ConfigMap, "g", namespace="default")
+    deleting = await kube.get(ConfigMap, "g", namespace="default")
     assert deleting.deleting
     await remove_finalizer(kube, deleting, OURS)
     assert cm_of(emu, "g") is None
@@ -108,7 +108,7 @@ async def test_a_controller_reference_is_followed_by_the_garbage_collector(
     other = await kube.create(ConfigMap, new_cm("other"))
     with pytest.raises(AlreadyOwnedError, match="ConfigMap controller owner"):
         set_controller_reference(other, child)
-    await kube.delete(ConfigMap, "owner", "default")
+    await kube.delete(ConfigMap, "owner", namespace="default")
     await until(emu, lambda: cm_of(emu, "child") is None)
 
 

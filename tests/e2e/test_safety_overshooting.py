@@ -350,7 +350,7 @@ async def test_a_machineset_pass_from_a_stale_copy_keeps_the_frozen_condition(
             },
         }
     )
-    stale = await client.get(MachineSet, "s", "default")
+    stale = await client.get(MachineSet, "s", namespace="default")
     guard = OvershootingGuard(
         client,
         Informer(client, Machine),
@@ -366,6 +366,6 @@ async def test_a_machineset_pass_from_a_stale_copy_keeps_the_frozen_condition(
         control=MachineControl(client, EventSender(client).recorder("test")),
     )
     await MachineSetReconciler(ctx).reconcile(ObjectKey("default", "s"))
-    after = await client.get(MachineSet, "s", "default")
+    after = await client.get(MachineSet, "s", namespace="default")
     assert after.metadata.labels.get("freeze") == "True"
     assert [c.type for c in after.status.conditions] == ["Frozen"]

@@ -285,8 +285,8 @@ async def test_graceful_termination_takes_grace_times_factor(
             for name in ("slow", "quick")
         }
         start = trio.current_time()
-        await sim.client.delete(SimPod, "slow", "default")
-        await sim.client.delete(SimPod, "quick", "default", grace_period_seconds=10)
+        await sim.client.delete(SimPod, "slow", namespace="default")
+        await sim.client.delete(SimPod, "quick", namespace="default", grace_period_seconds=10)
         await sim.pods.until(lambda: sim.pod("quick") is None and sim.pod("slow") is None)
         assert 1.0 <= gone["quick"][0] - start < 1.5  # 10 s x 0.1
         assert 3.0 <= gone["slow"][0] - start < 3.5  # 30 s x 0.1
@@ -325,7 +325,7 @@ async def test_csi_volume_attaches_and_detaches(mock_clock: trio.testing.MockClo
         n1 = sim.nodes.get("n1")
         assert n1 is not None and n1.status.volumes_in_use == (unique,)
         assert n1.status.volumes_attached[0].device_path == ""
-        await sim.client.delete(SimPod, "db", "default", grace_period_seconds=0)
+        await sim.client.delete(SimPod, "db", namespace="default", grace_period_seconds=0)
         gone = trio.current_time()
         await sim.attachments.until(lambda: sim.attachments.get(va_name) is None)
         assert trio.current_time() - gone >= 3.0  # detach_delay
@@ -344,7 +344,7 @@ async def test_mirror_pods_are_posted_again(mock_clock: trio.testing.MockClock) 
         mirror = {"kubernetes.io/config.mirror": "abc123"}
         sim.emu.create(pod("etcd-n1", node_name="n1", annotations=mirror))
         first = await sim.until_ready("etcd-n1")
-        await sim.client.delete(SimPod, "etcd-n1", "default")
+        await sim.client.delete(SimPod, "etcd-n1", namespace="default")
         await sim.pods.until(
             lambda: (
                 (p := sim.pod("etcd-n1")) is not None

@@ -110,7 +110,7 @@ async def test_replicaset_replaces_a_deleted_pod(mock_clock: trio.testing.MockCl
             assert p.name.startswith("web-")
             ref = p.metadata.controller_ref()
             assert ref is not None and (ref.kind, ref.uid) == ("ReplicaSet", rs["metadata"]["uid"])
-        await sim.client.delete(SimPod, first[0].name, "default")
+        await sim.client.delete(SimPod, first[0].name, namespace="default")
         await sim.pods.until(
             lambda: (
                 len(ready_pods(sim, "web")) == 3
@@ -146,7 +146,7 @@ async def test_evicted_statefulset_pod_comes_back_with_its_volume_on_another_nod
         unique = f"kubernetes.io/csi/{SIM_CSI_DRIVER}^{handle}"
         await sim.nodes.until(lambda: attached_names(sim.nodes.get(old_node)) == [unique])
         await sim.client.patch(Node, old_node, {"spec": {"unschedulable": True}})  # as drain
-        await sim.client.evict("db-0", "default")
+        await sim.client.evict("db-0", namespace="default")
         await sim.pods.until(lambda: (p := sim.pod("db-0")) is not None and p.deleting)
         # Not recreated while the old pod terminates (30 s x 0.1).
         await sim.pods.until(
@@ -188,7 +188,7 @@ async def test_daemonset_runs_one_pod_per_node(mock_clock: trio.testing.MockCloc
         victim = next(p for p in ready_pods(sim, "agent") if p.node == "n2")
         ref = victim.metadata.controller_ref()
         assert ref is not None and ref.kind == "DaemonSet"
-        await sim.client.delete(SimPod, victim.name, "default", grace_period_seconds=0)
+        await sim.client.delete(SimPod, victim.name, namespace="default", grace_period_seconds=0)
         await sim.pods.until(
             lambda: any(p.node == "n2" and p.name != victim.name for p in ready_pods(sim, "agent"))
         )
@@ -246,10 +246,10 @@ async def test_budget_goes_down_on_eviction_and_back_up_when_replaced(
         victim, other = ready_pods(sim, "web")[:2]
         # Cordoned, the only node holds the replacement back until the test says so.
         await sim.client.patch(Node, "n1", {"spec": {"unschedulable": True}})
-        await sim.client.evict(victim.name, "default")
+        await sim.client.evict(victim.name, namespace="default")
         await sim.pdbs.until(lambda: allowed() == 0)
         with pytest.raises(ApiError) as refused:
-            await sim.client.evict(other.name, "default")
+            await sim.client.evict(other.name, namespace="default")
         assert refused.value.status == 429
         await sim.pdbs.until(
             lambda: (

@@ -110,9 +110,9 @@ async def test_controller_reconciles_and_waits_wake_on_changes(
         await kube_client.create(ConfigMap, source("b", "b"))
         await kube_client.create(ConfigMap, source("c", "c"))
         await eventually(both_greeted)  # the manager's informers by default
-        await kube_client.delete(ConfigMap, "c-greeting", "default")
+        await kube_client.delete(ConfigMap, "c-greeting", namespace="default")
         await wait_for(manager, ConfigMap, "c-greeting")  # the controller puts it back
-        await kube_client.delete(ConfigMap, "b", "default")
+        await kube_client.delete(ConfigMap, "b", namespace="default")
         await wait_gone(manager, ConfigMap, "b")
 
 

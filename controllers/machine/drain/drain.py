@@ -280,7 +280,10 @@ class Drainer:
                 break
             try:
                 await retry_transient(
-                    self.client.evict, pod.name, pod.namespace, grace_period_seconds=grace
+                    self.client.evict,
+                    pod.name,
+                    namespace=pod.namespace,
+                    grace_period_seconds=grace,
                 )
                 self._count("evicted")
                 break
@@ -316,7 +319,11 @@ class Drainer:
     async def _delete(self, pod: Pod, grace: int | None) -> None:
         try:
             await retry_transient(
-                self.client.delete, Pod, pod.name, pod.namespace, grace_period_seconds=grace
+                self.client.delete,
+                Pod,
+                pod.name,
+                namespace=pod.namespace,
+                grace_period_seconds=grace,
             )
             self._count("deleted")
         except ApiError as error:
