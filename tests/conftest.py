@@ -1,4 +1,5 @@
-"""Fixtures both the unit and the end-to-end tests use."""
+"""Fixtures for every test folder: the collector's state restored, and (from
+``tests.helpers.kube``) the emulator fixtures the end-to-end tests of each subject share."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import gc
 from collections.abc import Iterator
 
 import pytest
+
+# A plugin rather than a conftest per folder: the tests of one subject sit in one folder, unit
+# and end-to-end alike, and the emulator fixtures are needed in most of them.
+pytest_plugins = ["tests.helpers.kube"]
 
 
 @pytest.fixture

@@ -18,8 +18,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
-
-from .credential_helpers import (
+from tests.helpers.credentials import (
     V1,
     admin_account,
     exec_user,

@@ -17,10 +17,9 @@ import yaml
 
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.testclient import EmuClient
-
-from .plugins import install_plugin
-from .rbac_helpers import service_account, token
-from .test_cli_run import environment, kubetrio
+from tests.cli.test_cli_run import environment, kubetrio
+from tests.helpers.plugins import install_plugin
+from tests.helpers.rbac import service_account, token
 
 QUIET = ["--log-level", "error"]  # stderr then holds only what the process ends with
 NO_PORTS = ["--metrics-bind-address", "0", "--health-probe-bind-address", "0"]

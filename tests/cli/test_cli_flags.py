@@ -11,8 +11,7 @@ import trio
 
 from kubetrio.cmd.argparser import format_default
 from kubetrio.cmd.config import SETTINGS, ManagerConfig, config_to_dict
-
-from .test_cli_run import environment, kubetrio
+from tests.cli.test_cli_run import environment, kubetrio
 
 
 async def run_cli(*args: str) -> tuple[int, str, str]:

@@ -23,10 +23,9 @@ from kubetrio.emulator import Emulator, FaultRule
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
-
-from .machines import install_crds
-from .plugins import install_plugin
-from .rbac_helpers import service_account, token
+from tests.helpers.machines import install_crds
+from tests.helpers.plugins import install_plugin
+from tests.helpers.rbac import service_account, token
 
 PLUGIN = textwrap.dedent(
     '''

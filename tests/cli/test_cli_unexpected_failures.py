@@ -12,9 +12,8 @@ import pytest
 import trio
 
 from kubetrio.emulator import Emulator
-
-from .plugins import install_plugin
-from .test_cli_run import environment, run_args
+from tests.cli.test_cli_run import environment, run_args
+from tests.helpers.plugins import install_plugin
 
 PLUGIN = textwrap.dedent(
     '''

@@ -14,8 +14,7 @@ from kubetrio.cmd.clusters import (
     embedded_conflict,
     target_endpoint,
 )
-
-from .test_config import error_of, load
+from tests.cli.test_config import error_of, load
 
 HERE = __file__  # an existing file: kubeconfig paths are checked to exist
 

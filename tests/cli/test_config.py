@@ -142,7 +142,7 @@ def test_defaults() -> None:
     assert (config.metrics_secure, config.metrics_cert_path) == (False, None)
     assert (config.metrics_cert_name, config.metrics_cert_key) == ("tls.crt", "tls.key")
     le = config.leader_election
-    # Unset namespace: the pod's, else kube-system (cmd/run.py, tests/e2e/test_in_cluster_manager).
+    # Unset namespace: the pod's, else kube-system (cmd/run.py, tests/cli/test_in_cluster_manager).
     assert (le.enabled, le.namespace, le.name) == (False, None, "kubetrio-leader")
     assert (le.lease_duration, le.renew_deadline, le.retry_period) == (15, 10, 2)
     assert le.release_on_cancel is True

@@ -26,8 +26,7 @@ from kubetrio.controllers.machineset.setup import setup as machineset_setup
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import ClusterSimulation
-
-from .machines import machine_manager
+from tests.helpers.machines import machine_manager
 
 
 def lines_with(output: str, key: str) -> list[dict[str, str]]:

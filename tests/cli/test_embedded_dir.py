@@ -12,7 +12,7 @@ from pathlib import Path
 
 import trio
 
-from .running import run_until_started
+from tests.helpers.running import run_until_started
 
 # The manager alone (no machine controller: no demo), ports the test cannot collide on.
 MANAGER_ONLY = [

@@ -18,9 +18,8 @@ import trio
 
 from kubetrio.emulator import EmulatorOptions
 from kubetrio.sim import serve_world
-
-from .conftest import Kubectl, find_kubectl, kubectl_env
-from .running import ACCOUNT, NS, audit_event, install_shipped, run_until_started
+from tests.helpers.kube import Kubectl, find_kubectl, kubectl_env
+from tests.helpers.running import ACCOUNT, NS, audit_event, install_shipped, run_until_started
 
 KIT = Path(__file__).resolve().parents[2] / "config"
 

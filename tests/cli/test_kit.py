@@ -18,8 +18,7 @@ import yaml
 
 from kubetrio.cmd.kustomize import render
 from kubetrio.emulator import Emulator
-
-from .conftest import Kubectl, kubectl_of
+from tests.helpers.kube import Kubectl, kubectl_of
 
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ROOT / "config"

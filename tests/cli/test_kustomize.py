@@ -1,7 +1,7 @@
 """kubetrio's small kustomize (cmd/kustomize.py) refuses what it cannot render instead of
 rendering something else: a field it does not implement, a resource outside the kit, a folder
 without a kustomization, a document without a kind. (What it renders is compared with
-``kubectl kustomize`` in tests/e2e/test_kit.py.)"""
+``kubectl kustomize`` in tests/cli/test_kit.py.)"""
 
 from __future__ import annotations
 

@@ -25,10 +25,9 @@ from kubetrio.runtime.gen.rbac import LEADER_ELECTION_ROLE, MANAGER_ROLE, Policy
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import ClusterSimulation
 from kubetrio.sim.storage import serve_storage_sim
-
-from .conftest import Kubectl, kubectl_env
-from .plugins import install_plugin
-from .rbac_scenario import (
+from tests.helpers.kube import Kubectl, kubectl_env
+from tests.helpers.plugins import install_plugin
+from tests.helpers.rbac_scenario import (
     NAMESPACE,
     REPO,
     SERVICE_ACCOUNT,
@@ -44,7 +43,7 @@ from .rbac_scenario import (
     storage_until,
     until,
 )
-from .test_storage_sim import add_ready_node
+from tests.sim.test_storage_sim import add_ready_node
 
 # Pods start at once and end quickly; a detach takes long enough that a forced deletion finds
 # the volume still attached and deletes its VolumeAttachment itself.

@@ -17,9 +17,8 @@ from kubetrio.emulator import Emulator, EmulatorOptions
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.clockhold import request_in_flight, waiting_on_simulated_time
 from kubetrio.sim import serve_world
-
-from .conftest import Kubectl, kubectl_of
-from .webhook_server import HeldClient, WebhookServer, patch_of, serve_webhook
+from tests.helpers.kube import Kubectl, kubectl_of
+from tests.helpers.webhook_server import HeldClient, WebhookServer, patch_of, serve_webhook
 
 V = "admissionregistration.k8s.io/v1"
 CM_RULE = {

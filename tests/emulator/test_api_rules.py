@@ -15,8 +15,7 @@ from kubetrio.emulator.kinds import ResourceType
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.emulator.watch import Watch
 from kubetrio.sim import serve_world
-
-from .conftest import configmap as cm
+from tests.helpers.kube import configmap as cm
 
 PODS = "/api/v1/namespaces/default/pods"
 CMS = "/api/v1/namespaces/default/configmaps"

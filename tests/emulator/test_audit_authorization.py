@@ -11,9 +11,8 @@ from typing import Any
 from kubetrio.emulator import EmulatorOptions
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.sim import serve_world
-
-from .conftest import Kubectl, kubectl_env
-from .rbac_helpers import bind, role, rule, sa_subject, service_account, token
+from tests.helpers.kube import Kubectl, kubectl_env
+from tests.helpers.rbac import bind, role, rule, sa_subject, service_account, token
 
 
 def events(path: Path) -> list[dict[str, Any]]:

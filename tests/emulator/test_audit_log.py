@@ -22,8 +22,7 @@ from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import FENCED_AUDIT_ID_PREFIX, Client
 from kubetrio.runtime.leaderelection.fence import Fence, NotLeader
 from kubetrio.sim import serve_world
-
-from .conftest import Kubectl, kubectl_env
+from tests.helpers.kube import Kubectl, kubectl_env
 
 
 def events(path: Path) -> list[dict[str, Any]]:

@@ -16,9 +16,8 @@ import yaml
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.clockhold import request_in_flight, waiting_on_simulated_time
-
-from .conftest import Kubectl
-from .webhook_server import HeldClient, WebhookServer, serve_webhook
+from tests.helpers.kube import Kubectl
+from tests.helpers.webhook_server import HeldClient, WebhookServer, serve_webhook
 
 
 @pytest.fixture

@@ -14,9 +14,8 @@ from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import Client
-
-from .conftest import kubectl_of
-from .machines import install_crds
+from tests.helpers.kube import kubectl_of
+from tests.helpers.machines import install_crds
 
 API = "machine.sapcloud.io/v1alpha1"
 BASE = "/apis/machine.sapcloud.io/v1alpha1/namespaces/default"

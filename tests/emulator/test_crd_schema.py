@@ -19,8 +19,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
-
-from .conftest import blocking, kubectl_of, pykube_api
+from tests.helpers.kube import blocking, kubectl_of, pykube_api
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
 WIDGETS = "/apis/example.com/v1/namespaces/default/widgets"

@@ -20,8 +20,7 @@ from kubetrio.cmd.main import build_parser
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.gaps import GAPS, table
 from kubetrio.emulator.testclient import EmuClient
-
-from .conftest import Kubectl
+from tests.helpers.kube import Kubectl
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 PODS = "/api/v1/namespaces/default/pods"

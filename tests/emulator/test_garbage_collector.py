@@ -20,9 +20,8 @@ from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import ClusterSimulation
-
-from .conftest import blocking, pykube_api
-from .gc_helpers import cm, cm_of, ref, ref_uids, settle, until
+from tests.helpers.gc import cm, cm_of, ref, ref_uids, settle, until
+from tests.helpers.kube import blocking, pykube_api
 
 CMS = "/api/v1/namespaces/default/configmaps"
 

@@ -17,9 +17,8 @@ import trio
 from kubetrio.emulator import Emulator
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import ClusterSimulation
-
-from .conftest import Kubectl, kubectl_of
-from .gc_helpers import cm, cm_of, ref, ref_uids, settle, until
+from tests.helpers.gc import cm, cm_of, ref, ref_uids, settle, until
+from tests.helpers.kube import Kubectl, kubectl_of
 
 VERSIONS = ("1.27", "1.33")
 

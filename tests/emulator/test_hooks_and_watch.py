@@ -12,8 +12,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.emulator.watch import Watch, WatchSpec
 from kubetrio.sim import serve_world
-
-from .conftest import configmap as cm
+from tests.helpers.kube import configmap as cm
 
 CMS = "/api/v1/namespaces/default/configmaps"
 
@@ -186,7 +185,7 @@ async def test_persistence_restores_objects_and_resource_versions(
     state = tmp_path / "state.json"
     async with serve_world(state=state) as emu:
         client = EmuClient(emu.url, emu.token)
-        from .test_api_rules import MACHINE_CRD
+        from tests.emulator.test_api_rules import MACHINE_CRD
 
         await client.request(
             "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", MACHINE_CRD

@@ -8,8 +8,7 @@ import trio
 import yaml
 
 from kubetrio.emulator import Emulator
-
-from .conftest import Kubectl
+from tests.helpers.kube import Kubectl
 
 CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",

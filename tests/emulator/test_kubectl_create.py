@@ -17,8 +17,7 @@ import pytest
 import trio
 
 from kubetrio.emulator import Emulator
-
-from .conftest import Kubectl, kubectl_of
+from tests.helpers.kube import Kubectl, kubectl_of
 
 VERSIONS = ["1.27", "1.31", "1.32", "1.33"]
 

@@ -15,8 +15,7 @@ import pytest
 import yaml
 
 from kubetrio.emulator import Emulator
-
-from .conftest import Kubectl, kubectl_of
+from tests.helpers.kube import Kubectl, kubectl_of
 
 SA_USER = "system:serviceaccount:default:bot"
 
@@ -79,8 +78,7 @@ async def test_forbidden_messages_as_kubectl_prints_them(
     version: str, emu: Emulator, tmp_path: Path
 ) -> None:
     from kubetrio.emulator.testclient import EmuClient
-
-    from .rbac_helpers import bind, role, rule, sa_subject, service_account, token
+    from tests.helpers.rbac import bind, role, rule, sa_subject, service_account, token
 
     admin = EmuClient(emu.url, emu.token)
     await service_account(admin, "bot")

@@ -16,8 +16,7 @@ import yaml
 
 from kubetrio.emulator import Emulator, openapi_proto
 from kubetrio.emulator.testclient import EmuClient
-
-from .conftest import Kubectl, blocking, kubectl_of, pykube_api
+from tests.helpers.kube import Kubectl, blocking, kubectl_of, pykube_api
 
 VERSIONS = ("1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
 

@@ -12,8 +12,7 @@ import trio.testing
 
 from kubetrio.emulator import Emulator
 from kubetrio.sim import serve_world
-
-from .conftest import blocking, pykube_api
+from tests.helpers.kube import blocking, pykube_api
 
 
 def configmap(api: pykube.HTTPClient, name: str, data: dict[str, str]) -> pykube.ConfigMap:

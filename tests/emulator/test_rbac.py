@@ -16,9 +16,8 @@ from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.errors import ApiError, is_forbidden
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
-
-from .conftest import blocking
-from .rbac_helpers import bind, ok, role, rule, sa_subject, service_account, token
+from tests.helpers.kube import blocking
+from tests.helpers.rbac import bind, ok, role, rule, sa_subject, service_account, token
 
 SA_USER = "system:serviceaccount:default:bot"
 PODS = "/api/v1/namespaces/default/pods"

@@ -1,5 +1,5 @@
 """RBAC rule matching and request attributes, as pure logic (the HTTP path is in
-tests/e2e/test_rbac.py)."""
+tests/emulator/test_rbac.py)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,7 @@ import trio.testing
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.kubepb import codec
 from kubetrio.emulator.testclient import EmuClient
-
-from .rbac_helpers import RBAC, bind, ok, role, rule, sa_subject, service_account, token
+from tests.helpers.rbac import RBAC, bind, ok, role, rule, sa_subject, service_account, token
 
 ROLES = f"/apis/{RBAC}/namespaces/default/roles"
 BINDINGS = f"/apis/{RBAC}/namespaces/default/rolebindings"

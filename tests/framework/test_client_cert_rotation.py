@@ -28,8 +28,7 @@ from cryptography.x509.oid import NameOID
 from kubetrio.runtime.client.kubeconfig import KubeconfigError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.util.clock import now
-
-from .credential_helpers import V1, exec_user, plugin_runs, write_kubeconfig
+from tests.helpers.credentials import V1, exec_user, plugin_runs, write_kubeconfig
 
 Pair = tuple[bytes, bytes]  # certificate PEM, key PEM
 

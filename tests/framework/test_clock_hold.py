@@ -22,8 +22,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.typed import Client
 from kubetrio.testing import wait_for
-
-from .conftest import configmap
+from tests.helpers.kube import configmap
 
 DELAY = 0.3  # real seconds per request: several autojump thresholds
 

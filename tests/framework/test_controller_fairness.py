@@ -17,8 +17,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Controller, Result
-
-from .conftest import Kubectl
+from tests.helpers.kube import Kubectl
 
 DEEP = 300_000
 

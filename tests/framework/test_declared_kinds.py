@@ -25,12 +25,11 @@ from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.gen.crd import crd_for
 from kubetrio.runtime.manager.manager import Manager
-
-from .conftest import Kubectl
-from .greeting import Greeting, GreetingSpec
+from tests.helpers.greeting import Greeting, GreetingSpec
+from tests.helpers.kube import Kubectl
 
 REPO = Path(__file__).resolve().parents[2]
-SPEC = "tests.e2e.greeting:Greeting"
+SPEC = "tests.helpers.greeting:Greeting"
 
 
 async def generate(*args: str) -> trio.CompletedProcess[bytes]:
@@ -253,8 +252,8 @@ async def test_generate_reports_bad_input_in_one_line(tmp_path: Path) -> None:
     cases = {
         "nomodule": "'nomodule': expected module:Class",
         "no.such.module:X": "cannot import no.such.module",
-        "tests.e2e.greeting:Nope": "tests.e2e.greeting has no Nope",
-        "tests.e2e.greeting:GreetingSpec": "GreetingSpec is not a declared kind",
+        "tests.helpers.greeting:Nope": "tests.helpers.greeting has no Nope",
+        "tests.helpers.greeting:GreetingSpec": "GreetingSpec is not a declared kind",
     }
     for spec, message in cases.items():
         proc = await generate(spec)

@@ -16,8 +16,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.discovery import UnservedKinds, check_served
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
-
-from .machines import install_crds
+from tests.helpers.machines import install_crds
 
 
 def manager_listing(emu: Emulator, *kinds: type) -> Manager:

@@ -18,8 +18,7 @@ from kubetrio.emulator import Emulator, FaultRule
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.events.recorder import EventRecorder, EventSender, dropped_counter
 from kubetrio.runtime.manager.manager import Manager
-
-from .conftest import Kubectl
+from tests.helpers.kube import Kubectl
 
 
 def obj(name: str = "cm") -> ConfigMap:

@@ -1,6 +1,6 @@
 """Exec credential plugins against the emulator: run once and cached until the credential's
 expirationTimestamp, run again (once) after a 401 and the request retried, every bad output one
-line naming the field. The plugin is a real process (tests/e2e/exec_plugin.py) that counts its
+line naming the field. The plugin is a real process (tests/helpers/exec_plugin.py) that counts its
 runs; the emulator expires ServiceAccount tokens on the test's MockClock, which the client's
 credential cache follows too."""
 
@@ -23,9 +23,7 @@ from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.kubeconfig import KubeconfigError
 from kubetrio.runtime.client.typed import CREDENTIALS_UNAVAILABLE, Client
 from kubetrio.runtime.util.clock import now
-
-from .conftest import Kubectl, configmap
-from .credential_helpers import (
+from tests.helpers.credentials import (
     V1,
     V1BETA1,
     admin_account,
@@ -35,6 +33,7 @@ from .credential_helpers import (
     revoke,
     write_kubeconfig,
 )
+from tests.helpers.kube import Kubectl, configmap
 
 NAMESPACES = "/api/v1/namespaces"
 

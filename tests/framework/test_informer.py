@@ -20,8 +20,7 @@ from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.cache.store import DeletedFinalStateUnknown
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
-
-from .conftest import IO_AUTOJUMP, Kubectl
+from tests.helpers.kube import IO_AUTOJUMP, Kubectl
 
 
 class Recorder:

@@ -17,8 +17,7 @@ from kubetrio.runtime.cache.changes import InformerChanges, any_change
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.typed import Client
 from kubetrio.testing import eventually, wait_for, wait_gone
-
-from .conftest import Kubectl
+from tests.helpers.kube import Kubectl
 
 
 def configmap(name: str, **data: str) -> dict[str, Any]:

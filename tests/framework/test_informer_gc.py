@@ -15,8 +15,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.queue import ObjectKey
-
-from .conftest import configmap
+from tests.helpers.kube import configmap
 
 LISTED = 1200  # three pages
 WATCHED = 300

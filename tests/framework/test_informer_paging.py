@@ -19,8 +19,7 @@ from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
 from kubetrio.testing import eventually
-
-from .conftest import configmap
+from tests.helpers.kube import configmap
 
 OBJECTS = 1200
 

@@ -13,10 +13,9 @@ from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
 from kubetrio.runtime.leaderelection.leasefailure import LeaseRefused
 from kubetrio.runtime.manager.manager import Manager
-
-from .rbac_helpers import service_account, token
-from .test_cli_failures import NO_PORTS, QUIET, run_to_exit, the_line
-from .test_cli_run import kubetrio
+from tests.cli.test_cli_failures import NO_PORTS, QUIET, run_to_exit, the_line
+from tests.cli.test_cli_run import kubetrio
+from tests.helpers.rbac import service_account, token
 
 
 def elected(client: Client, namespace: str) -> Manager:

@@ -23,10 +23,9 @@ from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Result, TerminalError
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.manager.manager import CacheSyncTimeout, Manager
-
-from .conftest import blocking
-from .machines import install_crds, machine_doc
-from .rbac_helpers import bind, role, rule, sa_subject, service_account, token
+from tests.helpers.kube import blocking
+from tests.helpers.machines import install_crds, machine_doc
+from tests.helpers.rbac import bind, role, rule, sa_subject, service_account, token
 
 
 def config_map(name: str, **data: str) -> dict[str, object]:

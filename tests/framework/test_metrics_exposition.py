@@ -19,7 +19,7 @@ from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Result, TerminalError
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.manager.manager import Manager
-from tests.e2e.conftest import blocking
+from tests.helpers.kube import blocking
 
 OBJECTS = 30
 WORKERS = 3

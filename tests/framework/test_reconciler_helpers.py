@@ -29,9 +29,8 @@ from kubetrio.runtime import (
 )
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
-
-from .conftest import Kubectl
-from .gc_helpers import cm_of, until
+from tests.helpers.gc import cm_of, until
+from tests.helpers.kube import Kubectl
 
 OURS = "example.com/cleanup"
 THEIRS = "other.example.com/keep"

@@ -38,9 +38,8 @@ from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.metrics.auth import MetricsAuthorizer
 from kubetrio.runtime.metrics.secure import SecureServing
-
-from .conftest import Kubectl
-from .rbac_helpers import bind, ok, sa_subject, service_account, token
+from tests.helpers.kube import Kubectl
+from tests.helpers.rbac import bind, ok, sa_subject, service_account, token
 
 RBAC_DIR = Path(__file__).resolve().parents[2] / "config" / "rbac"
 ADMIN = "kubernetes-admin"

@@ -34,8 +34,7 @@ from kubetrio.runtime.metrics.auth import (
     bearer_token,
 )
 from kubetrio.runtime.metrics.secure import SecureServing
-
-from .test_config import load
+from tests.cli.test_config import load
 
 RBAC = Path(__file__).resolve().parents[2] / "config" / "rbac"
 

@@ -241,7 +241,7 @@ async def test_install_crds_from_dicts_and_files_then_served(
 
 async def test_install_crds_from_a_declared_kind(kube_client: Client) -> None:
     """A class goes through the CRD generator; the next create is served at once."""
-    from tests.e2e.greeting import Greeting
+    from tests.helpers.greeting import Greeting
 
     await install_crds(kube_client, Greeting)
     body = {"metadata": {"name": "hi", "namespace": "default"}, "spec": {"name": "you"}}

@@ -17,9 +17,8 @@ from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.errors import ApiError, is_forbidden
 from kubetrio.runtime.client.kubeconfig import KubeconfigError
 from kubetrio.runtime.client.typed import Client
-
-from .credential_helpers import admin_account, fresh_token, revoke, write_kubeconfig
-from .rbac_helpers import service_account
+from tests.helpers.credentials import admin_account, fresh_token, revoke, write_kubeconfig
+from tests.helpers.rbac import service_account
 
 NAMESPACES = "/api/v1/namespaces"
 

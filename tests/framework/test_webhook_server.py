@@ -33,8 +33,7 @@ from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.metrics.secure import SecureServing
 from kubetrio.runtime.metrics.server import ListenError
 from kubetrio.runtime.webhook import AdmissionRequest, Denied
-
-from .conftest import blocking
+from tests.helpers.kube import blocking
 
 MUTATE = "/mutate-machine-sapcloud-io-v1alpha1-machine"
 VALIDATE = "/validate-machine-sapcloud-io-v1alpha1-machine"

@@ -9,8 +9,7 @@ from typing import Any
 import yaml
 
 from kubetrio.emulator.testclient import EmuClient
-
-from .rbac_helpers import bind, ok, sa_subject, service_account, token
+from tests.helpers.rbac import bind, ok, sa_subject, service_account, token
 
 PLUGIN = str(Path(__file__).with_name("exec_plugin.py"))
 V1 = "client.authentication.k8s.io/v1"

@@ -26,8 +26,7 @@ from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
-
-from .machines import MACHINE_API, Harness, machine_manager
+from tests.helpers.machines import MACHINE_API, Harness, machine_manager
 
 
 def deployment_doc(

@@ -17,8 +17,7 @@ from kubetrio.controllers.machineset.reconciler import MachineSetContext
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
 from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.manager.manager import Manager
-
-from .machines import MACHINE_API, Harness, machine_manager
+from tests.helpers.machines import MACHINE_API, Harness, machine_manager
 
 
 def machine_set_doc(

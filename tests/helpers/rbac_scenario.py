@@ -27,9 +27,8 @@ from kubetrio.emulator import Emulator
 from kubetrio.emulator.auth.access import DECISION_ANNOTATION, RULE_ANNOTATION
 from kubetrio.runtime.gen.rbac import PolicyRule
 from kubetrio.sim.storage import SimulatedStorage, storage_url
-
-from .machines import MACHINE_API, class_secret_doc, machine_class_doc
-from .soak import objects
+from tests.helpers.machines import MACHINE_API, class_secret_doc, machine_class_doc
+from tests.helpers.soak import objects
 
 NAMESPACE = "kubetrio-system"
 SERVICE_ACCOUNT = "kubetrio-controller-manager"

@@ -12,7 +12,7 @@ from typing import Any
 
 import trio
 
-from .conftest import Kubectl
+from tests.helpers.kube import Kubectl
 
 # The kit's namespace and the manager's ServiceAccount (config/rbac).
 NS = "kubetrio-system"

@@ -23,8 +23,14 @@ from kubetrio.emulator import Emulator, EmulatorOptions
 from kubetrio.emulator.faults import FaultRule
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import ClusterSimulation
-
-from .machines import MACHINE_API, Harness, install_crds, machine_doc, machine_manager, seed_class
+from tests.helpers.machines import (
+    MACHINE_API,
+    Harness,
+    install_crds,
+    machine_doc,
+    machine_manager,
+    seed_class,
+)
 
 FAST = ClusterSimulation(pod_start_delay=0.05, grace_factor=0.01)
 BOOT_SECONDS = 10

@@ -4,7 +4,7 @@ Structure (current schema, datasource and filter variables, layout), that the co
 what ``config/dashboards/generate.py`` writes, that every query parses (``promtool``), that
 recorded series the dashboards read are defined, that every alert has its promtool tests, and
 that every metric the code defines is on a dashboard or listed in the README as
-intentionally undashboarded. ``tests/e2e/test_prometheus.py`` runs the same queries against a
+intentionally undashboarded. ``tests/packaging/test_prometheus.py`` runs the same queries against a
 real Prometheus scraping ``kubetrio run --embedded``.
 """
 

@@ -20,8 +20,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
-
-from .conftest import Kubectl
+from tests.helpers.kube import Kubectl
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -77,7 +76,7 @@ async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
     """``kubetrio run --embedded``: prints a kubeconfig kubectl can use, creates the demo's
     MachineDeployment, runs the scenario and with ``--keep-running`` stays up for kubectl until
     SIGINT (Ctrl-C), then exits 0, the deployment's two machines and their nodes all that is
-    left. (The scenario's output is checked in tests/e2e/test_demo.py.)"""
+    left. (The scenario's output is checked in tests/cli/test_demo.py.)"""
     command = [
         sys.executable,
         "-m",

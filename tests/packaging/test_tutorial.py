@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import find_kubectl
+from tests.helpers.kube import find_kubectl
 
 TUTORIAL = Path(__file__).parents[2] / "docs" / "tutorial.md"
 BLOCK = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)

@@ -15,9 +15,8 @@ from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, PHASE_UNKNOWN
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
-
-from .deployments import deployment_doc, pool_manager
-from .machines import install_crds, seed_class
+from tests.helpers.deployments import deployment_doc, pool_manager
+from tests.helpers.machines import install_crds, seed_class
 
 HEALTH_TIMEOUT = 30.0
 

@@ -11,16 +11,15 @@ import pytest
 from kubetrio.emulator import Emulator
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
-
-from .conftest import Kubectl
-from .test_simulated_cluster import (
+from tests.helpers.kube import Kubectl
+from tests.sim.test_simulated_cluster import (
     attached_names,
     node,
     pod,
     volume_handle,
     with_informers,
 )
-from .test_simulated_cluster_workloads import (
+from tests.sim.test_simulated_cluster_workloads import (
     daemonset,
     pdb,
     ready_pods,

@@ -15,7 +15,7 @@ import trio.testing
 
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
-from tests.e2e.test_simulated_cluster import (
+from tests.sim.test_simulated_cluster import (
     Sim,
     attached_names,
     claim,
@@ -26,7 +26,7 @@ from tests.e2e.test_simulated_cluster import (
     with_informers,
     write_times,
 )
-from tests.e2e.test_simulated_cluster_workloads import replicaset
+from tests.sim.test_simulated_cluster_workloads import replicaset
 
 
 def started(emu_pods: list[float]) -> float:

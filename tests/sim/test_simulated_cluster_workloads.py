@@ -13,8 +13,7 @@ import trio.testing
 from kubetrio.api.core import Node
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
-
-from .test_simulated_cluster import (
+from tests.sim.test_simulated_cluster import (
     Sim,
     SimPod,
     attached_names,

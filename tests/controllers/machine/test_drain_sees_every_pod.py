@@ -22,10 +22,15 @@ from kubetrio.controllers.machine.drain.drain import DrainOptions
 from kubetrio.controllers.machine.status import INITIATE_DRAIN, deletion_step
 from kubetrio.emulator import Emulator
 from kubetrio.sim.cloud import SimulatedCloud
-
-from .machines import MACHINE_API, install_crds, machine_doc, machine_manager, seed_class
-from .test_drain import drainer, node
-from .test_machine_deletion import running_machine
+from tests.controllers.machine.test_drain import drainer, node
+from tests.controllers.machine.test_machine_deletion import running_machine
+from tests.helpers.machines import (
+    MACHINE_API,
+    install_crds,
+    machine_doc,
+    machine_manager,
+    seed_class,
+)
 
 DRAIN_INFORMERS = 6  # nodes, pods, claims, volumes, attachments, budgets
 HELD_BACK = 20.0  # seconds the pod informer's re-watch is delayed (mock clock)

@@ -22,8 +22,7 @@ from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
-
-from .conftest import Kubectl
+from tests.helpers.kube import Kubectl
 
 SIM = ClusterSimulation(pod_start_delay=1, grace_factor=0.1, attach_delay=2, detach_delay=3)
 

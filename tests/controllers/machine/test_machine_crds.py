@@ -8,10 +8,9 @@ from pathlib import Path
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
+from tests.helpers.kube import Kubectl
 
-from .conftest import Kubectl
-
-CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
+CRD_DIR = Path(__file__).resolve().parents[3] / "config" / "crd"
 
 MACHINE_CLASS = {
     "apiVersion": "machine.sapcloud.io/v1alpha1",

@@ -26,8 +26,7 @@ from kubetrio.sim import serve_world
 from kubetrio.sim.cloud import SimulatedCloud
 from kubetrio.sim.cloud.script import Failure
 from kubetrio.sim.cluster import ClusterSimulation
-
-from .machines import (
+from tests.helpers.machines import (
     MACHINE_API,
     Harness,
     install_crds,
@@ -35,7 +34,7 @@ from .machines import (
     machine_manager,
     seed_class,
 )
-from .test_simulated_cluster_workloads import pdb, replicaset, statefulset
+from tests.sim.test_simulated_cluster_workloads import pdb, replicaset, statefulset
 
 FAST = ClusterSimulation(
     pod_start_delay=0.05, grace_factor=0.01, attach_delay=0.2, detach_delay=0.2

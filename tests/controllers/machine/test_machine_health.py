@@ -13,8 +13,13 @@ from kubetrio.api.core import Node
 from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, PHASE_UNKNOWN
 from kubetrio.controllers.machine.nodetemplate import LAST_APPLIED_ANNOTATION
 from kubetrio.emulator import Emulator
-
-from .machines import MACHINE_API, install_crds, machine_doc, machine_manager, seed_class
+from tests.helpers.machines import (
+    MACHINE_API,
+    install_crds,
+    machine_doc,
+    machine_manager,
+    seed_class,
+)
 
 NOT_READY_AT_100 = [{"type": "Ready", "status": "False", "afterSeconds": 100}]
 # The meltdown tests' health timeout: shorter than MCM's 10 min, as they prove an order (one

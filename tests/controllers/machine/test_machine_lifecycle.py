@@ -17,8 +17,7 @@ from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret
 from kubetrio.controllers.machine.status import FINALIZER, PRIORITY_ANNOTATION
 from kubetrio.emulator import Emulator
 from kubetrio.sim.cloud import SimulatedCloud
-
-from .machines import (
+from tests.helpers.machines import (
     MACHINE_API,
     Harness,
     class_secret_doc,

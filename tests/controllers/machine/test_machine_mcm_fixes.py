@@ -21,8 +21,8 @@ from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim.cloud import SimulatedCloud
 from kubetrio.sim.cloud.script import Failure
-
-from .machines import (
+from tests.controllers.machine.test_machine_deletion import event_messages, event_reasons
+from tests.helpers.machines import (
     MACHINE_API,
     class_secret_doc,
     install_crds,
@@ -31,7 +31,6 @@ from .machines import (
     machine_manager,
     seed_class,
 )
-from .test_machine_deletion import event_messages, event_reasons
 
 CLASS = "default/small"
 REFRESH_AFTER = 5 * 60.0

@@ -23,9 +23,15 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.testing import eventually, run_manager
-
-from .machines import MACHINE_API, Harness, install_crds, machine_doc, machine_manager, seed_class
-from .test_manager import http_get
+from tests.framework.test_manager import http_get
+from tests.helpers.machines import (
+    MACHINE_API,
+    Harness,
+    install_crds,
+    machine_doc,
+    machine_manager,
+    seed_class,
+)
 
 SIM = {"provider": "sim", "service": "compute"}
 

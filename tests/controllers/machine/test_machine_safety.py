@@ -16,9 +16,8 @@ from kubetrio.controllers.machine.status import FINALIZER
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.sim.cloud import SimulatedCloud
-
-from .conftest import Kubectl
-from .machines import (
+from tests.helpers.kube import Kubectl
+from tests.helpers.machines import (
     MACHINE_API,
     Harness,
     install_crds,

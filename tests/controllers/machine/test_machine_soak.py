@@ -10,9 +10,8 @@ import trio.testing
 from kubetrio.api.machine import PHASE_PENDING, PHASE_RUNNING
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.faults import FaultRule
-
-from .machines import install_crds, machine_doc, machine_manager, seed_class
-from .soak import soak
+from tests.helpers.machines import install_crds, machine_doc, machine_manager, seed_class
+from tests.helpers.soak import soak
 
 SMALL_RUN_RATIO_BOUND = 8.0
 

@@ -31,9 +31,14 @@ from kubetrio.runtime.controller.controller import Controller
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.controller.ratelimit import LongRetry
 from kubetrio.testing import eventually
-
-from .deployments import deployment_doc, deployment_manager
-from .machines import MACHINE_API, install_crds, machine_doc, machine_manager, seed_class
+from tests.helpers.deployments import deployment_doc, deployment_manager
+from tests.helpers.machines import (
+    MACHINE_API,
+    install_crds,
+    machine_doc,
+    machine_manager,
+    seed_class,
+)
 
 MACHINES = 6
 BAD_STRATEGY = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "lots"}}

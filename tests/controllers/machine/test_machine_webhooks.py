@@ -22,9 +22,8 @@ from kubetrio.runtime.client.clockhold import request_in_flight
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.webhook.manifest import as_url
 from kubetrio.testing import run_manager
-
-from .conftest import Kubectl
-from .machines import MACHINE_API, install_crds, machine_class_doc, machine_doc
+from tests.helpers.kube import Kubectl
+from tests.helpers.machines import MACHINE_API, install_crds, machine_class_doc, machine_doc
 
 MACHINE_HOOK = "vmachine-v1alpha1.machine.sapcloud.io"
 

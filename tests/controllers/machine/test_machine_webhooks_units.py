@@ -21,7 +21,7 @@ from kubetrio.runtime.webhook.fields import FieldValidator
 from kubetrio.runtime.webhook.manifest import as_url
 from kubetrio.runtime.webhook.review import AdmissionRequest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 REQUEST = msgspec.convert(
     {
         "uid": "u",

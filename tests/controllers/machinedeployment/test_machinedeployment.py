@@ -15,10 +15,9 @@ from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.clockhold import request_in_flight
-
-from .conftest import Kubectl
-from .deployments import DeploymentHarness, deployment_doc, deployment_manager
-from .machines import MACHINE_API, install_crds
+from tests.helpers.deployments import DeploymentHarness, deployment_doc, deployment_manager
+from tests.helpers.kube import Kubectl
+from tests.helpers.machines import MACHINE_API, install_crds
 
 
 async def test_a_deployment_gets_a_set_with_its_template_and_revision_1(

@@ -12,9 +12,8 @@ import trio.testing
 
 from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, Machine
 from kubetrio.emulator import Emulator
-
-from .deployments import PoolHarness, deployment_doc, pool_manager
-from .machines import install_crds, seed_class
+from tests.helpers.deployments import PoolHarness, deployment_doc, pool_manager
+from tests.helpers.machines import install_crds, seed_class
 
 HEALTH_TIMEOUT = 200.0
 

@@ -15,10 +15,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from kubetrio.api.machineset import MachineDeployment
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.clockhold import request_in_flight
-
-from .conftest import Kubectl
-from .deployments import DeploymentHarness, deployment_doc, deployment_manager
-from .machines import MACHINE_API, install_crds
+from tests.helpers.deployments import DeploymentHarness, deployment_doc, deployment_manager
+from tests.helpers.kube import Kubectl
+from tests.helpers.machines import MACHINE_API, install_crds
 
 POOL = {"name": "pool", "namespace": "default"}
 

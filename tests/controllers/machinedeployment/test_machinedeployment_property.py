@@ -3,7 +3,7 @@ the emulator on a MockClock (sets' machines from ``SetSimulator``), driven by hy
 random sequences of scaling, template changes, pause/resume and machine failures. Whatever came
 before, the deployment converges, and a rollout from there stays within its bounds at every
 change the machines see: ``total <= replicas + maxSurge``, ``available >= replicas -
-maxUnavailable``. (The fast model in tests/unit explores many more sequences.)"""
+maxUnavailable``. (The fast model, test_machinedeployment_model.py, explores many more.)"""
 
 from __future__ import annotations
 
@@ -13,10 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubetrio.sim import serve_world
-
-from .conftest import IO_AUTOJUMP
-from .deployments import deployment_doc, deployment_manager
-from .machines import install_crds
+from tests.helpers.deployments import deployment_doc, deployment_manager
+from tests.helpers.kube import IO_AUTOJUMP
+from tests.helpers.machines import install_crds
 
 Op = tuple[str, int]
 ops_strategy = st.lists(

@@ -18,10 +18,9 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.clockhold import request_in_flight
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.queue import ObjectKey
-
-from .conftest import kubectl_of
-from .machines import install_crds, machine_doc, seed_class
-from .machinesets import machine_set_doc, machineset_manager
+from tests.helpers.kube import kubectl_of
+from tests.helpers.machines import install_crds, machine_doc, seed_class
+from tests.helpers.machinesets import machine_set_doc, machineset_manager
 
 
 async def events_of(client: Client, name: str) -> list[tuple[str, str]]:

@@ -10,10 +10,9 @@ from typing import Any
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
+from tests.helpers.kube import Kubectl
 
-from .conftest import Kubectl
-
-CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
+CRD_DIR = Path(__file__).resolve().parents[3] / "config" / "crd"
 API = "machine.sapcloud.io/v1alpha1"
 
 TEMPLATE: dict[str, Any] = {

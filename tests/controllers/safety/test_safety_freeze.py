@@ -27,8 +27,14 @@ from kubetrio.controllers.safety.setup import machine_queue
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.faults import FaultRule
 from kubetrio.runtime.util.clock import seconds_since
-
-from .machines import MACHINE_API, Harness, install_crds, machine_doc, machine_manager, seed_class
+from tests.helpers.machines import (
+    MACHINE_API,
+    Harness,
+    install_crds,
+    machine_doc,
+    machine_manager,
+    seed_class,
+)
 
 NOT_READY_AT_100 = [{"type": "Ready", "status": "False", "afterSeconds": 100}]
 # Shorter than MCM's 10 min default: what is proven is the order of events (frozen before the

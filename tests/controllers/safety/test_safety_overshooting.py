@@ -33,9 +33,8 @@ from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.events.recorder import EventSender
 from kubetrio.runtime.manager.manager import Manager
-
-from .conftest import Kubectl
-from .machines import MACHINE_API, install_crds
+from tests.helpers.kube import Kubectl
+from tests.helpers.machines import MACHINE_API, install_crds
 
 PERIOD = 60.0
 

@@ -11,8 +11,7 @@ from kubetrio.api.core import Node
 from kubetrio.api.machine import PHASE_RUNNING
 from kubetrio.controllers.safety.unmanaged_nodes import NOT_MANAGED_ANNOTATION
 from kubetrio.emulator import Emulator
-
-from .machines import install_crds, machine_doc, machine_manager, seed_class
+from tests.helpers.machines import install_crds, machine_doc, machine_manager, seed_class
 
 PERIOD = 300.0
 CREATION_TIMEOUT = 600.0

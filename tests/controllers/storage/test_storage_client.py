@@ -78,7 +78,7 @@ async def server(script: Script, prefix: str = "/api/v2") -> AsyncIterator[FakeS
 
 @pytest.fixture
 def io_clock() -> trio.testing.MockClock:
-    """Autojump only after 50 ms idle: real loopback I/O is in flight (see tests/e2e)."""
+    """Autojump only after 50 ms idle: real loopback I/O is in flight (as in tests/helpers)."""
     return trio.testing.MockClock(autojump_threshold=0.05)
 
 

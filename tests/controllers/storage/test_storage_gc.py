@@ -15,8 +15,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.sim.storage import FaultRule, serve_storage_sim, storage_url
-
-from .test_storage_nodedelete import (
+from tests.controllers.storage.test_storage_nodedelete import (
     IMMEDIATE,
     deletes,
     emu_annotated,
@@ -25,7 +24,7 @@ from .test_storage_nodedelete import (
     manager_config,
     running_manager,
 )
-from .test_storage_sim import add_ready_node, node, registered
+from tests.sim.test_storage_sim import add_ready_node, node, registered
 
 BOTH = ("nodedelete", "storagegc")
 

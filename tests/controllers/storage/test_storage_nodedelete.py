@@ -27,8 +27,7 @@ from kubetrio.sim.storage import (
     serve_storage_sim,
     storage_url,
 )
-
-from .test_storage_sim import DRIVER, add_ready_node, node, registered
+from tests.sim.test_storage_sim import DRIVER, add_ready_node, node, registered
 
 IMMEDIATE = {"offline_after": (0.0, 0.0), "lock_seconds": 0.0}
 # "As soon as the backend allows it, not much later": the retry delay's cap, spelled out here so

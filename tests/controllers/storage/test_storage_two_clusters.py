@@ -17,10 +17,14 @@ from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.manager.plugins import ControllerRegistry
 from kubetrio.sim import serve_world
 from kubetrio.sim.storage import serve_storage_sim, storage_url
-
-from .test_storage_gc import sample
-from .test_storage_nodedelete import IMMEDIATE, event_recorded, events_for, manager_config
-from .test_storage_sim import add_ready_node, node, registered
+from tests.controllers.storage.test_storage_gc import sample
+from tests.controllers.storage.test_storage_nodedelete import (
+    IMMEDIATE,
+    event_recorded,
+    events_for,
+    manager_config,
+)
+from tests.sim.test_storage_sim import add_ready_node, node, registered
 
 
 @pytest.fixture
