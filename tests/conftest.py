@@ -1,16 +1,26 @@
-"""Fixtures for every test folder: the collector's state restored, and (from
-``tests.helpers.kube``) the emulator fixtures the end-to-end tests of each subject share."""
+"""Fixtures for every test folder: the collector's state restored, and the emulator fixtures
+the tests against the emulator over HTTP share (whatever their subject).
+
+The testing kit (``kubetrio.testing``'s pytest plugin) provides ``mock_clock``, ``emulator``
+(here also ``emu``) and ``kube_client``; ``kube`` and ``kubectl`` are the kit's, on ``emu``;
+``client`` is a raw async HTTP client on it. Defined here rather than in a helpers module: a
+conftest's fixtures take precedence over the kit's, which a plugin's would not (``kubectl``
+must follow a test module's own ``emu``, e.g. a simulated cluster).
+"""
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-# A plugin rather than a conftest per folder: the tests of one subject sit in one folder, unit
-# and end-to-end alike, and the emulator fixtures are needed in most of them.
-pytest_plugins = ["tests.helpers.kube"]
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
+from kubetrio.runtime.client.typed import Client
+from kubetrio.testing.kubectl import MISSING, Kubectl, find_kubectl
+from tests.helpers.kube import kubectl_env
 
 
 @pytest.fixture
@@ -21,3 +31,37 @@ def restore_gc() -> Iterator[None]:
     yield
     gc.unfreeze()
     gc.set_threshold(*threshold)
+
+
+@pytest.fixture
+def emu(emulator: Emulator) -> Emulator:
+    """The kit's ``emulator`` under the name the suite grew up with."""
+    return emulator
+
+
+@pytest.fixture
+def client(emu: Emulator) -> EmuClient:
+    return EmuClient(emu.url, emu.token)
+
+
+# ``kube`` and ``kubectl`` follow ``emu``, which a test file may override (a simulated cluster).
+
+
+@pytest.fixture
+def kube(emu: Emulator) -> Client:
+    """Our typed async client, from the emulator's kubeconfig (admin, as ``kube_client``)."""
+    return Client.from_kubeconfig(str(emu.kubeconfig_path))
+
+
+@pytest.fixture
+def kubectl(kubectl_binary: str, emu: Emulator, tmp_path: Path) -> Kubectl:
+    """As the kit's ``kubectl``."""
+    return Kubectl(kubectl_binary, kubectl_env(emu, tmp_path))
+
+
+@pytest.fixture(scope="session")
+def kubectl_binary() -> str:
+    binary = find_kubectl()
+    if binary is None:
+        pytest.fail(MISSING)
+    return binary

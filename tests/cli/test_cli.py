@@ -4,45 +4,13 @@ exit on SIGTERM / SIGINT."""
 from __future__ import annotations
 
 import signal
-import sys
 from pathlib import Path
 
 import trio
 import yaml
 
 from kubetrio.emulator.testclient import EmuClient
-
-
-def admin_token(tmp_path: Path) -> str:
-    """The admin's token from the kubeconfig ``_start`` had the emulator write."""
-    config = yaml.safe_load((tmp_path / "kubeconfig").read_text())
-    return str(config["users"][0]["user"]["token"])
-
-
-async def _start(tmp_path: Path, *extra: str) -> tuple[trio.Process, str]:
-    proc = await trio.lowlevel.open_process(
-        [
-            sys.executable,
-            "-m",
-            "kubetrio.cmd.main",
-            "emulator",
-            "--port",
-            "0",
-            "--kubeconfig-out",
-            str(tmp_path / "kubeconfig"),
-            *extra,
-        ],
-        stdout=-1,
-    )
-    assert proc.stdout is not None
-    buf = b""
-    with trio.fail_after(20):
-        while b"kubeconfig=" not in buf:
-            data = await proc.stdout.receive_some(4096)
-            assert data, buf
-            buf += data
-    url = buf.decode().split("url=")[1].split()[0]
-    return proc, url
+from tests.helpers.emulator_process import _start, admin_token
 
 
 async def test_standalone_state_and_signals(tmp_path: Path) -> None:

@@ -17,33 +17,10 @@ import yaml
 
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.testclient import EmuClient
-from tests.cli.test_cli_run import environment, kubetrio
+from tests.helpers.cli import environment, kubetrio
+from tests.helpers.cli_failures import NO_PORTS, QUIET, run_to_exit, the_line
 from tests.helpers.plugins import install_plugin
 from tests.helpers.rbac import service_account, token
-
-QUIET = ["--log-level", "error"]  # stderr then holds only what the process ends with
-NO_PORTS = ["--metrics-bind-address", "0", "--health-probe-bind-address", "0"]
-
-
-async def run_to_exit(argv: list[str], plugins: Path | None = None) -> tuple[int, str]:
-    with trio.fail_after(60):
-        proc = await trio.run_process(
-            argv,
-            capture_stderr=True,
-            capture_stdout=True,
-            check=False,
-            env=environment(plugins),
-        )
-    return proc.returncode, proc.stderr.decode()
-
-
-def the_line(stderr: str) -> str:
-    """The one line the process ended with: no traceback, no exception group."""
-    lines = stderr.strip().splitlines()
-    assert len(lines) == 1, stderr
-    assert "Traceback" not in stderr and "ExceptionGroup" not in stderr, stderr
-    assert lines[0].startswith(("kubetrio: ", "kubetrio emulator: ")), stderr
-    return lines[0]
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import trio
 
 from kubetrio.cmd.argparser import format_default
 from kubetrio.cmd.config import SETTINGS, ManagerConfig, config_to_dict
-from tests.cli.test_cli_run import environment, kubetrio
+from tests.helpers.cli import environment, kubetrio
 
 
 async def run_cli(*args: str) -> tuple[int, str, str]:

@@ -18,7 +18,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
-from tests.cli.test_cli_run import Watcher, environment, kubetrio, one_line_error, run_to_exit
+from tests.helpers.cli import Watcher, environment, kubetrio, one_line_error, run_to_exit
 from tests.helpers.kube import Kubectl, kubectl_env
 from tests.helpers.machines import install_crds, machine_doc, seed_class
 

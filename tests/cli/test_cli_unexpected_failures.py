@@ -12,7 +12,7 @@ import pytest
 import trio
 
 from kubetrio.emulator import Emulator
-from tests.cli.test_cli_run import environment, run_args
+from tests.helpers.cli import environment, run_args
 from tests.helpers.plugins import install_plugin
 
 PLUGIN = textwrap.dedent(

@@ -14,7 +14,7 @@ from kubetrio.cmd.clusters import (
     embedded_conflict,
     target_endpoint,
 )
-from tests.cli.test_config import error_of, load
+from tests.helpers.config import error_of, load
 
 HERE = __file__  # an existing file: kubeconfig paths are checked to exist
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,17 +14,13 @@ import yaml
 from kubetrio.cmd.config import (
     DEFAULT_WORKERS,
     SETTINGS,
-    ConfigError,
     Duration,
     ManagerConfig,
     Setting,
-    add_config_flags,
     config_to_dict,
     env_var,
-    load_config,
 )
-
-KNOWN = ("machine", "machineset", "machinedeployment", "safety", "nodedelete", "storagegc")
+from tests.helpers.config import error_of, load, parser
 
 FULL_YAML = """\
 kubeconfig: /etc/kubetrio/kubeconfig
@@ -93,34 +88,10 @@ gcInterval = "2h"
 """
 
 
-def parser() -> argparse.ArgumentParser:
-    result = argparse.ArgumentParser(prog="kubetrio run")
-    add_config_flags(result)
-    return result
-
-
-def load(
-    argv: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    known: Sequence[str] = KNOWN,
-) -> ManagerConfig:
-    return load_config(parser().parse_args(list(argv)), env or {}, known)
-
-
 def write(tmp_path: Path, text: str, name: str = "kubetrio.yaml") -> str:
     path = tmp_path / name
     path.write_text(text)
     return str(path)
-
-
-def error_of(
-    argv: Sequence[str] = (), env: Mapping[str, str] | None = None, known: Sequence[str] = KNOWN
-) -> str:
-    with pytest.raises(ConfigError) as caught:
-        load(argv, env, known)
-    message = str(caught.value)
-    assert "\n" not in message
-    return message
 
 
 # --- defaults and layering ------------------------------------------------------------------

@@ -43,7 +43,7 @@ from tests.helpers.rbac_scenario import (
     storage_until,
     until,
 )
-from tests.sim.test_storage_sim import add_ready_node
+from tests.helpers.storage import add_ready_node
 
 # Pods start at once and end quickly; a detach takes long enough that a forced deletion finds
 # the volume still attached and deletes its VolumeAttachment itself.

@@ -15,6 +15,7 @@ from kubetrio.emulator.kinds import ResourceType
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.emulator.watch import Watch
 from kubetrio.sim import serve_world
+from tests.helpers.crds import MACHINE_CRD
 from tests.helpers.kube import configmap as cm
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -26,38 +27,6 @@ def pod(name: str, node: str = "", **spec: Any) -> dict[str, Any]:
     if node:
         body["nodeName"] = node
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": body}
-
-
-MACHINE_CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "machines.machine.sapcloud.io"},
-    "spec": {
-        "group": "machine.sapcloud.io",
-        "scope": "Namespaced",
-        "names": {
-            "plural": "machines",
-            "singular": "machine",
-            "kind": "Machine",
-            "shortNames": ["mach"],
-        },
-        "versions": [
-            {
-                "name": "v1alpha1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                # apiextensions.k8s.io/v1 requires a schema; this one keeps every field.
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
 
 
 async def test_crd_serves_its_resource_and_discovery(

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from kubetrio.emulator.testclient import EmuClient
-from tests.emulator.test_openapi import CRD
+from tests.helpers.crds import CRD
 
 CMS = "/api/v1/namespaces/default/configmaps"
 GADGETS = "/apis/example.com/v1/namespaces/default/gadgets"

@@ -13,16 +13,7 @@ import trio.testing
 
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.testclient import EmuClient
-from tests.emulator.test_crd_schema import (
-    CRDS,
-    MERGE,
-    SCHEMA,
-    WIDGETS,
-    causes,
-    post,
-    widget,
-    with_crd,
-)
+from tests.helpers.crd_schema import CRDS, MERGE, SCHEMA, WIDGETS, causes, post, widget, with_crd
 
 
 async def _tighten(raw: EmuClient, schema: dict[str, Any]) -> None:

@@ -185,7 +185,7 @@ async def test_persistence_restores_objects_and_resource_versions(
     state = tmp_path / "state.json"
     async with serve_world(state=state) as emu:
         client = EmuClient(emu.url, emu.token)
-        from tests.emulator.test_api_rules import MACHINE_CRD
+        from tests.helpers.crds import MACHINE_CRD
 
         await client.request(
             "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", MACHINE_CRD

@@ -16,52 +16,10 @@ import yaml
 
 from kubetrio.emulator import Emulator, openapi_proto
 from kubetrio.emulator.testclient import EmuClient
+from tests.helpers.crds import CRD
 from tests.helpers.kube import Kubectl, blocking, kubectl_of, pykube_api
 
 VERSIONS = ("1.27", "1.28", "1.29", "1.30", "1.31", "1.32", "1.33")
-
-CRD: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "gadgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "description": "A Gadget is a small mechanical device.",
-                        "properties": {
-                            "spec": {
-                                "type": "object",
-                                "description": "What the gadget should be.",
-                                "properties": {
-                                    "gears": {
-                                        "type": "object",
-                                        "description": "The gear train of the gadget.",
-                                        "properties": {
-                                            "teeth": {
-                                                "type": "integer",
-                                                "description": "Teeth on the largest gear.",
-                                            }
-                                        },
-                                    },
-                                    "colour": {"type": "string"},
-                                },
-                            }
-                        },
-                    }
-                },
-            }
-        ],
-    },
-}
 
 
 def pod(name: str, **spec: Any) -> dict[str, Any]:

@@ -21,14 +21,7 @@ from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.manager.gctuning import TUNED_THRESHOLD, GcMode
 from kubetrio.runtime.manager.manager import Manager
-from tests.cli.test_cli_run import (
-    PLUGIN,
-    config_map,
-    environment,
-    kubetrio,
-    one_line_error,
-    run_args,
-)
+from tests.helpers.cli import PLUGIN, config_map, environment, kubetrio, one_line_error, run_args
 from tests.helpers.plugins import install_plugin
 
 CACHED = 200

@@ -20,7 +20,7 @@ from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.cache.store import DeletedFinalStateUnknown
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
-from tests.helpers.kube import IO_AUTOJUMP, Kubectl
+from tests.helpers.kube import IO_AUTOJUMP, Kubectl, pod
 
 
 class Recorder:
@@ -60,18 +60,6 @@ class Recorder:
 
     def names(self, call: str) -> list[str]:
         return [name for kind, name, _ in self.calls if kind == call]
-
-
-def pod(name: str, node: str = "", **labels: str) -> dict[str, Any]:
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i"}]}
-    if node:
-        spec["nodeName"] = node
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": labels},
-        "spec": spec,
-    }
 
 
 async def started(nursery: trio.Nursery, informer: Informer[Any]) -> Informer[Any]:

@@ -33,8 +33,8 @@ from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.sim import serve_world
-from tests.framework.test_manager import http_get, scrape
 from tests.helpers.kube import IO_AUTOJUMP
+from tests.helpers.manager import http_get, scrape
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd"
 MACHINE_API = "machine.sapcloud.io/v1alpha1"

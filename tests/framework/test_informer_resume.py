@@ -14,7 +14,7 @@ from kubetrio.api.core import Pod
 from kubetrio.emulator import Emulator, FaultRule
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
-from tests.framework.test_informer import pod
+from tests.helpers.kube import pod
 
 CHANGES = 12
 SPACING = 1.3  # mock seconds between changes: out of step with the cuts, so some land near one

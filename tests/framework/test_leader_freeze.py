@@ -39,7 +39,7 @@ from kubetrio.emulator import EmulatorOptions, FaultRule
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import FENCED_AUDIT_ID_PREFIX, Client
 from kubetrio.sim import serve_world
-from tests.cli.test_cli_run import FAST_LEASE, PLUGIN, Watcher, config_map, environment, run_args
+from tests.helpers.cli import FAST_LEASE, PLUGIN, Watcher, config_map, environment, run_args
 from tests.helpers.plugins import install_plugin
 
 LEASE = "kubetrio-leader"

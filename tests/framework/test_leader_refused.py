@@ -13,8 +13,8 @@ from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
 from kubetrio.runtime.leaderelection.leasefailure import LeaseRefused
 from kubetrio.runtime.manager.manager import Manager
-from tests.cli.test_cli_failures import NO_PORTS, QUIET, run_to_exit, the_line
-from tests.cli.test_cli_run import kubetrio
+from tests.helpers.cli import kubetrio
+from tests.helpers.cli_failures import NO_PORTS, QUIET, run_to_exit, the_line
 from tests.helpers.rbac import service_account, token
 
 

@@ -8,10 +8,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
-import requests
 import trio
 import trio.testing
-from prometheus_client.parser import text_string_to_metric_families
 
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.machine import Machine
@@ -23,18 +21,9 @@ from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Result, TerminalError
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.manager.manager import CacheSyncTimeout, Manager
-from tests.helpers.kube import blocking
 from tests.helpers.machines import install_crds, machine_doc
+from tests.helpers.manager import config_map, http_get, scrape
 from tests.helpers.rbac import bind, role, rule, sa_subject, service_account, token
-
-
-def config_map(name: str, **data: str) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default"},
-        "data": data,
-    }
 
 
 class Recording:
@@ -202,27 +191,6 @@ async def test_stop_lets_the_running_reconcile_finish(
         manager.stop()
     assert trio.current_time() - started == pytest.approx(10, abs=0.1)
     assert sum(rec.running.values()) == 0
-
-
-async def scrape(
-    manager: Manager, path: str = "/metrics"
-) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    response = await http_get(manager, path)
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(response.text)
-        for s in family.samples
-    }
-
-
-async def http_get(manager: Manager, path: str) -> requests.Response:
-    port = (
-        manager.bound_ports.get("probes" if "z" in path else "metrics")
-        or manager.bound_ports["metrics"]
-    )
-    # Held like our client's requests: a scrape in a worker thread looks idle to trio, and the
-    # mock clock must not jump past the test's deadlines while the manager answers it.
-    return await blocking(lambda: requests.get(f"http://127.0.0.1:{port}{path}", timeout=10))
 
 
 async def test_metrics_name_every_family_and_readyz_waits_for_sync(

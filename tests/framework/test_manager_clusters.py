@@ -20,7 +20,7 @@ from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.manager.manager import CacheSyncTimeout, Manager
 from kubetrio.sim import serve_world
-from tests.framework.test_manager import config_map, http_get
+from tests.helpers.manager import config_map, http_get
 
 
 @pytest.fixture

@@ -22,8 +22,8 @@ from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.manager.manager import Manager
-from tests.cli.test_cli_run import Watcher, environment
-from tests.packaging.test_readme import README
+from tests.helpers.cli import Watcher, environment
+from tests.helpers.paths import README
 
 README_CONSTRUCTION = "Manager(Client.from_kubeconfig())"
 

@@ -34,7 +34,7 @@ from kubetrio.runtime.metrics.auth import (
     bearer_token,
 )
 from kubetrio.runtime.metrics.secure import SecureServing
-from tests.cli.test_config import load
+from tests.helpers.config import load
 
 RBAC = Path(__file__).resolve().parents[2] / "config" / "rbac"
 

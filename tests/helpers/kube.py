@@ -1,10 +1,8 @@
-"""Fixtures and helpers for end-to-end tests against the emulator over HTTP.
+"""Helpers for the tests against the emulator over HTTP, whatever their subject (the fixtures
+``emu``, ``client``, ``kube`` and ``kubectl`` are in ``tests/conftest.py``).
 
-The testing kit (``kubetrio.testing``'s pytest plugin) provides ``mock_clock``, ``emulator``
-(here also ``emu``) and ``kube_client``; ``kube`` and ``kubectl`` are the kit's, on ``emu``;
-``client`` is a raw async HTTP client on it and ``kubectl_of`` runs any other kubectl release.
-``blocking``/``pykube_api`` run pykube-ng in worker threads; ``configmap`` builds a plain
-ConfigMap.
+``kubectl_of`` runs any other kubectl release; ``blocking``/``pykube_api`` run pykube-ng in worker
+threads; ``configmap`` and ``pod`` build plain objects.
 """
 
 from __future__ import annotations
@@ -21,42 +19,14 @@ import pytest
 import trio
 
 from kubetrio.emulator import Emulator
-from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.clockhold import request_in_flight
-from kubetrio.runtime.client.typed import Client
-from kubetrio.testing.kubectl import MISSING, Kubectl, find_kubectl
+from kubetrio.testing.kubectl import Kubectl, find_kubectl
 from kubetrio.testing.kubectl import kubectl_env as kit_kubectl_env
 from kubetrio.testing.plugin import IO_AUTOJUMP
 
 __all__ = ["IO_AUTOJUMP", "Kubectl", "find_kubectl"]  # re-exported: tests import them from here
 
 T = TypeVar("T")
-
-
-@pytest.fixture
-def emu(emulator: Emulator) -> Emulator:
-    """The kit's ``emulator`` under the name the suite grew up with."""
-    return emulator
-
-
-@pytest.fixture
-def client(emu: Emulator) -> EmuClient:
-    return EmuClient(emu.url, emu.token)
-
-
-# ``kube`` and ``kubectl`` follow ``emu``, which a test file may override (a simulated cluster).
-
-
-@pytest.fixture
-def kube(emu: Emulator) -> Client:
-    """Our typed async client, from the emulator's kubeconfig (admin, as ``kube_client``)."""
-    return Client.from_kubeconfig(str(emu.kubeconfig_path))
-
-
-@pytest.fixture
-def kubectl(kubectl_binary: str, emu: Emulator, tmp_path: Path) -> Kubectl:
-    """As the kit's ``kubectl``."""
-    return Kubectl(kubectl_binary, kubectl_env(emu, tmp_path))
 
 
 async def blocking(fn: Callable[[], T], *, hold_clock: bool = True) -> T:
@@ -82,14 +52,6 @@ def configmap(name: str, labels: dict[str, str] | None = None, **data: str) -> d
     }
 
 
-@pytest.fixture(scope="session")
-def kubectl_binary() -> str:
-    binary = find_kubectl()
-    if binary is None:
-        pytest.fail(MISSING)
-    return binary
-
-
 def kubectl_env(emu: Emulator, home: Path) -> dict[str, str]:
     """kubectl's environment: the emulator's kubeconfig, and a HOME and cache of its own."""
     return kit_kubectl_env(emu.kubeconfig_path, home)
@@ -107,3 +69,15 @@ def kubectl_of(version: str, emu: Emulator, home: Path) -> Kubectl:
             pytest.fail(missing)  # CI installs every version it tests: never skip there
         pytest.skip(missing)
     return Kubectl(str(binary), kubectl_env(emu, home))
+
+
+def pod(name: str, node: str = "", **labels: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i"}]}
+    if node:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "labels": labels},
+        "spec": spec,
+    }

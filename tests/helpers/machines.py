@@ -11,8 +11,8 @@ from typing import Any
 
 import trio
 
-from kubetrio.api.core import Node
-from kubetrio.api.machine import Machine
+from kubetrio.api.core import Event, Node
+from kubetrio.api.machine import PHASE_RUNNING, Machine
 from kubetrio.cmd.assets import crd_documents
 from kubetrio.cmd.config import MachineConfig, ManagerConfig
 from kubetrio.controllers.machine.context import MachineContext
@@ -140,3 +140,21 @@ async def machine_manager(
 def seed_class(emu: Emulator, name: str = "small", **provider_spec: Any) -> None:
     emu.create(class_secret_doc(name))
     emu.create(machine_class_doc(name, **provider_spec))
+
+
+async def event_reasons(h: Harness, name: str) -> list[str]:
+    events = (await h.client.list(Event, namespace="default")).items
+    ours = [
+        e for e in events if e.involved_object.name == name and e.involved_object.kind == "Machine"
+    ]
+    return [e.reason for e in sorted(ours, key=lambda e: int(e.metadata.resource_version))]
+
+
+async def event_messages(h: Harness, name: str) -> str:
+    events = (await h.client.list(Event, namespace="default")).items
+    return "\n".join(e.message for e in events if e.involved_object.name == name)
+
+
+async def running_machine(emu: Emulator, h: Harness, name: str = "m-1", **spec: object) -> None:
+    emu.create(machine_doc(name, **spec))
+    await h.wait_phase(name, PHASE_RUNNING)

@@ -21,8 +21,7 @@ from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
 from tests.helpers.kube import Kubectl
-
-README = Path(__file__).resolve().parents[2] / "README.md"
+from tests.helpers.paths import README
 
 
 def readme_controller(tmp_path: Path) -> ModuleType:

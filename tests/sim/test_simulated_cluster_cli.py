@@ -11,8 +11,8 @@ import trio
 
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import Client
-from tests.cli.test_cli import _start, admin_token
-from tests.sim.test_simulated_cluster import SimPod, Watched, node, pod
+from tests.helpers.emulator_process import _start, admin_token
+from tests.helpers.simcluster import SimPod, Watched, node, pod
 
 
 async def test_standalone_emulator_simulates_the_cluster(tmp_path: Path) -> None:

@@ -12,19 +12,17 @@ from kubetrio.emulator import Emulator
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
 from tests.helpers.kube import Kubectl
-from tests.sim.test_simulated_cluster import (
+from tests.helpers.simcluster import (
     attached_names,
-    node,
-    pod,
-    volume_handle,
-    with_informers,
-)
-from tests.sim.test_simulated_cluster_workloads import (
     daemonset,
+    node,
     pdb,
+    pod,
     ready_pods,
     replicaset,
     statefulset,
+    volume_handle,
+    with_informers,
 )
 
 FAST = ClusterSimulation(

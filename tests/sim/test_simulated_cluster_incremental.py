@@ -15,18 +15,18 @@ import trio.testing
 
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
-from tests.sim.test_simulated_cluster import (
+from tests.helpers.simcluster import (
     Sim,
     attached_names,
     claim,
     node,
     pod,
+    replicaset,
     simulated,
     volume_handle,
     with_informers,
     write_times,
 )
-from tests.sim.test_simulated_cluster_workloads import replicaset
 
 
 def started(emu_pods: list[float]) -> float:

@@ -4,8 +4,6 @@ DaemonSet pods per node, and PodDisruptionBudget status through evictions."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import trio
 import trio.testing
@@ -13,89 +11,21 @@ import trio.testing
 from kubetrio.api.core import Node
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.sim.cluster import SIM_CSI_DRIVER, ClusterSimulation
-from tests.sim.test_simulated_cluster import (
-    Sim,
+from tests.helpers.simcluster import (
     SimPod,
+    app_pods,
     attached_names,
     attachment_name,
+    daemonset,
     node,
+    pdb,
+    ready_pods,
+    replicaset,
     simulated,
+    statefulset,
     volume_handle,
     write_times,
 )
-
-
-def template(app: str) -> dict[str, Any]:
-    return {
-        "metadata": {"labels": {"app": app}},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-    }
-
-
-def replicaset(name: str, replicas: int, app: str = "") -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": app or name}},
-            "template": template(app or name),
-        },
-    }
-
-
-def statefulset(name: str, replicas: int) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "serviceName": name,
-            "selector": {"matchLabels": {"app": name}},
-            "template": template(name),
-            "volumeClaimTemplates": [
-                {
-                    "metadata": {"name": "data"},
-                    "spec": {
-                        "storageClassName": "standard",
-                        "accessModes": ["ReadWriteOnce"],
-                        "resources": {"requests": {"storage": "1Gi"}},
-                    },
-                }
-            ],
-        },
-    }
-
-
-def daemonset(name: str, node_selector: dict[str, str] | None = None) -> dict[str, Any]:
-    tmpl = template(name)
-    if node_selector:
-        tmpl["spec"]["nodeSelector"] = node_selector
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "DaemonSet",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"selector": {"matchLabels": {"app": name}}, "template": tmpl},
-    }
-
-
-def pdb(name: str, app: str, **budget: int | str) -> dict[str, Any]:
-    return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"selector": {"matchLabels": {"app": app}}, **budget},
-    }
-
-
-def app_pods(sim: Sim, app: str) -> list[SimPod]:
-    return [p for p in sim.pods.all() if p.metadata.labels.get("app") == app]
-
-
-def ready_pods(sim: Sim, app: str) -> list[SimPod]:
-    return [p for p in app_pods(sim, app) if p.ready and not p.deleting]
 
 
 async def test_replicaset_replaces_a_deleted_pod(mock_clock: trio.testing.MockClock) -> None:

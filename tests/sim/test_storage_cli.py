@@ -13,7 +13,7 @@ import trio
 from kubetrio.controllers.storage import list_storage_nodes
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.sim.storage import NODE_ID_ANNOTATION, storage_url
-from tests.cli.test_cli import _start, admin_token
+from tests.helpers.emulator_process import _start, admin_token
 
 
 @pytest.mark.parametrize("flag", ["--storage-sim", "--simulate"])

@@ -33,27 +33,9 @@ from kubetrio.sim.storage import (
     serve_storage_sim,
     storage_url,
 )
-
-DRIVER = "csi.storageos.com"
-
+from tests.helpers.storage import DRIVER, add_ready_node, node, registered, set_ready
 
 # -- helpers shared by the storage e2e tests
-
-
-def node(name: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    md: dict[str, Any] = {"name": name}
-    if annotations:
-        md["annotations"] = annotations
-    return {"apiVersion": "v1", "kind": "Node", "metadata": md}
-
-
-def set_ready(emu: Emulator, name: str, status: str = "True") -> None:
-    emu.set_status("v1", "Node", name, {"conditions": [{"type": "Ready", "status": status}]})
-
-
-def add_ready_node(emu: Emulator, name: str, annotations: dict[str, str] | None = None) -> None:
-    emu.create(node(name, annotations))
-    set_ready(emu, name)
 
 
 def annotation(emu: Emulator, name: str) -> Any:
@@ -61,11 +43,6 @@ def annotation(emu: Emulator, name: str) -> Any:
     assert obj is not None
     raw = (obj["metadata"].get("annotations") or {}).get(NODE_ID_ANNOTATION)
     return None if raw is None else json.loads(raw)
-
-
-async def registered(storage: SimulatedStorage, *names: str) -> None:
-    """Until every name has a storage node and its Node carries the id."""
-    await storage.wait_for(lambda: all(storage.node(n) is not None for n in names))
 
 
 @asynccontextmanager

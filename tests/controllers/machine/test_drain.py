@@ -3,37 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import trio
 import trio.testing
-from prometheus_client import CollectorRegistry
 
 from kubetrio.api.core import Event, Node, PersistentVolume
-from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.drain import Drainer, DrainOptions
-from kubetrio.controllers.machine.drain.metrics import drain_metrics
 from kubetrio.emulator import Emulator
-from kubetrio.runtime.cache.informercache import InformerCache
-from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.events.recorder import EventSender
 from kubetrio.sim import serve_world
-
-
-async def no_volumes(specs: Sequence[PersistentVolume]) -> Mapping[str, str]:
-    return {}
-
-
-def node(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name},
-        "spec": {"taints": [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]},
-    }
-
+from tests.helpers.drain import drainer, node
 
 # The uids of the ReplicaSet and DaemonSet "o" that the test pods name as their controller.
 OWNER_UIDS: dict[str, str] = {}
@@ -116,30 +96,6 @@ def budget(emu: Emulator, name: str, labels: Mapping[str, str], **status: Any) -
         {"observedGeneration": created["metadata"].get("generation", 1), **status},
         "default",
     )
-
-
-@asynccontextmanager
-async def drainer(emu: Emulator) -> AsyncIterator[tuple[Drainer, CollectorRegistry]]:
-    client = Client.from_kubeconfig(str(emu.kubeconfig_path))
-    cache = InformerCache(client)
-    view = DrainCache.from_cache(cache)
-    registry = CollectorRegistry()
-    sender = EventSender(client)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(cache.run)
-        await nursery.start(sender.run)
-        await cache.wait_for_sync()
-        yield (
-            Drainer(
-                client,
-                view,
-                no_volumes,
-                metrics=drain_metrics(registry),
-                events=sender.recorder("kubetrio-drain"),
-            ),
-            registry,
-        )
-        nursery.cancel_scope.cancel()
 
 
 async def settle(emu: Emulator, d: Drainer, pods: int) -> None:

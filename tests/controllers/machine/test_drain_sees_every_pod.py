@@ -22,13 +22,13 @@ from kubetrio.controllers.machine.drain.drain import DrainOptions
 from kubetrio.controllers.machine.status import INITIATE_DRAIN, deletion_step
 from kubetrio.emulator import Emulator
 from kubetrio.sim.cloud import SimulatedCloud
-from tests.controllers.machine.test_drain import drainer, node
-from tests.controllers.machine.test_machine_deletion import running_machine
+from tests.helpers.drain import drainer, node
 from tests.helpers.machines import (
     MACHINE_API,
     install_crds,
     machine_doc,
     machine_manager,
+    running_machine,
     seed_class,
 )
 

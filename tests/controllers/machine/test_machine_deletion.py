@@ -11,8 +11,8 @@ import pytest
 import trio
 import trio.testing
 
-from kubetrio.api.core import Event, Node
-from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, PHASE_TERMINATING
+from kubetrio.api.core import Node
+from kubetrio.api.machine import PHASE_FAILED, PHASE_TERMINATING
 from kubetrio.api.storage import VolumeAttachment
 from kubetrio.controllers.machine.status import (
     FINALIZER,
@@ -29,12 +29,15 @@ from kubetrio.sim.cluster import ClusterSimulation
 from tests.helpers.machines import (
     MACHINE_API,
     Harness,
+    event_messages,
+    event_reasons,
     install_crds,
     machine_doc,
     machine_manager,
+    running_machine,
     seed_class,
 )
-from tests.sim.test_simulated_cluster_workloads import pdb, replicaset, statefulset
+from tests.helpers.simcluster import pdb, replicaset, statefulset
 
 FAST = ClusterSimulation(
     pod_start_delay=0.05, grace_factor=0.01, attach_delay=0.2, detach_delay=0.2
@@ -48,24 +51,6 @@ async def cluster() -> AsyncIterator[Emulator]:
     async with serve_world(simulate=FAST) as e:
         install_crds(e)
         yield e
-
-
-async def event_reasons(h: Harness, name: str) -> list[str]:
-    events = (await h.client.list(Event, namespace="default")).items
-    ours = [
-        e for e in events if e.involved_object.name == name and e.involved_object.kind == "Machine"
-    ]
-    return [e.reason for e in sorted(ours, key=lambda e: int(e.metadata.resource_version))]
-
-
-async def event_messages(h: Harness, name: str) -> str:
-    events = (await h.client.list(Event, namespace="default")).items
-    return "\n".join(e.message for e in events if e.involved_object.name == name)
-
-
-async def running_machine(emu: Emulator, h: Harness, name: str = "m-1", **spec: object) -> None:
-    emu.create(machine_doc(name, **spec))
-    await h.wait_phase(name, PHASE_RUNNING)
 
 
 def delete_machine(emu: Emulator, name: str = "m-1") -> None:

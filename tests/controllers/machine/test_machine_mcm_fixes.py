@@ -21,10 +21,11 @@ from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim.cloud import SimulatedCloud
 from kubetrio.sim.cloud.script import Failure
-from tests.controllers.machine.test_machine_deletion import event_messages, event_reasons
 from tests.helpers.machines import (
     MACHINE_API,
     class_secret_doc,
+    event_messages,
+    event_reasons,
     install_crds,
     machine_class_doc,
     machine_doc,

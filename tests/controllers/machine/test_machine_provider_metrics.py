@@ -23,7 +23,6 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.testing import eventually, run_manager
-from tests.framework.test_manager import http_get
 from tests.helpers.machines import (
     MACHINE_API,
     Harness,
@@ -32,6 +31,7 @@ from tests.helpers.machines import (
     machine_manager,
     seed_class,
 )
+from tests.helpers.manager import http_get
 
 SIM = {"provider": "sim", "service": "compute"}
 

@@ -25,9 +25,9 @@ from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager, process_registry
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import ClusterSimulation
-from tests.framework.test_manager import http_get
 from tests.helpers.machines import MACHINE_API, Harness, install_crds, machine_doc, seed_class
-from tests.sim.test_simulated_cluster_workloads import replicaset
+from tests.helpers.manager import http_get
+from tests.helpers.simcluster import replicaset
 
 FAST = ClusterSimulation(pod_start_delay=0.05, grace_factor=0.01)
 

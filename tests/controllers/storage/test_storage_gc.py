@@ -15,22 +15,21 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.sim.storage import FaultRule, serve_storage_sim, storage_url
-from tests.controllers.storage.test_storage_nodedelete import (
+from tests.helpers.storage import (
     IMMEDIATE,
+    add_ready_node,
     deletes,
     emu_annotated,
     event_recorded,
     events_for,
     manager_config,
+    node,
+    registered,
     running_manager,
+    sample,
 )
-from tests.sim.test_storage_sim import add_ready_node, node, registered
 
 BOTH = ("nodedelete", "storagegc")
-
-
-def sample(manager: Manager, name: str, **labels: str) -> float:
-    return manager.registry.get_sample_value(name, labels) or 0.0
 
 
 def gc_runs(manager: Manager) -> float:

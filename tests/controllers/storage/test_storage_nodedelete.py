@@ -6,97 +6,36 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from typing import Any
 
 import pytest
 import trio
 import trio.testing
 
-from kubetrio.cmd.config import Duration, ManagerConfig, StorageConfig
-from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.faults import FaultRule as ApiFault
-from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.manager.manager import Manager
-from kubetrio.runtime.manager.plugins import ControllerRegistry
 from kubetrio.sim.storage import (
     NODE_ID_ANNOTATION,
     FaultRule,
     serve_storage_sim,
     storage_url,
 )
-from tests.sim.test_storage_sim import DRIVER, add_ready_node, node, registered
+from tests.helpers.storage import (
+    DRIVER,
+    IMMEDIATE,
+    add_ready_node,
+    deletes,
+    emu_annotated,
+    event_recorded,
+    events_for,
+    manager_config,
+    node,
+    registered,
+    running_manager,
+)
 
-IMMEDIATE = {"offline_after": (0.0, 0.0), "lock_seconds": 0.0}
 # "As soon as the backend allows it, not much later": the retry delay's cap, spelled out here so
 # that a change to the cap has to change this promise too.
 SOON = 10.0
-
-
-def manager_config(url: str, *, gc_delay: float = 30, gc_interval: float = 0) -> ManagerConfig:
-    return ManagerConfig(
-        storage=StorageConfig(
-            backend_url=url, gc_delay=Duration(gc_delay), gc_interval=Duration(gc_interval)
-        )
-    )
-
-
-@asynccontextmanager
-async def running_manager(
-    emu: Emulator, config: ManagerConfig, controllers: Sequence[str] = ("nodedelete",)
-) -> AsyncIterator[Manager]:
-    manager = Manager(
-        Client.from_kubeconfig(str(emu.kubeconfig_path)),
-        metrics_bind_address="0",
-        health_probe_bind_address="0",
-        workers=config.workers,
-    )
-    registry = ControllerRegistry(BUILTIN_CONTROLLERS)
-    for name in controllers:
-        registry.setup(name)(manager, config)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(manager.run)
-        yield manager
-        manager.stop()
-
-
-def deletes(manager: Manager, result: str) -> float:
-    value = manager.registry.get_sample_value(
-        "kubetrio_storage_node_deletes_total", {"result": result}
-    )
-    return value or 0.0
-
-
-def events_for(emu: Emulator, name: str) -> list[tuple[str, str, str]]:
-    """Events about the Node ``name``, oldest first, as stored."""
-    found = [
-        entry.obj
-        for entry in emu.store.iter(emu.resource("events"), "default")
-        if entry.obj["involvedObject"].get("kind") == "Node"
-        and entry.obj["involvedObject"]["name"] == name
-    ]
-    found.sort(key=lambda e: int(e["metadata"]["resourceVersion"]))
-    return [(e["type"], e["reason"], e["message"]) for e in found]
-
-
-async def event_recorded(emu: Emulator, name: str, reason: str) -> None:
-    """Until an Event ``reason`` about the Node ``name`` is stored: the reconciler records it
-    last, so everything it counted before is settled by then."""
-    changed = trio.Event()
-
-    def on_change(rt: Any, _: Any) -> None:
-        if rt.plural == "events":
-            changed.set()
-
-    unsubscribe = emu.store.subscribe(on_change)
-    try:
-        while not any(r == reason for _, r, _ in events_for(emu, name)):
-            await changed.wait()
-            changed = trio.Event()
-    finally:
-        unsubscribe()
 
 
 def storage_annotation(node_id: str = "some-id") -> dict[str, str]:
@@ -125,11 +64,6 @@ async def test_deleted_storage_node_is_removed_from_the_backend(
             assert events_for(emu, "w1") == [
                 ("Normal", "StorageNodeDeleted", "storage node deleted")
             ]
-
-
-def emu_annotated(emu: Emulator, name: str) -> bool:
-    obj = emu.get("v1", "Node", name)
-    return obj is not None and NODE_ID_ANNOTATION in (obj["metadata"].get("annotations") or {})
 
 
 async def test_not_found_in_the_backend_is_one_call_and_done(

@@ -17,14 +17,16 @@ from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.manager.plugins import ControllerRegistry
 from kubetrio.sim import serve_world
 from kubetrio.sim.storage import serve_storage_sim, storage_url
-from tests.controllers.storage.test_storage_gc import sample
-from tests.controllers.storage.test_storage_nodedelete import (
+from tests.helpers.storage import (
     IMMEDIATE,
+    add_ready_node,
     event_recorded,
     events_for,
     manager_config,
+    node,
+    registered,
+    sample,
 )
-from tests.sim.test_storage_sim import add_ready_node, node, registered
 
 
 @pytest.fixture
