@@ -1,7 +1,8 @@
 """Typed views of ``machine.sapcloud.io/v1alpha1`` Machine and MachineClass, as Gardener
 machine-controller-manager (MCM) spells them on the wire, so its manifests and tools work as-is.
 
-Only what the machine controller reads is modelled; writes are patches (DESIGN §4). A
+Only what the machine controller reads is modelled; writes are patches, so the fields left out
+here (other tools', newer MCM versions') survive every write. A
 MachineClass's ``providerSpec`` is an opaque dict because each driver defines its own shape.
 """
 

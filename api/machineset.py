@@ -2,8 +2,8 @@
 as Gardener machine-controller-manager (MCM) puts them on the wire so its manifests, autoscaler
 integration and tools work as-is.
 
-Only what the MachineSet and MachineDeployment controllers read is modelled; writes are patches
-(DESIGN §4), so fields left out here survive every write.
+Only what the MachineSet and MachineDeployment controllers read is modelled; writes are patches,
+never a PUT of this partial view, so fields left out here survive every write.
 """
 
 from __future__ import annotations

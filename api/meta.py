@@ -1,8 +1,8 @@
 """Object metadata and the base every typed kind shares.
 
 Typed views hold only the fields kubetrio reads; unknown fields are ignored on decode, which is
-what keeps the cache small. Because a view is partial it is never sent back with PUT: writes are
-patches or round-trip the raw object (DESIGN §4).
+what keeps the cache small. Because a view is partial it is never sent back with PUT, which would
+erase every field it does not hold: writes are patches or round-trip the raw object.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ one cache serve both roles. The rules:
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -28,7 +27,7 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from kubetrio.runtime.client.errors import ApiError
-from kubetrio.runtime.client.kubeconfig import KubeconfigError, kubeconfig_path
+from kubetrio.runtime.client.loading import load_client
 from kubetrio.runtime.client.typed import Client
 
 if TYPE_CHECKING:
@@ -132,22 +131,9 @@ def client_for(
         "registry": registry,
         "component": component,
     }
-    path, master = endpoint.kubeconfig, endpoint.master
-    if path == IN_CLUSTER:
+    if endpoint.kubeconfig == IN_CLUSTER:
         return Client.in_cluster(**options)
-    if path or os.environ.get("KUBECONFIG"):
-        return Client.from_kubeconfig(path, endpoint.context, master, **options)
-    if master and not kubeconfig_path().exists():
-        return Client.from_url(master, **options)  # no kubeconfig to take a user from
-    if os.environ.get("KUBERNETES_SERVICE_HOST") and not master:
-        return Client.in_cluster(**options)
-    default = kubeconfig_path()  # client-go's last resort, after the in-cluster config
-    if not default.exists():
-        raise KubeconfigError(
-            "no kubeconfig: give --kubeconfig or set KUBECONFIG (not in a pod: "
-            f"KUBERNETES_SERVICE_HOST is unset; {default} does not exist)"
-        )
-    return Client.from_kubeconfig(None, endpoint.context, master, **options)
+    return load_client(endpoint.kubeconfig, endpoint.context, endpoint.master, **options)
 
 
 def cluster_clients(

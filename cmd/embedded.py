@@ -29,8 +29,8 @@ from kubetrio.runtime.client.typed import Client
 
 STARTUP_TIMEOUT = 30.0
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-# The simulated storage service's base path on the emulator (issue 8); the manager's storage
-# backend URL is the cluster URL plus this.
+# The simulated storage service's base path on the emulator (mounted there, so the embedded
+# cluster is one port); the manager's storage backend URL is the cluster URL plus this.
 STORAGE_PATH = "/_storage/v1"
 
 

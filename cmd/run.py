@@ -29,8 +29,8 @@ from kubetrio.cmd.config import (
     load_config,
 )
 from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
-from kubetrio.cmd.demo_view import kubectl_hint
-from kubetrio.cmd.demo_webhooks import with_webhooks
+from kubetrio.cmd.demo.view import kubectl_hint
+from kubetrio.cmd.demo.webhooks import with_webhooks
 from kubetrio.cmd.embedded import embedded_cluster, embedded_workdir
 from kubetrio.cmd.endpoints import announce_endpoints, local_free_ports, secure_serving
 from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_failure

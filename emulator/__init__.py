@@ -1,5 +1,8 @@
 """An in-process Kubernetes API server double for tests and the embedded default.
 
+Controllers talk to it over HTTP exactly as to kube-apiserver, so where it answers differently
+that is a bug, unless the difference is listed in ``gaps``.
+
 ``async with serve_emulator() as emu:`` serves it on 127.0.0.1 inside the caller's trio run, so
 the caller's clock (a MockClock in tests) drives watch timeouts, bookmarks, grace periods and
 injected latency; ``kubetrio emulator`` runs it standalone. The pieces:

@@ -1,6 +1,6 @@
 """A small HTTP/1.1 server: h11 on trio.serve_tcp, with keep-alive, chunked streaming responses
-that end promptly when the client goes away, and a prefix router so later issues can mount
-further APIs (simulated cloud, storage) on the same port.
+that end promptly when the client goes away, and a prefix router so further APIs (the
+simulated cloud, the simulated storage service) can be mounted on the same port.
 """
 
 from __future__ import annotations

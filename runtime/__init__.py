@@ -1,10 +1,20 @@
-"""kubetrio's framework: work queue, rate limiters, client, informers, controllers, manager.
+"""kubetrio's framework, and its front door: everything a controller author needs, from here.
 
-The helpers every reconciler needs are importable from here (each module's docstring has an
-example): finalizers, status conditions, owner references, merge patches, create-or-patch,
-server-side apply.
-They load on first use, so importing one ``kubetrio.runtime`` module (the emulator's child
-process, the CLI) does not pay for the client stack.
+    from kubetrio.runtime import Manager, ObjectKey, Result, load_client
+
+``Manager`` runs controllers (``manager.controller(name).for_(Kind)...complete(reconciler)``)
+over one shared cache; ``load_client()`` finds the API server by client-go's rules (the
+``--kubeconfig`` path, ``$KUBECONFIG``, the pod's ServiceAccount, ``~/.kube/config``); a
+reconciler gets an ``ObjectKey`` and answers a ``Result`` (or raises; ``TerminalError`` stops
+the retries); the predicates filter events; ``now()`` is the wall clock that follows trio's
+(so a reconciler's time is the test's MockClock), and the helpers (finalizers, owner
+references, conditions, merge patches, create-or-patch, server-side apply) each make one write
+that cannot drop another writer's fields.
+
+Each concept has a package of its own below this one (``client``, ``cache``, ``controller``,
+``manager``, ``leaderelection``, ``metrics``, ``certs``, ``webhook``, ``events``, ``util``,
+``gen``); reach into them for what is not here. Names load on first use, so a process that
+imports one small module (the emulator's child, the CLI) does not pay for the client stack.
 """
 
 from __future__ import annotations
@@ -14,7 +24,28 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kubetrio.api.condition import Condition
+    from kubetrio.runtime.client.errors import ApiError
+    from kubetrio.runtime.client.kubeconfig import KubeconfigError
+    from kubetrio.runtime.client.loading import load_client
+    from kubetrio.runtime.client.typed import Client
+    from kubetrio.runtime.controller.controller import Reconciler, Result, TerminalError
+    from kubetrio.runtime.controller.predicates import (
+        Predicate,
+        and_,
+        annotation_changed,
+        generation_changed,
+        has_labels,
+        label_changed,
+        not_,
+        on_events,
+        or_,
+        resource_version_changed,
+    )
+    from kubetrio.runtime.controller.queue import ObjectKey
+    from kubetrio.runtime.gen.rbac import Permissions
+    from kubetrio.runtime.manager.manager import Manager
     from kubetrio.runtime.util.apply import server_side_apply
+    from kubetrio.runtime.util.clock import now, seconds_since
     from kubetrio.runtime.util.conditions import (
         find_condition,
         is_condition_true,
@@ -33,6 +64,28 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
+    "Manager": "kubetrio.runtime.manager.manager",
+    "Client": "kubetrio.runtime.client.typed",
+    "load_client": "kubetrio.runtime.client.loading",
+    "ApiError": "kubetrio.runtime.client.errors",
+    "KubeconfigError": "kubetrio.runtime.client.kubeconfig",
+    "Result": "kubetrio.runtime.controller.controller",
+    "TerminalError": "kubetrio.runtime.controller.controller",
+    "Reconciler": "kubetrio.runtime.controller.controller",
+    "ObjectKey": "kubetrio.runtime.controller.queue",
+    "Predicate": "kubetrio.runtime.controller.predicates",
+    "and_": "kubetrio.runtime.controller.predicates",
+    "or_": "kubetrio.runtime.controller.predicates",
+    "not_": "kubetrio.runtime.controller.predicates",
+    "on_events": "kubetrio.runtime.controller.predicates",
+    "generation_changed": "kubetrio.runtime.controller.predicates",
+    "resource_version_changed": "kubetrio.runtime.controller.predicates",
+    "label_changed": "kubetrio.runtime.controller.predicates",
+    "annotation_changed": "kubetrio.runtime.controller.predicates",
+    "has_labels": "kubetrio.runtime.controller.predicates",
+    "Permissions": "kubetrio.runtime.gen.rbac",
+    "now": "kubetrio.runtime.util.clock",
+    "seconds_since": "kubetrio.runtime.util.clock",
     "Condition": "kubetrio.api.condition",
     "find_condition": "kubetrio.runtime.util.conditions",
     "is_condition_true": "kubetrio.runtime.util.conditions",
@@ -54,18 +107,40 @@ _EXPORTS = {
 
 __all__ = [
     "AlreadyOwnedError",
+    "ApiError",
+    "Client",
     "Condition",
+    "KubeconfigError",
+    "Manager",
+    "ObjectKey",
     "OperationResult",
+    "Permissions",
+    "Predicate",
+    "Reconciler",
+    "Result",
+    "TerminalError",
+    "and_",
+    "annotation_changed",
     "apply_merge_patch",
     "create_or_patch",
     "ensure_finalizer",
     "find_condition",
+    "generation_changed",
+    "has_labels",
     "is_condition_true",
     "is_controlled_by",
+    "label_changed",
+    "load_client",
     "merge_patch",
     "new_controller_ref",
+    "not_",
+    "now",
+    "on_events",
+    "or_",
     "remove_condition",
     "remove_finalizer",
+    "resource_version_changed",
+    "seconds_since",
     "server_side_apply",
     "set_condition",
     "set_controller_reference",
@@ -78,3 +153,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -6,9 +6,8 @@ Installing kubetrio registers a pytest plugin (``kubetrio.testing.plugin``, entr
 * ``emulator`` — an API server double served over real HTTP inside the test's own trio run
   (``@pytest.mark.kubetrio(simulated_cluster=True)`` adds a scheduler, kubelets, controllers);
 * ``mock_clock`` — the trio ``MockClock`` that run uses: a 1-hour timeout costs no wall time,
-  and a client request in flight holds the clock (``kubetrio.runtime.client.clockhold``) so time
-  never
-  jumps while an answer is on its way;
+  and a client request in flight holds the clock (``kubetrio.runtime.client.clockhold``) so
+  time never jumps while an answer is on its way;
 * ``kube_client`` — a ``kubetrio.runtime.client.typed.Client`` on the emulator, as admin;
 * ``kubectl`` — the real kubectl against the emulator (``$KUBECTL`` or the one on PATH).
 

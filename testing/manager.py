@@ -24,6 +24,7 @@ import trio
 
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
+from kubetrio.testing.servers import ApiServer, admin_client
 from kubetrio.testing.waiting import running_managers
 
 if TYPE_CHECKING:
@@ -47,16 +48,16 @@ def _sole_error(group: BaseExceptionGroup[BaseException]) -> BaseException | Non
 
 @asynccontextmanager
 async def run_manager(
-    emulator: Emulator,
+    emulator: Emulator | ApiServer,
     *setups: Setup,
     config: Any = None,
     client: Client | None = None,
     **manager_options: Any,
 ) -> AsyncIterator[Manager]:
-    """A running manager with ``setups`` registered, as admin on ``emulator`` (or through
-    ``client``); ``manager_options`` go to ``Manager``."""
+    """A running manager with ``setups`` registered, as admin on ``emulator`` (or an
+    ``api_server``; or through ``client``); ``manager_options`` go to ``Manager``."""
     if client is None:
-        client = Client.from_url(emulator.url, token=emulator.token)
+        client = admin_client(emulator)
     manager_options.setdefault("metrics_bind_address", "0")
     manager_options.setdefault("health_probe_bind_address", "0")
     manager = Manager(client, **manager_options)

@@ -15,13 +15,20 @@ when it does not name that fixture, and is marked as a trio test even without ``
 The marker also takes ``simulated_cluster=ClusterSimulation(...)`` for tuned delays. A session
 that uses none of these fixtures is untouched: nothing is autouse and the emulator is imported
 only when a test asks for it.
+
+``api_server`` runs a test twice, on the emulator and on a real control plane (etcd and
+kube-apiserver from ``KUBEBUILDER_ASSETS``, started once per test process: ``control_plane``);
+``real_server`` runs it on the real one only. Without the binaries those runs are skipped with a
+message saying how to get them, except under CI (``CI`` or ``KUBETRIO_CI`` set), where they
+fail: a tier that silently never runs proves nothing.
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,16 +40,34 @@ import trio.testing
 if TYPE_CHECKING:
     from kubetrio.emulator import Emulator
     from kubetrio.runtime.client.typed import Client
+    from kubetrio.testing.controlplane import ControlPlane
     from kubetrio.testing.kubectl import Kubectl
+    from kubetrio.testing.servers import ApiServer
 
-# How long every task must sit idle before the mock clock jumps. Real I/O is in flight (HTTP to
-# the emulator, worker threads); a request in flight holds the clock (runtime/clockhold), and
+# How long every task must sit idle before the mock clock jumps. Real I/O is in flight (HTTP to the
+# emulator, worker threads); a request in flight holds the clock (runtime/client/clockhold.py), and
 # this threshold covers what the hold cannot see, such as a response being parsed.
 IO_AUTOJUMP = 0.05
 
 # The fixtures that put a test on the kit's clock when the test takes them by name (a test that
 # reaches the emulator only through a fixture of its own keeps whatever clock it names).
-KIT_FIXTURES = frozenset({"emulator", "kube_client"})
+KIT_FIXTURES = frozenset({"emulator", "kube_client", "api_server", "real_server"})
+# The kube-controller-manager controllers a shared control plane runs: what makes namespaces
+# and owned objects go away, and what gives ServiceAccounts their tokens.
+CONTROL_PLANE_CONTROLLERS = (
+    "garbagecollector",
+    "namespace",
+    "serviceaccount",
+    "serviceaccount-token",
+)
+
+
+def in_ci() -> bool:
+    """Whether this run is CI's, where nothing may be skipped for want of a tool."""
+    return any(
+        os.environ.get(name, "").lower() not in ("", "0", "false", "no")
+        for name in ("CI", "KUBETRIO_CI")
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -121,3 +146,62 @@ def kubectl(emulator: Emulator, tmp_path: Path) -> Kubectl:
     if binary is None:
         pytest.fail(MISSING)
     return Kubectl(binary, kubectl_env(emulator.kubeconfig_path, tmp_path))
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """A real control plane for this test process (every test on it uses a namespace of its
+    own); skipped without ``KUBEBUILDER_ASSETS`` outside CI, a failure in CI."""
+    from kubetrio.testing.controlplane import ControlPlane, ControlPlaneUnavailable, find_assets
+
+    try:
+        assets = find_assets()
+    except ControlPlaneUnavailable as missing:
+        if in_ci():
+            pytest.fail(f"{missing}; CI must run the real-server tests")
+        pytest.skip(str(missing))
+    with ControlPlane(controllers=CONTROL_PLANE_CONTROLLERS, assets=assets) as plane:
+        yield plane
+
+
+@pytest.fixture(params=["emulator", "real"])
+def _real_plane(request: pytest.FixtureRequest) -> ControlPlane | None:
+    """The control plane for the "real" run of an ``api_server`` test; None for the emulator's
+    (so a session without the binaries still runs the emulator's half)."""
+    if request.param == "real":
+        plane: ControlPlane = request.getfixturevalue("control_plane")
+        return plane
+    return None
+
+
+@pytest.fixture
+async def api_server(
+    request: pytest.FixtureRequest,
+    _real_plane: ControlPlane | None,
+    mock_clock: trio.testing.MockClock,
+) -> AsyncIterator[ApiServer]:
+    """The emulator, then a real control plane: the same test on both."""
+    from kubetrio.sim import serve_world
+    from kubetrio.sim.cluster.options import ClusterSimulation
+    from kubetrio.testing.servers import ApiServer, on_control_plane
+
+    if _real_plane is not None:
+        async with on_control_plane(_real_plane) as server:
+            yield server
+        return
+    marker = request.node.get_closest_marker("kubetrio")
+    simulated = marker.kwargs.get("simulated_cluster", False) if marker else False
+    simulate = ClusterSimulation() if simulated is True else (simulated or None)
+    async with serve_world(simulate=simulate) as emu:
+        yield ApiServer("emulator", emu.kubeconfig_path, "default", emulator=emu)
+
+
+@pytest.fixture
+async def real_server(
+    control_plane: ControlPlane, mock_clock: trio.testing.MockClock
+) -> AsyncIterator[ApiServer]:
+    """The real control plane only, with a namespace of this test's own."""
+    from kubetrio.testing.servers import on_control_plane
+
+    async with on_control_plane(control_plane) as server:
+        yield server

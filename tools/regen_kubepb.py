@@ -4,13 +4,12 @@
     .venv/bin/python tools/regen_kubepb.py [API_GIT_DIR] [APIMACHINERY_GIT_DIR] [APIEXT_GIT_DIR]
 
 Reads k8s.io/api's, k8s.io/apimachinery's and k8s.io/apiextensions-apiserver's ``generated.proto``
-files out of git mirrors (bare
-repositories are fine: files are read with ``git show``), compiles the groups the emulator serves
-plus their imports into one FileDescriptorSet, and writes next to it what the .proto files do not
-say but the JSON form needs: which fields are Go structs embedded inline, which are
-``omitempty``, and the JSON names that differ from the proto names (``$ref``,
-``x-kubernetes-*``). All come from the Go struct tags (matched by protobuf field number), so
-nothing is maintained by hand. Not run in CI: the outputs are committed as package data.
+files out of git mirrors (bare repositories are fine: files are read with ``git show``), compiles
+the groups the emulator serves plus their imports into one FileDescriptorSet, and writes next to it
+what the .proto files do not say but the JSON form needs: which fields are Go structs embedded
+inline, which are ``omitempty``, and the JSON names that differ from the proto names (``$ref``,
+``x-kubernetes-*``). All come from the Go struct tags (matched by protobuf field number), so nothing
+is maintained by hand. Not run in CI: the outputs are committed as package data.
 """
 
 from __future__ import annotations

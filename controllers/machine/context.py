@@ -17,7 +17,7 @@ from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
 from kubetrio.controllers.machine.failing import FailurePermits
 from kubetrio.controllers.machine.metrics import MachineMetrics
-from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.status import DEPLOYMENT_LABEL, NODE_LABEL, StatusWriter
 from kubetrio.controllers.safety.freeze import ControllerFreeze
 from kubetrio.runtime.cache.changes import InformerChanges
@@ -52,7 +52,7 @@ def attachment_node(attachment: VolumeAttachment) -> Iterable[str]:
 class MachineContext:
     client: Client  # the control cluster's: Machines, MachineClasses, class Secrets
     target: Client  # the target cluster's: Nodes, VolumeAttachments, bootstrap tokens
-    options: SafetyOptions
+    options: MachineOptions
     drivers: DriverRegistry
     machines: Lister[Machine]
     classes: Lister[MachineClass]

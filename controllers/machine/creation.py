@@ -38,7 +38,8 @@ from kubetrio.controllers.machine.bootstrap import (
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, MachineError
 from kubetrio.controllers.machine.driver.driver import SecretData
-from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.options import MachineOptions
+from kubetrio.controllers.machine.retry import LongRetry, MediumRetry, ShortRetry
 from kubetrio.controllers.machine.status import (
     DEFAULT_PRIORITY,
     INITIALIZE_VM,
@@ -47,7 +48,6 @@ from kubetrio.controllers.machine.status import (
     Operation,
 )
 from kubetrio.runtime.client.errors import ApiError
-from kubetrio.runtime.controller.ratelimit import LongRetry, MediumRetry, ShortRetry
 from kubetrio.runtime.util.clock import now, seconds_since
 from kubetrio.runtime.util.gotext import go_quote
 from kubetrio.runtime.util.log import get_logger
@@ -62,7 +62,7 @@ async def create(
     machine: Machine,
     machine_class: MachineClass,
     secret_data: SecretData,
-    options: SafetyOptions,
+    options: MachineOptions,
 ) -> tuple[Machine, float]:
     """Run the creation flow; the machine as last written and when to look again."""
     if "userData" not in secret_data:
@@ -141,7 +141,7 @@ async def create(
     return machine, LongRetry
 
 
-async def bootstrap_token(ctx: MachineContext, machine: Machine, options: SafetyOptions) -> str:
+async def bootstrap_token(ctx: MachineContext, machine: Machine, options: MachineOptions) -> str:
     """The machine's ``<id>.<secret>`` token: the one made by an earlier attempt while it is
     unexpired (the VM may already carry it), else a new one."""
     name = token_secret_name(machine.name, machine.namespace)
@@ -186,7 +186,7 @@ def _token_from(secret: Secret) -> str | None:
     return value
 
 
-def create_failure_phase(machine: Machine, options: SafetyOptions) -> str:
+def create_failure_phase(machine: Machine, options: MachineOptions) -> str:
     """MCM's ``getCreateFailurePhase``: CrashLoopBackOff while the machine is younger than the
     creation timeout, then Failed."""
     age = seconds_since(parse_time(machine.metadata.creation_timestamp)) or 0.0
@@ -194,7 +194,7 @@ def create_failure_phase(machine: Machine, options: SafetyOptions) -> str:
 
 
 async def _create_failed(
-    ctx: MachineContext, machine: Machine, options: SafetyOptions, error: MachineError
+    ctx: MachineContext, machine: Machine, options: MachineOptions, error: MachineError
 ) -> Machine:
     phase = create_failure_phase(machine, options)
     log.warning("machine creation failed", machine=machine.name, code=error.code.name, phase=phase)

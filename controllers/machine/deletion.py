@@ -37,8 +37,9 @@ from kubetrio.controllers.machine.health import is_healthy
 from kubetrio.controllers.machine.options import (
     FORCE_DRAIN_TIMEOUT,
     UNHEALTHY_NODE_FORCE_AFTER,
-    SafetyOptions,
+    MachineOptions,
 )
+from kubetrio.controllers.machine.retry import LongRetry, MediumRetry, ShortRetry
 from kubetrio.controllers.machine.status import (
     DELETE_VOLUME_ATTACHMENTS,
     FINALIZER,
@@ -55,7 +56,6 @@ from kubetrio.controllers.machine.status import (
 from kubetrio.runtime.cache.changes import any_change
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.retry import retry_transient
-from kubetrio.runtime.controller.ratelimit import LongRetry, MediumRetry, ShortRetry
 from kubetrio.runtime.util import finalizers
 from kubetrio.runtime.util.clock import now, seconds_since
 from kubetrio.runtime.util.gotext import go_quote
@@ -72,7 +72,7 @@ class Deletion:
     ctx: MachineContext
     machine_class: MachineClass
     data: SecretData
-    options: SafetyOptions
+    options: MachineOptions
     # The node as this pass last wrote it (fresher than the cache, which has not seen it yet).
     written_node: Node | None = None
 
@@ -104,7 +104,7 @@ async def delete(
     machine: Machine,
     machine_class: MachineClass,
     data: SecretData,
-    options: SafetyOptions,
+    options: MachineOptions,
 ) -> float | None:
     """Run the deletion flow as far as it goes now; when to look again (None: finished)."""
     if FINALIZER not in machine.metadata.finalizers:

@@ -37,9 +37,9 @@ from kubetrio.controllers.machine.failing import (
     replacements_in_progress,
 )
 from kubetrio.controllers.machine.health import is_healthy
-from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.options import MachineOptions
+from kubetrio.controllers.machine.retry import LongRetry, ShortRetry
 from kubetrio.controllers.machine.status import NODE_LABEL, Operation
-from kubetrio.runtime.controller.ratelimit import LongRetry, ShortRetry
 from kubetrio.runtime.util.clock import seconds_since
 from kubetrio.runtime.util.log import get_logger
 
@@ -95,7 +95,7 @@ def _critical_components_pending(node: Node) -> bool:
 
 
 async def check_health(
-    ctx: MachineContext, machine: Machine, options: SafetyOptions
+    ctx: MachineContext, machine: Machine, options: MachineOptions
 ) -> tuple[Machine, float]:
     node_name = machine.metadata.labels.get(NODE_LABEL, "")
     node = ctx.nodes.get("", node_name)
@@ -197,7 +197,7 @@ async def _joined(ctx: MachineContext, machine: Machine) -> tuple[Operation, str
 
 
 async def _check_timeouts(
-    ctx: MachineContext, machine: Machine, options: SafetyOptions
+    ctx: MachineContext, machine: Machine, options: MachineOptions
 ) -> Operation | float:
     """The Failed operation when a Pending or Unknown machine ran out of time, else the
     seconds until it will."""

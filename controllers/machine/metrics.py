@@ -5,10 +5,11 @@ The per-machine gauges are computed from the informer cache when Prometheus scra
 every scrape, nothing to keep in step on the hot path, and a deleted machine's series simply
 stop. No label carries user data or secrets.
 
-A scrape renders three series or more per machine: about 0.1 s per 1 000 machines. For pools of
-thousands, ``--metrics-per-machine=false`` (``machine.metricsPerMachine: false`` in the config
-file) drops the per-machine families and keeps the count, so a scrape stays a few milliseconds
-whatever the pool's size::
+A scrape renders three series or more per machine, so its cost grows with the pool
+(``tests/bench/scale.py`` measures it; ``docs/performance.md``). For pools of thousands,
+``--metrics-per-machine=false`` (``machine.metricsPerMachine: false`` in the config file) drops
+the per-machine families and keeps the count, so a scrape's cost no longer depends on the
+pool's size::
 
     kubetrio run --metrics-per-machine=false   # mcm_machine_items_total only
 """

@@ -1,20 +1,28 @@
-"""The machine controller's safety options (MCM's flags) and a machine's own overrides."""
+"""The machine controllers' options (the ``machine`` section of the manager's configuration) and
+a machine's own overrides of them.
+
+One definition for the machine, machineset, machinedeployment and safety controllers: MCM's
+safety options with MCM's defaults, so a manager configured like MCM behaves like it.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
-from kubetrio.api.machine import Machine, parse_duration
+import msgspec
 
-DEFAULT_NODE_CONDITIONS = (
-    "KernelDeadlock",
-    "ReadonlyFilesystem",
-    "DiskPressure",
-    "NetworkUnavailable",
-)
+from kubetrio.api.machine import Machine, parse_duration
+from kubetrio.runtime.util.duration import Duration
+from kubetrio.runtime.util.options import Name, Names, NonNegativeInt, Options
+
+__all__ = [
+    "EVICTION_RETRY_INTERVAL",
+    "FORCE_DRAIN_TIMEOUT",
+    "UNHEALTHY_NODE_FORCE_AFTER",
+    "MachineOptions",
+]
+
 # MCM evicts every 20 s until the drain timeout, so retries beyond timeout / 20 s never happen.
 EVICTION_RETRY_INTERVAL = 20.0
 # A force drain gets this long and one eviction attempt (MCM's numbers).
@@ -23,38 +31,40 @@ FORCE_DRAIN_TIMEOUT = 60.0
 UNHEALTHY_NODE_FORCE_AFTER = 300.0
 
 
-@dataclass(frozen=True, slots=True)
-class SafetyOptions:
-    namespace: str = "default"
-    creation_timeout: float = 20 * 60.0
-    health_timeout: float = 10 * 60.0
-    drain_timeout: float = 2 * 3600.0
-    max_evict_retries: int = 360
-    pv_detach_timeout: float = 120.0
-    pv_reattach_timeout: float = 90.0
-    node_conditions: tuple[str, ...] = DEFAULT_NODE_CONDITIONS
-    orphan_vms_period: float = 15 * 60.0
-    apiserver_status_check_period: float = 60.0
-    apiserver_status_check_timeout: float = 30.0
+class MachineOptions(Options, kw_only=True, frozen=True):
+    """MCM's safety options, with MCM's defaults (the command line keeps MCM's flag names)."""
 
-    @classmethod
-    def from_config(cls, machine: Any) -> SafetyOptions:
-        """From the manager config's ``machine`` section (already validated there)."""
-        return cls(
-            namespace=machine.namespace,
-            creation_timeout=float(machine.creation_timeout),
-            health_timeout=float(machine.health_timeout),
-            drain_timeout=float(machine.drain_timeout),
-            max_evict_retries=int(machine.max_evict_retries),
-            pv_detach_timeout=float(machine.pv_detach_timeout),
-            pv_reattach_timeout=float(machine.pv_reattach_timeout),
-            node_conditions=tuple(machine.node_conditions),
-            orphan_vms_period=float(machine.safety_orphan_vms_period),
-            apiserver_status_check_period=float(machine.safety_apiserver_status_check_period),
-            apiserver_status_check_timeout=float(machine.safety_apiserver_status_check_timeout),
-        )
+    namespace: Name = "default"
+    creation_timeout: Duration = Duration(20 * 60)
+    health_timeout: Duration = Duration(10 * 60)
+    drain_timeout: Duration = Duration(2 * 3600)
+    max_evict_retries: NonNegativeInt = 360
+    pv_detach_timeout: Duration = Duration(2 * 60)
+    pv_reattach_timeout: Duration = Duration(90)
+    node_conditions: Names = (
+        "KernelDeadlock",
+        "ReadonlyFilesystem",
+        "DiskPressure",
+        "NetworkUnavailable",
+    )
+    safety_orphan_vms_period: Duration = msgspec.field(
+        default=Duration(15 * 60), name="safetyOrphanVMsPeriod"
+    )
+    safety_apiserver_status_check_period: Duration = msgspec.field(
+        default=Duration(60), name="safetyAPIServerStatusCheckPeriod"
+    )
+    safety_apiserver_status_check_timeout: Duration = msgspec.field(
+        default=Duration(30), name="safetyAPIServerStatusCheckTimeout"
+    )
+    # MCM's overshooting guard of MachineSets (the `safety` controller).
+    safety_up: NonNegativeInt = 2
+    safety_down: NonNegativeInt = 1
+    safety_overshooting_period: Duration = Duration(60)
+    # False: no per-machine series (mcm_machine_current_status_phase, _info, _status_condition),
+    # so a scrape stays small at 10 000s of machines; mcm_machine_items_total stays.
+    metrics_per_machine: bool = True
 
-    def for_machine(self, machine: Machine) -> SafetyOptions:
+    def for_machine(self, machine: Machine) -> MachineOptions:
         """MCM's ``getEffective*``: a machine's ``machineConfiguration`` wins over the flags.
         Call after ``validate_machine``; a value that does not parse is ignored here."""
         overrides = machine.spec.machine_configuration
@@ -68,13 +78,13 @@ class SafetyOptions:
         ):
             if text is not None:
                 with contextlib.suppress(ValueError):
-                    changes[field] = parse_duration(text)
+                    changes[field] = Duration(parse_duration(text))
         if overrides.max_evict_retries is not None:
             changes["max_evict_retries"] = overrides.max_evict_retries
         conditions = overrides.node_condition_types()
         if conditions is not None:
             changes["node_conditions"] = conditions
-        return dataclasses.replace(self, **changes) if changes else self
+        return msgspec.structs.replace(self, **changes) if changes else self
 
     @property
     def evict_retries(self) -> int:

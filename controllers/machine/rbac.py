@@ -16,7 +16,7 @@ from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.api.machineset import MachineSet
 from kubetrio.api.policy import PodDisruptionBudget
 from kubetrio.api.storage import VolumeAttachment
-from kubetrio.runtime.events import recorder as events
+from kubetrio.runtime import events
 from kubetrio.runtime.gen.rbac import Permissions, cached, on
 
 RBAC = (

@@ -21,12 +21,12 @@ from kubetrio.controllers.machine import creation, deletion
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.health_check import check_health
 from kubetrio.controllers.machine.nodetemplate import sync_node_template
+from kubetrio.controllers.machine.retry import LongRetry, ShortRetry
 from kubetrio.controllers.machine.status import FINALIZER, NODE_LABEL, Operation
 from kubetrio.controllers.machine.validation import validate_class, validate_machine
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.controller.ratelimit import LongRetry, ShortRetry
 from kubetrio.runtime.util.finalizers import ensure_finalizer
 from kubetrio.runtime.util.gotext import go_quote
 from kubetrio.runtime.util.log import get_logger

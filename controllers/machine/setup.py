@@ -43,9 +43,10 @@ from kubetrio.controllers.machine.driver.sim import PROVIDER as SIM_PROVIDER
 from kubetrio.controllers.machine.driver.sim import SimDriver
 from kubetrio.controllers.machine.failing import MACHINE_SET_INDEX, machine_set_of
 from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetrics
-from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.provider_metrics import provider_metrics
 from kubetrio.controllers.machine.reconciler import MachineReconciler
+from kubetrio.controllers.machine.retry import ShortRetry
 from kubetrio.controllers.machine.status import (
     FINALIZER,
     PRIORITY_ANNOTATION,
@@ -58,7 +59,7 @@ from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.predicates import Predicate, on_events
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.controller.ratelimit import ShortRetry, default_controller_rate_limiter
+from kubetrio.runtime.controller.ratelimit import default_controller_rate_limiter
 from kubetrio.runtime.manager.manager import Manager
 
 COMPONENT = "machine-controller"
@@ -179,7 +180,7 @@ def default_drivers(manager: Manager) -> DriverRegistry:
 
 def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) -> MachineContext:
     """Register the controller; the context is returned for tests and embedders."""
-    options = SafetyOptions.from_config(config.machine)
+    options: MachineOptions = config.machine
     namespace = options.namespace
     cache = manager.cache
     target = manager.cluster(TARGET)
@@ -192,9 +193,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     drain_cache = DrainCache.from_cache(target.cache)
     attachment_informer = target.cache.informer(VolumeAttachment)
     attachment_informer.add_index(ATTACHMENT_NODE_INDEX, attachment_node)
-    metrics = MachineMetrics(
-        manager.registry, machines, per_machine=config.machine.metrics_per_machine
-    )
+    metrics = MachineMetrics(manager.registry, machines, per_machine=options.metrics_per_machine)
     plain = drivers or default_drivers(manager)
     instrumented = DriverRegistry(plain.default)
     for provider in plain:

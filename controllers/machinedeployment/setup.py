@@ -9,7 +9,8 @@ from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.clusters import TARGET
-from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.options import MachineOptions
+from kubetrio.controllers.machine.retry import ShortRetry
 from kubetrio.controllers.machinedeployment import webhooks
 from kubetrio.controllers.machinedeployment.metrics import machinedeployment_metrics
 from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconciler
@@ -17,7 +18,7 @@ from kubetrio.controllers.machinedeployment.writes import Writer
 from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.controller.predicates import on_events
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.controller.ratelimit import ShortRetry, default_controller_rate_limiter
+from kubetrio.runtime.controller.ratelimit import default_controller_rate_limiter
 from kubetrio.runtime.manager.manager import Manager
 
 COMPONENT = "machine-controller-manager"
@@ -43,7 +44,8 @@ def deployment_of_machine(sets: Lister[MachineSet]) -> Any:
 
 
 def setup(manager: Manager, config: Any) -> DeploymentReconciler:
-    namespace = SafetyOptions.from_config(config.machine).namespace
+    options: MachineOptions = config.machine
+    namespace = options.namespace
     cache = manager.cache
     sets = cache.informer(MachineSet, namespace=namespace).lister
     machines = cache.informer(Machine, namespace=namespace).lister

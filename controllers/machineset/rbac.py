@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
-from kubetrio.runtime.events import recorder as events
+from kubetrio.runtime import events
 from kubetrio.runtime.gen.rbac import Permissions, cached, on
 
 RBAC = (

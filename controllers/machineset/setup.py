@@ -8,6 +8,8 @@ from typing import Any
 
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
+from kubetrio.controllers.machine.options import MachineOptions
+from kubetrio.controllers.machine.retry import ShortRetry
 from kubetrio.controllers.machineset import webhooks
 from kubetrio.controllers.machineset.control import MachineControl
 from kubetrio.controllers.machineset.metrics import machineset_metrics
@@ -15,7 +17,7 @@ from kubetrio.controllers.machineset.reconciler import MachineSetContext, Machin
 from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.cache.store import DeletedFinalStateUnknown, Lister
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.controller.ratelimit import ShortRetry, default_controller_rate_limiter
+from kubetrio.runtime.controller.ratelimit import default_controller_rate_limiter
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.util.labels import selector_matches
 
@@ -85,7 +87,8 @@ def expectation_handler(ctx: MachineSetContext) -> EventHandler[Machine]:
 
 def setup(manager: Manager, config: Any) -> MachineSetContext:
     """Register the controller; the context is returned for tests and embedders."""
-    namespace = config.machine.namespace
+    options: MachineOptions = config.machine
+    namespace = options.namespace
     cache = manager.cache
     sets = cache.informer(MachineSet, namespace=namespace).lister
     machine_informer = cache.informer(Machine, namespace=namespace)

@@ -19,10 +19,11 @@ from kubetrio.controllers.nodedelete.reconciler import (
     NodeDeleteReconciler,
     retry_limiter,
 )
-from kubetrio.controllers.storage.backend import StorageBackend, StorageOptions
+from kubetrio.controllers.storage.backend import StorageBackend
 from kubetrio.controllers.storage.client import HttpStorageBackend
 from kubetrio.controllers.storage.fenced import fenced_backend
 from kubetrio.controllers.storage.metrics import storage_metrics
+from kubetrio.controllers.storage.options import StorageOptions
 from kubetrio.runtime.controller.controller import Controller
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.manager.manager import Manager
@@ -46,7 +47,7 @@ __all__ = [
 
 
 def setup(manager: Manager, config: Any) -> None:
-    options = StorageOptions.from_config(config)
+    options: StorageOptions = config.storage
     if options.backend_url is None:
         log.warning(
             "no storage backend configured (storage.backendURL, --storage-backend-url): "

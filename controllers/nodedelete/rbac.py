@@ -5,7 +5,7 @@ Kubernetes objects."""
 from __future__ import annotations
 
 from kubetrio.api.core import Node
-from kubetrio.runtime.events import recorder as events
+from kubetrio.runtime import events
 from kubetrio.runtime.gen.rbac import Permissions, cached
 
 RBAC = Permissions(cluster=cached(Node.KIND)) + events.RBAC

@@ -100,7 +100,7 @@ class ApiServerWatchdog:
             await trio.sleep(delay)
 
     async def all_up(self) -> bool:
-        timeout = self.ctx.options.apiserver_status_check_timeout
+        timeout = self.ctx.options.safety_apiserver_status_check_timeout
         for server in self.servers:
             if not await answers(server, timeout):
                 return False
@@ -110,8 +110,8 @@ class ApiServerWatchdog:
         """One round of MCM's check; the seconds until the next."""
         options = self.ctx.options
         freeze = self.ctx.freeze
-        period = options.apiserver_status_check_period
-        timeout = options.apiserver_status_check_timeout
+        period = options.safety_apiserver_status_check_period
+        timeout = options.safety_apiserver_status_check_timeout
         up = await self.all_up()
         if freeze.frozen:
             if up:
@@ -134,7 +134,7 @@ class ApiServerWatchdog:
             started = self._down_since = trio.current_time()
         if trio.current_time() - started > timeout:
             freeze.set(True)
-            log.warning("freezing the machine controller", unreachable_for=timeout)
+            log.warning("freezing the machine controller", unreachable_for=float(timeout))
         return timeout / 5  # look more often until it is frozen
 
     async def _reset_health_timeouts(self) -> None:

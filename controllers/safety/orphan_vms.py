@@ -31,7 +31,7 @@ class OrphanVmCollector:
     async def run(self) -> None:
         while True:
             await self.sweep()
-            await trio.sleep(self.ctx.options.orphan_vms_period)
+            await trio.sleep(self.ctx.options.safety_orphan_vms_period)
 
     async def sweep(self) -> int:
         """Delete every orphan VM once; how many were deleted. Errors are logged, never fatal."""

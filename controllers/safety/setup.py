@@ -11,6 +11,7 @@ from typing import Any
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.machine.context import MachineContext
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.safety.apiserver import ApiServer, ApiServerWatchdog, control_cluster
 from kubetrio.controllers.safety.freeze import register_frozen_metric
 from kubetrio.controllers.safety.orphan_vms import OrphanVmCollector
@@ -52,8 +53,8 @@ def setup_machine_safety(
 
 def setup(manager: Manager, config: Any) -> OvershootingGuard:
     """The overshooting guard over the machine namespace's MachineSets; returned for tests."""
-    machine = config.machine
-    namespace = machine.namespace
+    options: MachineOptions = config.machine
+    namespace = options.namespace
     cache = manager.cache
     guard = OvershootingGuard(
         manager.client,
@@ -61,9 +62,9 @@ def setup(manager: Manager, config: Any) -> OvershootingGuard:
         cache.informer(MachineSet, namespace=namespace).lister,
         cache.informer(MachineDeployment, namespace=namespace).lister,
         manager.event_recorder(COMPONENT),
-        safety_up=int(machine.safety_up),
-        safety_down=int(machine.safety_down),
-        period=float(machine.safety_overshooting_period),
+        safety_up=options.safety_up,
+        safety_down=options.safety_down,
+        period=options.safety_overshooting_period,
     )
     manager.add(guard)
     return guard

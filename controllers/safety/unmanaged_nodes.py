@@ -13,8 +13,8 @@ import trio
 from kubetrio.api.core import Node
 from kubetrio.api.meta import parse_time
 from kubetrio.controllers.machine.context import MachineContext
+from kubetrio.controllers.machine.retry import MediumRetry
 from kubetrio.runtime.client.errors import ApiError
-from kubetrio.runtime.controller.ratelimit import MediumRetry
 from kubetrio.runtime.util.clock import seconds_since
 from kubetrio.runtime.util.log import get_logger
 
@@ -35,7 +35,7 @@ class UnmanagedNodeAnnotator:
     async def run(self) -> None:
         while True:
             failed = await self.sweep()
-            period = self.ctx.options.orphan_vms_period
+            period = self.ctx.options.safety_orphan_vms_period
             await trio.sleep(min(period, MediumRetry) if failed else period)
 
     async def sweep(self) -> int:

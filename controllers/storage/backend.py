@@ -1,5 +1,4 @@
-"""The storage-backend protocol the node-delete and storage-GC controllers are written against,
-and the options both read from the manager's config.
+"""The storage-backend protocol the node-delete and storage-GC controllers are written against.
 
 A backend keeps its own list of nodes, keyed by the Kubernetes node name. The controllers need
 two operations: list them (the GC diffs that list against the cluster's Nodes) and delete one
@@ -9,15 +8,12 @@ implementation for another storage system only has to map its answers onto them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import msgspec
 
+# StorageOS's CSI driver: its key in a Node's CSI node-id annotation marks a storage node.
 DEFAULT_CSI_DRIVER = "csi.storageos.com"
-DEFAULT_DELETE_TIMEOUT = 20.0
-DEFAULT_GC_DELAY = 30.0
-DEFAULT_GC_INTERVAL = 3600.0
 
 
 class StorageNode(msgspec.Struct, frozen=True, kw_only=True):
@@ -38,29 +34,3 @@ class StorageBackend(Protocol):
         """Forget the node called ``name``. Raises ``NodeNotFound``, ``NodeInUse``,
         ``NodeLocked``, ``BackendUnavailable`` or ``BackendError``."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class StorageOptions:
-    """The ``storage`` section of the config, read by duck typing: controllers must not import
-    the CLI's config module (DESIGN §2), and tests may pass any object with these fields."""
-
-    backend_url: str | None = None
-    csi_driver: str = DEFAULT_CSI_DRIVER
-    delete_timeout: float = DEFAULT_DELETE_TIMEOUT
-    gc_delay: float = DEFAULT_GC_DELAY
-    gc_interval: float = DEFAULT_GC_INTERVAL
-
-    @classmethod
-    def from_config(cls, config: Any) -> StorageOptions:
-        section = getattr(config, "storage", None)
-        if section is None:
-            return cls()
-        default = cls()
-        return cls(
-            backend_url=getattr(section, "backend_url", None) or None,
-            csi_driver=str(getattr(section, "csi_driver", default.csi_driver)),
-            delete_timeout=float(getattr(section, "delete_timeout", default.delete_timeout)),
-            gc_delay=float(getattr(section, "gc_delay", default.gc_delay)),
-            gc_interval=float(getattr(section, "gc_interval", default.gc_interval)),
-        )

@@ -22,7 +22,7 @@ from urllib.parse import quote
 import msgspec
 import trio
 
-from kubetrio.controllers.storage.backend import DEFAULT_DELETE_TIMEOUT, StorageNode
+from kubetrio.controllers.storage.backend import StorageNode
 from kubetrio.controllers.storage.errors import (
     BackendError,
     BackendUnavailable,
@@ -31,6 +31,7 @@ from kubetrio.controllers.storage.errors import (
     NodeNotFound,
 )
 from kubetrio.controllers.storage.metrics import StorageMetrics
+from kubetrio.controllers.storage.options import DEFAULT_DELETE_TIMEOUT
 from kubetrio.controllers.storage.transport import Endpoint, HttpReply, request
 from kubetrio.runtime.leaderelection.fence import Fence
 

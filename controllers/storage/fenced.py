@@ -1,7 +1,6 @@
-"""A storage backend whose deletes need the leader fence (see
-``kubetrio.runtime.leaderelection.fence``):
-``nodedelete`` and ``storagegc`` are leader-only, and a deleted storage node is as final as a
-deleted Kubernetes object. Listing passes."""
+"""A storage backend whose deletes need the leader fence
+(``kubetrio.runtime.leaderelection.fence``): ``nodedelete`` and ``storagegc`` are leader-only,
+and a deleted storage node is as final as a deleted Kubernetes object. Listing passes."""
 
 from __future__ import annotations
 

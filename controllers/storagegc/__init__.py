@@ -12,10 +12,11 @@ from typing import Any
 
 from kubetrio.api.core import Node
 from kubetrio.controllers.clusters import TARGET
-from kubetrio.controllers.storage.backend import StorageBackend, StorageOptions
+from kubetrio.controllers.storage.backend import StorageBackend
 from kubetrio.controllers.storage.client import HttpStorageBackend
 from kubetrio.controllers.storage.fenced import fenced_backend
 from kubetrio.controllers.storage.metrics import storage_metrics
+from kubetrio.controllers.storage.options import StorageOptions
 from kubetrio.controllers.storagegc.gc import ZERO_DELAY_SECONDS, StorageGC
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.util.log import get_logger
@@ -28,7 +29,7 @@ __all__ = ["NAME", "ZERO_DELAY_SECONDS", "StorageGC", "add_storage_gc", "setup"]
 
 
 def setup(manager: Manager, config: Any) -> None:
-    options = StorageOptions.from_config(config)
+    options: StorageOptions = config.storage
     if options.backend_url is None:
         log.warning(
             "no storage backend configured (storage.backendURL, --storage-backend-url): "
@@ -41,7 +42,9 @@ def setup(manager: Manager, config: Any) -> None:
         timeout=options.delete_timeout,
         metrics=storage_metrics(manager.registry),
     )
-    add_storage_gc(manager, backend, delay=options.gc_delay, interval=options.gc_interval)
+    # Plain seconds, as the GC logs its schedule.
+    delay, interval = float(options.gc_delay), float(options.gc_interval)
+    add_storage_gc(manager, backend, delay=delay, interval=interval)
 
 
 def add_storage_gc(

@@ -15,6 +15,10 @@ import trio
 
 
 class Backoff:
+    """Delays between a failing loop's attempts: exponential with jitter up to ``cap``, and
+    forgiven (back to ``initial``) once the loop has run ``reset_after`` seconds without a
+    failure, as client-go's reflector backs off its LIST and WATCH."""
+
     def __init__(
         self,
         initial: float = 0.8,

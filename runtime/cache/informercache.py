@@ -21,6 +21,10 @@ InformerKey = tuple[type[KubeObject], str | None, str | None, str | None]
 
 
 class InformerCache:
+    """The shared informer cache of one cluster: at most one informer per (kind, namespace,
+    selectors), however many controllers ask, so each object is listed, watched and stored
+    once; started by the manager and synced before any controller runs."""
+
     def __init__(self, client: Client, *, resync_period: float | None = None) -> None:
         self.client = client
         self.resync_period = resync_period

@@ -4,15 +4,15 @@ In a cache of many pods most label keys and values, owner references, namespaces
 names recur (``app: web``, the ReplicaSet's name and UID, ``tier: backend``), and so do the
 strings a pod template stamps on every replica: ``generateName``, volume names, the phase.
 Decoding gives every object its own copies; interning them on ingest makes equal strings one
-object, which roughly halves the memory of a typical pod's metadata. Annotation values are left
+object, which saves much of the memory of a typical pod's metadata. Annotation values are left
 alone: they are usually unique (hashes, timestamps, JSON) and interning them would only grow
 the table, except short ones ("true", a port number), which are shared.
 
 The informer calls ``share_strings`` on each object as soon as it is decoded, before the next
 one is (``Client.list(each=...)``): the copies it drops are then freed while the allocator can
 hand their memory straight to the next object. Interning a whole list after decoding it would
-leave those copies' memory as holes between the kept objects, which the process keeps (about
-0.8 KiB per pod by RSS, measured at 20 000 pods).
+leave those copies' memory as holes between the kept objects, which the process keeps
+(``tests/bench/informer.py`` measures both; the figures are in ``docs/performance.md``).
 
 Example::
 

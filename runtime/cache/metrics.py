@@ -1,5 +1,5 @@
-"""``kubetrio_informer_undecodable_objects``: how many objects of each kind the informers keep
-out of their caches because they do not fit the typed view (see ``runtime.undecodable``).
+"""``kubetrio_informer_undecodable_objects``: how many objects of each kind the informers keep out
+of their caches because they do not fit the typed view (see ``kubetrio.runtime.cache.undecodable``).
 
 A gauge, not a counter: what an operator must act on is the objects that are poison *now*
 (it falls back to 0 once they are fixed or deleted). Computed at scrape time from the caches,
@@ -23,6 +23,9 @@ NAME = "kubetrio_informer_undecodable_objects"
 
 
 class UndecodableObjects(Collector):
+    """``kubetrio_informer_undecodable_objects``: the objects each kind's informers hold back
+    because they do not fit the typed view, counted at scrape time from every live cache."""
+
     def __init__(self) -> None:
         self.caches: weakref.WeakSet[InformerCache] = weakref.WeakSet()
 

@@ -7,10 +7,10 @@ treat them as read-only (msgspec Structs are cheap to copy with ``msgspec.struct
 
 A large cache costs the garbage collector nothing. The decoded objects are msgspec Structs of
 strings and dicts of strings, which Python does not track; ``ObjectKey`` instances, a tuple
-subclass, would be tracked for good, and every full collection would walk all of them (a
-manager receiving 60 000 new objects ran 4-5 full collections of 0.1-0.3 s each). So the
-store files its objects under plain ``(namespace, name)`` tuples, which the collector
-stops tracking the first time it sees them, and hands ``ObjectKey``s out::
+subclass, would be tracked for good, and every full collection would walk all of them, a cost that
+grows with the cache and stalls the trio thread. So the store files its objects under plain
+``(namespace, name)`` tuples, which the collector stops tracking the first time it sees them, and
+hands ``ObjectKey``s out::
 
     store = Store[Pod]()
     store.put(ObjectKey("default", "web-0"), pod)

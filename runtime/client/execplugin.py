@@ -59,6 +59,9 @@ class IssuedCredential:
 
 @dataclass(frozen=True, slots=True)
 class ExecConfig:
+    """A kubeconfig user's ``exec`` section (client-go's credential plugin), validated once at
+    load so a mistake names its field before the first request."""
+
     api_version: str
     command: str
     args: tuple[str, ...] = ()

@@ -3,8 +3,8 @@
 pykube-ng's ``from_service_account`` copies the token into the config once; a projected token
 is replaced by the kubelet (hourly by default) and the old one stops working when it expires,
 so a long-running manager would start failing after its first token's lifetime. Here the user
-names the token *file* (``tokenFile``), which ``kubetrio.runtime.client.filecreds`` re-reads as it
-changes.
+names the token *file* (``tokenFile``), which ``kubetrio.runtime.client.filecreds`` re-reads
+as it changes.
 """
 
 from __future__ import annotations

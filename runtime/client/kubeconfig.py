@@ -18,7 +18,8 @@ from kubetrio.runtime.client.kubeconfig_files import credential_file_problem
 
 
 class KubeconfigError(ValueError):
-    pass
+    """A kubeconfig (or in-cluster configuration) that cannot be used; ``str`` is one line
+    naming the file and the field."""
 
 
 def kubeconfig_path(path: str | None = None) -> Path:

@@ -2,8 +2,8 @@
 
 One long operation made of many requests (a node drain: cordon, a consistent list, an eviction
 per pod) fails as a whole if any request fails, and the whole operation is then redone after
-the caller's retry period. With a fifth of requests failing, half the drains failed that way
-(26 of 54 in the soak) though every failure was a one-off. Retrying the one request, a few
+the caller's retry period. Under the soak's injected faults many drains failed that way
+(``docs/performance.md``) though every failure was a one-off. Retrying the one request, a few
 times within a second, makes the operation's odds those of a single request.
 
 Only answers that say nothing happened or that the server may do it next time are retried —

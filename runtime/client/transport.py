@@ -1,8 +1,7 @@
 """Blocking HTTP (pykube-ng's authenticated requests session) made cancellable from trio.
 
 The fallback path: ``Client`` sends through ``kubetrio.runtime.client.wire`` from trio itself,
-except
-for users only pykube-ng can authenticate (passwords, ``auth-provider``) and servers reached
+except for users only pykube-ng can authenticate (passwords, ``auth-provider``) and servers reached
 through a proxy, whose requests come here. pykube-ng is synchronous, so each such request runs
 in a trio worker thread. Abandoning a thread on
 cancellation returns control at once but leaves it blocked in ``recv`` until the HTTP timeout,
@@ -166,8 +165,8 @@ def http_client(config: pykube.KubeConfig, pool_size: int) -> pykube.HTTPClient:
     )
     client = pykube.HTTPClient(config, http_adapter=adapter)
     # With trust_env, requests re-reads the proxy variables and ~/.netrc on every request —
-    # the manager's largest single cost in a profile (25% of the machine benchmark's wall
-    # time). The proxy settings are read once here instead, so they still apply.
+    # the manager's largest single cost in a profile of tests/bench/machines.py. The proxy
+    # settings are read once here instead, so they still apply.
     client.session.trust_env = False
     client.session.proxies.update(requests.utils.get_environ_proxies(client.url))
     return client

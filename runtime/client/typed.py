@@ -1,15 +1,14 @@
 """Typed async Kubernetes client over pykube-ng.
 
 pykube-ng supplies what it does well: kubeconfig parsing, TLS settings, passwords and
-auth-providers; credentials that must last (exec plugins, rotating token and certificate files)
-are ``kubetrio.runtime.client.credentials``'s. Requests and watches go out from trio itself over
-kept-alive HTTP/1.1 connections (``kubetrio.runtime.client.wire``: about a third of the CPU per
-request
-of pykube-ng's requests session in a worker thread, which remains the path for users only
-pykube-ng can authenticate and for proxies — see ``kubetrio.runtime.client.transport``). Everything
-above the raw HTTP exchange is ours: paths from the kind registry, typed (de)serialisation with
-msgspec straight from bytes, one ``ApiError`` for every failure, client-side rate limiting,
-bounded retries on 429, metrics, and prompt cancellation.
+auth-providers; credentials that must last (exec plugins, rotating token and certificate files) are
+``kubetrio.runtime.client.credentials``'s. Requests and watches go out from trio itself over
+kept-alive HTTP/1.1 connections (``kubetrio.runtime.client.wire``: a fraction of the CPU per request
+of pykube-ng's requests session in a worker thread, which remains the path for users only pykube-ng
+can authenticate and for proxies — see ``kubetrio.runtime.client.transport``). Everything above the
+raw HTTP exchange is ours: paths from the kind registry, typed (de)serialisation with msgspec
+straight from bytes, one ``ApiError`` for every failure, client-side rate limiting, bounded retries
+on 429, metrics, and prompt cancellation.
 
 ``fenced(fence)`` is the same client for leader-only work: a write leaves only if the elector
 still proves the lease held, checked twice as late as possible (before the request is queued,

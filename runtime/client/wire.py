@@ -2,20 +2,20 @@
 
 Why: a controller's requests are small and many. Through pykube-ng's ``requests`` session each
 one crossed into a worker thread and back and went through requests' and urllib3's layers —
-together about 60 % of a manager's CPU, 0.9 ms per request. Here a request is a few ``h11``
+together most of a manager's CPU (``tests/bench/requests.py`` compares the paths; the figures
+are in ``docs/performance.md``). Here a request is a few ``h11``
 events written on a kept-alive trio stream (TLS by ``trio.SSLStream``) and read back in the same
 task, so a cancelled call simply stops: no socket to shut down from another thread.
 
 pykube-ng is still what reads the kubeconfig, and ``kubetrio.runtime.client.credentials`` still
-decides
-each request's bearer token and client certificate (re-read token files, cached exec plugins,
-rotating certificate files; a 401 renews them and the request is sent once more). The TLS
-settings are urllib3's (``create_urllib3_context``) with the cluster's CA, ``tls-server-name``
-and ``insecure-skip-tls-verify`` applied as pykube-ng applies them; one ``SSLContext`` is made
-per client certificate, so a rotated certificate is used by new connections while requests
-under way finish on the old ones. Users that only pykube-ng can authenticate (passwords,
-``auth-provider``) and servers reached through a proxy keep the thread path
-(``kubetrio.runtime.client.transport``); ``Wire.for_client`` returns None for them.
+decides each request's bearer token and client certificate (re-read token files, cached exec
+plugins, rotating certificate files; a 401 renews them and the request is sent once more). The TLS
+settings are urllib3's (``create_urllib3_context``) with the cluster's CA, ``tls-server-name`` and
+``insecure-skip-tls-verify`` applied as pykube-ng applies them; one ``SSLContext`` is made per
+client certificate, so a rotated certificate is used by new connections while requests under way
+finish on the old ones. Users that only pykube-ng can authenticate (passwords, ``auth-provider``)
+and servers reached through a proxy keep the thread path (``kubetrio.runtime.client.transport``);
+``Wire.for_client`` returns None for them.
 
 Example (``Client`` does this for every request; callers never need to)::
 

@@ -48,6 +48,11 @@ def controller_owner(owner_kind: type[KubeObject], every_owner: bool = False) ->
 
 
 class ControllerBuilder:
+    """What ``manager.controller(name)`` returns: say what the controller is ``for_`` (its
+    primary kind), what it ``owns`` and ``watches`` (mapped to the keys to reconcile), the
+    predicates and worker count, then ``complete(reconciler)`` registers it with the
+    manager, as controller-runtime's builder does."""
+
     def __init__(self, manager: Manager, name: str) -> None:
         self._manager = manager
         self._name = name

@@ -81,6 +81,11 @@ class TerminalError(Exception):
 
 
 class Reconciler(Protocol[K_contra]):
+    """What a controller calls for each key: make the world match the desired state of the
+    object ``key`` names, reading the cache rather than trusting the event that woke it; return
+    a ``Result`` (``requeue_after`` to look again later) or raise to be retried with backoff
+    (``TerminalError``: not retried)."""
+
     async def reconcile(self, key: K_contra) -> Result: ...
 
 

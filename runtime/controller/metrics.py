@@ -1,7 +1,7 @@
 """controller-runtime's ``controller_runtime_*`` families, so its dashboards work unchanged.
 
 They are updated on every reconcile, from the trio thread only, so they are lock-free series
-(``runtime/loopmetrics``) collected at scrape time; the exposition is prometheus_client's.
+(``runtime/metrics/families.py``) collected at scrape time; the exposition is prometheus_client's.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ RESULTS = ("success", "error", "requeue_after", "requeue", "terminal_error")
 
 
 class ControllerMetrics:
+    """controller-runtime's ``controller_runtime_*`` families (reconciles by result, errors,
+    reconcile time, active and max workers), under its names so its dashboards read ours."""
+
     def __init__(self, registry: CollectorRegistry) -> None:
         self.reconcile_total = LoopCounter(
             "controller_runtime_reconcile_total",

@@ -42,6 +42,7 @@ class Predicate:
 
 
 def and_(*predicates: Predicate) -> Predicate:
+    """Pass an event only when every one of ``predicates`` passes it (also ``p & q``)."""
     return Predicate(
         create=lambda o: all(p.create(o) for p in predicates),
         update=lambda old, new: all(p.update(old, new) for p in predicates),
@@ -50,6 +51,7 @@ def and_(*predicates: Predicate) -> Predicate:
 
 
 def or_(*predicates: Predicate) -> Predicate:
+    """Pass an event when any of ``predicates`` passes it (also ``p | q``)."""
     return Predicate(
         create=lambda o: any(p.create(o) for p in predicates),
         update=lambda old, new: any(p.update(old, new) for p in predicates),
@@ -58,6 +60,7 @@ def or_(*predicates: Predicate) -> Predicate:
 
 
 def not_(predicate: Predicate) -> Predicate:
+    """Pass exactly the events ``predicate`` drops (also ``~p``)."""
     return Predicate(
         create=lambda o: not predicate.create(o),
         update=lambda old, new: not predicate.update(old, new),
@@ -87,10 +90,12 @@ def resource_version_changed() -> Predicate:
 
 
 def label_changed() -> Predicate:
+    """Updates only when ``metadata.labels`` changed."""
     return _update_only(lambda old, new: old.metadata.labels != new.metadata.labels)
 
 
 def annotation_changed() -> Predicate:
+    """Updates only when ``metadata.annotations`` changed."""
     return _update_only(lambda old, new: old.metadata.annotations != new.metadata.annotations)
 
 

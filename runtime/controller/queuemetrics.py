@@ -4,7 +4,7 @@ Dashboards and alerts written for Go controllers read ``workqueue_*`` with label
 ``controller``; we export the same families so they work unchanged. Metrics go into a registry
 the caller chooses (each manager has its own), never implicitly into the global one.
 
-Counters and histograms are updated as things happen, lock-free (``runtime/loopmetrics``:
+Counters and histograms are updated as things happen, lock-free (``runtime/metrics/families.py``:
 queues live on the trio thread). The three gauges (depth, unfinished work,
 longest running processor) are computed when the registry is collected, from the queues
 themselves, so they are exact at scrape time and cost nothing on the queue's hot path.

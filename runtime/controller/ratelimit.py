@@ -13,12 +13,6 @@ from typing import Protocol
 
 import trio
 
-# MCM's reconcile retry periods (machineutils.RetryPeriod, v0.51+). Reconcilers return them as
-# ``Result(requeue_after=...)``; they never go through a rate limiter.
-ShortRetry = 5.0
-MediumRetry = 180.0
-LongRetry = 600.0
-
 # Past 2**62 the delay exceeds any cap we accept and float arithmetic stops being exact, so the
 # exponential limiter returns the cap outright instead of computing base * 2**failures.
 _MAX_EXPONENT = 62
@@ -151,8 +145,8 @@ def default_controller_rate_limiter(cap: float = 1000.0) -> MaxOfRateLimiter:
 
     A smaller ``cap`` bounds how long a key that failed many times in a row (through an API
     outage, say) still sleeps once the API server is healthy again: with nothing else to wake
-    it, a key 14 failures deep waits 82 s, 17 deep 11 min. MCM's machine controller never
-    backs off past its retry period at all (every error is re-enqueued after ShortRetry)."""
+    it, a key 14 failures deep waits 82 s, 17 deep 11 min; a controller that retries every error
+    after a fixed period caps the backoff at that period."""
     return MaxOfRateLimiter(
         ExponentialFailureRateLimiter(base=0.005, cap=cap),
         BucketRateLimiter(qps=10.0, burst=100),

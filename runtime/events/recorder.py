@@ -49,9 +49,9 @@ MAX_MESSAGE = 1024
 QUEUE_SIZE = 1000
 # Writes in flight at once, never two about one object (its Events stay in order and a repeat
 # patches the Event its predecessor created). client-go writes one at a time; here the
-# controllers' workers share the API server with the sender, and one writer got so few of its
-# answers that 3000 machines coming up filled the queue (~650 Events dropped, ~1000 still
-# queued at the last Running); with eight, none (tests/bench/scale.py).
+# controllers' workers share the API server with the sender, and with one writer a large pool
+# coming up filled the queue and Events were dropped; with eight, none were
+# (tests/bench/scale.py; docs/performance.md has the figures).
 WRITERS = 8
 
 # What a controller recording events needs: each goes to the namespace of its object (the

@@ -159,6 +159,9 @@ def roles(permissions: Iterable[Permissions], namespace: str = DEFAULT_NAMESPACE
 
 
 class RolePair(msgspec.Struct, frozen=True):
+    """The manager's generated RBAC: a ClusterRole for what every controller needs across the
+    cluster and a Role for what it needs only in its own namespace (its Lease)."""
+
     cluster: list[PolicyRule]
     own_namespace: list[PolicyRule]
     namespace: str

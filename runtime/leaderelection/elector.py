@@ -58,6 +58,10 @@ class LeadershipLost(Exception):
 
 @dataclass(frozen=True, slots=True)
 class LeaderElectionOptions:
+    """Where the Lease lives, who this replica is, and client-go's timing: a leader that cannot
+    renew within ``renew_deadline`` steps down before ``lease_duration`` lets another take
+    over; candidates retry every ``retry_period``."""
+
     namespace: str
     name: str
     identity: str
@@ -106,6 +110,10 @@ class Outcome(enum.Enum):
 
 
 class LeaderElector:
+    """Campaigns for the Lease with client-go's rules, renews it while leading, and answers the
+    fence: leader-only writes ask it, just before they happen, whether the lease is proven
+    held at that moment."""
+
     def __init__(
         self,
         client: Client,

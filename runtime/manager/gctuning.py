@@ -6,8 +6,8 @@ suit short scripts. A controller manager lives long and keeps most of what it al
 start-up (modules, classes, functions, its tasks, the containers of its caches and queues), and
 every full collection walks all of it again to find little garbage; a young collection every 700
 allocations also runs many times per event. In ``tests/bench/reconcile.py`` (``--gc``) a
-consumer of events spent about a quarter of its CPU in the collector, single full collections
-taking 0.1-0.9 s on a loaded 2-core machine.
+consumer of events spent a large share of its CPU in the collector, in full collections long
+enough to stall everything else on the trio thread.
 
 ``tuned`` does two things:
 
@@ -25,25 +25,15 @@ frozen objects is never collected while frozen. So the freeze happens once, afte
 initial sync, whose objects live as long as the manager does. ``default`` leaves the
 collector exactly as CPython set it.
 
-Measured on 2 shared cores at load 2-5, the two sides alternating in one window.
-``tests/bench/scale.py`` (pristine main against this module's ``tuned``): with N = 2 000
-machines (20 000 Pods cached) the manager spent 0.46-1.07 s of its 10-15 s of CPU inside the
-collector with CPython's settings and 0.17-0.41 s tuned; with N = 5 000, 1.15-1.33 s of 29 s
-against 0.48 s; the longest single collection went from 0.11-0.32 s to 0.05-0.12 s. That is
-3-4 % of the manager's CPU, within the run-to-run spread of CPU per machine (N = 2 000: medians
-of six runs 6.1 ms default, 5.6 ms tuned, each spread over 4.3-6.9 ms; N = 5 000: 5.4 and 5.5
-ms against 5.7 and 5.6 ms). ``tests/bench/machines.py --gc default|tuned`` (3 waves of 500
-lifecycles on one manager, CPU per lifecycle as the slope over the waves): 11.28, 11.92, 11.49
-ms default against 11.05, 11.18, 14.03 ms tuned (the last at load 4.7); the manager's CPU over
-all waves 17.4-18.8 s against 16.7-17.3 s in the first two pairs. Memory: scale.py's peak RSS
-did not move (140/139 MiB at 2 000, 211/211 MiB at 5 000); machines.py's grew by the larger
-young generation, 78.4 to 79.5 MB after one wave and 82.6 to 84.5 MB after three (+2 %).
+``tests/bench/scale.py`` and ``tests/bench/machines.py`` take ``--gc default|tuned`` for an A/B
+of this module. What they measured is in ``docs/performance.md``: ``tuned`` spends less of the
+manager's CPU in the collector and shortens its longest pauses, a gain within the run-to-run
+spread of CPU per machine, for a little more memory (the larger young generation).
 
 The gain is modest because the caches hold msgspec Structs of strings, which CPython does not
-track at all: a full collection walks 130 000-190 000 objects (modules, functions, tasks,
-containers), not the cached Pods. After the freeze a run of 5 000 machines saw one full
-collection (0.05 s), so freezing again later has nothing left to win, while it would freeze
-what churns - and leak its cycles.
+track at all: a full collection walks the modules, functions, tasks and containers, not the
+cached Pods. After the freeze full collections are rare and short, so freezing again later has
+nothing left to win, while it would freeze what churns - and leak its cycles.
 
 Example::
 

@@ -17,10 +17,9 @@ Clusters added with ``add_cluster`` (another API server: MCM's target cluster) h
 client and cache, started and synced with the primary one and probed as ``informers-<name>``;
 controllers watch them with the builder's ``cluster=``.
 
-With leader election, ``manager.client`` is fenced (``kubetrio.runtime.leaderelection.fence``): its
-writes
-are refused with ``NotLeader`` unless the lease is proven held at that moment, so a leader
-frozen past its lease acts no more when it wakes; ``manager.fence`` guards other leader-only
+With leader election, ``manager.client`` is fenced (``kubetrio.runtime.leaderelection.fence``):
+its writes are refused with ``NotLeader`` unless the lease is proven held at that moment, so a
+leader frozen past its lease acts no more when it wakes; ``manager.fence`` guards other leader-only
 side effects (cloud and storage calls). ``manager.unfenced_client`` is for runnables that run
 on every replica. A leader-only runnable that meets ``NotLeader`` ends with one log line.
 Every cluster's client is fenced by the same lease.
@@ -104,7 +103,8 @@ EVENT_FLUSH_SECONDS = 5.0
 
 
 class CacheSyncTimeout(Exception):
-    pass
+    """The informers did not sync within the manager's limit; the message names the kinds
+    still waiting."""
 
 
 def process_registry() -> CollectorRegistry:
@@ -118,6 +118,11 @@ def process_registry() -> CollectorRegistry:
 
 
 class Manager:
+    """The process's one manager: give it a client, register controllers
+    (``manager.controller(name)``), webhooks and runnables, then ``await manager.run()``;
+    it owns the nursery they run in, the shared cache, leader election and the metrics and
+    probe endpoints, and stops them in order (see the module's docstring)."""
+
     def __init__(
         self,
         client: Client,

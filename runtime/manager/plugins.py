@@ -33,7 +33,8 @@ ControllerSetup = Callable[["Manager", Any], None]
 
 
 class PluginError(Exception):
-    pass
+    """A controller name that resolves to nothing runnable (unknown, or its entry point fails
+    to import); ``str`` is one line naming it."""
 
 
 class ControllerRegistry:

@@ -1,13 +1,14 @@
 """Counters, gauges and histograms updated without a lock, exposed by prometheus_client.
 
 Why: prometheus_client guards every ``inc`` and ``observe`` with a lock, because any thread may
-update a metric. kubetrio's hot metrics (``workqueue_*``, ``controller_runtime_*``) are only
-ever updated from the trio thread, several times per reconcile, so that lock was a quarter of
-an in-process reconcile's CPU. Here a series is a plain Python object: a counter is a float
-attribute, a histogram an array of per-bucket counts found by bisection. Nothing is shared
-until a scrape, when a ``prometheus_client`` ``Collector`` turns snapshots of them into the
-same families, names, labels, help texts, buckets and ``_created`` series as prometheus_client's
-own ``Counter``, ``Gauge`` and ``Histogram`` would expose, so the exposition does not change.
+update a metric. kubetrio's hot metrics (``workqueue_*``, ``controller_runtime_*``) are only ever
+updated from the trio thread, several times per reconcile, so that lock was a large share of an
+in-process reconcile's CPU (``tests/bench/metrics.py`` compares the two). Here a series is a plain
+Python object: a counter is a float attribute, a histogram an array of per-bucket counts found by
+bisection. Nothing is shared until a scrape, when a ``prometheus_client`` ``Collector`` turns
+snapshots of them into the same families, names, labels, help texts, buckets and ``_created`` series
+as prometheus_client's own ``Counter``, ``Gauge`` and ``Histogram`` would expose, so the exposition
+does not change.
 
 The rule that makes this safe: **update a series from one thread only** (for kubetrio, the trio
 thread). Scrapes may run in any thread; they read copies (``list.copy``, ``dict.copy`` are

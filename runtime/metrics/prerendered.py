@@ -1,10 +1,11 @@
 """Gauge families whose sample lines a collector keeps rendered, so a scrape of thousands of
 per-object series costs a string join instead of formatting every sample again.
 
-Why: ``prometheus_client`` formats each sample on every scrape (about 17 µs a sample): 70 000
-per-machine series take over a second, while nearly none of them changed since the last
-scrape. A collector that knows when an object changed (the informer hands out a new object
-for each version) can keep each object's lines and re-render only the changed ones.
+Why: ``prometheus_client`` formats each sample on every scrape, so a scrape of a large pool's
+per-machine series costs time in proportion to all of them (``docs/performance.md``), while nearly
+none of them changed since the last scrape. A collector that knows when an object changed (the
+informer hands out a new object for each version) can keep each object's lines and re-render only
+the changed ones.
 
 A ``PrerenderedGauge`` is an ordinary ``GaugeMetricFamily`` to everything that reads samples
 (``registry.get_sample_value``, ``collect()``): its ``samples`` are built on demand. Only

@@ -12,7 +12,8 @@ from kubetrio.api.policy import LabelSelector, LabelSelectorRequirement
 
 
 class SelectorError(ValueError):
-    pass
+    """A label selector the API server would refuse (unknown operator, values where none
+    belong); the message names the requirement."""
 
 
 def _requirement_matches(req: LabelSelectorRequirement, labels: Mapping[str, str]) -> bool:

@@ -1,10 +1,10 @@
 """The RFC 7386 JSON merge patch that turns one object into another.
 
 Sending the difference rather than the object is what keeps writes from dropping fields a
-typed view does not hold (DESIGN §4). Two limits come from the format and the views: a merge
-patch cannot set a value to null (null means "remove"), and lists are replaced whole. A field a
-view leaves at its default is omitted on the wire, so setting it back to its default reads as
-removing it.
+typed view does not hold: a PUT built from the view would erase them. Two limits come from the
+format and the views: a merge patch cannot set a value to null (null means "remove"), and lists
+are replaced whole. A field a view leaves at its default is omitted on the wire, so setting it
+back to its default reads as removing it.
 
 Example::
 

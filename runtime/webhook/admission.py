@@ -81,6 +81,10 @@ class Denied(Exception):
 
 
 class Validator(Protocol[T_contra]):
+    """Validates a kind's creates, updates and deletes for the admission webhook: raise
+    ``Denied`` to refuse, return warnings to let it through with them (controller-runtime's
+    ``CustomValidator``)."""
+
     async def validate_create(self, obj: T_contra, request: AdmissionRequest) -> Warnings: ...
 
     async def validate_update(

@@ -42,6 +42,9 @@ def validating_path(kind: type[KubeObject]) -> str:
 
 
 class WebhookBuilder(Generic[T]):
+    """What ``manager.webhook(kind)`` returns: add the kind's defaulter, validator and
+    converter; each is served on the path controller-gen's manifests name for the kind."""
+
     def __init__(self, server: WebhookServer, kind: type[T]) -> None:
         self._server = server
         self._kind = kind

@@ -41,6 +41,9 @@ def invalid_message(kind: type[KubeObject], name: str, problems: Sequence[str]) 
 
 
 class FieldValidator(Generic[T]):
+    """A ``Validator`` made from one function listing an object's field errors, answered as
+    kube-apiserver answers invalid objects (422 with each cause named)."""
+
     def __init__(self, kind: type[T], problems: Problems[T]) -> None:
         self.kind = kind
         self.problems = problems

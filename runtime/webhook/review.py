@@ -33,18 +33,24 @@ Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 
 
 class GroupVersionKind(Model, kw_only=True):
+    """``metav1.GroupVersionKind`` as admission reviews carry it."""
+
     group: str = ""
     version: str = ""
     kind: str = ""
 
 
 class GroupVersionResource(Model, kw_only=True):
+    """``metav1.GroupVersionResource`` as admission reviews carry it."""
+
     group: str = ""
     version: str = ""
     resource: str = ""
 
 
 class UserInfo(Model, kw_only=True):
+    """Who made the request under review (``authentication.k8s.io/v1`` UserInfo)."""
+
     username: str = ""
     uid: str = ""
     groups: tuple[str, ...] = ()
@@ -73,6 +79,9 @@ class AdmissionRequest(Model, kw_only=True):
 
 
 class AdmissionResponse(Model, kw_only=True):
+    """A webhook's answer: allowed or not (with a status), warnings, and for defaulting a
+    base64 JSON patch."""
+
     uid: str
     allowed: bool
     status: Status | None = None
@@ -85,6 +94,9 @@ class AdmissionResponse(Model, kw_only=True):
 # The reviews keep apiVersion and kind on the wire although they are the defaults (the API
 # server checks them); the side they do not carry goes as null, which Go reads as absent.
 class AdmissionReview(Model, kw_only=True, omit_defaults=False):
+    """``admission.k8s.io/v1`` AdmissionReview: the request kube-apiserver sends, the
+    response the webhook returns, in one envelope."""
+
     api_version: str = "admission.k8s.io/v1"
     kind: str = "AdmissionReview"
     request: AdmissionRequest | None = None
@@ -92,18 +104,24 @@ class AdmissionReview(Model, kw_only=True, omit_defaults=False):
 
 
 class ConversionRequest(Model, kw_only=True):
+    """The objects to convert and the apiVersion wanted."""
+
     uid: str
     desired_api_version: str = msgspec.field(name="desiredAPIVersion")
     objects: tuple[msgspec.Raw, ...] = ()
 
 
 class ConversionResponse(Model, kw_only=True):
+    """The converted objects, in order, or a failed result saying why."""
+
     uid: str
     converted_objects: tuple[msgspec.Raw, ...] = ()
     result: Status = msgspec.field(default_factory=Status)
 
 
 class ConversionReview(Model, kw_only=True, omit_defaults=False):
+    """``apiextensions.k8s.io/v1`` ConversionReview: the CRD conversion request and response."""
+
     api_version: str = "apiextensions.k8s.io/v1"
     kind: str = "ConversionReview"
     request: ConversionRequest | None = None

@@ -1,7 +1,8 @@
-"""The simulated cloud served beside the emulator (DESIGN §5): VMs that boot on the emulator's
-clock and register their Node through the store, scriptable failures, and the small JSON API the
-``sim`` machine driver calls. Always mounted at ``/_cloud/`` on every emulator (it is idle until a
-VM is created); VMs live in memory only and are not part of the persisted state.
+"""The simulated cloud served beside the emulator, so the machine controller has a provider to call
+over HTTP, as a real driver calls its cloud, without one: VMs that boot on the emulator's clock and
+register their Node through the store, scriptable failures, and the small JSON API the ``sim``
+machine driver calls. ``kubetrio.sim.serve_world`` always mounts it at ``/_cloud/`` (it is idle
+until a VM is created); VMs live in memory only and are not part of the persisted state.
 """
 
 from kubetrio.sim.cloud.api import PREFIX, CloudApi

@@ -38,7 +38,7 @@ import trio
 from kubetrio.emulator.store import Store
 from kubetrio.sim.cloud.errors import CloudError
 from kubetrio.sim.cloud.script import Failure, VmScript
-from kubetrio.sim.cluster.objects import Obj, Objects, set_condition
+from kubetrio.sim.cluster.objects import Obj, Objects, set_condition, set_kubelet_ready
 from kubetrio.sim.cluster.options import NEVER_READY_ANNOTATION
 
 log = logging.getLogger("kubetrio.emulator.cloud")
@@ -340,15 +340,7 @@ class SimulatedCloud:
             for type_, reason in _KUBELET_CONDITIONS:
                 set_condition(n, type_, "False", reason, now, lastHeartbeatTime=now)
             if not script.never_ready:
-                set_condition(
-                    n,
-                    "Ready",
-                    "True",
-                    "KubeletReady",
-                    now,
-                    message="kubelet is posting ready status",
-                    lastHeartbeatTime=now,
-                )
+                set_kubelet_ready(n, now)
 
         self.objects.mutate(nodes, existing, post_status, status=True)
         log.info("node registered node=%s provider_id=%s", vm.node_name, vm.provider_id)

@@ -1,7 +1,8 @@
-"""The simulated cluster behind the emulator (DESIGN §5): kubelets, scheduler, attach/detach,
-dynamic provisioning, Deployment/ReplicaSet/StatefulSet/DaemonSet controllers, the disruption
-controller and the node lifecycle controller's taints, as small level-triggered controllers
-writing through the store (so watches see ordinary events) on the emulator's trio clock.
+"""The simulated cluster behind the emulator: what a real cluster's nodes and controllers do, so
+controllers see nodes join, pods run and volumes attach without one. Kubelets, scheduler,
+attach/detach, dynamic provisioning, Deployment/ReplicaSet/StatefulSet/DaemonSet controllers,
+the disruption controller and the node lifecycle controller's taints, as small level-triggered
+controllers writing through the store (so watches see ordinary events) on the emulator's trio clock.
 
 ``serve_world(simulate=ClusterSimulation(...))`` runs it in-process; ``kubetrio emulator
 --simulate`` runs ``ClusterSimulation.realistic()``.

@@ -2,10 +2,10 @@
 pass visits the objects a change concerns instead of every pod in the cluster: the pods each
 node holds, and the objects each owner controls.
 
-Why: a level-triggered pass that reads the whole cluster costs O(pods) on every change, so a
-cluster built one object at a time costs O(pods²) — 10 ms per pod at 200 nodes and 2 000 pods,
-growing with N. The cluster's store hook feeds one ``ClusterIndexes`` with every event before
-any controller hears of it, and fills it from the store when the simulation starts, so the
+Why: a level-triggered pass that reads the whole cluster costs O(pods) on every change, so a cluster
+built one object at a time costs O(pods²) (``tests/bench/simcluster.py`` measures the cost per
+change as the cluster grows). The cluster's store hook feeds one ``ClusterIndexes`` with every event
+before any controller hears of it, and fills it from the store when the simulation starts, so the
 index is exact whenever a pass reads it::
 
     indexes = ClusterIndexes()

@@ -21,6 +21,7 @@ from kubetrio.sim.cluster.objects import (
     deleting,
     node_name,
     set_condition,
+    set_kubelet_ready,
 )
 from kubetrio.sim.cluster.options import NEVER_READY_ANNOTATION, ClusterSimulation
 from kubetrio.sim.cluster.volumes import CsiVolume, pod_volumes
@@ -199,15 +200,7 @@ class Kubelet:
         now = self.objs.clock.now_rfc3339()
 
         def change(n: Obj) -> None:
-            set_condition(
-                n,
-                "Ready",
-                "True",
-                "KubeletReady",
-                now,
-                message="kubelet is posting ready status",
-                lastHeartbeatTime=now,
-            )
+            set_kubelet_ready(n, now)
 
         return self.objs.mutate(self.objs.nodes, node, change, status=True) or node
 

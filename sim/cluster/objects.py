@@ -131,6 +131,19 @@ def set_condition(obj: Obj, type_: str, status: str, reason: str, now: str, **ex
     )
 
 
+def set_kubelet_ready(node: Obj, now: str) -> None:
+    """The Ready condition a kubelet posts when its node is healthy, heartbeat ``now``."""
+    set_condition(
+        node,
+        "Ready",
+        "True",
+        "KubeletReady",
+        now,
+        message="kubelet is posting ready status",
+        lastHeartbeatTime=now,
+    )
+
+
 def deleting(obj: Obj) -> bool:
     return bool(obj["metadata"].get("deletionTimestamp"))
 

@@ -1,4 +1,5 @@
-"""The simulated storage service (DESIGN §5): a StorageOS-like node registry that follows the
+"""The simulated storage service, so the storage-node controllers run and are tested without a
+storage cluster: a StorageOS-like node registry that follows the
 emulator's Kubernetes Nodes, served at ``/_storage/v1`` on the emulator's port and driven by its
 trio clock. Tests mount it with ``serve_storage_sim(emu)``; ``kubetrio emulator --simulate``
 (or ``--storage-sim``) mounts it in the standalone emulator. State lives in memory only.

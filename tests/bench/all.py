@@ -5,12 +5,13 @@ machine* (a bare trio channel, pykube-ng, the official client, kopf, kubectl, a 
 simulated cluster imposes), so only the ratios travel between machines. Running them one by
 one and collecting the ratios by hand is how a flattering or stale figure gets into a note; this
 runs them all at one chosen size, each in its own process, and prints the ratios side by side.
-What each benchmark compares, and how, is in its own docstring.
+What each benchmark compares, and how, is in its own docstring; the figures measured so far, with
+when and on what machine, are in ``docs/performance.md``.
 
 Example::
 
-    python tests/bench/all.py --quick               # CI sizes (8 min measured at load 8-10)
-    python tests/bench/all.py                       # the full sizes the notes quote (an hour+)
+    python tests/bench/all.py --quick               # CI sizes (what CI runs)
+    python tests/bench/all.py                       # the full sizes docs/performance.md quotes
     python tests/bench/all.py --only informer,drain # a subset
 
 Each benchmark's own output is passed through as it runs; the summary table follows, then

@@ -32,18 +32,13 @@ emulator.
     drain waits for the attachment, not for the pod to run) and the StatefulSet is Parallel so
     no replacement waits for a lower ordinal to be Ready.
 
-Findings (100 pods; kubectl 1.33; two runs on a loaded 2-core machine): during the drain
-kubetrio makes 1.02 requests per pod (100 evictions, one cordon patch, one LIST of the node's
-pods; its waits read the informer cache), kubectl 2.18 (the evictions, about 1.15 GETs per pod
-polling for its deletion, get node / patch node / list pods); counting everything, kubetrio's
-informer sync included (6 LISTs + 6 WATCHes), 114 against 219 requests (0.52). Wall time:
-6.2-7.3 s against kubectl's 21.5-21.7 s (0.29-0.34), most of the difference being client
-rate limits: at kubectl's 5 qps / burst 10 kubetrio takes 19.5 s (0.90 of kubectl's), the
-100 evictions paced by the limiter either way. The volume drain comes within 2-4 % of its
-floor.
+Why both rate limits: kubectl drain polls each evicted pod until it is gone while kubetrio's
+waits read its cache, so requests per pod compare the two designs; wall time at unequal client
+rate limits mostly compares the limits, which the run at kubectl's limits separates out. What
+it measured, when and on what machine: ``docs/performance.md``.
 
 ``python tests/bench/drain.py [--pods N] [--pv-pods P]``; last line ``RESULT {json}``, a ratio
-line with pass/miss per target before it. CI size: ``--pods 20`` (about 30 s, most of it the
+line with pass/miss per target before it. CI size: ``--pods 20`` (most of its time is the
 serial volume drain's own floor).
 """
 

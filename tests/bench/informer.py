@@ -29,24 +29,15 @@ shared with another variant's garbage): **RSS growth** (``VmRSS`` after the sync
 rounds are interleaved (``--repeat``) and reported as medians; a ``kt`` breakdown (HTTP only,
 decode only, store only) follows.
 
-Findings (50 000 pods, same time window, main then this code, A B A B, loaded 2-core machine;
-the times wander with the load, the memory figures repeat): kubetrio keeps 1.60-1.69 KiB per
-pod by RSS (main: 2.70-2.81) and 1.48 KiB by tracemalloc (main: 1.70), against 22.9 for one
-dict per pod, 23.0 for ``pykube.Pod`` and 74.5 for the official client (kt/dict 0.070, main
-0.122); its sync peak RSS is 1.00-1.04x its steady RSS (unpaged, the peak was 301 MB above
-steady). Sync time, one round each at load 3-5: kt/dict 0.34 (main 0.50), kt/pykube 0.42 (main
-0.25; pykube alone took 8.8 s and 16.1 s). The RSS above tracemalloc was mostly not allocator
-overhead but holes: the informer interned each pod's strings only after the whole list was
-decoded, so the label dicts and strings it then dropped (about 0.8 KiB per pod) were freed
-between the pods kept and never handed back. Interning each object as soon as it is decoded
-(``Client.list(each=...)``, ``kubetrio.runtime.cache.intern``) lets the next pod reuse that memory
-at
-once. glibc's ``malloc_trim(0)`` after the sync would now return only 0.06-0.13 KiB per pod
-more at 50 000 pods, so the informer does not call it.
+Why both memory measures: RSS is what the process costs, tracemalloc what Python holds; the
+difference between them is what showed that interning a list's strings only after decoding all
+of it left holes between the cached objects (``kubetrio.runtime.cache.intern`` now interns each
+object as it is decoded), and that ``malloc_trim(0)`` after the sync would win too little to be
+worth calling. What it measured, when and on what machine: ``docs/performance.md``.
 
 Example::
 
-    python tests/bench/informer.py --pods 5000          # CI size, about a minute
+    python tests/bench/informer.py --pods 5000          # CI size
     python tests/bench/informer.py                      # 50 000 pods, three rounds
 
 The last line is ``RESULT {json}``. Needs the ``bench`` extra (``kubernetes``).

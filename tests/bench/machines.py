@@ -25,18 +25,17 @@ Every figure below but the two slopes is wave 1's alone, so it means what it mea
 benchmark ran one wave: the later waves exist only for the slopes (``peak_rss_mb`` is the
 manager's peak until the end of wave 1; ``peak_rss_mb_all_waves`` the peak over all of them).
 
-**Manager CPU per machine lifecycle: the slope.** The manager's CPU time (its own
-``getrusage``: every thread) is read once its caches synced and again at the end of every wave
-(after ``SETTLE``, so a wave's trailing requests are in it). A least-squares line through the
-end-of-wave points, CPU against machines done, gives ``manager_cpu_ms_per_machine_slope``: what
-one more lifecycle costs a warm manager — issue 19's target (<= 15 ms) applies to it — and,
-where the line meets zero machines, ``manager_fixed_cpu_s``: interpreter start, imports, the
-informers' sync and wave 1's one-offs. ``manager_cpu_ms_per_machine`` is the figure the
-benchmark printed before the slope: all the CPU up to the end of wave 1, start-up included, over
-N. At CI's 100 machines the start-up (about 0.6 s) adds 6 ms to it, at 500 about 1 ms: only
-the slope compares across sizes. Each wave's own CPU per machine is printed too, so a wave that
-disagrees with the line shows. ``requests_per_machine_slope`` fits the manager's API requests
-(counted as below, all waves) the same way.
+**Manager CPU per machine lifecycle: the slope.** The manager's CPU time (its own ``getrusage``:
+every thread) is read once its caches synced and again at the end of every wave (after ``SETTLE``,
+so a wave's trailing requests are in it). A least-squares line through the end-of-wave points, CPU
+against machines done, gives ``manager_cpu_ms_per_machine_slope``: what one more lifecycle costs a
+warm manager — the target (``TARGET_CPU_MS``) applies to it — and, where the line meets zero
+machines, ``manager_fixed_cpu_s``: interpreter start, imports, the informers' sync and wave 1's
+one-offs. ``manager_cpu_ms_per_machine`` is the figure the benchmark printed before the slope: all
+the CPU up to the end of wave 1, start-up included, over N, so the start-up's share of it shrinks as
+N grows: only the slope compares across sizes. Each wave's own CPU per machine is printed too, so a
+wave that disagrees with the line shows. ``requests_per_machine_slope`` fits the manager's API
+requests (counted as below, all waves) the same way.
 
 ``wall_s`` runs from the first POST until the last Machine is gone (``create_s``: until the
 last is Running; ``delete_s``: from the first DELETE until the last is gone). By default the
@@ -56,8 +55,9 @@ Reads served by the informer cache cost no request, so any ``get``/``list`` in t
 a read that missed the cache (or a relist).
 
 **The floor** (``floor_requests_per_machine``): the Kubernetes API writes one lifecycle cannot do
-without under issue 7's contract, derived from what must change in the API (no reads: the cache
-serves them; no watches; nothing that could be folded into another write):
+without under the machine controller's contract (MCM's lifecycle, an Event on each phase
+transition), derived from what must change in the API (no reads: the cache serves them; no
+watches; nothing that could be folded into another write):
 
 =====  ===========================================  ============================================
  n     write                                        why it cannot be merged or skipped
@@ -70,18 +70,18 @@ serves them; no watches; nothing that could be folded into another write):
        annotation, ``spec.providerID``              metadata+spec, so not the /status write
  4     PATCH machine/status: Pending (Creating)     /status is a separate subresource: a main
                                                     resource write cannot carry status
- 5     DELETE the bootstrap-token Secret            once joined (the issue: deleted on join)
+ 5     DELETE the bootstrap-token Secret            once joined (MCM deletes it on join)
  6     PATCH machine/status: Running (+ the node's  a later fact (the node turned Ready)
        conditions copied)
  7     PATCH machine/status: Terminating            the deletion flow's first recorded state
- 8     PATCH node/status: ``Terminating`` condition  the issue asks for it on the node
+ 8     PATCH node/status: ``Terminating`` condition  MCM marks the node (ScaleDown/Unhealthy)
  9     PATCH node: cordon (``unschedulable``)       the drain; an empty node still needs it so
                                                     nothing lands there meanwhile
  10    DELETE node                                  InitiateNodeDeletion
  11    PATCH machine: remove the finalizer          the Machine goes
 =====  ===========================================  ============================================
 
-plus the Events the issue asks for on "each transition" — at least one per phase change:
+plus the Events the controller records on each transition — at least one per phase change:
 Pending, Running, Terminating (3 POSTs; a fourth for "gone" would be on a Machine that no
 longer exists). **Floor: 11 + 3 = 14 requests per machine** (and 2 cloud calls: create and
 delete; MCM's flow adds a status call before create, so a crash cannot make a second VM, and
@@ -101,31 +101,8 @@ N DELETEs of Machines (no finalizer, so each DELETE removes it at once), timed f
 POST until the last DELETE answered; measured before the manager starts and again after it
 stopped, averaged. ``wall_over_baseline`` = ``wall_s`` / that (wave 1's: N machines each).
 
-Findings (500 machines, 5 workers, 2 shared cores): 23.0 API requests per machine, exactly
-the design's 23 (the 9 above the floor of 14: 4 step markers and 5 Events, 8 of the 23 are
-Events), plus 5 cloud calls (the status call before create answers NotFound, initialize
-answers Unimplemented for the sim class: MCM's flow); no reads (the cache serves them);
-conflicts and stale-cache repeats are rare at 5 workers (a few in a thousand) but grow with
-concurrency (20 workers: 0.28 per machine: 409s on the cordon, a second node Terminating
-patch, finalizer-removal PATCHes answering 404). Wall time 17-24 s unthrottled (about 17x the
-bare POST+DELETE loop). Manager CPU per lifecycle: about 31 ms while requests went through
-pykube-ng/requests in worker threads, 11-13 ms on the trio-native client
-(``runtime/client/wire.py``;
-``tests/bench/requests.py`` compares the transports); 700 s at the default 20
-qps (the 14 000 requests through the bucket; 575 s if the cloud calls had a bucket of their
-own). Peak RSS about 55 MB (50 MB after sync).
-
-Slope against the whole-run figure (issue 19's follow-up; the same code, runs alternated with
-the one-wave benchmark in one time window, load 2-6 from other benchmarks on the 2 cores): the
-manager's start-up and sync cost 0.54-0.85 s of CPU, which the whole-run figure spreads over N.
-At CI's size the one-wave benchmark printed 15.5-24.9 ms per machine, the slope (5 waves of 100)
-9.8-15.3 ms; at 500, 14.1-15.5 ms one-wave against 12.2-15.8 ms by the slope (3 waves of 500).
-Requests per machine by slope and by wave 1 agree to 0.1 %. The CPU time one process takes for
-the same work depends on the load here: one run's waves of 100 ranged from 9 to 18 ms per
-machine, so two runs agree within 10 % only when the load holds still (pairs of runs above
-differed by 28, 45 and 30 % at 100, by 26 and 13 % at 500) and no wave count fixes that.
-The manager's RSS grows about 11 KB per finished lifecycle (70.6 to 78.3 MB over 700
-machines): state kept for machines already gone, a follow-up.
+What it measured, when and on what machine (and the manager's CPU and memory per lifecycle
+over the waves): ``docs/performance.md``.
 
 Example::
 
@@ -142,7 +119,7 @@ an A/B of ``kubetrio.runtime.manager.gctuning``.
 the nodes still hold no pods, so the only difference is the simulated controllers' passes on
 every Node and Machine-driven change, in ``emulator_cpu_s``.
 
-**The rolling-update case** (``--rolling``, issue 15): the manager runs the machine, MachineSet
+**The rolling-update case** (``--rolling``): the manager runs the machine, MachineSet
 and MachineDeployment controllers; the driver creates an N-machine MachineDeployment (maxSurge
 ``--surge``, default 10 %, maxUnavailable 0; VMs boot in ``--boot`` seconds, default 2), waits
 until all N run, resets the counters and moves the template to another class. ``wall_s`` runs
@@ -190,7 +167,7 @@ SETTLE = 1.0  # after the last machine is gone: trailing requests still count
 FLOOR = 14
 DESIGN = 23
 FLOOR_CLOUD = 2
-TARGET_CPU_MS = 15.0  # issue 19: manager CPU per machine lifecycle
+TARGET_CPU_MS = 15.0  # the goal for the manager's CPU per machine lifecycle (the slope)
 DEFAULT_QPS = 20.0  # kubetrio run's --kube-api-qps default (client-go's, MCM's)
 DRIVER_VERBS = ("create machines", "delete machines")
 
@@ -786,7 +763,7 @@ def report(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
     )
     print(
         f"  manager CPU per machine lifecycle (slope over {waves} waves of {n} on one manager): "
-        f"{cpu_slope * 1000:.2f} ms (issue 19's target: <= {TARGET_CPU_MS:g} ms); fixed "
+        f"{cpu_slope * 1000:.2f} ms (target: <= {TARGET_CPU_MS:g} ms); fixed "
         f"{cpu_fixed:.2f} s (start-up and sync {startup_cpu:.2f} s)"
     )
     print(

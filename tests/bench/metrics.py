@@ -1,4 +1,4 @@
-"""Lock-free series (``runtime/loopmetrics``) against prometheus_client's own, in one run.
+"""Lock-free series (``runtime/metrics/families.py``) against prometheus_client's own, in one run.
 
 (1) ``inc``: ``counter.labels(...)`` bound once, then ``--ops`` increments, ops/s;
 (2) ``observe``: the same with a histogram on controller-runtime's 40 reconcile buckets;

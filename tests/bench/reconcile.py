@@ -14,7 +14,7 @@
       last one was committed until N distinct keys were reconciled at least once. Creation is
       excluded, so it cannot be the bottleneck: this is watch delivery + decode + informer +
       queue + reconcile of an N-event backlog (the emulator alone drains such a backlog to a
-      plain socket reader at several 100 000 events/s, far above either consumer).
+      plain socket reader far faster than either consumer consumes it).
     * ``e2e_streamed``: the clock runs from the start of the creation, which yields to the
       emulator's event loop every ``BATCH`` objects so watch events flow while it goes on.
       The emulator's single core then both creates and serves, so this figure is bounded by
@@ -40,40 +40,29 @@ all its threads) from the moment it had handled the probe object (initial: from 
 its clock) until it had seen the N-th name, divided by N. In the burst scenario the consumer
 has nothing else to do meanwhile, so this is its cost per event; ``kopf_cpu_over_e2e`` is the
 ratio. On a shared machine a consumer gets whatever share of a core the others leave it, and
-the wall-clock rates move with that share from one round to the next (the rates of the same
-code on the same N spread 40-90 % at load 4 on 2 cores); CPU per object does not.
+the wall-clock rates move with that share from one round to the next, widely for the same code
+on the same N; CPU per object does not.
 
 Garbage collector (``--gc``, default ``tuned``): for each round, in both consumer processes
 alike (kubetrio's and kopf's child), what exists before the round is frozen (``gc.collect();
 gc.freeze()``, as a long-running service does after start-up) and the young-generation
 threshold is 10 000 allocations instead of CPython's 700: ``kubetrio run``'s own ``--gc tuned``
 (``kubetrio.runtime.manager.gctuning``), applied at the start of each round. Why: with CPython's
-defaults a round of kubetrio's ran 3-5 full collections, each walking the whole heap (0.1-0.9 s
-apiece on a loaded machine), and how many landed inside a window depended on where the heap
-stood - one source of the slow third rounds. ``--gc default`` leaves both as CPython sets them.
+defaults a round of kubetrio's ran several full collections, each walking the whole heap, and
+how many landed inside a window depended on where the heap stood - one source of rounds that
+were slow for no reason of their own. ``--gc default`` leaves both as CPython sets them.
 
-Long enough to repeat (``--min-window``, default 2 s): a 10 000-object window of kubetrio's
-lasts a few tenths of a second, short enough for scheduling noise on a shared machine to move a
-run by ±30 %. So the sizes are calibrated first: the in-process N is raised until one round of
-kubetrio's work lasts at least ``--min-window`` seconds, and the e2e N likewise from one
-calibration burst's CPU per object (N such that kubetrio's work would fill the window on a core
-of its own: wall-clock calibration picked N = 24 000 on a loaded machine and 138 000 on a quiet
-one, so two runs did not even measure the same thing); kopf then gets the same N: the same
-objects for both sides. Each figure's spread over its rounds, (max - min) / median, is printed
-beside its median, so a run says itself whether it can be trusted. Two full runs on the 2-core
-machine this was written on, at load 8-10 from other work, did not agree within 10 % (e2e/kopf
-8.1 with N=12 000 and 12.8 with N=29 000; spreads 24-190 %): the window is long enough, the
-machine was not quiet. At load 2-4 (N = 60 000 fixed) the wall-clock rates of one run's rounds
-still spread 27-152 %, CPU per object 10-35 %; kopf / e2e by CPU per object differed by 9 % and
-12 % between two runs of the same code (wall-clock: 16.0 vs 23.5 and 18.2 vs 24.1).
-
-Why the ratio fell with N (33-39x at the old short windows, 17-21x at the calibrated ones):
-mostly kubetrio's cost per object grew with N. Each cached object left two
-``ObjectKey``s the garbage collector tracks for good (the store's key, and this benchmark's
-``seen`` set), so every full collection walked all of them: on main, CPU per object was 15.9 us
-at N = 10 000 and 25.9 us at 60 000 (default collector). With the store's keys untracked and
-names counted as ``str`` it is 18.6-20.2 us at 10 000 and 22.5-25.2 us at 60 000 (same load);
-kopf's own CPU per object was about 360 us at 3 000, 390 at 8 000 and 350-555 at 60 000.
+Long enough to repeat (``--min-window``, default 2 s): a 10 000-object window of kubetrio's is
+short enough for scheduling noise on a shared machine to move a run a long way. So the sizes are
+calibrated first: the in-process N is raised until one round of kubetrio's work lasts at least
+``--min-window`` seconds, and the e2e N likewise from one calibration burst's CPU per object (N
+such that kubetrio's work would fill the window on a core of its own: calibrating on the wall
+clock picked very different N on a loaded and on a quiet machine, so two runs did not even
+measure the same thing); kopf then gets the same N: the same objects for both sides. Each
+figure's spread over its rounds, (max - min) / median, is printed beside its median, so a run
+says itself whether it can be trusted; two runs on a busy machine can still disagree, which is
+the machine's noise, not the window's length. What it measured, when and under what load:
+``docs/performance.md``.
 
 Process layout (the machine this was written for has 2 cores): the emulator always runs in a
 child process (``--serve-emulator``: ``serve_world()`` in its own trio run, with a watch
@@ -103,7 +92,7 @@ Fairness of the kopf side (kopf 1.x, asyncio, standalone):
 
 ``python tests/bench/reconcile.py [--objects N] [--min-window S]`` (default 10 000 and 2 s, i.e.
 N grows to fill 2 s; CI: ``--objects 2000 --repeat 1 --min-window 0``).
-Prints issue 19's targets (in-process >= 150 000/s; e2e >= 25x kopf) with pass/MISS and the
+Prints the targets (in-process >= 150 000/s; e2e >= 25x kopf) with pass/MISS and the
 CPU ratio; last line ``RESULT {json}``. Needs the ``bench`` extra (``kopf``); ``--skip-kopf``
 runs without it.
 """

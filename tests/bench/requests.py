@@ -6,29 +6,28 @@ makes the same requests to the same emulator: ``--objects`` ConfigMap lifecycles
 requests each (POST, GET, merge PATCH, DELETE, each answered 200/201), ``--concurrency``
 lifecycles at a time, after a warm-up round that opens the connections. Variants:
 
-* ``thread`` — today's path before issue 19: pykube-ng's ``requests`` session (with our
-  credentials adapter) in a trio worker thread per request, through the full ``Client``.
+* ``thread`` — the path every request took before the trio-native client: pykube-ng's
+  ``requests`` session (with our credentials adapter) in a trio worker thread per request,
+  through the full ``Client``.
 * ``urllib3`` — one ``urllib3.PoolManager`` called directly in a worker thread per request,
   with the bearer token from our credentials layer (no requests; the thread hop stays).
 * ``iothread`` — fewer thread hops: the same urllib3 pool driven by one long-lived I/O thread
   fed by a queue; answers come back to trio through ``run_sync_soon`` (no thread start, no
   ``to_thread`` bookkeeping; one thread, so the requests are sent one at a time).
-* ``wire`` — the trio-native HTTP/1.1 client (``kubetrio.runtime.client.wire``, h11 on kept-alive
-trio
-  streams) through the full ``Client``: what ``Client`` uses now; ``wire-raw`` is the same
-  exchange called directly, bytes in and out, to compare with the two raw variants.
+* ``wire`` — the trio-native HTTP/1.1 client (``kubetrio.runtime.client.wire``, h11 on
+  kept-alive trio streams) through the full ``Client``: what ``Client`` uses now; ``wire-raw``
+  is the same exchange called directly, bytes in and out, to compare with the two raw variants.
 
 The two ``Client`` variants include what the client does around the exchange (rate limiter
 off, metrics, msgspec decoding of typed ConfigMaps); the two raw variants return bytes and
 skip it, so they flatter themselves by that much. Printed: CPU µs per request and wall time
 per variant, and each variant's CPU over ``thread``'s. Last line ``RESULT {json}``.
 
-Findings (2 shared cores, 2 runs of 2 x 500 lifecycles, 8 at a time): CPU per request
-thread 689/764 µs, urllib3 434/397 µs (0.63/0.52x), iothread 400/372 µs (0.58/0.49x), wire
-247/228 µs (0.36/0.30x; wire-raw 229/202 µs). Dropping requests but keeping a thread hop
-(urllib3) saves ~40 %; a long-lived I/O thread saves little more (the hand-off back to trio
-stays, and one thread serialises the requests); without the threads and requests' layers
-(wire) the whole Client request costs a third — so ``Client`` uses ``wire``.
+This comparison is why ``Client`` uses ``wire``: it costs the least CPU per request. Dropping
+requests but keeping a thread hop saves part of the cost, and one long-lived I/O thread saves
+little more (the hand-off back to trio stays, and one thread serialises the requests); only
+without the threads and requests' layers does the cost fall to a fraction. The figures, with
+when and on what machine: ``docs/performance.md``.
 
 ``python tests/bench/requests.py [--objects N] [--concurrency C] [--rounds R]``; CI size:
 ``--objects 200``.

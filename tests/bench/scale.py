@@ -54,13 +54,11 @@ What is measured, in order:
    (``kubetrio_events_dropped_total`` by reason): Events recorded but never written.
 
 ``python tests/bench/scale.py [--machines N] [--idle S] [--metrics-per-machine false]
-[--machine-workers W] [--gc tuned|default] [--profile-emulator FILE]``; ``--gc`` is passed to
-the manager (default: ``kubetrio run``'s own, for an A/B of ``kubetrio.runtime.manager.gctuning``);
-the
-last samples the emulator with py-spy
-(folded raw stacks, 200 Hz) from just before the first POST until the last Running, for
-inclusive time per request phase (a profiled run's figures are not compared with others);
-``--quick`` is CI's size (N = 100, 5 s idle, well under a minute). Last line ``RESULT {json}``.
+[--machine-workers W] [--gc tuned|default] [--profile-emulator FILE]``; ``--gc`` is passed to the
+manager (default: ``kubetrio run``'s own, for an A/B of ``kubetrio.runtime.manager.gctuning``); the
+last samples the emulator with py-spy (folded raw stacks, 200 Hz) from just before the first POST
+until the last Running, for inclusive time per request phase (a profiled run's figures are not
+compared with others); ``--quick`` is CI's size (N = 100, 5 s idle). Last line ``RESULT {json}``.
 """
 
 from __future__ import annotations

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +13,21 @@ import yaml
 from kubetrio.cmd.config import (
     DEFAULT_WORKERS,
     SETTINGS,
-    Duration,
     ManagerConfig,
     Setting,
     config_to_dict,
     env_var,
 )
-from tests.helpers.config import error_of, load, parser
+from kubetrio.runtime.util.duration import Duration
+from tests.helpers.config import (
+    apart_for,
+    error_of,
+    load,
+    parser,
+    sample_text,
+    value_at,
+    write,
+)
 
 FULL_YAML = """\
 kubeconfig: /etc/kubetrio/kubeconfig
@@ -86,12 +93,6 @@ drainTimeout = "45m"
 [storage]
 gcInterval = "2h"
 """
-
-
-def write(tmp_path: Path, text: str, name: str = "kubetrio.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
 
 
 # --- defaults and layering ------------------------------------------------------------------
@@ -236,35 +237,6 @@ def test_controllers_flag_and_custom_registry() -> None:
     assert config.workers_for("mine") == 4
 
 
-def sample_text(setting: Setting) -> str:
-    """A valid non-default value for ``setting``, as text on a command line."""
-    by_path: dict[tuple[str, ...], str] = {
-        ("controllers",): "machine",
-        ("metricsBindAddress",): ":9999",
-        ("healthProbeBindAddress",): "0",
-        ("webhookBindAddress",): "127.0.0.1:9444",
-        ("master",): "https://example.com:6443",
-        ("storage", "backendURL"): "http://storage:5705",
-        ("logging", "format"): "json",
-        ("logging", "level"): "error",
-        ("leaderElection", "leaseDuration"): "40s",
-        ("leaderElection", "renewDeadline"): "9s",
-        ("leaderElection", "retryPeriod"): "1s",
-        ("leaderElection", "releaseOnCancel"): "false",
-        ("machine", "nodeConditions"): "A,B",
-        ("machine", "metricsPerMachine"): "false",  # on by default
-        ("gc",): "default",  # tuned by default
-        ("workers",): "storagegc=4",
-        ("control", "kubeconfig"): "inClusterConfig",
-        ("target", "kubeconfig"): __file__,  # checked to exist
-    }
-    if setting.path in by_path:
-        return by_path[setting.path]
-    return {"str": "custom-value", "bool": "true", "int": "4", "float": "7.5"}.get(
-        setting.kind, "7m"
-    )
-
-
 def expected_value(setting: Setting, text: str) -> Any:
     if setting.kind == "list":
         return text.split(",")
@@ -275,27 +247,14 @@ def expected_value(setting: Setting, text: str) -> Any:
     return text
 
 
-def value_at(config: ManagerConfig, path: Sequence[str]) -> Any:
-    node: Any = config_to_dict(config)
-    for part in path:
-        node = node.get(part)  # unset values are left out of a dump
-    return node
-
-
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.flag)
 def test_every_flag_and_variable_sets_its_field(setting: Setting) -> None:
-    text = sample_text(setting)
+    text = sample_text(setting.path)
     expected = expected_value(setting, text)
-    # A target cluster's rate limit needs a target cluster apart from the control one.
-    apart = ["--target-context", "other"] if setting.path in TARGET_LIMITS else []
-    if setting.path == ("metricsCertPath",):
-        apart = ["--metrics-secure"]  # the certificate serves /metrics over TLS only
+    apart = apart_for(setting.path)
     assert value_at(load([*apart, setting.flag, text]), setting.path) == expected
     assert value_at(load(apart, {setting.env: text}), setting.path) == expected
     assert value_at(load(), setting.path) != expected
-
-
-TARGET_LIMITS = {("target", "qps"), ("target", "burst")}
 
 
 def test_flags_and_variables_are_unique_and_named_after_each_other() -> None:

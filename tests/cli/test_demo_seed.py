@@ -9,8 +9,8 @@ import msgspec
 
 from kubetrio.api.machine import MachineClass, parse_duration
 from kubetrio.api.machineset import MachineDeployment
-from kubetrio.cmd import demo_seed as seed
 from kubetrio.cmd.assets import crd_documents
+from kubetrio.cmd.demo import seed
 
 
 def test_the_deployment_starts_at_half_and_one_machine_always_stays() -> None:

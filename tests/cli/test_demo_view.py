@@ -16,15 +16,15 @@ from rich.text import Text
 from kubetrio.api.core import Node, Pod
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
-from kubetrio.cmd.demo import Output
-from kubetrio.cmd.demo_summary import (
+from kubetrio.cmd.demo.output import Output
+from kubetrio.cmd.demo.summary import (
     Timeline,
     phase_table,
     summary_lines,
     summary_rows,
     summary_table,
 )
-from kubetrio.cmd.demo_view import (
+from kubetrio.cmd.demo.view import (
     MachineRow,
     SetRow,
     StorageRow,
@@ -104,7 +104,8 @@ def pod(name: str, node_name: str, *, phase: str = "Running", deleting: bool = F
     )
 
 
-# MCM's own deletion-flow descriptions (reference §3.4 and §4.1) and the step each means.
+# The lastOperation descriptions MCM's deletion flow writes, word for word, and the step each
+# means.
 DELETION_DESCRIPTIONS = [
     ("Set machine status to termination. Now, getting VM Status", "Processing", "get VM status"),
     ("Machine deletion in process. VM with matching ID found. Initiate node drain", "", "drain"),

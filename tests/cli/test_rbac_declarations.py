@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from kubetrio.cmd import rbac as rbac_cmd
-from kubetrio.cmd.config import ManagerConfig, StorageConfig
+from kubetrio.cmd.config import ManagerConfig
 from kubetrio.cmd.main import main
 from kubetrio.controllers import BUILTIN_CONTROLLERS
+from kubetrio.controllers.storage.options import StorageOptions
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.gen.rbac import Permissions, PolicyRule, compact, roles, rule
 from kubetrio.runtime.manager.manager import Manager
@@ -132,7 +133,7 @@ def test_every_informer_a_setup_opens_is_declared(name: str) -> None:
         metrics_bind_address="0",
         health_probe_bind_address="0",
     )
-    config = ManagerConfig(storage=StorageConfig(backend_url="http://127.0.0.1:9"))
+    config = ManagerConfig(storage=StorageOptions(backend_url="http://127.0.0.1:9"))
     registry.setup(name)(manager, config)
     declared = {atom for r in compact(registry.permissions(name).cluster) for atom in r.atoms()}
     opened = {(i.kind.KIND.group, i.kind.KIND.plural) for i in manager.cache.informers}

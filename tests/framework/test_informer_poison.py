@@ -335,7 +335,7 @@ async def fuzz_example(writes: list[tuple[tuple[str, Path_], Any, str]]) -> None
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(writes=WRITES)
-# The inputs that wedged a controller in the probe (issue 14).
+# Inputs that once wedged a controller, kept as fixed examples so every run tries them.
 @example(
     writes=[
         (("Machine", ("spec", "class")), "small", "x"),

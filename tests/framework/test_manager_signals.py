@@ -23,9 +23,9 @@ from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.manager.manager import Manager
 from tests.helpers.cli import Watcher, environment
-from tests.helpers.paths import README
+from tests.helpers.readme import README
 
-README_CONSTRUCTION = "Manager(Client.from_kubeconfig())"
+README_CONSTRUCTION = "Manager(load_client())"
 
 
 def readme_script(tmp_path: Path) -> Path:
@@ -41,7 +41,7 @@ def readme_script(tmp_path: Path) -> Path:
     assert source.count(README_CONSTRUCTION) == 1, "the example builds its manager elsewhere"
     source = source.replace(
         README_CONSTRUCTION,
-        'Manager(Client.from_kubeconfig(), metrics_bind_address="127.0.0.1:0", '
+        'Manager(load_client(), metrics_bind_address="127.0.0.1:0", '
         'health_probe_bind_address="127.0.0.1:0")',
     )
     script = tmp_path / "labeler.py"

@@ -1,5 +1,5 @@
 """A running controller's ``/metrics``: the families prometheus_client used to expose, with counts
-that match the work done (the series behind them are lock-free, ``runtime/loopmetrics``)."""
+that match the work done (the series behind them are lock-free, ``runtime/metrics/families.py``)."""
 
 from __future__ import annotations
 

@@ -21,6 +21,7 @@ from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.util.ownerrefs import set_controller_reference
+from kubetrio.sim.cluster import SimulatedCluster
 from kubetrio.testing import (
     Kubectl,
     eventually,
@@ -256,8 +257,9 @@ async def test_simulated_cluster_marker(emulator: Emulator, kube_client: Client)
             ConfigMap, {"metadata": {"name": "x", "namespace": "default"}, "data": {}}
         )
         await wait_for(manager, ConfigMap, "x")
-    assert emulator.options.simulate is not None
+    assert emulator.extension(SimulatedCluster)
 
 
 async def test_without_the_marker_no_simulated_cluster(emulator: Emulator) -> None:
-    assert emulator.options.simulate is None
+    with pytest.raises(LookupError, match="the emulator serves no SimulatedCluster"):
+        emulator.extension(SimulatedCluster)

@@ -17,7 +17,8 @@ import trio
 from kubetrio.api.core import Event, Node
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
-from kubetrio.cmd.config import MachineConfig, ManagerConfig
+from kubetrio.cmd.config import ManagerConfig
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconciler
 from kubetrio.controllers.machinedeployment.setup import setup
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
@@ -224,7 +225,7 @@ async def deployment_manager(
 ) -> AsyncIterator[DeploymentHarness]:
     """A manager running the deployment controller (and the set stand-in unless told not to)."""
     client = Client.from_url(emu.url, token=emu.token)
-    config = ManagerConfig(machine=MachineConfig())
+    config = ManagerConfig(machine=MachineOptions())
     manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
     reconciler = setup(manager, config)
     deployment_informer = manager.cache.informer(MachineDeployment, namespace="default")

@@ -14,8 +14,9 @@ import trio
 from kubetrio.api.core import Event, Node
 from kubetrio.api.machine import PHASE_RUNNING, Machine
 from kubetrio.cmd.assets import crd_documents
-from kubetrio.cmd.config import MachineConfig, ManagerConfig
+from kubetrio.cmd.config import ManagerConfig
 from kubetrio.controllers.machine.context import MachineContext
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.setup import setup
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
@@ -127,7 +128,7 @@ async def machine_manager(
 ) -> AsyncIterator[Harness]:
     """A manager running the machine controller (and the setups in ``also``), through the
     testing kit's ``run_manager``; stopped (gracefully) on exit."""
-    config = ManagerConfig(machine=MachineConfig(**machine_options), workers={"machine": workers})
+    config = ManagerConfig(machine=MachineOptions(**machine_options), workers={"machine": workers})
     contexts: list[MachineContext] = []
 
     def machine(manager: Manager, config: ManagerConfig) -> None:

@@ -10,12 +10,14 @@ from typing import Any
 
 import trio
 
-from kubetrio.cmd.config import Duration, ManagerConfig, StorageConfig
+from kubetrio.cmd.config import ManagerConfig
 from kubetrio.controllers import BUILTIN_CONTROLLERS
+from kubetrio.controllers.storage.options import StorageOptions
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.manager.plugins import ControllerRegistry
+from kubetrio.runtime.util.duration import Duration
 from kubetrio.sim.storage import (
     NODE_ID_ANNOTATION,
     SimulatedStorage,
@@ -50,7 +52,7 @@ IMMEDIATE = {"offline_after": (0.0, 0.0), "lock_seconds": 0.0}
 
 def manager_config(url: str, *, gc_delay: float = 30, gc_interval: float = 0) -> ManagerConfig:
     return ManagerConfig(
-        storage=StorageConfig(
+        storage=StorageOptions(
             backend_url=url, gc_delay=Duration(gc_delay), gc_interval=Duration(gc_interval)
         )
     )

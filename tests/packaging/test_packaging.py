@@ -1,4 +1,5 @@
-"""The layout promises of DESIGN §2: one kubetrio namespace over the top-level folders."""
+"""The layout's promises: one kubetrio namespace over the top-level folders, and a wheel that
+ships what the commands read."""
 
 from __future__ import annotations
 
@@ -63,8 +64,8 @@ def test_console_script_reports_version_and_help() -> None:
 
 # --- the wheel ------------------------------------------------------------------------------
 
-# What must ship as package data (DESIGN §2): the CRDs, the kustomize kit, the dashboards, the
-# Prometheus rules and the example config.
+# What must ship as package data, since the commands read it from the installed package: the
+# CRDs, the kustomize kit, the dashboards, the Prometheus rules and the example config.
 SHIPPED = {
     "kubetrio/config/crd/kustomization.yaml",
     "kubetrio/config/crd/machine.sapcloud.io_machines.yaml",

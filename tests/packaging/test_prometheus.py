@@ -370,7 +370,7 @@ def api_server(kubeconfig: Path) -> str | None:
 
 def script_delete_failure(kubeconfig: Path) -> None:
     """Script the simulated cloud over the kubeconfig's server (TLS, trusting its CA)."""
-    from kubetrio.cmd.demo_seed import CLASS_NAME, NAMESPACE
+    from kubetrio.cmd.demo.seed import CLASS_NAME, NAMESPACE
 
     cluster = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]
     server = cluster["server"]

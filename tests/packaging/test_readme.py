@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from types import ModuleType
 
 import trio
 import trio.testing
@@ -21,24 +19,7 @@ from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
 from tests.helpers.kube import Kubectl
-from tests.helpers.paths import README
-
-
-def readme_controller(tmp_path: Path) -> ModuleType:
-    text = README.read_text()
-    block = re.search(
-        r"<!-- readme-controller:start -->\n```python\n(.*?)```\n<!-- readme-controller:end -->",
-        text,
-        re.S,
-    )
-    assert block is not None, "README lost its controller example"
-    source = tmp_path / "readme_controller.py"
-    source.write_text(block.group(1))
-    spec = importlib.util.spec_from_file_location("readme_controller", source)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers.readme import readme_controller
 
 
 async def test_readme_controller_labels_scheduled_pods(

@@ -1,7 +1,7 @@
 """A drain decides what to evict only from a pod cache that caught up with its cordon, and a
 deleted machine takes its bootstrap token with it.
 
-The race (issue 14): a pod bound to the node just before its Machine is deleted is not yet in
+The race: a pod bound to the node just before its Machine is deleted is not yet in
 the drain's cache; a drain that trusts the cache as it stands finishes without it and the pod is
 left on a deleted Node. The pod watch is held back here (a cut, then an injected latency on the
 re-watch), so the cache misses the pod for as long as the test wants, every run.

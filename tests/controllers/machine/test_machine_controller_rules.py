@@ -1,5 +1,5 @@
-"""Pure rules of the machine controller: step markers, effective options, validation messages,
-meltdown counting, unhealthy-condition descriptions."""
+"""Pure rules of the machine controller: step markers, effective options, retry periods,
+validation messages, meltdown counting, unhealthy-condition descriptions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import msgspec
 from kubetrio.api.machine import Machine, MachineClass, MachineCondition
 from kubetrio.controllers.machine.failing import replacements_in_progress
 from kubetrio.controllers.machine.health_check import conditions_differ, describe
-from kubetrio.controllers.machine.options import SafetyOptions
+from kubetrio.controllers.machine.options import MachineOptions
+from kubetrio.controllers.machine.retry import LongRetry, MediumRetry, ShortRetry
 from kubetrio.controllers.machine.status import (
     DELETE_VOLUME_ATTACHMENTS,
     GET_VM_STATUS,
@@ -47,7 +48,7 @@ def test_the_step_is_the_marker_a_description_ends_with() -> None:
 
 
 def test_machine_configuration_overrides_the_flags() -> None:
-    options = SafetyOptions()
+    options = MachineOptions()
     effective = options.for_machine(
         machine(
             machineConfiguration={
@@ -64,7 +65,11 @@ def test_machine_configuration_overrides_the_flags() -> None:
     assert effective.node_conditions == ("KernelDeadlock", "DiskPressure")
     assert options.for_machine(machine()) is options
     # Evictions every 20 s cannot outnumber what fits in the drain timeout.
-    assert SafetyOptions(drain_timeout=600, max_evict_retries=360).evict_retries == 30
+    assert MachineOptions(drain_timeout=600, max_evict_retries=360).evict_retries == 30
+
+
+def test_retry_periods_are_mcms() -> None:
+    assert (ShortRetry, MediumRetry, LongRetry) == (5.0, 180.0, 600.0)
 
 
 def test_validation_names_the_field() -> None:

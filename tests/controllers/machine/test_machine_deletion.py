@@ -276,7 +276,9 @@ async def test_a_new_manager_finishes_a_deletion_its_predecessor_was_killed_in(
             )
             other = "m-2" if web_node == "m-1" else "m-1"
             # One machine stops in the drain (the budget), the other in VM deletion.
-            cluster.cloud.script(CLASS, "delete", Failure(code="Internal", count=1))
+            cluster.extension(SimulatedCloud).script(
+                CLASS, "delete", Failure(code="Internal", count=1)
+            )
             delete_machine(cluster, other)
             await h.wait_machine(
                 other, lambda m: m is not None and m.status.last_operation.state == "Failed"
@@ -300,7 +302,7 @@ async def test_a_new_manager_finishes_a_deletion_its_predecessor_was_killed_in(
     async with machine_manager(cluster) as h2:
         await h2.wait_gone(web_node)
         await h2.wait_gone(other)
-        assert cluster.cloud.vms == {}
+        assert cluster.extension(SimulatedCloud).vms == {}
 
 
 async def test_a_blocked_gentle_drain_gives_way_when_it_should_be_forced(

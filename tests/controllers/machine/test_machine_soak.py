@@ -20,11 +20,12 @@ async def test_soak_every_machine_completes_under_faults_in_bounded_time(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     """The small soak guards completion, leftovers and the fault mix; the 3x time target is
-    measured by ``tests/bench/soak.py`` (50 machines: 1.9x). With 6 machines the fault-free
-    run lasts ~16 s, so one extra ShortRetry or one informer backing off after consecutive
-    failed watches moves the ratio by a whole unit: observed 1.4-3.6, once 6.0 (a creation
-    waiting ~75 s on a Node informer in backoff). The bound here still fails on what the
-    issue found (deletions stalled until the faults cleared; minute-long per-key backoffs)."""
+    ``tests/bench/soak.py``'s, at 50 machines (its figure is in ``docs/performance.md``). With 6
+    machines the fault-free run lasts ~16 s, so one extra ShortRetry or one informer backing off
+    after consecutive failed watches moves the ratio by a whole unit: observed 1.4-3.6, once 6.0 (a
+    creation waiting ~75 s on a Node informer in backoff). The bound here still fails on the
+    failures it was written against (deletions stalled until the faults cleared; minute-long
+    per-key backoffs)."""
     calm = await soak(6, faults=False)
     stormy = await soak(6, faults=True)
     for run in (calm, stormy):

@@ -1,4 +1,4 @@
-"""What a manager keeps about machines that are gone (issue 19's follow-up LEAK).
+"""What a manager keeps about machines that are gone: nothing that grows without bound.
 
 A manager that rolls thousands of machines a day must not keep per-machine state once the
 Machine, its Node, VM and token are deleted. After a few lifecycles this checks, in what
@@ -7,14 +7,10 @@ names a gone machine except what is bounded by design: the event correlator's LR
 (client-go's 4096 entries each) and a ``requeue_after`` still parked in the work queue, which
 fires within MCM's LongRetry and then finds nothing to do.
 
-Measured (``tests/bench/machines.py`` from the benchslope branch, 8 waves of 200 lifecycles on
-one manager, its own RSS and tracemalloc after ``gc.collect()`` at each wave's end): the
-≈ 11 KB per lifecycle seen over the first 700 machines is the event caches filling. The
-aggregator's and the sender's LRUs take 8 entries per lifecycle and are full (4096 each) after
-512 machines; the spam filter's takes 2 and is full after 2048. Traced memory grows 11 KB per
-lifecycle over waves 1-3 and 1.3 KB over waves 5-8 (RSS without tracemalloc: 14.8 KB, then
-2.3 KB); the live object count stays at 92-95 thousand from wave 3 on. What is left is the spam
-filter's LRU still filling and one parked requeue per gone machine (due within LongRetry).
+Why these are the only exceptions: ``tests/bench/machines.py`` run over many waves on one
+manager showed the memory each lifecycle leaves behind is the event correlator's LRUs filling
+(the aggregator's and the sender's take 8 entries per lifecycle, the spam filter's 2), and that
+it levels off once they are full; ``docs/performance.md`` has the figures.
 """
 
 from __future__ import annotations
@@ -25,11 +21,11 @@ from prometheus_client import generate_latest
 
 from kubetrio.api.machine import PHASE_RUNNING
 from kubetrio.api.machineset import MachineDeployment
+from kubetrio.controllers.machine.retry import LongRetry
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.faults import FaultRule
 from kubetrio.runtime.controller.controller import Controller
 from kubetrio.runtime.controller.queue import ObjectKey
-from kubetrio.runtime.controller.ratelimit import LongRetry
 from kubetrio.testing import eventually
 from tests.helpers.deployments import deployment_doc, deployment_manager
 from tests.helpers.machines import (

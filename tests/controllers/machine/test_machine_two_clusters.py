@@ -16,14 +16,16 @@ from prometheus_client.parser import text_string_to_metric_families
 from kubetrio.api.core import ConfigMap, Node, Pod, Secret
 from kubetrio.api.machine import PHASE_PENDING, PHASE_RUNNING
 from kubetrio.cmd.clusters import cluster_clients
-from kubetrio.cmd.config import MachineConfig, ManagerConfig, add_config_flags, load_config
+from kubetrio.cmd.config import ManagerConfig, add_config_flags, load_config
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.setup import setup
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager, process_registry
 from kubetrio.sim import serve_world
+from kubetrio.sim.cloud import SimulatedCloud
 from kubetrio.sim.cluster import ClusterSimulation
 from tests.helpers.machines import MACHINE_API, Harness, install_crds, machine_doc, seed_class
 from tests.helpers.manager import http_get
@@ -49,7 +51,7 @@ async def two_cluster_machines(control: Emulator, target: Emulator) -> AsyncIter
         health_probe_bind_address="127.0.0.1:0",
     )
     manager.add_cluster(TARGET, Client.from_url(target.url, token=target.token, registry=registry))
-    config = ManagerConfig(machine=MachineConfig(), workers={"machine": 5})
+    config = ManagerConfig(machine=MachineOptions(), workers={"machine": 5})
     ctx = setup(manager, config)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
@@ -106,7 +108,9 @@ async def test_a_machine_lives_in_control_and_its_node_in_target(
         token = token_secret_name("m-1", "default")
         assert target.get("v1", "Secret", token, TOKEN_NAMESPACE) is not None
         assert control.get("v1", "Secret", token, TOKEN_NAMESPACE) is None
-        assert pending.spec.provider_id in {vm.provider_id for vm in target.cloud.vms.values()}
+        assert pending.spec.provider_id in {
+            vm.provider_id for vm in target.extension(SimulatedCloud).vms.values()
+        }
 
         running = await h.wait_phase("m-1", PHASE_RUNNING)
         assert running.status.last_operation.description == (
@@ -121,7 +125,7 @@ async def test_a_machine_lives_in_control_and_its_node_in_target(
         control.delete(MACHINE_API, "Machine", "m-1", "default")
         await h.wait_gone("m-1")
         assert target.counters.get("create", "pods", "eviction") - evictions_before == 2
-        assert target.cloud.vms == {}
+        assert target.extension(SimulatedCloud).vms == {}
         assert await h.ctx.target.get_or_none(Node, "m-1") is None
         assert web_pods_on(h, "m-1") == []
 

@@ -15,7 +15,6 @@ from kubetrio.cmd.config import (
     config_to_dict,
     load_config,
 )
-from kubetrio.controllers.machine.options import SafetyOptions
 
 KNOWN = ("machine", "nodedelete", "storagegc")
 
@@ -27,10 +26,9 @@ def load(*argv: str) -> ManagerConfig:
 
 
 def test_mcm_defaults() -> None:
-    config = load()
-    options = SafetyOptions.from_config(config.machine)
-    assert options.apiserver_status_check_period == 60
-    assert options.apiserver_status_check_timeout == 30
+    machine = load().machine
+    assert machine.safety_apiserver_status_check_period == 60
+    assert machine.safety_apiserver_status_check_timeout == 30
 
 
 def test_flags_take_go_durations_and_round_trip() -> None:

@@ -16,7 +16,8 @@ import trio.testing
 from kubetrio.api.core import Event
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
-from kubetrio.cmd.config import MachineConfig, ManagerConfig
+from kubetrio.cmd.config import ManagerConfig
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machineset.control import MachineControl
 from kubetrio.controllers.machineset.reconciler import MachineSetContext, MachineSetReconciler
 from kubetrio.controllers.safety.overshooting import (
@@ -76,7 +77,7 @@ async def guarded(emu: Emulator, **machine_options: Any) -> AsyncIterator[Guarde
     here are records the guard counts, nothing creates VMs for them)."""
     client = Client.from_url(emu.url, token=emu.token)
     config = ManagerConfig(
-        machine=MachineConfig(**{"safety_overshooting_period": PERIOD, **machine_options})
+        machine=MachineOptions(**{"safety_overshooting_period": PERIOD, **machine_options})
     )
     manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
     guard = setup(manager, config)

@@ -189,32 +189,11 @@ async def test_not_found_is_success_and_without_a_known_node_no_event() -> None:
     assert not_found == 1
 
 
-def test_storage_options_from_any_config() -> None:
-    from kubetrio.cmd.config import Duration, ManagerConfig, StorageConfig
-
-    assert StorageOptions.from_config(None) == StorageOptions()
-    config = ManagerConfig(
-        storage=StorageConfig(
-            backend_url="http://s:5705",
-            csi_driver="x.csi.io",
-            delete_timeout=Duration(5),
-            gc_delay=Duration(0),
-            gc_interval=Duration(60),
-        )
-    )
-    assert StorageOptions.from_config(config) == StorageOptions(
-        backend_url="http://s:5705",
-        csi_driver="x.csi.io",
-        delete_timeout=5,
-        gc_delay=0,
-        gc_interval=60,
-    )
-
-
 def test_setup_without_a_backend_url_registers_nothing(caplog: pytest.LogCaptureFixture) -> None:
-    from kubetrio.cmd.config import Duration, ManagerConfig, StorageConfig
+    from kubetrio.cmd.config import ManagerConfig
     from kubetrio.controllers import nodedelete, storagegc
     from kubetrio.runtime.manager.manager import Manager
+    from kubetrio.runtime.util.duration import Duration
 
     caplog.set_level(logging.WARNING)
     manager = Manager(
@@ -230,7 +209,7 @@ def test_setup_without_a_backend_url_registers_nothing(caplog: pytest.LogCapture
     assert warned == ["nodedelete", "storagegc"]
 
     config = ManagerConfig(
-        storage=StorageConfig(backend_url="http://storage:5705/v2", gc_interval=Duration(60))
+        storage=StorageOptions(backend_url="http://storage:5705/v2", gc_interval=Duration(60))
     )
     nodedelete.setup(manager, config)
     storagegc.setup(manager, config)

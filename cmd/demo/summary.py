@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from rich.table import Table
 
 from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING
-from kubetrio.cmd.demo_view import STEP_DRAIN, STEP_GONE, MachineRow, natural_key
+from kubetrio.cmd.demo.view import STEP_DRAIN, STEP_GONE, MachineRow, natural_key
 
 
 @dataclass(slots=True)

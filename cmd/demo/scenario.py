@@ -1,46 +1,31 @@
-"""The embedded demo (``kubetrio run --embedded``): a MachineDeployment's life in under a minute.
-
-It creates two sim MachineClasses and a MachineDeployment (RollingUpdate) of half the machines,
-scales it up, rolls it to the other class, breaks one VM at the simulated cloud (the machine goes
-Unknown, Failed after its health timeout, and its MachineSet replaces it), puts a workload with
-volumes and a disruption budget on the machines, and scales the deployment down, so the machine
-controller's deletion flow — drain (pods and their volumes move to the other machines), VM
-deletion, node deletion, finalizer removal — runs for real against the simulated cluster.
-Progress is shown live (a table on a terminal, one line per change otherwise) and a summary of
-the measured times of each phase ends it.
-
-The demo is a companion of the manager, not part of it: it only reads the cluster through its
-own informers and writes what a user would (the deployment, its scale, its class); the MachineSet
-and machine controllers do everything else.
-"""
+"""The embedded demo's scenario: what it does to the cluster, in which order, what it waits
+for, and what it shows and records along the way (see the package's docstring)."""
 
 from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 import msgspec
 import trio
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
+from rich.console import Group, RenderableType
 from rich.text import Text
 
-from kubetrio.api.core import Node, Pod
 from kubetrio.api.machine import PHASE_RUNNING, Machine
-from kubetrio.api.machineset import MachineDeployment, MachineSet
-from kubetrio.cmd import demo_seed as seed
-from kubetrio.cmd.demo_summary import (
+from kubetrio.cmd.demo import seed
+from kubetrio.cmd.demo.cluster import ClusterView
+from kubetrio.cmd.demo.output import Output
+from kubetrio.cmd.demo.summary import (
     Timeline,
     phase_table,
     summary_lines,
     summary_rows,
     summary_table,
 )
-from kubetrio.cmd.demo_view import (
+from kubetrio.cmd.demo.view import (
     MachineRow,
     StorageRow,
     event_line,
@@ -62,7 +47,7 @@ from kubetrio.cmd.demo_view import (
 )
 from kubetrio.controllers.storage.client import HttpStorageBackend
 from kubetrio.controllers.storage.errors import StorageError
-from kubetrio.runtime.cache.informer import EventHandler, Informer
+from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
@@ -89,122 +74,6 @@ class DemoOptions:
     # After the scale-down, also wait until the storage service forgot the deleted machines'
     # nodes (what the nodedelete controller achieves once the service allows it).
     wait_for_storage: bool = False
-
-
-class ClusterView:
-    """The demo's own informers: the deployment, its MachineSets and Machines, all Nodes and
-    Pods, and one event that fires on any change so waits and the display wake exactly when
-    something happened."""
-
-    def __init__(self, client: Client) -> None:
-        selector = f"name={seed.DEPLOYMENT}"
-        self.deployments = Informer(client, MachineDeployment, namespace=seed.NAMESPACE)
-        self.sets = Informer(client, MachineSet, namespace=seed.NAMESPACE, label_selector=selector)
-        self.machines = Informer(client, Machine, namespace=seed.NAMESPACE, label_selector=selector)
-        self.nodes = Informer(client, Node)
-        self.pods = Informer(client, Pod)
-        self._changed = trio.Event()
-        handler: EventHandler[Any] = EventHandler(
-            on_add=lambda *_: self.notify(),
-            on_update=lambda *_: self.notify(),
-            on_delete=lambda *_: self.notify(),
-        )
-        for informer in self.informers():
-            informer.add_handler(handler)
-
-    def informers(self) -> tuple[Informer[Any], ...]:
-        return (self.deployments, self.sets, self.machines, self.nodes, self.pods)
-
-    def notify(self) -> None:
-        self._changed.set()
-        self._changed = trio.Event()
-
-    async def changed(self) -> None:
-        await self._changed.wait()
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        async with trio.open_nursery() as nursery:
-            for informer in self.informers():
-                nursery.start_soon(informer.run)
-            for informer in self.informers():
-                await informer.wait_for_sync()
-            task_status.started()
-
-    def deployment(self) -> MachineDeployment | None:
-        return self.deployments.lister.get(seed.NAMESPACE, seed.DEPLOYMENT)
-
-    def set_list(self) -> list[MachineSet]:
-        return self.sets.lister.list(seed.NAMESPACE)
-
-    def machine_list(self) -> list[Machine]:
-        return self.machines.lister.list(seed.NAMESPACE)
-
-    def node_map(self) -> dict[str, Node]:
-        return {node.name: node for node in self.nodes.lister.list()}
-
-    def running_pods(self, app: str) -> list[Pod]:
-        return [
-            pod
-            for pod in self.pods.lister.list(seed.NAMESPACE)
-            if pod.metadata.labels.get("app") == app
-            and pod.spec.node_name
-            and not pod.deleting
-            and pod.status.phase == "Running"
-        ]
-
-
-class Output:
-    """Where the demo writes: a ``rich.Live`` table with milestone lines printed above it, or
-    plain lines (machine changes included) for pipes and files."""
-
-    def __init__(self, live: bool, stream: TextIO) -> None:
-        self.live = live
-        self.stream = stream
-        self.console = Console(file=stream, highlight=False) if live else None
-        self._live: Live | None = None
-        self.gone = False
-
-    @contextmanager
-    def showing(self, renderable: Callable[[], RenderableType]) -> Iterator[None]:
-        if self.console is None:
-            yield
-            return
-        with Live(renderable(), console=self.console, auto_refresh=False, transient=False) as live:
-            self._live = live
-            try:
-                yield
-            finally:
-                self.refresh(renderable())  # the final state stays on screen
-                self._live = None
-
-    def refresh(self, renderable: RenderableType) -> None:
-        live = self._live
-        if live is not None:
-            self._write(lambda: live.update(renderable, refresh=True))
-
-    def line(self, text: str, *, always: bool = True) -> None:
-        """A line of text; ``always=False`` lines (machine changes) only in plain mode, where
-        they stand in for the table."""
-        console = self.console
-        if console is None:
-            self._write(lambda: print(text, file=self.stream, flush=True))
-        elif always:
-            self._write(lambda: console.print(Text(text)))
-
-    def print(self, renderable: RenderableType) -> None:
-        console = self.console
-        if console is not None:
-            self._write(lambda: console.print(renderable))
-
-    def _write(self, write: Callable[[], None]) -> None:
-        """A closed terminal or pipe (EIO, EPIPE) ends the output, not the demo: the cluster
-        still has to be stopped cleanly."""
-        if self.gone:
-            return
-        try:
-            write()
-        except OSError:
-            self.gone = True
 
 
 class Demo:
