@@ -153,7 +153,7 @@ async def soak(
     caller asserts, so a bench can report what a failing run left behind)."""
     figures = SoakFigures(machines, faults)
     names = [f"soak-{i:03d}" for i in range(machines)]
-    async with serve_world(options=EmulatorOptions(fault_seed=seed, simulate=FAST)) as emu:
+    async with serve_world(options=EmulatorOptions(fault_seed=seed), simulate=FAST) as emu:
         install_crds(emu)
         seed_class(emu, bootSeconds=BOOT_SECONDS)
         async with machine_manager(emu, workers=workers) as h:
