@@ -23,6 +23,17 @@ from kubetrio.testing.kubectl import MISSING, Kubectl, find_kubectl
 from tests.helpers.kube import kubectl_env
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Runs on the kit's real control plane (``api_server``'s "real" run, ``real_server``) use
+    etcd and kube-apiserver child processes: marked ``process`` here, as a test's own marks
+    cannot single out one run of a fixture's parameters."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        real = callspec is not None and callspec.params.get("_real_plane") == "real"
+        if real or "real_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.process)
+
+
 @pytest.fixture
 def restore_gc() -> Iterator[None]:
     """Thresholds and the frozen set are process-wide: later tests in this worker get them back."""

@@ -6,11 +6,14 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
 import trio
 import yaml
 
 from kubetrio.emulator.testclient import EmuClient
 from tests.helpers.emulator_process import _start, admin_token
+
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 
 async def test_standalone_state_and_signals(tmp_path: Path) -> None:

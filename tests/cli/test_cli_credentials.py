@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 
 from kubetrio.api.coordination import Lease
@@ -26,6 +27,8 @@ from tests.helpers.credentials import (
     plugin_runs,
     write_kubeconfig,
 )
+
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 LEASE_FLAGS = [
     "--leader-elect",

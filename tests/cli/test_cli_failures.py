@@ -22,6 +22,8 @@ from tests.helpers.cli_failures import NO_PORTS, QUIET, run_to_exit, the_line
 from tests.helpers.plugins import install_plugin
 from tests.helpers.rbac import service_account, token
 
+pytestmark = [pytest.mark.process, pytest.mark.slow]
+
 
 @pytest.fixture
 def taken_port() -> Iterator[int]:

@@ -13,6 +13,8 @@ from kubetrio.cmd.argparser import format_default
 from kubetrio.cmd.config import SETTINGS, ManagerConfig, config_to_dict
 from tests.helpers.cli import environment, kubetrio
 
+pytestmark = pytest.mark.process
+
 
 async def run_cli(*args: str) -> tuple[int, str, str]:
     with trio.fail_after(60):

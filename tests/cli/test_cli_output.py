@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+pytestmark = [pytest.mark.process, pytest.mark.slow]
+
 
 @pytest.mark.parametrize("command", ["crds", "manifests"])
 def test_a_reader_that_went_away_is_no_traceback(command: str) -> None:

@@ -33,6 +33,8 @@ from tests.helpers.machines import install_crds
 from tests.helpers.plugins import install_plugin
 from tests.helpers.rbac import service_account, token
 
+pytestmark = [pytest.mark.process, pytest.mark.slow]
+
 
 @pytest.fixture
 def plugin_path(tmp_path: Path) -> Path:

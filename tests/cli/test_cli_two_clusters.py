@@ -22,6 +22,8 @@ from tests.helpers.cli import Watcher, environment, kubetrio, one_line_error, ru
 from tests.helpers.kube import Kubectl, kubectl_env
 from tests.helpers.machines import install_crds, machine_doc, seed_class
 
+pytestmark = [pytest.mark.process, pytest.mark.slow]
+
 
 @pytest.fixture
 async def target() -> AsyncIterator[Emulator]:
@@ -59,6 +61,7 @@ async def log_lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[dict[str, A
                 yield json.loads(line)
 
 
+@pytest.mark.kubectl
 async def test_run_against_a_control_and_a_target_cluster_comes_up_ready(
     emu: Emulator, target: Emulator, kubectl_binary: str, tmp_path: Path
 ) -> None:

@@ -15,6 +15,8 @@ from kubetrio.emulator import Emulator
 from tests.helpers.cli import environment, run_args
 from tests.helpers.plugins import install_plugin
 
+pytestmark = [pytest.mark.process, pytest.mark.slow]
+
 PLUGIN = textwrap.dedent(
     '''
     import trio

@@ -23,6 +23,8 @@ from kubetrio.controllers.example import HASH_ANNOTATION
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 
+pytestmark = [pytest.mark.process, pytest.mark.slow]
+
 # The README promises under a minute for the default four machines; two on a loaded CI
 # machine get the same bound.
 WALL_LIMIT = 60.0

@@ -40,6 +40,7 @@ def lines_with(output: str, key: str) -> list[dict[str, str]]:
     return parsed
 
 
+@pytest.mark.slow
 async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> None:
     async with serve_world(simulate=ClusterSimulation.realistic()) as emu:
         client = Client.from_url(emu.url, token=emu.token)

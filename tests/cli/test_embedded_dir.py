@@ -10,9 +10,12 @@ import socket
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 
 from tests.helpers.running import run_until_started
+
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 # The manager alone (no machine controller: no demo), ports the test cannot collide on.
 MANAGER_ONLY = [

@@ -17,7 +17,11 @@ import requests
 import trio
 import yaml
 
-pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"),
+    pytest.mark.process,
+    pytest.mark.slow,
+]
 
 
 def embedded(tmp_path: Path, *extra: str) -> list[str]:

@@ -24,7 +24,12 @@ from tests.helpers.running import ACCOUNT, NS, audit_event, install_shipped, run
 KIT = Path(__file__).resolve().parents[2] / "config"
 
 # The self-signed serving certificate: what the manager presents is not what is tested here.
-pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"),
+    pytest.mark.kubectl,
+    pytest.mark.process,
+    pytest.mark.slow,
+]
 
 # kubetrio's CLI, with the ServiceAccount mount moved to argv[1].
 IN_POD = (

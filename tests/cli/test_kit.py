@@ -20,6 +20,8 @@ from kubetrio.cmd.kustomize import render
 from kubetrio.emulator import Emulator
 from tests.helpers.kube import Kubectl, kubectl_of
 
+pytestmark = pytest.mark.kubectl
+
 ROOT = Path(__file__).resolve().parents[2]
 KIT = ROOT / "config"
 SERVICE_MONITOR_CRD = (
@@ -47,6 +49,8 @@ def documents(text: bytes | str) -> list[dict[str, Any]]:
     return [doc for doc in yaml.safe_load_all(text) if doc is not None]
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_crds_pipe_into_kubectl_apply(emu: Emulator, kubectl: Kubectl) -> None:
     stream = await kubetrio("crds")
     out = (await kubectl.run("apply", "-f", "-", stdin=stream)).stdout.decode()
@@ -62,6 +66,8 @@ async def test_crds_pipe_into_kubectl_apply(emu: Emulator, kubectl: Kubectl) -> 
     assert again.count("unchanged") == 4, again
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_manifests_without_the_servicemonitor_apply_where_there_is_no_operator(
     emu: Emulator, kubectl: Kubectl
 ) -> None:
@@ -101,6 +107,8 @@ def dump(docs: list[dict[str, Any]]) -> bytes:
     return yaml.safe_dump_all(docs).encode()
 
 
+@pytest.mark.process
+@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 async def test_manifests_are_what_kubectl_kustomize_renders(
     version: str, emu: Emulator, tmp_path: Path
@@ -203,6 +211,8 @@ async def test_namespace_transform_is_kustomizes(
     assert ours == theirs
 
 
+@pytest.mark.process
+@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 async def test_kit_passes_a_server_dry_run_then_applies(
     version: str, emu: Emulator, tmp_path: Path
@@ -316,6 +326,8 @@ def relative(path: Path, start: Path) -> str:
     return os.path.relpath(path, start)
 
 
+@pytest.mark.process
+@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 async def test_manifests_image_is_kustomize_edit_set_image(
     version: str, emu: Emulator, tmp_path: Path

@@ -49,7 +49,12 @@ from tests.helpers.storage import add_ready_node
 # the volume still attached and deletes its VolumeAttachment itself.
 SIM = ClusterSimulation(pod_start_delay=0.05, grace_factor=0.01, detach_delay=10.0)
 # The scrapes skip verifying the self-signed serving certificate, as `curl -k`.
-pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning"),
+    pytest.mark.kubectl,
+    pytest.mark.process,
+    pytest.mark.slow,
+]
 
 CLUSTER_ROLE = f"ClusterRole/{MANAGER_ROLE}"
 ROLE = f"Role/{NAMESPACE}/{LEADER_ELECTION_ROLE}"

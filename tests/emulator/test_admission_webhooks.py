@@ -72,6 +72,7 @@ async def allow(request: dict[str, Any]) -> dict[str, Any]:
     return {"allowed": True}
 
 
+@pytest.mark.kubectl
 async def test_a_denial_reaches_kubectl_with_the_webhooks_message(
     emu: Emulator, kubectl: Kubectl, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -124,6 +125,7 @@ async def test_a_denial_reaches_kubectl_with_the_webhooks_message(
         assert delete["oldObject"]["metadata"]["name"] == "blue"
 
 
+@pytest.mark.kubectl
 async def test_mutations_are_applied_in_order_and_reinvoked_if_needed(
     emu: Emulator, kubectl: Kubectl, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -171,6 +173,7 @@ async def test_mutations_are_applied_in_order_and_reinvoked_if_needed(
         assert defaulted["namespaceSelector"] == {} and defaulted["rules"][0]["scope"] == "*"
 
 
+@pytest.mark.kubectl
 async def test_a_webhook_that_is_down_fails_or_is_ignored_by_its_policy(
     emu: Emulator, kubectl: Kubectl, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -221,6 +224,7 @@ async def test_timeout_seconds_is_honoured_on_the_mock_clock(
         assert 7 <= waited < 60
 
 
+@pytest.mark.kubectl
 async def test_namespace_and_object_selectors_choose_what_is_sent(
     emu: Emulator, kubectl: Kubectl, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -250,6 +254,7 @@ async def test_namespace_and_object_selectors_choose_what_is_sent(
         assert [r["request"]["name"] for r in server.reviews] == ["a"]
 
 
+@pytest.mark.kubectl
 async def test_server_side_dry_run_says_so_and_stores_nothing(
     emu: Emulator, kubectl: Kubectl, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -270,6 +275,7 @@ async def test_server_side_dry_run_says_so_and_stores_nothing(
         assert (await run(kubectl, "get", "cm", "d")).returncode == 1
 
 
+@pytest.mark.kubectl
 async def test_a_wrong_ca_bundle_fails_as_kube_words_it(
     emu: Emulator, kubectl: Kubectl, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -292,6 +298,8 @@ async def test_a_wrong_ca_bundle_fails_as_kube_words_it(
         assert server.reviews == []
 
 
+@pytest.mark.kubectl
+@pytest.mark.slow
 async def test_bad_configurations_are_refused_naming_the_field(
     emu: Emulator, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -406,6 +414,7 @@ async def test_subresource_rules_and_namespaces_selected_by_their_own_labels(
         assert request["namespace"] == "prod"  # a namespace's URL names it, as in kube
 
 
+@pytest.mark.kubectl
 async def test_delete_collection_admits_each_object_and_generated_names_are_kept(
     emu: Emulator, kubectl: Kubectl, client: EmuClient, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -440,6 +449,8 @@ async def test_delete_collection_admits_each_object_and_generated_names_are_kept
         assert (await run(kubectl, "get", "cm", "precious")).returncode == 0
 
 
+@pytest.mark.kubectl
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("answer", "field"),
     [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -491,6 +492,7 @@ async def test_store_subscribers_are_the_place_for_cluster_behaviours(
     unsubscribe()
 
 
+@pytest.mark.slow
 async def test_hundreds_of_watchers_each_get_every_event(
     client: EmuClient, emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

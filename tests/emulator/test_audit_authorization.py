@@ -8,11 +8,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kubetrio.emulator import EmulatorOptions
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.sim import serve_world
 from tests.helpers.kube import Kubectl, kubectl_env
 from tests.helpers.rbac import bind, role, rule, sa_subject, service_account, token
+
+pytestmark = pytest.mark.kubectl
 
 
 def events(path: Path) -> list[dict[str, Any]]:

@@ -33,6 +33,7 @@ def config_map(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {}}
 
 
+@pytest.mark.kubectl
 async def test_every_request_is_one_event_naming_who_what_and_the_answer(
     tmp_path: Path, kubectl_binary: str
 ) -> None:
@@ -128,6 +129,8 @@ async def test_a_fenced_write_carries_its_check_instant_and_a_refused_one_never_
     assert not plain[0]["auditID"].startswith(FENCED_AUDIT_ID_PREFIX)
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_the_emulator_command_writes_the_audit_log(tmp_path: Path) -> None:
     audit = tmp_path / "audit.log"
     argv = [sys.executable, "-m", "kubetrio.cmd.main", "emulator", "--port", "0"]

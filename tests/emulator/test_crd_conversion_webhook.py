@@ -98,6 +98,7 @@ async def run(kubectl: Kubectl, *args: str, docs: list[dict[str, Any]] | None = 
         return await kubectl.run(*args, check=False, stdin=stdin)
 
 
+@pytest.mark.kubectl
 async def test_objects_are_served_in_both_versions_through_the_webhook(
     emu: Emulator, kubectl: Kubectl, client: EmuClient, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -186,6 +187,7 @@ async def test_a_watch_converts_only_the_objects_it_shows(
             assert added["object"]["spec"] == {"dimensions": {"size": 3}}
 
 
+@pytest.mark.kubectl
 async def test_a_failing_conversion_webhook_fails_the_read_as_kube_words_it(
     emu: Emulator, kubectl: Kubectl, client: EmuClient, mock_clock: trio.testing.MockClock
 ) -> None:

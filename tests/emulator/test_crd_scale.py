@@ -112,6 +112,7 @@ async def test_scale_reads_and_writes_through_the_replica_paths(
     assert (await client.get(f"{BASE}/machinesets/missing/scale")).status == 404
 
 
+@pytest.mark.kubectl
 @pytest.mark.parametrize("version", ["1.27", "1.33"])
 async def test_kubectl_scale_machinesets_and_deployments(
     emu: Emulator, tmp_path: Path, version: str

@@ -746,6 +746,8 @@ async def test_crd_with_unservable_schema_is_refused(
 KUBECTL_VERSIONS = ("1.27", "1.33")
 
 
+@pytest.mark.kubectl
+@pytest.mark.slow
 @pytest.mark.parametrize("version", KUBECTL_VERSIONS)
 async def test_kubectl_prints_the_causes_of_a_bad_machine(
     emu: Emulator, tmp_path: Path, version: str

@@ -152,6 +152,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, database=None)
 @given(spec=json_values)
 def test_admitted_objects_always_validate(spec: Any) -> None:

@@ -222,6 +222,7 @@ def test_readme_and_help_show_the_table() -> None:
         assert " ".join(g.feature.split()) in help_text
 
 
+@pytest.mark.kubectl
 async def test_kubectl_logs_names_the_gap(kubectl: Kubectl, client: EmuClient) -> None:
     assert (await client.request("POST", PODS, pod("logs"))).status == 201
     proc = await kubectl.run("logs", "logs", check=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
+import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -13,6 +14,8 @@ from hypothesis import strategies as st
 from kubetrio.emulator.schema_validate import validate
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.sim import serve_world
+
+pytestmark = pytest.mark.slow
 
 FIELDS = [
     "apiVersion",

@@ -20,6 +20,8 @@ from kubetrio.sim.cluster import ClusterSimulation
 from tests.helpers.gc import cm, cm_of, ref, ref_uids, settle, until
 from tests.helpers.kube import Kubectl, kubectl_of
 
+pytestmark = pytest.mark.kubectl
+
 VERSIONS = ("1.27", "1.33")
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 import yaml
 
 from kubetrio.emulator import Emulator
 from tests.helpers.kube import Kubectl
+
+pytestmark = pytest.mark.kubectl
 
 CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -248,6 +251,7 @@ async def test_delete_with_finalizer_and_wait(kubectl: Kubectl, emu: Emulator) -
     assert b'configmaps "held" not found' in gone.stderr
 
 
+@pytest.mark.slow
 async def test_drain_blocked_by_pdb_until_budget_allows(kubectl: Kubectl, emu: Emulator) -> None:
     await kubectl.apply(
         [

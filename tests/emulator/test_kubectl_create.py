@@ -19,6 +19,8 @@ import trio
 from kubetrio.emulator import Emulator
 from tests.helpers.kube import Kubectl, kubectl_of
 
+pytestmark = pytest.mark.kubectl
+
 VERSIONS = ["1.27", "1.31", "1.32", "1.33"]
 
 
@@ -56,6 +58,8 @@ def b64(text: str | bytes) -> str:
     return base64.b64encode(text.encode() if isinstance(text, str) else text).decode()
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_every_imperative_create(kubectl_v: Kubectl, tmp_path: Path) -> None:
     k = kubectl_v
     crt, key = tls_pair(tmp_path)
@@ -235,6 +239,7 @@ async def test_yaml_replace_delete_after_protobuf_create(kubectl: Kubectl, tmp_p
     assert proc.returncode != 0 and b"NotFound" in proc.stderr
 
 
+@pytest.mark.slow
 async def test_printer_columns_of_created_kinds(kubectl: Kubectl) -> None:
     """``kubectl get -o wide`` prints kube's columns for the kinds imperative create makes."""
     for args in [
@@ -313,6 +318,8 @@ async def test_printer_columns_of_created_kinds(kubectl: Kubectl) -> None:
     assert crb["crb"][1] == "ClusterRole/reader" and crb["crb"][-1] == "devs"
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_protobuf_and_json_creates_store_the_same(emu: Emulator, tmp_path: Path) -> None:
     """The same commands from kubectl 1.31 (JSON) and 1.33 (protobuf) store identical objects:
     the protobuf mapping adds, drops and reshapes nothing."""

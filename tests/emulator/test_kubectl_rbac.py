@@ -17,6 +17,8 @@ import yaml
 from kubetrio.emulator import Emulator
 from tests.helpers.kube import Kubectl, kubectl_of
 
+pytestmark = pytest.mark.kubectl
+
 SA_USER = "system:serviceaccount:default:bot"
 
 
@@ -107,6 +109,7 @@ async def test_forbidden_messages_as_kubectl_prints_them(
     assert "bot" in await k.out("get", "serviceaccounts")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["1.27", "1.31", "1.33"])
 async def test_auth_can_i(version: str, emu: Emulator, tmp_path: Path) -> None:
     admin = kubectl_of(version, emu, tmp_path)

@@ -177,6 +177,7 @@ def test_every_builtin_kind_has_a_codec() -> None:
     assert len(KINDS) == 3 + len(REVIEWS) + 2 * len(BUILTIN_KINDS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("api_version", "kind"), KINDS, ids=[k for _, k in KINDS])
 def test_json_protobuf_json_roundtrip(api_version: str, kind: str) -> None:
     cls = codec.class_for(api_version, kind)

@@ -46,6 +46,7 @@ def kubectl_v(request: pytest.FixtureRequest, emu: Emulator, tmp_path: Path) -> 
     return kubectl_of(request.param, emu, tmp_path)
 
 
+@pytest.mark.kubectl
 async def test_explain_builtin_kinds_and_fields(kubectl_v: Kubectl) -> None:
     pods = await kubectl_v.out("explain", "pods")
     assert "KIND:" in pods and "Pod" in pods
@@ -71,6 +72,7 @@ async def test_explain_builtin_kinds_and_fields(kubectl_v: Kubectl) -> None:
     assert b"noSuchField" in missing.stderr
 
 
+@pytest.mark.kubectl
 async def test_explain_custom_kind_and_nested_field(kubectl_v: Kubectl) -> None:
     await kubectl_v.apply([CRD])
     kind = await kubectl_v.out("explain", "gadgets")
@@ -84,6 +86,7 @@ async def test_explain_custom_kind_and_nested_field(kubectl_v: Kubectl) -> None:
     assert "name <string>" in meta  # the ObjectMeta reference resolves
 
 
+@pytest.mark.kubectl
 async def test_apply_validate_strict_warn_false(kubectl_v: Kubectl) -> None:
     bad = yaml.safe_dump(pod("strict", foo="bar")).encode()
     strict = await kubectl_v.run("apply", "--validate=strict", "-f", "-", stdin=bad, check=False)
@@ -106,6 +109,8 @@ async def test_apply_validate_strict_warn_false(kubectl_v: Kubectl) -> None:
     assert b"unknown field" not in ignored.stderr
 
 
+@pytest.mark.kubectl
+@pytest.mark.slow
 async def test_apply_custom_resource_twice_uses_merge_patch(
     kubectl_v: Kubectl, emu: Emulator
 ) -> None:
@@ -122,6 +127,7 @@ async def test_apply_custom_resource_twice_uses_merge_patch(
     assert got["spec"]["gears"]["teeth"] == 12
 
 
+@pytest.mark.kubectl
 async def test_apply_builtin_twice_uses_strategic_merge(kubectl_v: Kubectl, emu: Emulator) -> None:
     first = {
         **pod("smp"),

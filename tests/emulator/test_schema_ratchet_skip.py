@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kubetrio.emulator.schema_admit import _unchanged
 from kubetrio.emulator.schema_validate import validate
+
+pytestmark = pytest.mark.slow
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

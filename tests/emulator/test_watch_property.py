@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.sim import serve_world
+
+pytestmark = pytest.mark.slow
 
 CMS = "/api/v1/namespaces/default/configmaps"
 SECRETS = "/api/v1/namespaces/default/secrets"

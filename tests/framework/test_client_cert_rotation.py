@@ -156,6 +156,7 @@ async def test_client_certificate_files_are_reread_every_five_minutes(
         assert connections == ["alice", "bob"]  # kept alive between rotations
 
 
+@pytest.mark.process
 async def test_a_plugin_certificate_is_used_until_it_expires(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:

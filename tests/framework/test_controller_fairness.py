@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 
 from kubetrio.api.core import ConfigMap
@@ -18,6 +19,8 @@ from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Controller, Result
 from tests.helpers.kube import Kubectl
+
+pytestmark = pytest.mark.kubectl
 
 DEEP = 300_000
 

@@ -67,6 +67,7 @@ def plugin(script: str, hands: Hands) -> ExecPlugin:
     return ExecPlugin(config, clock=hands.clock())
 
 
+@pytest.mark.process
 def test_cached_until_the_instant_after_expiry() -> None:
     hands = Hands()
     status = {"token": "t", "expirationTimestamp": "1970-01-01T00:20:00Z"}  # t = 1200

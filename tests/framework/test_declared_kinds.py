@@ -49,6 +49,9 @@ def hello(name: str = "hello", **spec: object) -> Greeting:
     )
 
 
+@pytest.mark.kubectl
+@pytest.mark.process
+@pytest.mark.slow
 async def test_generated_crd_installs_with_kubectl_and_the_kind_round_trips(
     emu: Emulator, kubectl: Kubectl
 ) -> None:
@@ -88,6 +91,7 @@ async def test_generated_crd_installs_with_kubectl_and_the_kind_round_trips(
     assert row.split()[:2] == ["hello", "formal"]
 
 
+@pytest.mark.kubectl
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
@@ -248,6 +252,8 @@ async def test_undeclared_and_uninstalled_kinds_name_the_fix(
     ), str(caught.value)
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_generate_reports_bad_input_in_one_line(tmp_path: Path) -> None:
     cases = {
         "nomodule": "'nomodule': expected module:Class",
@@ -264,6 +270,8 @@ async def test_generate_reports_bad_input_in_one_line(tmp_path: Path) -> None:
     assert [p.name for p in await trio.Path(tmp_path).iterdir()] == ["example.com_greetings.yaml"]
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_generate_reports_a_module_that_fails_to_import_in_one_line(tmp_path: Path) -> None:
     """The user's module raising while imported (a typo, a kind declared twice) is their bug
     to fix: one line naming the module, the error and where it was raised, not a traceback."""

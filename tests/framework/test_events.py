@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 import trio
 import trio.lowlevel
 import trio.testing
@@ -46,6 +47,7 @@ async def events(emu: Emulator) -> list[Event]:
     return (await client.list(Event, namespace="default")).items
 
 
+@pytest.mark.kubectl
 async def test_a_hot_loop_of_repeats_is_one_event_with_its_count(
     emu: Emulator, kubectl: Kubectl
 ) -> None:

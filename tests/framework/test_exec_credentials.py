@@ -65,6 +65,7 @@ def plugin_calls(registry: CollectorRegistry, code: str, status: str) -> float |
     return registry.get_sample_value("rest_client_exec_plugin_call_total", labels)
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("api_version", [V1, V1BETA1])
 async def test_the_plugin_runs_once_for_many_requests(
     emu: Emulator,
@@ -96,6 +97,7 @@ async def test_the_plugin_runs_once_for_many_requests(
     assert "exec plugin: handing out a credential" in capfd.readouterr().err  # stderr passes
 
 
+@pytest.mark.process
 async def test_the_plugin_runs_again_once_its_credential_expired(
     emu: Emulator, client: EmuClient, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -110,6 +112,7 @@ async def test_the_plugin_runs_again_once_its_credential_expired(
     assert plugin_runs(state) == 2  # expired: run again, before sending anything
 
 
+@pytest.mark.process
 async def test_a_refused_credential_runs_the_plugin_once_and_the_requests_succeed(
     emu: Emulator, client: EmuClient, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -132,6 +135,7 @@ async def test_a_refused_credential_runs_the_plugin_once_and_the_requests_succee
     assert plugin_runs(state) == 3
 
 
+@pytest.mark.process
 async def test_a_plugin_that_hands_out_a_refused_token_fails_the_request_with_401(
     emu: Emulator, client: EmuClient, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -144,6 +148,7 @@ async def test_a_plugin_that_hands_out_a_refused_token_fails_the_request_with_40
     assert plugin_runs(state) == 2
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("output", "message"),
     [
@@ -192,6 +197,7 @@ async def test_bad_plugin_output_is_one_line_naming_the_field(
     await kube.request("GET", NAMESPACES)
 
 
+@pytest.mark.process
 async def test_a_failing_or_missing_plugin_is_one_line(
     emu: Emulator, client: EmuClient, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -241,6 +247,7 @@ def test_a_bad_exec_stanza_is_a_kubeconfig_error(
     assert message in str(bad.value)
 
 
+@pytest.mark.process
 async def test_interactive_mode_never_and_cluster_info_reach_the_plugin(
     emu: Emulator, client: EmuClient, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -261,6 +268,8 @@ async def test_interactive_mode_never_and_cluster_info_reach_the_plugin(
     assert spec["cluster"]["certificate-authority-data"]
 
 
+@pytest.mark.kubectl
+@pytest.mark.process
 async def test_kubectl_runs_the_same_plugin_with_the_same_input(
     emu: Emulator,
     client: EmuClient,
@@ -288,6 +297,7 @@ async def test_kubectl_runs_the_same_plugin_with_the_same_input(
     assert ours == theirs
 
 
+@pytest.mark.process
 async def test_an_informer_watches_on_across_its_token_expiring(
     emu: Emulator,
     client: EmuClient,

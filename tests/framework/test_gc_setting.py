@@ -114,6 +114,8 @@ async def test_default_leaves_the_collector_as_it_was(emu: Emulator) -> None:
     assert gc.get_threshold() == (700, 10, 10)
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_kubetrio_run_applies_its_gc_flag_after_the_sync(
     emu: Emulator, plugin_path: Path
 ) -> None:
@@ -151,6 +153,7 @@ async def test_kubetrio_run_applies_its_gc_flag_after_the_sync(
             assert await process.wait() == 0
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     ("args", "env", "expected"),
     [
@@ -182,6 +185,8 @@ async def test_a_bad_gc_value_is_one_line_naming_where_it_came_from(
     assert one_line_error(proc) == expected
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_a_bad_gc_field_in_the_config_file_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "kubetrio.yaml"
     path.write_text("gc: 3\n")

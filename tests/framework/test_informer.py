@@ -68,6 +68,7 @@ async def started(nursery: trio.Nursery, informer: Informer[Any]) -> Informer[An
     return informer
 
 
+@pytest.mark.kubectl
 async def test_sync_then_live_events_from_an_independent_client(
     emu: Emulator, kubectl: Kubectl
 ) -> None:
@@ -299,6 +300,7 @@ async def converge_example(steps: list[tuple[tuple[str, str | None], float]]) ->
             nursery.cancel_scope.cancel()
 
 
+@pytest.mark.slow
 @settings(
     max_examples=100,
     deadline=None,

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -51,6 +52,7 @@ async def running(emu: Emulator) -> AsyncIterator[InformerCache]:
         nursery.cancel_scope.cancel()
 
 
+@pytest.mark.kubectl
 async def test_a_waiter_wakes_on_add_update_and_delete_from_kubectl(
     emu: Emulator, kubectl: Kubectl
 ) -> None:

@@ -329,6 +329,7 @@ async def fuzz_example(writes: list[tuple[tuple[str, Path_], Any, str]]) -> None
                 nursery.cancel_scope.cancel()
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

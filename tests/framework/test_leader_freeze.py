@@ -111,6 +111,8 @@ def identity_of(user_agent: str) -> str:
     return user_agent.rsplit(" ", 1)[-1]
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_a_frozen_leader_writes_nothing_after_the_handover(
     plugins: Path, tmp_path: Path
 ) -> None:

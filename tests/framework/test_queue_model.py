@@ -17,6 +17,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, settings
@@ -31,6 +32,8 @@ from hypothesis.stateful import (
 
 from kubetrio.runtime.controller.queue import WorkQueue
 from kubetrio.runtime.controller.ratelimit import ExponentialFailureRateLimiter
+
+pytestmark = pytest.mark.slow
 
 T = TypeVar("T")
 

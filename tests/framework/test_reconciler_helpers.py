@@ -47,6 +47,7 @@ def patches(emu: Emulator) -> int:
     return emu.counters.get("patch", "configmaps")
 
 
+@pytest.mark.kubectl
 async def test_finalizers_are_added_and_removed_beside_others(
     emu: Emulator, kube: Client, kubectl: Kubectl
 ) -> None:
@@ -111,6 +112,7 @@ async def test_a_controller_reference_is_followed_by_the_garbage_collector(
     await until(emu, lambda: cm_of(emu, "child") is None)
 
 
+@pytest.mark.kubectl
 async def test_create_or_patch_creates_patches_the_difference_and_skips_no_ops(
     emu: Emulator, kube: Client, kubectl: Kubectl
 ) -> None:

@@ -175,6 +175,7 @@ json_values = st.recursive(
 json_objects = st.dictionaries(st.text(max_size=3), json_values, max_size=5)
 
 
+@pytest.mark.slow
 @given(json_objects, json_objects)
 def test_applying_the_patch_to_before_gives_after(
     before: dict[str, Any], after: dict[str, Any]

@@ -375,6 +375,9 @@ async def test_certificate_files_are_watched(
             await wait_for_cert(manager, second)
 
 
+@pytest.mark.kubectl
+@pytest.mark.process
+@pytest.mark.slow
 async def test_kubetrio_run_metrics_secure_as_a_process(
     emu: Emulator, kubectl: Kubectl, tmp_path: Path
 ) -> None:
@@ -475,6 +478,8 @@ async def test_transient_review_failures_are_retried_on_the_webhook_schedule(
         assert trio.current_time() - started == pytest.approx(10, abs=0.5)
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_unusable_certificate_files_stop_kubetrio_run_with_one_line(
     emu: Emulator, tmp_path: Path
 ) -> None:

@@ -77,6 +77,7 @@ def source(name: str, who: str) -> dict[str, Any]:
 # -- fixtures and helpers -----------------------------------------------------------------
 
 
+@pytest.mark.kubectl
 async def test_the_fixtures_share_the_mock_clock(
     emulator: Emulator, kube_client: Client, kubectl: Kubectl
 ) -> None:
@@ -140,6 +141,7 @@ async def test_wait_for_timeout_names_the_object_and_shows_it(
         assert time.monotonic() - start < 30  # 720 simulated seconds, no wall time
 
 
+@pytest.mark.slow
 async def test_eventually_re_raises_the_last_assertion(
     emulator: Emulator, kube_client: Client
 ) -> None:

@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+pytestmark = [pytest.mark.process, pytest.mark.slow]
+
 pytest_plugins = ["pytester"]
 
 USER_TESTS = """

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import jsonpatch
 import msgspec
+import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -81,6 +82,7 @@ def with_unknowns(thing: Thing, unknowns: dict[int, Any]) -> tuple[dict[str, Any
     return raw, placed
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     original=things,

@@ -59,6 +59,7 @@ def test_table_shows_ratios_and_failures() -> None:
     assert "3 benchmarks in 6 s" in text
 
 
+@pytest.mark.process
 def test_only_rejects_unknown_names() -> None:
     done = subprocess.run(
         [sys.executable, str(BENCH / "all.py"), "--only", "informer,nope"],
@@ -70,6 +71,7 @@ def test_only_rejects_unknown_names() -> None:
     assert "unknown benchmark(s) nope" in done.stderr
 
 
+@pytest.mark.process
 @pytest.mark.parametrize("name", ["informer", "reconcile", "drain", "machines"])
 def test_changed_benchmarks_accept_their_ci_arguments(name: str) -> None:
     """argparse rejects an unknown flag before any work: ``--help`` plus the CI flags parses."""

@@ -53,6 +53,7 @@ def test_controller_requests_leave_out_watches_and_the_drivers_own() -> None:
     assert load().controller_requests(counters) == 1100
 
 
+@pytest.mark.process
 def test_one_wave_is_refused_before_any_work() -> None:
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--machines", "10", "--waves", "1"],

@@ -179,6 +179,8 @@ def test_every_alert_has_a_firing_and_a_quiet_promtool_test() -> None:
     assert alerts == quiet, f"never shown quiet in rules_test.yaml: {alerts - quiet}"
 
 
+@pytest.mark.process
+@pytest.mark.slow
 def test_rules_check_and_unit_tests_pass_in_promtool() -> None:
     promtool = tool("promtool")
     for args in (["check", "rules", str(RULES)], ["test", "rules", str(RULES_TEST)]):
@@ -188,6 +190,7 @@ def test_rules_check_and_unit_tests_pass_in_promtool() -> None:
         assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.process
 def test_every_dashboard_query_parses(tmp_path: Path) -> None:
     """promtool has no "check this expression", but it parses every rule of a rules file:
     each panel query (and each variable's selector) becomes a recording rule."""
@@ -223,6 +226,7 @@ def test_every_dashboard_query_parses(tmp_path: Path) -> None:
     assert f"{len(exprs)} rules found" in result.stdout
 
 
+@pytest.mark.process
 def test_scrape_example_is_a_valid_prometheus_config(tmp_path: Path) -> None:
     promtool = tool("promtool")
     config = yaml.safe_load(SCRAPE.read_text())

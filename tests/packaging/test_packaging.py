@@ -20,6 +20,7 @@ from kubetrio.cmd.kustomize import render
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.process
 def test_cmd_folder_never_shadows_the_standard_library() -> None:
     assert not (ROOT / "cmd" / "__init__.py").exists()
     # Run from the repository root, where a package named ``cmd`` would win over the stdlib's.
@@ -45,6 +46,8 @@ def test_every_package_folder_is_mapped_in_pyproject() -> None:
     assert listed == expected
 
 
+@pytest.mark.process
+@pytest.mark.slow
 def test_console_script_reports_version_and_help() -> None:
     version = subprocess.run(
         [sys.executable, "-m", "kubetrio.cmd.main", "--version"],
@@ -133,6 +136,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.process
+@pytest.mark.slow
 def test_the_wheel_ships_the_crds_dashboards_rules_and_kit(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert names >= SHIPPED, sorted(SHIPPED - names)
@@ -146,6 +151,8 @@ def test_the_wheel_ships_the_crds_dashboards_rules_and_kit(wheel: Path) -> None:
     assert "[pytest11]\nkubetrio = kubetrio.testing.plugin" in text
 
 
+@pytest.mark.process
+@pytest.mark.slow
 def test_the_installed_wheel_reads_its_assets_outside_the_checkout(
     wheel: Path, tmp_path: Path
 ) -> None:

@@ -36,6 +36,8 @@ import pytest
 import trio
 import yaml
 
+pytestmark = [pytest.mark.process, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import trio
 import trio.testing
 
@@ -52,6 +53,9 @@ async def test_readme_controller_labels_scheduled_pods(
         manager.stop()
 
 
+@pytest.mark.kubectl
+@pytest.mark.process
+@pytest.mark.slow
 async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
     """``kubetrio run --embedded``: prints a kubeconfig kubectl can use, creates the demo's
     MachineDeployment, runs the scenario and with ``--keep-running`` stays up for kubectl until

@@ -125,6 +125,9 @@ def _stop(process: subprocess.Popen[str]) -> str:
     return out
 
 
+@pytest.mark.kubectl
+@pytest.mark.process
+@pytest.mark.slow
 def test_the_tutorial_works_as_written(tmp_path: Path) -> None:
     project = tmp_path / "greeter-project"
     (project / "greeter").mkdir(parents=True)
@@ -184,6 +187,7 @@ def _check_the_manager_refuses_to_start_without_the_crd(project: Path, env: dict
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.process
 @pytest.mark.parametrize(
     "block", [b for b in tutorial_blocks() if b.lang == "python"], ids=lambda b: b.file
 )

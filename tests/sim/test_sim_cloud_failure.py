@@ -34,6 +34,7 @@ async def fail_vm(client: Client, provider_id: str) -> dict[str, object]:
     return decoded
 
 
+@pytest.mark.slow
 async def test_a_failed_vm_is_marked_failed_and_replaced(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

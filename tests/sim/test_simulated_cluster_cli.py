@@ -7,12 +7,15 @@ import signal
 from pathlib import Path
 
 import msgspec
+import pytest
 import trio
 
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import Client
 from tests.helpers.emulator_process import _start, admin_token
 from tests.helpers.simcluster import SimPod, Watched, node, pod
+
+pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 
 async def test_standalone_emulator_simulates_the_cluster(tmp_path: Path) -> None:

@@ -25,6 +25,8 @@ from tests.helpers.simcluster import (
     with_informers,
 )
 
+pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
+
 FAST = ClusterSimulation(
     pod_start_delay=0.05, grace_factor=0.01, attach_delay=0.2, detach_delay=0.2
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import trio
 import trio.testing
 
@@ -270,6 +271,7 @@ async def test_a_deleted_pod_frees_its_place_and_a_cordoned_node_takes_none(
         assert bound(sim, ["next", "last"]) == {"next": "b", "last": "b"}
 
 
+@pytest.mark.slow
 async def test_pods_of_a_gone_node_are_deleted_after_the_quarantine_a_return_resets(
     mock_clock: trio.testing.MockClock,
 ) -> None:

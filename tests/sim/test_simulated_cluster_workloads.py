@@ -195,6 +195,7 @@ async def test_budget_goes_down_on_eviction_and_back_up_when_replaced(
         assert victim.name not in {p.name for p in ready_pods(sim, "web")}
 
 
+@pytest.mark.slow
 async def test_stale_disrupted_pods_entries_expire(mock_clock: trio.testing.MockClock) -> None:
     async with simulated() as sim:
         sim.emu.create(node("n1"))

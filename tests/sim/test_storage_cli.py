@@ -15,6 +15,8 @@ from kubetrio.emulator.testclient import EmuClient
 from kubetrio.sim.storage import NODE_ID_ANNOTATION, storage_url
 from tests.helpers.emulator_process import _start, admin_token
 
+pytestmark = [pytest.mark.process, pytest.mark.slow]
+
 
 @pytest.mark.parametrize("flag", ["--storage-sim", "--simulate"])
 async def test_standalone_emulator_serves_the_storage_service(tmp_path: Path, flag: str) -> None:

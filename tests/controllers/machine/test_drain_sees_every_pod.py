@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -92,6 +93,7 @@ async def test_a_machine_that_never_joined_takes_its_token_with_it(
         assert await h.client.get_or_none(Secret, name, TOKEN_NAMESPACE) is None
 
 
+@pytest.mark.slow
 async def test_a_cache_that_stays_behind_fails_the_drain_step_which_is_retried(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

@@ -201,6 +201,7 @@ async def test_budget_blocks_until_the_replacement_is_ready(
         ] * 3
 
 
+@pytest.mark.kubectl
 async def test_parity_with_kubectl_drain(tmp_path: Path, kubectl: Kubectl, emu: Emulator) -> None:
     """Two identical nodes: ours drains one, kubectl the other; the same pods leave."""
     del tmp_path, emu  # kubectl's fixture serves a plain emulator; this test needs a simulated one

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from tests.helpers.kube import Kubectl
+
+pytestmark = pytest.mark.kubectl
 
 CRD_DIR = Path(__file__).resolve().parents[3] / "config" / "crd"
 

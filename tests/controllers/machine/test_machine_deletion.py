@@ -214,6 +214,7 @@ async def test_node_unhealthy_for_five_minutes_is_drained_by_force(
         await deleted_by_force_at_once(cluster, h)
 
 
+@pytest.mark.slow
 async def test_failed_machine_marks_its_node_unhealthy_and_attachments_are_deleted(
     cluster: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -242,6 +243,7 @@ async def test_failed_machine_marks_its_node_unhealthy_and_attachments_are_delet
         assert "Force Drain successful. Delete Volume Attachments" in await event_messages(h, "m-1")
 
 
+@pytest.mark.slow
 async def test_deleting_machine_without_our_finalizer_is_left_alone(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -259,6 +261,7 @@ async def test_deleting_machine_without_our_finalizer_is_left_alone(
         assert emu.extension(SimulatedCloud).vms == {}
 
 
+@pytest.mark.slow
 async def test_a_new_manager_finishes_a_deletion_its_predecessor_was_killed_in(
     cluster: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -305,6 +308,7 @@ async def test_a_new_manager_finishes_a_deletion_its_predecessor_was_killed_in(
         assert cluster.extension(SimulatedCloud).vms == {}
 
 
+@pytest.mark.slow
 async def test_a_blocked_gentle_drain_gives_way_when_it_should_be_forced(
     cluster: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -27,6 +28,7 @@ NOT_READY_AT_100 = [{"type": "Ready", "status": "False", "afterSeconds": 100}]
 MELTDOWN_HEALTH_TIMEOUT = 200.0
 
 
+@pytest.mark.slow
 async def test_unhealthy_node_makes_the_machine_unknown_then_failed_on_time(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -83,6 +85,7 @@ async def test_node_going_missing_makes_the_machine_unknown(
         )
 
 
+@pytest.mark.slow
 async def test_only_one_machine_of_a_deployment_is_failed_at_a_time(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -152,6 +155,7 @@ async def test_node_template_is_synced_and_removed_keys_go_but_foreign_keys_stay
         assert node.spec.taints == ()
 
 
+@pytest.mark.slow
 async def test_meltdown_protection_follows_the_owner_chain_to_the_real_deployment(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

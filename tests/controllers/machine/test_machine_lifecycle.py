@@ -3,6 +3,7 @@ report health, and are deleted through MCM's deletion flow — all through the A
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
@@ -99,6 +100,7 @@ async def test_permanent_create_error_retries_after_medium_retry(
         assert 179 <= await crash_then_pending(h, "m-1") <= 181
 
 
+@pytest.mark.slow
 async def test_create_failing_past_the_creation_timeout_fails_the_machine(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -113,6 +115,7 @@ async def test_create_failing_past_the_creation_timeout_fails_the_machine(
         assert 20 * 60 <= trio.current_time() <= 20 * 60 + 181
 
 
+@pytest.mark.slow
 async def test_node_that_never_gets_ready_fails_after_the_creation_timeout(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

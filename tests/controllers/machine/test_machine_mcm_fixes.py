@@ -59,6 +59,7 @@ async def test_machine_deleted_while_its_create_call_is_in_flight_takes_its_node
         assert reasons[-4:] == ["Terminating", "Drained", "VMDeleted", "NodeDeleted"]
 
 
+@pytest.mark.slow
 async def test_initialize_failing_for_ever_crash_loops_then_fails(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -114,6 +115,7 @@ async def test_provider_errors_while_learning_the_node_hold_the_step_and_retry(
         assert retry - 1.5 <= trio.current_time() - started <= retry + 1
 
 
+@pytest.mark.slow
 async def test_provider_errors_differing_only_in_request_ids_are_written_once(
     emu: Emulator, mock_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -152,6 +154,7 @@ async def test_provider_errors_differing_only_in_request_ids_are_written_once(
         assert (await event_reasons(h, "m-1")).count("CreateFailed") == 1
 
 
+@pytest.mark.slow
 async def test_names_in_descriptions_are_quoted_as_go_s_percent_q(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

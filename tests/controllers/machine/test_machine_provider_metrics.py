@@ -142,6 +142,7 @@ def machine_series(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], f
     }
 
 
+@pytest.mark.slow
 async def test_served_per_machine_series_follow_the_cache(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

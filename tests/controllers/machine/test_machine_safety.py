@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import msgspec
+import pytest
 import trio
 import trio.testing
 from prometheus_client import generate_latest
@@ -40,6 +41,7 @@ async def make_vm(h: Harness, name: str) -> str:
     return created.provider_id
 
 
+@pytest.mark.slow
 async def test_orphan_vms_are_deleted_and_machines_being_created_are_not(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -123,6 +125,7 @@ async def test_metrics_show_phases_conditions_driver_calls_and_durations(
         assert "kubeadm" not in text and "BOOTSTRAP" not in text  # no user data anywhere
 
 
+@pytest.mark.kubectl
 async def test_kubectl_sees_machines_with_their_phase(emu: Emulator, kubectl: Kubectl) -> None:
     # Real clock: kubectl is a real process, and a mock clock would jump while it runs.
     install_crds(emu)

@@ -4,6 +4,7 @@ is healthy again."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
@@ -16,6 +17,7 @@ from tests.helpers.soak import soak
 SMALL_RUN_RATIO_BOUND = 8.0
 
 
+@pytest.mark.slow
 async def test_soak_every_machine_completes_under_faults_in_bounded_time(
     mock_clock: trio.testing.MockClock,
 ) -> None:
@@ -42,6 +44,7 @@ async def test_soak_every_machine_completes_under_faults_in_bounded_time(
     assert ratio <= SMALL_RUN_RATIO_BOUND, (ratio, calm.to_json(), stormy.to_json())
 
 
+@pytest.mark.slow
 async def test_wait_after_an_outage_is_bounded(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

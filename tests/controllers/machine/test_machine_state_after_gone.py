@@ -15,6 +15,7 @@ it levels off once they are full; ``docs/performance.md`` has the figures.
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 from prometheus_client import generate_latest
@@ -40,6 +41,7 @@ MACHINES = 6
 BAD_STRATEGY = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "lots"}}
 
 
+@pytest.mark.slow
 async def test_nothing_unbounded_names_a_machine_once_it_is_gone(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

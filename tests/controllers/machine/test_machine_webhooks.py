@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from kubetrio.cmd.config import DEFAULT_CONTROLLERS, ManagerConfig
@@ -88,6 +89,7 @@ def deployment_doc(name: str, **spec: Any) -> dict[str, Any]:
     }
 
 
+@pytest.mark.kubectl
 async def test_bad_objects_are_refused_at_the_door_and_defaults_are_set(
     emu: Emulator, kubectl: Kubectl
 ) -> None:
@@ -149,6 +151,7 @@ async def test_bad_objects_are_refused_at_the_door_and_defaults_are_set(
         assert p.returncode == 0, p.stderr
 
 
+@pytest.mark.kubectl
 async def test_failure_policy_when_the_manager_is_down(emu: Emulator, kubectl: Kubectl) -> None:
     async with webhook_manager(emu) as manager:
         fail = configurations(manager, "Fail")
@@ -165,6 +168,8 @@ async def test_failure_policy_when_the_manager_is_down(emu: Emulator, kubectl: K
     assert p.returncode == 0, p.stderr
 
 
+@pytest.mark.kubectl
+@pytest.mark.slow
 async def test_the_emulator_keeps_its_connection_to_the_webhook(
     emu: Emulator, kubectl: Kubectl
 ) -> None:
@@ -190,6 +195,8 @@ async def test_the_emulator_keeps_its_connection_to_the_webhook(
         assert reviews == 4
 
 
+@pytest.mark.process
+@pytest.mark.slow
 async def test_the_embedded_demo_runs_through_the_webhooks(tmp_path: Path) -> None:
     """``kubetrio run --embedded --webhooks``: the configurations are installed in url form
     and the whole demo (create, scale, roll out, fail, scale down) passes through them."""

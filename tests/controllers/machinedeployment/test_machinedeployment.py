@@ -170,6 +170,7 @@ async def test_scaling_during_a_rollout_is_proportional(
         assert done.status.updated_replicas == 5
 
 
+@pytest.mark.slow
 async def test_a_paused_deployment_scales_but_does_not_roll_until_resumed(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -289,6 +290,7 @@ async def test_progress_deadline_exceeded_when_new_machines_never_become_availab
         assert available is not None and available.status == "False"
 
 
+@pytest.mark.slow
 async def test_an_invalid_deployment_is_reported_and_others_go_on(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -327,6 +329,7 @@ async def test_deleting_a_deployment_deletes_its_sets_then_releases_it(
         await h.set_changes.wait_until(lambda: not h.sets.list("default"), trio.current_time() + 60)
 
 
+@pytest.mark.kubectl
 async def test_kubectl_scale_resizes_a_deployment(
     emu: Emulator, mock_clock: trio.testing.MockClock, kubectl: Kubectl
 ) -> None:

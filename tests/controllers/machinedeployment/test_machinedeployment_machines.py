@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 import trio
 import trio.testing
 
@@ -14,6 +15,8 @@ from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, Machine
 from kubetrio.emulator import Emulator
 from tests.helpers.deployments import PoolHarness, deployment_doc, pool_manager
 from tests.helpers.machines import install_crds, seed_class
+
+pytestmark = pytest.mark.slow
 
 HEALTH_TIMEOUT = 200.0
 

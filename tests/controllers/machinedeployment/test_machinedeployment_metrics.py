@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 import trio
 import trio.testing
 from prometheus_client import generate_latest
@@ -37,6 +38,7 @@ def sample(h: DeploymentHarness, name: str, labels: dict[str, str] = POOL) -> fl
     return h.manager.registry.get_sample_value(f"mcm_machine_deployment_{name}", labels)
 
 
+@pytest.mark.kubectl
 async def test_deployment_gauges_follow_spec_and_status(
     emu: Emulator, mock_clock: trio.testing.MockClock, kubectl: Kubectl
 ) -> None:

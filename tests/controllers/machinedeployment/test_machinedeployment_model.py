@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule
@@ -29,6 +30,8 @@ from kubetrio.controllers.machinedeployment.revisions import (
     replicas_annotations,
 )
 from kubetrio.controllers.machinedeployment.sets import SetState, active
+
+pytestmark = pytest.mark.slow
 
 BOOT = 3
 BOUNDS = st.sampled_from([0, 1, 2, 3, "25%", "50%", "0%", "100%"])

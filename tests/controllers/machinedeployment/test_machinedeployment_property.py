@@ -7,6 +7,7 @@ maxUnavailable``. (The fast model, test_machinedeployment_model.py, explores man
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +17,8 @@ from kubetrio.sim import serve_world
 from tests.helpers.deployments import deployment_doc, deployment_manager
 from tests.helpers.kube import IO_AUTOJUMP
 from tests.helpers.machines import install_crds
+
+pytestmark = pytest.mark.slow
 
 Op = tuple[str, int]
 ops_strategy = st.lists(

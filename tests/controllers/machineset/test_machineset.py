@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pytest
 import trio
 import trio.testing
 
@@ -32,6 +33,8 @@ async def events_of(client: Client, name: str) -> list[tuple[str, str]]:
     ]
 
 
+@pytest.mark.kubectl
+@pytest.mark.slow
 async def test_scale_up_and_down(
     emu: Emulator, mock_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
@@ -71,6 +74,7 @@ async def test_scale_up_and_down(
         assert emu.counters.get("create", "machines") == 5  # never one too many
 
 
+@pytest.mark.slow
 async def test_failed_machine_is_replaced(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -136,6 +140,7 @@ def owner_uid(machine: Machine | None) -> str | None:
     return ref.uid if ref is not None else None
 
 
+@pytest.mark.slow
 async def test_adopts_matching_orphans_and_releases_machines_that_stop_matching(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -186,6 +191,7 @@ async def test_adopts_matching_orphans_and_releases_machines_that_stop_matching(
         assert ms.metadata.uid == s.machine_set("pool").metadata.uid  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 async def test_scale_down_deletes_by_priority_then_by_phase(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -224,6 +230,7 @@ async def test_scale_down_deletes_by_priority_then_by_phase(
         assert {m.name for m in s.machines_of("pool")} == running
 
 
+@pytest.mark.slow
 async def test_slow_watch_never_makes_more_machines_than_replicas(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -259,6 +266,7 @@ async def test_slow_watch_never_makes_more_machines_than_replicas(
         )
 
 
+@pytest.mark.slow
 async def test_deleting_a_set_deletes_its_machines_and_adopts_nothing_meanwhile(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

@@ -7,10 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from tests.helpers.kube import Kubectl
+
+pytestmark = pytest.mark.kubectl
 
 CRD_DIR = Path(__file__).resolve().parents[3] / "config" / "crd"
 API = "machine.sapcloud.io/v1alpha1"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 import trio
 import trio.testing
 from prometheus_client import generate_latest
@@ -78,6 +79,7 @@ async def unknown_machine(emu: Emulator, h: Harness) -> float:
     return trio.current_time()
 
 
+@pytest.mark.slow
 async def test_an_outage_freezes_the_controller_and_recovery_resets_health_timeouts(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -137,6 +139,7 @@ async def test_an_outage_freezes_the_controller_and_recovery_resets_health_timeo
         assert HEALTH_TIMEOUT <= trio.current_time() - unknown_again <= HEALTH_TIMEOUT + 2
 
 
+@pytest.mark.slow
 async def test_without_the_freeze_the_same_outage_fails_the_machine_on_recovery(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

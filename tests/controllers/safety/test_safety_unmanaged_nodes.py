@@ -4,6 +4,7 @@ machine's own node is never annotated, and other annotations are left alone."""
 
 from __future__ import annotations
 
+import pytest
 import trio
 import trio.testing
 
@@ -12,6 +13,8 @@ from kubetrio.api.machine import PHASE_RUNNING
 from kubetrio.controllers.safety.unmanaged_nodes import NOT_MANAGED_ANNOTATION
 from kubetrio.emulator import Emulator
 from tests.helpers.machines import install_crds, machine_doc, machine_manager, seed_class
+
+pytestmark = pytest.mark.slow
 
 PERIOD = 300.0
 CREATION_TIMEOUT = 600.0
