@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -113,13 +112,11 @@ async def test_sigterm_lets_a_slow_reconcile_finish(emu: Emulator, plugin_path: 
             return obj is not None and what in obj.metadata.annotations
 
         await watcher.wait_for(lambda: annotated("started"), seconds=30)
-        signalled = time.monotonic()
         process.send_signal(signal.SIGTERM)
         with trio.fail_after(20):
             code = await process.wait()
         assert code == 0
         assert annotated("finished"), "the in-flight reconcile was allowed to finish"
-        assert 2 < time.monotonic() - signalled < 20
         nursery.cancel_scope.cancel()
 
 
@@ -176,7 +173,6 @@ async def test_leader_election_fails_over_without_two_leaders(
         assert lease is not None and lease.spec.lease_transitions == 0
         first_holder = lease.spec.holder_identity
 
-        killed_at = time.monotonic()
         by_pid[leader].kill()
         await leases.wait_for(
             lambda: (
@@ -185,8 +181,7 @@ async def test_leader_election_fails_over_without_two_leaders(
             ),
             seconds=15,
         )
-        takeover = time.monotonic() - killed_at
-        assert takeover < 4 + 2.2 * 0.5 + 1.5, f"took {takeover:.1f}s"
+        # How soon (client-go's bound) is tests/bench/leader_takeover.py's figure (--kill).
         follower = next(pid for pid in by_pid if pid != leader)
         await maps.wait_for(lambda: follower in stampers(), seconds=15)
         sequence = stampers()
@@ -203,9 +198,8 @@ async def test_leader_election_fails_over_without_two_leaders(
 
 
 async def test_missing_crds_end_the_run_at_once_naming_the_crd(emu: Emulator) -> None:
-    started = time.monotonic()
-    # Well under the 120 s cache sync timeout: the first 404 is final (allowing for a slow
-    # interpreter start on a loaded machine).
+    # Within run_to_exit's 60 s, well under the 120 s cache sync timeout: the first 404 is final
+    # (allowing for a slow interpreter start on a loaded machine).
     # Warnings off: stderr then holds exactly what the process ends with.
     argv = run_args(emu, "--controllers", "machine", "--log-level", "error")
     proc = await run_to_exit(argv, seconds=60)
@@ -213,7 +207,6 @@ async def test_missing_crds_end_the_run_at_once_naming_the_crd(emu: Emulator) ->
     line = one_line_error(proc)  # no traceback, no exception group
     assert line.startswith("kubetrio: CRD not installed: machine"), line
     assert ".machine.sapcloud.io (404 NotFound" in line
-    assert time.monotonic() - started < 60
 
 
 async def test_a_service_account_that_cannot_list_gets_the_rbac_line(

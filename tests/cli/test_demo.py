@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -25,9 +24,9 @@ from kubetrio.runtime.client.typed import Client
 
 pytestmark = [pytest.mark.process, pytest.mark.slow]
 
-# The README promises under a minute for the default four machines; two on a loaded CI
-# machine get the same bound.
-WALL_LIMIT = 60.0
+# A hang guard, not a performance bound: the README's promise (the demo is over in under a
+# minute) is tests/bench/machines.py's figure (--demo), measured where time is the subject.
+HANG_GUARD = 180.0
 
 
 def run_command(tmp_path: Path, *extra: str) -> list[str]:
@@ -69,18 +68,15 @@ def summary_outcomes(output: str) -> dict[str, str]:
 
 
 async def test_demo_runs_to_its_summary(tmp_path: Path) -> None:
-    started = time.monotonic()
-    with trio.fail_after(WALL_LIMIT + 30):
+    with trio.fail_after(HANG_GUARD):
         result = await trio.run_process(
             run_command(tmp_path, "--machines", "2"),
             capture_stdout=True,
             capture_stderr=True,
             check=False,
         )
-    wall = time.monotonic() - started
     output = result.stdout.decode()
     assert result.returncode == 0, output + result.stderr.decode()[-3000:]
-    assert wall < WALL_LIMIT, f"the demo took {wall:.1f}s\n{output}"
     assert "kubeconfig: " in output
 
     # Every phase, in order, with its measured time.
@@ -208,7 +204,6 @@ async def test_without_the_machine_controller_the_manager_runs_alone(tmp_path: P
 
 async def test_duration_bounds_the_demo(tmp_path: Path) -> None:
     """``--duration`` stops the demo wherever it is, with the summary so far and exit 0."""
-    started = time.monotonic()
     with trio.fail_after(60):
         result = await trio.run_process(
             run_command(tmp_path, "--machines", "1", "--duration", "1"),
@@ -218,7 +213,6 @@ async def test_duration_bounds_the_demo(tmp_path: Path) -> None:
         )
     output = result.stdout.decode()
     assert result.returncode == 0, output
-    assert time.monotonic() - started < 30
     assert 'demo=stopped reason="--duration 1s reached"' in output
     assert re.search(r"^summary machines=\d+ ", output, re.M), output
 
@@ -236,7 +230,7 @@ async def test_ctrl_c_mid_demo_prints_the_summary_so_far(tmp_path: Path) -> None
         )
         assert process.stdout is not None
         output = b""
-        with trio.fail_after(WALL_LIMIT):
+        with trio.fail_after(HANG_GUARD):
             async for chunk in process.stdout:
                 output += chunk
                 if b'demo="deployment ready"' in output:

@@ -286,7 +286,11 @@ async def test_bad_endpoint_names_are_rejected() -> None:
         await server.serve("127.0.0.1:0", {"metrics", "pprof"})
 
 
-async def test_cancellation_closes_listener_and_idle_connections_promptly() -> None:
+async def test_cancellation_closes_listener_and_idle_connections_promptly(
+    io_clock: trio.testing.MockClock,
+) -> None:
+    """Promptly on the mock clock: had the shutdown waited on any timer (the idle connection's
+    keep-alive timeout, a drain period), the clock would have jumped to it."""
     server = ManagerHTTPServer(registry_with_metrics())
     async with trio.open_nursery() as nursery:
         listening = await nursery.start(server.serve, "127.0.0.1:0", "all")

@@ -117,7 +117,6 @@ async def test_a_frozen_leader_writes_nothing_after_the_handover(
     plugins: Path, tmp_path: Path
 ) -> None:
     audit_path = tmp_path / "audit.log"
-    started = time.monotonic()
     async with serve_world(options=EmulatorOptions(audit_log_path=audit_path)) as emu:
         emu.faults.add(
             FaultRule(verb="patch", resource="configmaps", latency=SLOW_WRITE, probability=0.05)
@@ -220,7 +219,6 @@ async def test_a_frozen_leader_writes_nothing_after_the_handover(
         assert r.exit_line.startswith("kubetrio: lease default/kubetrio-leader: "), r.exit_line
         assert r.exit_line.endswith("; exiting so a restart can campaign again"), r.exit_line
     assert report["violations"] == [], report["violations"]
-    assert time.monotonic() - started < 90
 
 
 def _instant(timestamp: str) -> datetime:

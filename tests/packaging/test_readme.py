@@ -6,7 +6,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -75,7 +74,6 @@ async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
         "--health-probe-bind-address",
         "0",
     ]
-    started = time.monotonic()
     async with trio.open_nursery() as nursery:
         process: trio.Process = await nursery.start(
             lambda task_status: trio.run_process(  # noqa: ASYNC105
@@ -108,8 +106,7 @@ async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
                     output += chunk
                     if b"the embedded cluster stays up" in output:
                         break
-            # The README's promise: the default demo is over in under a minute.
-            assert time.monotonic() - started < 60
+            # How soon (the README's minute) is tests/bench/machines.py's figure (--demo).
             text = output.decode()
             # 2 + 2 machines of the first class, 4 rolled in, 1 replacement; 2 stay.
             assert "summary machines=9 running=9 failed=1 deleted=7" in text, text
