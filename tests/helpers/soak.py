@@ -8,6 +8,7 @@ Used by ``test_machine_soak.py`` (small, in the suite) and ``tests/bench/soak.py
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -53,6 +54,17 @@ def fault_rules() -> list[FaultRule]:
     ]
 
 
+def failure_probability(rules: list[FaultRule], verb: str, resource: str, sub: str) -> float:
+    """The chance that ``rules`` answer one request with an injected status: each matching rule
+    rolls on its own, and any status rule that hits fails the request (the first one names the
+    status). The soak's rules match on the verb alone, so namespace and name play no part."""
+    missed = 1.0
+    for rule in rules:
+        if rule.status is not None and rule.matches(verb, resource, sub, "", ""):
+            missed *= 1.0 - rule.probability
+    return 1.0 - missed
+
+
 @dataclass
 class SoakFigures:
     """What one soak run measured; seconds are on the run's trio clock."""
@@ -71,6 +83,12 @@ class SoakFigures:
     requests: int = 0  # API requests (watches aside) the emulator served
     injected: dict[int, int] = field(default_factory=dict)  # failures answered, by status
     failed: int = 0  # of ``requests``, those answered with an injected failure
+    # What the fault rules predict for the requests this run made (its own mix of verbs, which
+    # varies from run to run): the mean of ``failed`` and its standard deviation. Each request
+    # rolls afresh whatever came before, so ``failed`` strays from the mean as a sum of
+    # independent rolls does.
+    expected_failed: float = 0.0
+    failed_sd: float = 0.0
     # Machine-seconds spent in each deletion step (the step its lastOperation hands over to):
     # where a slow deletion's time went.
     step_seconds: dict[str, float] = field(default_factory=dict)
@@ -103,6 +121,8 @@ class SoakFigures:
             "requests": self.requests,
             "watches": self.watches,
             "failed_fraction": round(self.failed_fraction, 3),
+            "expected_failed": round(self.expected_failed, 1),
+            "failed_sd": round(self.failed_sd, 1),
             "injected": {str(k): v for k, v in sorted(self.injected.items())},
             "step_seconds": {k: round(v, 1) for k, v in sorted(self.step_seconds.items())},
             "step_failures": dict(self.step_failures.most_common()),
@@ -225,6 +245,17 @@ async def soak(
                 figures.injected[status] = figures.injected.get(status, 0) + n
                 if verb != "watch":
                     figures.failed += n
+            if faults:
+                variance = 0.0
+                for key, n in emu.counters.snapshot().items():
+                    verb, target = key.split(" ", 1)
+                    if verb == "watch":
+                        continue
+                    resource, _, sub = target.partition("/")
+                    chance = failure_probability(emu.faults.rules, verb, resource, sub)
+                    figures.expected_failed += n * chance
+                    variance += n * chance * (1.0 - chance)
+                figures.failed_sd = math.sqrt(variance)
             emu.faults.clear()
             vms = await h.ctx.drivers.get("sim").list_machines(
                 h.ctx.classes.get("default", "small"), {}

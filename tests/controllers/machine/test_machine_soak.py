@@ -38,7 +38,14 @@ async def test_soak_every_machine_completes_under_faults_in_bounded_time(
         assert run.tokens_left == 0, figures
         assert run.nodes_left == 0, figures
         assert run.pods_on_gone_nodes == 0, figures
-    assert stormy.failed_fraction >= 0.2, stormy.to_json()
+    # The faults were injected at the rules' rates: within 4.5 standard deviations of the count
+    # the rules predict for the requests this run made. A fixed floor (failed_fraction >= 0.2)
+    # failed once at 0.197: the seed fixes the dice, not which request meets which roll (that
+    # is the scheduling's), so ~280 requests at ~25 % stray by ±2.6 points from run to run; at
+    # 4.5 sd a sound run fails about once in 150 000. And any mix of verbs is a fifth faulted at
+    # least (the plainest request meets 500, 503 and 429: 1 - .92 * .93 * .93 = 0.204).
+    assert abs(stormy.failed - stormy.expected_failed) <= 4.5 * stormy.failed_sd, stormy.to_json()
+    assert stormy.expected_failed >= 0.2 * stormy.requests, stormy.to_json()
     assert set(stormy.injected) >= {409, 410, 429, 500, 503}, stormy.to_json()
     ratio = stormy.seconds / calm.seconds
     assert ratio <= SMALL_RUN_RATIO_BOUND, (ratio, calm.to_json(), stormy.to_json())
