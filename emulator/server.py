@@ -19,7 +19,6 @@ import yaml
 
 from kubetrio.emulator.admin import PREFIX as ADMIN_PREFIX
 from kubetrio.emulator.admin import Admin
-from kubetrio.emulator.api import ApiSettings, KubeApi
 from kubetrio.emulator.audit import AuditLog
 from kubetrio.emulator.auth import Access
 from kubetrio.emulator.clock import EmuClock
@@ -27,7 +26,15 @@ from kubetrio.emulator.errors import ApiError
 from kubetrio.emulator.eventlog import Entry
 from kubetrio.emulator.faults import Counters, Faults
 from kubetrio.emulator.gc.collector import GarbageCollector
-from kubetrio.emulator.http import Handler, HttpServer, Router
+from kubetrio.emulator.handlers import ApiSettings, KubeApi
+from kubetrio.emulator.http import (
+    Handler,
+    Request,
+    Response,
+    Router,
+    StreamResponse,
+    api_server,
+)
 from kubetrio.emulator.kinds import ResourceType, ResourceTypes
 from kubetrio.emulator.persistence import Persister, load_state
 from kubetrio.emulator.store import Store
@@ -123,7 +130,7 @@ class Emulator:
             self.api.audit = AuditLog(options.audit_log_path)
         self.router = Router(self.api)
         self.router.mount(ADMIN_PREFIX, Admin(self.store, self.faults, self.counters))
-        self.http = HttpServer(self._dispatch)
+        self.http = api_server(self._dispatch)
         self.tls = ServingCert(options.host)
         self.extensions: list[Extension] = []
         self.port = 0
@@ -131,7 +138,7 @@ class Emulator:
         self.https_url = ""
         self.kubeconfig_path = Path()
 
-    async def _dispatch(self, req: Any) -> Any:
+    async def _dispatch(self, req: Request) -> Response | StreamResponse:
         return await self.router.resolve(req.path)(req)
 
     def mount(self, prefix: str, handler: Handler) -> None:

@@ -1,6 +1,6 @@
 """Protobuf on the REST surface: reading request bodies and writing objects, lists, Status and
-watch events as enveloped protobuf. api.py calls in here only after negotiation chose protobuf,
-so the JSON path is untouched."""
+watch events as enveloped protobuf. The REST handlers (``handlers/``) call in here only after
+negotiation chose protobuf, so the JSON path is untouched."""
 
 from __future__ import annotations
 

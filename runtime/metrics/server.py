@@ -1,16 +1,15 @@
 """The manager's HTTP endpoints: ``/metrics``, ``/healthz`` and ``/readyz``, on trio.
 
-One small HTTP/1.1 server (h11 over ``trio.serve_tcp``) rather than prometheus-client's threaded
+Served by ``kubetrio.runtime.http`` (h11 over trio) rather than prometheus-client's threaded
 server: it stops the moment its cancel scope is cancelled (the threaded one polls every 0.5 s), and
-it lives in the manager's nursery like everything else. It does not share code with the emulator's
-server on purpose: the manager must not depend on a test fixture.
+it lives in the manager's nursery like everything else.
 
 Metrics and probes usually listen on different addresses (controller-runtime's
 ``--metrics-bind-address`` and ``--health-probe-bind-address``), so ``serve`` takes the set of
 endpoints one listener exposes and the manager calls it once per address.
 
-With ``tls`` the listener speaks only TLS (``trio.SSLStream`` over the same server; the context
-is asked for at each connection, so a reloaded certificate serves the next one), and a
+With ``tls`` the listener speaks only TLS (the context is asked for at each connection, so a
+reloaded certificate serves the next one), and a
 ``metrics_filter`` decides before ``/metrics`` is served, as controller-runtime's metrics
 ``Filter`` wraps its handler (``kubetrio.runtime.metrics.secure`` provides both).
 
@@ -21,22 +20,27 @@ are always listed, successes only with ``?verbose``; ``?exclude=name`` skips a c
 
 from __future__ import annotations
 
-import errno
 import functools
 import gzip
-import ipaddress
 import re
 import ssl
-from collections.abc import Awaitable, Callable, Collection, Mapping
-from dataclasses import dataclass, field
-from typing import Final, Literal, NamedTuple, get_args
-from urllib.parse import parse_qs, urlsplit
+from collections.abc import Awaitable, Callable, Collection
+from typing import Final, Literal, get_args
 
-import h11
 import trio
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from kubetrio.runtime.http.listen import (
+    BindAddress,
+    BindAddressError,
+    ListenError,
+    Listening,
+    open_listeners,
+    parse_bind_address,
+)
+from kubetrio.runtime.http.messages import Request, Response
+from kubetrio.runtime.http.server import HttpServer, text_response
 from kubetrio.runtime.metrics.prerendered import exposition
 from kubetrio.runtime.util.log import get_logger, redact_text
 
@@ -75,88 +79,8 @@ class Passing(str):
     __slots__ = ()
 
 
-_TEXT: Final = "text/plain; charset=utf-8"
 _MAX_REQUEST_BODY: Final = 64 * 1024
 _CHECK_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOST_NAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
-
-
-class BindAddressError(ValueError):
-    """A bind address that cannot be parsed; the message names the value."""
-
-
-class ListenError(OSError):
-    """The server could not listen (port in use, address not local); names the address."""
-
-
-class BindAddress(NamedTuple):
-    """Where to listen. ``host`` None means every interface (``:8080``)."""
-
-    host: str | None
-    port: int
-
-    def __str__(self) -> str:
-        host = self.host or ""
-        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
-
-
-def parse_bind_address(value: str) -> BindAddress | None:
-    """Parse ``host:port``, ``:port`` or ``[v6]:port``; ``"0"`` or ``""`` mean disabled (None).
-
-    These are controller-runtime's rules for ``--metrics-bind-address`` and
-    ``--health-probe-bind-address``. Port 0 asks the kernel for a free port.
-    """
-    if not isinstance(value, str):
-        raise BindAddressError(f"bind address: expected a string, got {value!r}")
-    text = value.strip()
-    if text in ("", "0"):
-        return None
-    host, sep, port_text = text.rpartition(":")
-    if not sep:
-        raise BindAddressError(
-            f'bind address {value!r}: expected "host:port", ":port" or "0" to disable'
-        )
-    if not port_text.isdigit() or int(port_text) > 65535:
-        raise BindAddressError(
-            f"bind address {value!r}: port must be a number from 0 to 65535, got {port_text!r}"
-        )
-    port = int(port_text)
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise BindAddressError(
-                f"bind address {value!r}: {host!r} is not an IPv6 address"
-            ) from None
-        return BindAddress(host, port)
-    if not host:
-        return BindAddress(None, port)
-    if ":" in host:
-        raise BindAddressError(
-            f"bind address {value!r}: write an IPv6 host in brackets, [::1]:8080"
-        )
-    try:
-        ipaddress.IPv4Address(host)
-    except ValueError:
-        if not _HOST_NAME.match(host) or host.replace(".", "").isdigit():
-            raise BindAddressError(
-                f"bind address {value!r}: {host!r} is not an IP address or host name"
-            ) from None
-    return BindAddress(host, port)
-
-
-@dataclass(frozen=True, slots=True)
-class Listening:
-    """What ``serve`` reports once it accepts connections: every (host, port) it listens on."""
-
-    addresses: tuple[tuple[str, int], ...]
-
-    @property
-    def port(self) -> int:
-        """The port (the first listener's; a host name may resolve to several addresses)."""
-        return self.addresses[0][1]
 
 
 class HealthChecks:
@@ -226,18 +150,6 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-@dataclass(slots=True)
-class _Response:
-    status: int
-    body: bytes = b""
-    content_type: str = _TEXT
-    headers: list[tuple[str, str]] = field(default_factory=list)
-
-
-def _text(status: int, text: str) -> _Response:
-    return _Response(status, text.encode(), headers=[("X-Content-Type-Options", "nosniff")])
-
-
 def _accepts_gzip(accept_encoding: str) -> bool:
     for item in accept_encoding.split(","):
         coding, _, params = item.strip().partition(";")
@@ -300,10 +212,13 @@ class ManagerHTTPServer:
         )
         try:
             async with trio.open_nursery() as nursery:
-                handler = functools.partial(
-                    self._serve_connection, served=served, tls=tls, metrics_filter=metrics_filter
+                server = HttpServer(
+                    functools.partial(self._respond, served=served, metrics_filter=metrics_filter),
+                    max_body=_MAX_REQUEST_BODY,
+                    idle_timeout=self.idle_timeout,
+                    tls=tls,
                 )
-                nursery.start_soon(trio.serve_listeners, handler, listeners)
+                nursery.start_soon(trio.serve_listeners, server.serve_connection, listeners)
                 task_status.started(Listening(bound))
         finally:
             for listener in listeners:
@@ -325,47 +240,32 @@ class ManagerHTTPServer:
             raise ValueError("endpoints: expected at least one endpoint")
         return chosen
 
-    async def _serve_connection(
-        self,
-        raw: trio.SocketStream,
-        *,
-        served: frozenset[str],
-        tls: Callable[[], ssl.SSLContext] | None = None,
-        metrics_filter: MetricsFilter | None = None,
-    ) -> None:
-        await serve_connection(
-            raw,
-            functools.partial(self._respond, served=served, metrics_filter=metrics_filter),
-            tls=tls,
-            idle_timeout=self.idle_timeout,
-        )
-
     async def _respond(
-        self, request: _Request, served: frozenset[str], metrics_filter: MetricsFilter | None = None
-    ) -> _Response:
+        self, request: Request, served: frozenset[str], metrics_filter: MetricsFilter | None = None
+    ) -> Response:
         path = request.path
         top, _, rest = path.lstrip("/").partition("/")
         if top not in served or (top == "metrics" and rest):
-            return _text(404, "404 page not found\n")
+            return text_response(404, "404 page not found\n")
         if top == "metrics" and metrics_filter is not None:
             denied = await metrics_filter(
                 request.method, path, request.headers.get("authorization", "")
             )
             if denied is not None:
-                return _text(denied[0], f"{denied[1]}\n")
+                return text_response(denied[0], f"{denied[1]}\n")
         if request.method not in ("GET", "HEAD"):
-            response = _text(405, "method not allowed\n")
+            response = text_response(405, "method not allowed\n")
             response.headers.append(("Allow", "GET, HEAD"))
             return response
         if top == "metrics":
             return await self._metrics(request)
         checks = self.healthz if top == "healthz" else self.readyz
-        return _health(checks, rest, request.query)
+        return _health(checks, rest, request)
 
-    async def _metrics(self, request: _Request) -> _Response:
+    async def _metrics(self, request: Request) -> Response:
         encoder, content_type = choose_encoder(request.headers.get("accept", ""))
         registry = self.registry
-        names = request.query.get("name[]")
+        names = request.query_values("name[]")
         compress = _accepts_gzip(request.headers.get("accept-encoding", ""))
 
         def render() -> bytes:
@@ -379,172 +279,22 @@ class ManagerHTTPServer:
             body = await trio.to_thread.run_sync(render, abandon_on_cancel=True)
         except Exception:
             log.exception("rendering metrics failed")
-            return _text(500, "error collecting metrics\n")
+            return text_response(500, "error collecting metrics\n")
         headers = [("Content-Encoding", "gzip")] if compress else []
         headers.append(("Vary", "Accept, Accept-Encoding"))
-        return _Response(200, body, content_type, headers)
+        return Response(200, body, content_type, headers)
 
 
-def _health(checks: HealthChecks, rest: str, query: Mapping[str, list[str]]) -> _Response:
+def _health(checks: HealthChecks, rest: str, request: Request) -> Response:
     name = rest.strip("/")
     if not name:
-        exclude = {item for value in query.get("exclude", []) for item in value.split(",") if item}
-        status, text = checks.aggregate(verbose="verbose" in query, exclude=exclude)
-        return _text(status, text)
+        values = request.query_values("exclude")
+        exclude = {item for value in values for item in value.split(",") if item}
+        status, text = checks.aggregate(verbose="verbose" in request.query, exclude=exclude)
+        return text_response(status, text)
     if name not in checks.names():
-        return _text(404, "404 page not found\n")
+        return text_response(404, "404 page not found\n")
     reason = checks.run_one(name)
     if reason is not None and not isinstance(reason, Passing):
-        return _text(500, f"internal server error: {reason}\n")
-    return _text(200, "ok")
-
-
-async def serve_connection(
-    raw: trio.SocketStream,
-    respond: Callable[[_Request], Awaitable[_Response]],
-    *,
-    tls: Callable[[], ssl.SSLContext] | None = None,
-    idle_timeout: float = 120.0,
-    max_body: int = _MAX_REQUEST_BODY,
-) -> None:
-    """One keep-alive HTTP/1.1 connection (TLS when ``tls``): each request to ``respond``; an
-    exception there answers 500 and is logged, never ending the listener."""
-    conn = h11.Connection(h11.SERVER)
-    stream: trio.abc.Stream = raw
-    try:
-        if tls is not None:
-            secure = trio.SSLStream(raw, tls(), server_side=True)
-            # Plain HTTP or a client that distrusts us fails here (BrokenResourceError).
-            with trio.move_on_after(idle_timeout) as handshake:
-                await secure.do_handshake()
-            if handshake.cancelled_caught:
-                return
-            stream = secure
-        while True:
-            request: _Request | None = None
-            with trio.move_on_after(idle_timeout):  # a keep-alive client gone quiet
-                request = await _read_request(conn, stream, max_body)
-            if request is None:
-                return
-            try:
-                response = await respond(request)
-            except Exception:
-                # A bug in one response must not take the listener (and the manager) down.
-                log.exception("http handler failed", path=request.path)
-                response = _text(500, "internal server error\n")
-            await _send(conn, stream, request.method, response)
-            if conn.our_state is h11.MUST_CLOSE:
-                return
-            conn.start_next_cycle()
-    except h11.RemoteProtocolError as exc:
-        if conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
-            bad = _text(exc.error_status_hint, f"bad request: {exc}\n")
-            bad.headers.append(("Connection", "close"))
-            await _send(conn, stream, "GET", bad)
-    except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
-        pass  # the client went away (or spoke no TLS); nothing to answer
-    finally:
-        await trio.aclose_forcefully(stream)
-
-
-@dataclass(slots=True)
-class _Request:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]
-    body: bytes = b""
-
-
-async def _read_request(
-    conn: h11.Connection, stream: trio.abc.Stream, max_body: int = _MAX_REQUEST_BODY
-) -> _Request | None:
-    """The next request with its body; None when the client closed the connection."""
-    head: h11.Request | None = None
-    size = 0
-    chunks: list[bytes] = []
-    while True:
-        event = conn.next_event()
-        if event is h11.NEED_DATA:
-            data = await stream.receive_some(16384)
-            conn.receive_data(bytes(data))
-        elif isinstance(event, h11.ConnectionClosed) or event is h11.PAUSED:
-            return None
-        elif isinstance(event, h11.Request):
-            head = event
-        elif isinstance(event, h11.Data):
-            size += len(event.data)
-            if size > max_body:
-                raise h11.RemoteProtocolError("request body too large", 413)
-            chunks.append(bytes(event.data))
-        elif isinstance(event, h11.EndOfMessage):
-            assert head is not None
-            parts = urlsplit(head.target.decode("latin-1"))
-            headers: dict[str, str] = {}
-            for raw_name, raw_value in head.headers:
-                key = raw_name.decode("latin-1").lower()
-                value = raw_value.decode("latin-1")
-                headers[key] = f"{headers[key]}, {value}" if key in headers else value
-            return _Request(
-                method=head.method.decode("ascii", "replace"),
-                path=parts.path,
-                query=parse_qs(parts.query, keep_blank_values=True),
-                headers=headers,
-                body=b"".join(chunks),
-            )
-
-
-async def _send(
-    conn: h11.Connection, stream: trio.abc.Stream, method: str, response: _Response
-) -> None:
-    headers = [
-        ("Content-Type", response.content_type),
-        ("Content-Length", str(len(response.body))),
-        *response.headers,
-    ]
-    out = bytearray(conn.send(h11.Response(status_code=response.status, headers=headers)) or b"")
-    if method != "HEAD" and response.body:
-        out += conn.send(h11.Data(data=response.body)) or b""
-    out += conn.send(h11.EndOfMessage()) or b""
-    await stream.send_all(bytes(out))
-
-
-async def _listen(address: BindAddress) -> list[trio.SocketListener]:
-    """Listeners for ``address``. ``:port`` is one dual-stack socket, as Go's ``net.Listen``
-    makes it, so IPv4 and IPv6 share one port even for ``:0``; IPv4 only where IPv6 is off."""
-    if address.host is not None:
-        return await trio.open_tcp_listeners(address.port, host=address.host)
-    try:
-        sock = trio.socket.socket(trio.socket.AF_INET6, trio.socket.SOCK_STREAM)
-    except OSError:  # a kernel or container without IPv6
-        return await trio.open_tcp_listeners(address.port, host="0.0.0.0")
-    try:
-        sock.setsockopt(trio.socket.IPPROTO_IPV6, trio.socket.IPV6_V6ONLY, 0)
-        sock.setsockopt(trio.socket.SOL_SOCKET, trio.socket.SO_REUSEADDR, 1)
-        await sock.bind(("::", address.port))
-        sock.listen(0xFFFF)  # the kernel caps this at its somaxconn, like trio's default
-    except OSError as exc:
-        sock.close()
-        if exc.errno in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):
-            return await trio.open_tcp_listeners(address.port, host="0.0.0.0")
-        raise
-    return [trio.SocketListener(sock)]
-
-
-async def open_listeners(
-    address: BindAddress, purpose: str
-) -> tuple[list[trio.SocketListener], tuple[tuple[str, int], ...]]:
-    """Listeners for ``address`` and the (host, port) each bound; ListenError naming
-    ``purpose`` (what would be served there) when the address cannot be bound."""
-    try:
-        listeners = await _listen(address)
-    except OSError as exc:
-        raise ListenError(
-            exc.errno, f"cannot listen on {address} for {purpose}: {exc.strerror or exc}"
-        ) from exc
-    return listeners, tuple(_sockname(listener) for listener in listeners)
-
-
-def _sockname(listener: trio.SocketListener) -> tuple[str, int]:
-    host, port, *_ = listener.socket.getsockname()
-    return str(host), int(port)
+        return text_response(500, f"internal server error: {reason}\n")
+    return text_response(200, "ok")

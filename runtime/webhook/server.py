@@ -24,14 +24,13 @@ Metrics are controller-runtime's: ``controller_runtime_webhook_requests_total{we
 (``code``: the HTTP status), ``controller_runtime_webhook_latency_seconds{webhook}`` and
 ``controller_runtime_webhook_requests_in_flight{webhook}``, ``webhook`` being the path.
 
-The listener is the manager's own h11-on-trio server (``kubetrio.runtime.metrics.server``), not an
-ASGI server: it already speaks TLS with reloadable certificates and is cancelled with the
-manager's nursery; an admission review is one small POST, which needs nothing more.
+The listener is kubetrio's h11-on-trio server (``kubetrio.runtime.http``), as the metrics
+endpoints', not an ASGI server: it speaks TLS with reloadable certificates and is cancelled with
+the manager's nursery; an admission review is one small POST, which needs nothing more.
 """
 
 from __future__ import annotations
 
-import functools
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -43,14 +42,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kubetrio.runtime.certs.serving import ServingPair, self_signed, server_context
 from kubetrio.runtime.certs.watcher import DEFAULT_POLL_INTERVAL, CertWatcher
-from kubetrio.runtime.metrics.server import (
-    Listening,
-    _Request,
-    _Response,
-    open_listeners,
-    parse_bind_address,
-    serve_connection,
-)
+from kubetrio.runtime.http.listen import Listening, open_listeners, parse_bind_address
+from kubetrio.runtime.http.messages import JSON, Request, Response
+from kubetrio.runtime.http.server import TEXT, HttpServer
 from kubetrio.runtime.util.log import get_logger
 from kubetrio.runtime.webhook.admission import BadObject, Denied, denied, errored
 from kubetrio.runtime.webhook.conversion import Converter, Converters, failed
@@ -199,14 +193,13 @@ class WebhookServer:
             async with trio.open_nursery() as nursery:
                 if self.watcher is not None:
                     nursery.start_soon(self.watcher.run)
-                handler = functools.partial(
-                    serve_connection,
-                    respond=self._respond,
-                    tls=self.ssl_context,
-                    idle_timeout=self.idle_timeout,
+                server = HttpServer(
+                    self._respond,
                     max_body=MAX_BODY,
+                    idle_timeout=self.idle_timeout,
+                    tls=self.ssl_context,
                 )
-                nursery.start_soon(trio.serve_listeners, handler, listeners)
+                nursery.start_soon(trio.serve_listeners, server.serve_connection, listeners)
                 self.listening = bound
                 task_status.started(bound)
         finally:
@@ -214,7 +207,7 @@ class WebhookServer:
             for listener in listeners:
                 await trio.aclose_forcefully(listener)
 
-    async def _respond(self, request: _Request) -> _Response:
+    async def _respond(self, request: Request) -> Response:
         path = request.path
         admission = self._admission.get(path)
         if admission is None and not (path == CONVERT_PATH and self.converters):
@@ -230,7 +223,7 @@ class WebhookServer:
         metrics.requests.labels(path, str(response.status)).inc()
         return response
 
-    async def _review(self, request: _Request, admission: AdmissionHandler | None) -> _Response:
+    async def _review(self, request: Request, admission: AdmissionHandler | None) -> Response:
         if request.method != "POST":
             response = _plain(405, "method not allowed\n")
             response.headers.append(("Allow", "POST"))
@@ -242,7 +235,7 @@ class WebhookServer:
             return await self._admit(request, admission)
         return await self._convert(request)
 
-    async def _admit(self, request: _Request, handler: AdmissionHandler) -> _Response:
+    async def _admit(self, request: Request, handler: AdmissionHandler) -> Response:
         try:
             review = msgspec.json.decode(request.body, type=AdmissionReview)
         except (msgspec.ValidationError, msgspec.DecodeError) as error:
@@ -276,7 +269,7 @@ class WebhookServer:
             )
         return _review_json(200, AdmissionReview(response=answer))
 
-    async def _convert(self, request: _Request) -> _Response:
+    async def _convert(self, request: Request) -> Response:
         try:
             review = msgspec.json.decode(request.body, type=ConversionReview)
         except (msgspec.ValidationError, msgspec.DecodeError) as error:
@@ -301,9 +294,9 @@ class WebhookServer:
         return _review_json(200, ConversionReview(response=answer))
 
 
-def _plain(status: int, text: str) -> _Response:
-    return _Response(status, text.encode())
+def _plain(status: int, text: str) -> Response:
+    return Response(status, text.encode(), TEXT)
 
 
-def _review_json(status: int, review: AdmissionReview | ConversionReview) -> _Response:
-    return _Response(status, msgspec.json.encode(review), "application/json")
+def _review_json(status: int, review: AdmissionReview | ConversionReview) -> Response:
+    return Response(status, msgspec.json.encode(review), JSON)
