@@ -28,6 +28,7 @@ async def run_cli(*args: str) -> tuple[int, str, str]:
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
 
+@pytest.mark.slow
 async def test_run_help_shows_every_default_from_the_config() -> None:
     code, out, _ = await run_cli("run", "--help")
     assert code == 0

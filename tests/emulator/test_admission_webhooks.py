@@ -72,6 +72,7 @@ async def allow(request: dict[str, Any]) -> dict[str, Any]:
     return {"allowed": True}
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_a_denial_reaches_kubectl_with_the_webhooks_message(
     emu: Emulator, kubectl: Kubectl, mock_clock: trio.testing.MockClock
@@ -125,6 +126,7 @@ async def test_a_denial_reaches_kubectl_with_the_webhooks_message(
         assert delete["oldObject"]["metadata"]["name"] == "blue"
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_mutations_are_applied_in_order_and_reinvoked_if_needed(
     emu: Emulator, kubectl: Kubectl, mock_clock: trio.testing.MockClock
@@ -173,6 +175,7 @@ async def test_mutations_are_applied_in_order_and_reinvoked_if_needed(
         assert defaulted["namespaceSelector"] == {} and defaulted["rules"][0]["scope"] == "*"
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_a_webhook_that_is_down_fails_or_is_ignored_by_its_policy(
     emu: Emulator, kubectl: Kubectl, mock_clock: trio.testing.MockClock
@@ -224,6 +227,7 @@ async def test_timeout_seconds_is_honoured_on_the_mock_clock(
         assert 7 <= waited < 60
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_namespace_and_object_selectors_choose_what_is_sent(
     emu: Emulator, kubectl: Kubectl, mock_clock: trio.testing.MockClock
@@ -414,6 +418,7 @@ async def test_subresource_rules_and_namespaces_selected_by_their_own_labels(
         assert request["namespace"] == "prod"  # a namespace's URL names it, as in kube
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_delete_collection_admits_each_object_and_generated_names_are_kept(
     emu: Emulator, kubectl: Kubectl, client: EmuClient, mock_clock: trio.testing.MockClock

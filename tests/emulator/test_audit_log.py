@@ -33,6 +33,7 @@ def config_map(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {}}
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_every_request_is_one_event_naming_who_what_and_the_answer(
     tmp_path: Path, kubectl_binary: str

@@ -98,6 +98,7 @@ async def run(kubectl: Kubectl, *args: str, docs: list[dict[str, Any]] | None = 
         return await kubectl.run(*args, check=False, stdin=stdin)
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_objects_are_served_in_both_versions_through_the_webhook(
     emu: Emulator, kubectl: Kubectl, client: EmuClient, mock_clock: trio.testing.MockClock

@@ -853,6 +853,7 @@ def cel_widget(**spec: Any) -> dict[str, Any]:
     return body
 
 
+@pytest.mark.slow
 async def test_cel_rules_speak_as_kube_does(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

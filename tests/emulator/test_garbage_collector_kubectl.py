@@ -43,6 +43,7 @@ async def test_cascade_background_is_the_default(emu: Emulator, kctl: Kubectl) -
     await until(emu, lambda: cm_of(emu, "child2") is None)
 
 
+@pytest.mark.slow
 async def test_cascade_foreground_holds_the_owner_for_a_blocking_dependent(
     emu: Emulator, kctl: Kubectl
 ) -> None:
@@ -137,6 +138,7 @@ def workload(emu: Emulator, app: str) -> tuple[list[dict[str, Any]], list[dict[s
     return [s for s in sets if s["metadata"]["name"].startswith(f"{app}-")], pods
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 async def test_deployment_cascades_through_the_collector(
     sim: Emulator, tmp_path: Path, version: str

@@ -201,6 +201,7 @@ async def test_cordon_uncordon(kubectl: Kubectl, emu: Emulator) -> None:
     assert node["spec"]["taints"] == [{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]
 
 
+@pytest.mark.slow
 async def test_delete_with_finalizer_and_wait(kubectl: Kubectl, emu: Emulator) -> None:
     await kubectl.apply(
         [

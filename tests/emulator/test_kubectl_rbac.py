@@ -36,6 +36,7 @@ async def bot_token(k: Kubectl, *flags: str) -> str:
     return (await k.out("create", "token", "bot", *flags)).strip()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", ["1.27", "1.31", "1.33"])
 async def test_create_token_then_forbidden_then_allowed(
     version: str, emu: Emulator, tmp_path: Path

@@ -46,6 +46,7 @@ def kubectl_v(request: pytest.FixtureRequest, emu: Emulator, tmp_path: Path) -> 
     return kubectl_of(request.param, emu, tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_explain_builtin_kinds_and_fields(kubectl_v: Kubectl) -> None:
     pods = await kubectl_v.out("explain", "pods")
@@ -72,6 +73,7 @@ async def test_explain_builtin_kinds_and_fields(kubectl_v: Kubectl) -> None:
     assert b"noSuchField" in missing.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_explain_custom_kind_and_nested_field(kubectl_v: Kubectl) -> None:
     await kubectl_v.apply([CRD])

@@ -297,6 +297,7 @@ async def test_kubectl_runs_the_same_plugin_with_the_same_input(
     assert ours == theirs
 
 
+@pytest.mark.slow
 @pytest.mark.process
 async def test_an_informer_watches_on_across_its_token_expiring(
     emu: Emulator,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 
+import pytest
 import trio
 import trio.testing
 
@@ -16,6 +17,8 @@ from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.queue import ObjectKey
 from tests.helpers.kube import configmap
+
+pytestmark = pytest.mark.slow
 
 LISTED = 1200  # three pages
 WATCHED = 300

@@ -7,6 +7,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -15,6 +16,8 @@ from kubetrio.emulator import Emulator, FaultRule
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
 from tests.helpers.kube import pod
+
+pytestmark = pytest.mark.slow
 
 CHANGES = 12
 SPACING = 1.3  # mock seconds between changes: out of step with the cuts, so some land near one

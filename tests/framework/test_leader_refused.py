@@ -43,6 +43,7 @@ async def test_an_identity_without_lease_rights_is_told_what_to_grant(
     )
 
 
+@pytest.mark.slow
 @pytest.mark.process
 async def test_a_lease_namespace_that_does_not_exist(emu: Emulator) -> None:
     code, stderr = await run_to_exit(

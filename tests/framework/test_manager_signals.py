@@ -72,6 +72,7 @@ class Lines:
         return self.text
 
 
+@pytest.mark.slow
 @pytest.mark.process
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 async def test_the_readme_example_stops_like_the_binary(

@@ -129,6 +129,7 @@ async def served_cert(manager: Manager) -> bytes:
     return ssl.PEM_cert_to_DER_cert(await trio.to_thread.run_sync(fetch))
 
 
+@pytest.mark.slow
 async def test_allowed_denied_anonymous_and_garbage_tokens(
     emu: Emulator, manual_clock: trio.testing.MockClock, tmp_path: Path
 ) -> None:
@@ -438,6 +439,7 @@ async def listening_ports(stderr: trio.abc.ReceiveStream) -> dict[str, int]:
     return ports
 
 
+@pytest.mark.slow
 async def test_transient_review_failures_are_retried_on_the_webhook_schedule(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+
 from kubetrio.api.core import ConfigMap
 from kubetrio.api.meta import ObjectMeta
 from kubetrio.runtime.cache.store import Lister, Store, key_of
@@ -49,6 +51,7 @@ def test_indexes_follow_updates_and_removals() -> None:
     assert lister.by_index("app", "nothing") == []
 
 
+@pytest.mark.slow
 def test_cached_objects_add_no_objects_the_garbage_collector_tracks() -> None:
     """A full collection walks every tracked object: with ObjectKeys (a tuple subclass, tracked
     for good) as its keys, the store would add one per cached object and its namespace index."""

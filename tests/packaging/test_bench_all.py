@@ -71,6 +71,7 @@ def test_only_rejects_unknown_names() -> None:
     assert "unknown benchmark(s) nope" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.process
 @pytest.mark.parametrize("name", ["informer", "reconcile", "drain", "machines"])
 def test_changed_benchmarks_accept_their_ci_arguments(name: str) -> None:

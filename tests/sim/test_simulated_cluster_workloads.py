@@ -28,6 +28,7 @@ from tests.helpers.simcluster import (
 )
 
 
+@pytest.mark.slow
 async def test_replicaset_replaces_a_deleted_pod(mock_clock: trio.testing.MockClock) -> None:
     async with simulated() as sim:
         sim.emu.create(node("n1"))
@@ -240,6 +241,7 @@ async def test_stale_disrupted_pods_entries_expire(mock_clock: trio.testing.Mock
         assert 119.0 <= cleared[0] - start < 122.0
 
 
+@pytest.mark.slow
 async def test_deployment_rolls_to_a_new_replicaset(mock_clock: trio.testing.MockClock) -> None:
     async with simulated() as sim:
         sim.emu.create(node("n1"))

@@ -33,6 +33,8 @@ from tests.helpers.machines import (
     seed_class,
 )
 
+pytestmark = pytest.mark.slow
+
 DRAIN_INFORMERS = 6  # nodes, pods, claims, volumes, attachments, budgets
 HELD_BACK = 20.0  # seconds the pod informer's re-watch is delayed (mock clock)
 

@@ -201,6 +201,7 @@ async def test_budget_blocks_until_the_replacement_is_ready(
         ] * 3
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_parity_with_kubectl_drain(tmp_path: Path, kubectl: Kubectl, emu: Emulator) -> None:
     """Two identical nodes: ours drains one, kubectl the other; the same pods leave."""
@@ -342,6 +343,7 @@ def single_pod_statefulset(
     return doc
 
 
+@pytest.mark.slow
 async def test_mixed_pods_two_volume_pod_and_concurrent_plain_pods(
     mock_clock: trio.testing.MockClock,
 ) -> None:

@@ -57,6 +57,7 @@ def delete_machine(emu: Emulator, name: str = "m-1") -> None:
     emu.delete(MACHINE_API, "Machine", name, "default")
 
 
+@pytest.mark.slow
 async def test_every_step_runs_in_order_and_everything_goes(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -79,6 +80,7 @@ async def test_every_step_runs_in_order_and_everything_goes(
         assert emu.extension(SimulatedCloud).vms == {}
 
 
+@pytest.mark.slow
 async def test_vm_already_gone_at_the_provider(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -124,6 +126,7 @@ async def test_provider_errors_hold_the_step_and_retry(
         assert retry - 1.5 <= trio.current_time() - started <= retry + 1
 
 
+@pytest.mark.slow
 async def test_drain_blocked_by_a_budget_is_forced_after_the_drain_timeout(
     cluster: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -191,6 +194,7 @@ async def deleted_by_force_at_once(cluster: Emulator, h: Harness) -> None:
     assert "Force Drain successful" in await event_messages(h, "m-1")
 
 
+@pytest.mark.slow
 async def test_force_deletion_label_skips_the_budget(
     cluster: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -204,6 +208,7 @@ async def test_force_deletion_label_skips_the_budget(
         await deleted_by_force_at_once(cluster, h)
 
 
+@pytest.mark.slow
 async def test_node_unhealthy_for_five_minutes_is_drained_by_force(
     cluster: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

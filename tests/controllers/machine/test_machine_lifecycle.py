@@ -228,6 +228,7 @@ async def test_missing_user_data_is_reported(
         )
 
 
+@pytest.mark.slow
 async def test_uninitialized_vm_is_initialized(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -240,6 +241,7 @@ async def test_uninitialized_vm_is_initialized(
         assert vm.initialized
 
 
+@pytest.mark.slow
 async def test_a_machine_never_takes_over_or_deletes_another_vms_node(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

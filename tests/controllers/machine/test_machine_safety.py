@@ -125,6 +125,7 @@ async def test_metrics_show_phases_conditions_driver_calls_and_durations(
         assert "kubeadm" not in text and "BOOTSTRAP" not in text  # no user data anywhere
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_kubectl_sees_machines_with_their_phase(emu: Emulator, kubectl: Kubectl) -> None:
     # Real clock: kubectl is a real process, and a mock clock would jump while it runs.

@@ -26,6 +26,8 @@ from kubetrio.testing import run_manager
 from tests.helpers.kube import Kubectl
 from tests.helpers.machines import MACHINE_API, install_crds, machine_class_doc, machine_doc
 
+pytestmark = pytest.mark.slow
+
 MACHINE_HOOK = "vmachine-v1alpha1.machine.sapcloud.io"
 
 

@@ -51,6 +51,7 @@ async def roll_to(h: DeploymentHarness, machine_class: str, name: str = "pool") 
     return await h.patch({"spec": {"template": {"spec": {"class": {"name": machine_class}}}}}, name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("surge", "unavailable", "replicas", "max_total", "min_available"),
     [
@@ -206,6 +207,7 @@ async def test_a_paused_deployment_scales_but_does_not_roll_until_resumed(
         assert ("Normal", "ScalingMachineSet") in [(t, r) for t, r, _ in await h.events()]
 
 
+@pytest.mark.slow
 async def test_rollback_to_a_revision_brings_its_template_back(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

@@ -14,7 +14,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from tests.helpers.kube import Kubectl
 
-pytestmark = pytest.mark.kubectl
+pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 
 CRD_DIR = Path(__file__).resolve().parents[3] / "config" / "crd"
 API = "machine.sapcloud.io/v1alpha1"

@@ -276,6 +276,7 @@ async def test_the_unfreeze_annotation_and_a_stale_deployment_freeze(
         assert not frozen(g.machine_set("solo"))  # 3 < 4: it stays unfrozen
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_kubectl_sees_the_freeze_and_lifts_it_with_the_annotation(
     emu: Emulator, kubectl: Kubectl

@@ -138,6 +138,7 @@ def closed_port() -> int:
     return port
 
 
+@pytest.mark.slow
 async def test_unreachable_backend_is_counted_never_fatal(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

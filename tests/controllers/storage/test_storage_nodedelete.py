@@ -144,6 +144,7 @@ async def test_backend_errors_are_retried_with_growing_delays(
             assert "answered 500: disk on fire" in events[0][2]
 
 
+@pytest.mark.slow
 async def test_deletion_follows_the_backend_timeline_closely(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
