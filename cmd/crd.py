@@ -23,7 +23,7 @@ import yaml
 
 from kubetrio.cmd.output import write_stdout
 
-# The kinds kubetrio ships CRDs for; config/crd is their output (tests/unit/test_config_crds.py):
+# The kinds kubetrio ships CRDs for; config/crd is their output (tests/cli/test_config_crds.py):
 #   kubetrio crd generate <these> -o config/crd
 OWN_KINDS = (
     "kubetrio.api.machine:Machine",

@@ -2,7 +2,7 @@
 --help`` and in the README, so nobody is surprised.
 
 Each row names the cluster behaviour and what happens here instead. Rows with a ``probe`` are
-checked by ``tests/e2e/test_emulator_gaps.py``: if a gap is closed (or behaves differently from
+checked by ``tests/emulator/test_emulator_gaps.py``: if a gap is closed (or behaves differently from
 what the row says) the test fails until the row changes, so the table cannot drift. Rows with
 ``conformance`` probes are checked against a real kube-apiserver by ``tests/conformance``: each
 named probe must still differ from the cluster exactly where its entry in

@@ -1,11 +1,37 @@
-"""Fixtures both the unit and the end-to-end tests use."""
+"""Fixtures for every test folder: the collector's state restored, and the emulator fixtures
+the tests against the emulator over HTTP share (whatever their subject).
+
+The testing kit (``kubetrio.testing``'s pytest plugin) provides ``mock_clock``, ``emulator``
+(here also ``emu``) and ``kube_client``; ``kube`` and ``kubectl`` are the kit's, on ``emu``;
+``client`` is a raw async HTTP client on it. Defined here rather than in a helpers module: a
+conftest's fixtures take precedence over the kit's, which a plugin's would not (``kubectl``
+must follow a test module's own ``emu``, e.g. a simulated cluster).
+"""
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+
+from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
+from kubetrio.runtime.client.typed import Client
+from kubetrio.testing.kubectl import MISSING, Kubectl, find_kubectl
+from tests.helpers.kube import kubectl_env
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Runs on the kit's real control plane (``api_server``'s "real" run, ``real_server``) use
+    etcd and kube-apiserver child processes: marked ``process`` here, as a test's own marks
+    cannot single out one run of a fixture's parameters."""
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        real = callspec is not None and callspec.params.get("_real_plane") == "real"
+        if real or "real_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.process)
 
 
 @pytest.fixture
@@ -16,3 +42,37 @@ def restore_gc() -> Iterator[None]:
     yield
     gc.unfreeze()
     gc.set_threshold(*threshold)
+
+
+@pytest.fixture
+def emu(emulator: Emulator) -> Emulator:
+    """The kit's ``emulator`` under the name the suite grew up with."""
+    return emulator
+
+
+@pytest.fixture
+def client(emu: Emulator) -> EmuClient:
+    return EmuClient(emu.url, emu.token)
+
+
+# ``kube`` and ``kubectl`` follow ``emu``, which a test file may override (a simulated cluster).
+
+
+@pytest.fixture
+def kube(emu: Emulator) -> Client:
+    """Our typed async client, from the emulator's kubeconfig (admin, as ``kube_client``)."""
+    return Client.from_kubeconfig(str(emu.kubeconfig_path))
+
+
+@pytest.fixture
+def kubectl(kubectl_binary: str, emu: Emulator, tmp_path: Path) -> Kubectl:
+    """As the kit's ``kubectl``."""
+    return Kubectl(kubectl_binary, kubectl_env(emu, tmp_path))
+
+
+@pytest.fixture(scope="session")
+def kubectl_binary() -> str:
+    binary = find_kubectl()
+    if binary is None:
+        pytest.fail(MISSING)
+    return binary

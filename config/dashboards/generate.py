@@ -2,7 +2,7 @@
 ``framework.json``, ``machines.json`` and ``storage.json`` beside this file.
 
 The JSON files are what users import; this script is where they are edited, so panels stay
-uniform (datasource variable, units, legends, layout). ``tests/unit/test_dashboards.py`` checks
+uniform (datasource variable, units, legends, layout). ``tests/packaging/test_dashboards.py`` checks
 that the committed JSON is what this script writes, and the tests read the panel queries back
 with :func:`panel_queries` (the real-Prometheus test evaluates every one of them).
 

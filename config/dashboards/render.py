@@ -11,7 +11,7 @@ the dashboard JSON holds, variables set to "All" — over the run with matplotli
 extra: ``pip install -e '.[viz]'``).
 
 The helpers here (free ports, the Prometheus config, the HTTP API) are shared with
-``tests/e2e/test_prometheus.py``.
+``tests/packaging/test_prometheus.py``.
 """
 
 from __future__ import annotations

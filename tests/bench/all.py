@@ -124,14 +124,15 @@ BENCHES = (
     ),
     Bench(
         "machines",
-        ("--machines", "100", "--waves", "5"),
-        (),
+        ("--machines", "100", "--waves", "5", "--demo"),
+        ("--demo",),
         {
             "wall / boot baseline": key("wall_over_baseline"),
             "requests / floor": key("requests_over_floor"),
             "manager CPU ms per machine (slope; target <= 15)": key(
                 "manager_cpu_ms_per_machine_slope"
             ),
+            "embedded demo wall / the README's minute": key("demo_over_promise"),
         },
     ),
     Bench("soak", ("--quick",), (), {"time with 25 % faults / without": key("time_ratio")}),

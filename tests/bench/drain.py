@@ -84,7 +84,7 @@ SETUP_TIMEOUT = 120.0
 
 
 def find_kubectl() -> str | None:
-    """$KUBECTL, else the 1.33 binary beside the kubectl on PATH (``tests/e2e/conftest.py``)."""
+    """$KUBECTL, else the 1.33 binary beside the kubectl on PATH (``tests/helpers/kube.py``)."""
     env = os.environ.get("KUBECTL")
     if env:
         return env if Path(env).exists() else None
@@ -461,7 +461,7 @@ def verdict(ok: bool) -> str:
 async def main(args: argparse.Namespace) -> None:
     kubectl = find_kubectl()
     if kubectl is None:
-        raise SystemExit("kubectl 1.33 not found: set $KUBECTL (see tests/e2e/conftest.py)")
+        raise SystemExit("kubectl 1.33 not found: set $KUBECTL (see tests/helpers/kube.py)")
     pods = args.pods
     with tempfile.TemporaryDirectory(prefix="kubetrio-bench-drain-") as tmpdir:
         plain = await bench_plain(pods, kubectl, Path(tmpdir))

@@ -25,7 +25,7 @@ import trio
 from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
-from tests.e2e.credential_helpers import (
+from tests.helpers.credentials import (
     V1BETA1,
     admin_account,
     exec_user,

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 # Run as ``python tests/bench/secure_metrics.py``: keep this folder from shadowing stdlib
-# modules, and reach the e2e helpers as ``tests.e2e``.
+# modules, and reach the shared helpers as ``tests.helpers``.
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     del sys.path[0]
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -46,7 +46,7 @@ from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.metrics.secure import SecureServing
 from kubetrio.sim import serve_world
-from tests.e2e.rbac_helpers import bind, ok, sa_subject, service_account, token
+from tests.helpers.rbac import bind, ok, sa_subject, service_account, token
 
 READER_ROLE = Path(__file__).resolve().parents[2] / "config" / "rbac" / "metrics_reader_role.yaml"
 

@@ -3,7 +3,7 @@ nodes, then every machine deleted — once against a healthy API server, once wi
 quarter of the API requests failing — in one process, on trio's MockClock (simulated time:
 the figures are seconds of the controller's clock, not of this machine's CPU).
 
-Each run is ``tests/e2e/soak.py``'s ``soak()``: a fresh emulator with the simulated cluster
+Each run is ``tests/helpers/soak.py``'s ``soak()``: a fresh emulator with the simulated cluster
 (kubelets, scheduler, ReplicaSets; pods start in 0.05 s, grace periods scaled by 0.01), the
 machine CRDs, one ``sim`` MachineClass whose VMs boot in 10 s, and the machine controller on a
 manager exactly as ``kubetrio run`` wires it (5 workers, MCM's timeouts, the client's default
@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 
 # Run as ``python tests/bench/soak.py``: keep this folder (queue.py!) from shadowing stdlib,
-# and reach the e2e harness as ``tests.e2e``.
+# and reach the soak harness as ``tests.helpers``.
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     del sys.path[0]
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -51,9 +51,9 @@ import trio
 import trio.testing
 
 from kubetrio.runtime.util.log import configure_logging
-from tests.e2e.soak import SoakFigures, soak
+from tests.helpers.soak import SoakFigures, soak
 
-# As tests/e2e/conftest.py: real HTTP is in flight, so the clock jumps only when all is idle.
+# As tests/helpers/kube.py: real HTTP is in flight, so the clock jumps only when all is idle.
 AUTOJUMP = 0.05
 
 
