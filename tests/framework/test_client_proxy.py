@@ -1,4 +1,4 @@
-"""The client through an HTTP proxy (``tests/e2e/proxy.py``, in the test's run) in front of the
+"""The client through an HTTP proxy (``tests/helpers/proxy.py``, in the test's run) in front of the
 emulator: requests and watches go through it as CONNECT tunnels for ``https://`` and as
 absolute-form requests for ``http://``; ``HTTPS_PROXY`` and ``NO_PROXY`` act as client-go reads
 them, a kubeconfig's ``proxy-url`` wins over them, and a refusing proxy is a clear error.
