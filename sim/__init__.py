@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from kubetrio.emulator import Emulator, EmulatorOptions, ExtensionFactory, serve_emulator
+from kubetrio.emulator import Emulator, ExtensionFactory, serve_emulator
 from kubetrio.sim.cloud import PREFIX as CLOUD_PREFIX
 from kubetrio.sim.cloud import CloudApi, SimulatedCloud
 from kubetrio.sim.cluster import ClusterSimulation, SimulatedCluster
@@ -47,31 +46,14 @@ def cluster(simulation: ClusterSimulation) -> ExtensionFactory:
 @asynccontextmanager
 async def serve_world(
     *,
-    port: int = 0,
-    token: str | None = None,
-    state: str | Path | None = None,
-    kubeconfig_path: str | Path | None = None,
-    window: int = 10_000,
-    bookmark_interval: float = 60.0,
-    persist_debounce: float = 0.5,
-    options: EmulatorOptions | None = None,
     simulate: ClusterSimulation | None = None,
     extensions: Sequence[ExtensionFactory] = (),
+    **emulator: Any,
 ) -> AsyncIterator[Emulator]:
-    """``serve_emulator`` with the simulated cloud and, given ``simulate``, the simulated
-    cluster; ``emu.extension(SimulatedCloud)`` and ``emu.extension(SimulatedCluster)`` find
-    them. ``extensions`` are served after those."""
+    """``serve_emulator`` (``emulator`` are its keyword arguments) with the simulated cloud
+    and, given ``simulate``, the simulated cluster; ``emu.extension(SimulatedCloud)`` and
+    ``emu.extension(SimulatedCluster)`` find them. ``extensions`` are served after those."""
     world: list[ExtensionFactory] = [cluster(simulate)] if simulate is not None else []
     world += [cloud, *extensions]
-    async with serve_emulator(
-        port=port,
-        token=token,
-        state=state,
-        kubeconfig_path=kubeconfig_path,
-        window=window,
-        bookmark_interval=bookmark_interval,
-        persist_debounce=persist_debounce,
-        options=options,
-        extensions=world,
-    ) as emu:
+    async with serve_emulator(extensions=world, **emulator) as emu:
         yield emu
