@@ -24,13 +24,15 @@ from tests.helpers.kube import kubectl_env
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Runs on the kit's real control plane (``api_server``'s "real" run, ``real_server``) use
-    etcd and kube-apiserver child processes: marked ``process`` here, as a test's own marks
-    cannot single out one run of a fixture's parameters."""
+    """Runs on the kit's real control plane (``api_server``'s "real" run, ``real_server``, the
+    conformance corpus's ``control_plane``) use etcd and kube-apiserver child processes: marked
+    ``process`` here, as a test's own marks cannot single out one run of a fixture's
+    parameters."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         real = callspec is not None and callspec.params.get("_real_plane") == "real"
-        if real or "real_server" in getattr(item, "fixturenames", ()):
+        uses = set(getattr(item, "fixturenames", ()))
+        if real or uses & {"real_server", "control_plane"}:
             item.add_marker(pytest.mark.process)
 
 

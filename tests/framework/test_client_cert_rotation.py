@@ -53,8 +53,32 @@ class Authority:
             .not_valid_before(start)
             .not_valid_after(start + dt.timedelta(days=1))
             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            # What strict X.509 verification (Python 3.13's default) requires of a chain.
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()),
+                critical=False,
+            )
         )
-        if not ca:
+        if ca:
+            unused = (
+                "content_commitment",
+                "key_encipherment",
+                "data_encipherment",
+                "key_agreement",
+            )
+            builder = builder.add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                    **dict.fromkeys(unused, False),
+                ),
+                critical=True,
+            )
+        else:
             builder = builder.add_extension(
                 x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
                 critical=False,
