@@ -40,6 +40,7 @@ from kubetrio.emulator.meta import (
     new_uid,
 )
 from kubetrio.emulator.schema_admit import admit, default_stored
+from kubetrio.emulator.validation import check_create, check_update
 
 log = logging.getLogger(__name__)
 
@@ -375,7 +376,9 @@ class Store:
         if not rt.builtin or rt.key in GENERATION_TRACKED:
             md["generation"] = 1
         self._prepare_create(rt, obj)
-        if not rt.builtin:
+        if rt.builtin:
+            check_create(rt, obj)
+        else:
             admit(self.crd_of(rt), rt.group, rt.kind, obj)
         if dry_run:
             return Entry(obj, 0)
@@ -531,7 +534,9 @@ class Store:
                 _label_namespace(new)
             if rt.key == "services":
                 services.keep_allocated(new, old.obj, (e.obj for e in self.iter(rt)))
-        if not rt.builtin:
+        if rt.builtin:
+            check_update(rt, new, old.obj, subresource)
+        else:
             admit(self.crd_of(rt), rt.group, rt.kind, new, old.obj)
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
