@@ -10,6 +10,7 @@ raises).
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -205,7 +206,16 @@ def cronjob(obj: Obj, uid: str) -> None:
 
 
 def secret(obj: Obj, uid: str) -> None:
+    """``stringData`` is write-only: the v1 conversion encodes it into ``data`` (winning over
+    a key there) and drops it."""
     obj.setdefault("type", "Opaque")
+    strings = obj.pop("stringData", None)
+    if isinstance(strings, dict) and strings:
+        data = obj.get("data")
+        if not isinstance(data, dict):
+            data = obj["data"] = {}
+        for key, value in strings.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
 
 
 def priorityclass(obj: Obj, uid: str) -> None:
@@ -218,6 +228,32 @@ def persistentvolume(obj: Obj, uid: str) -> None:
         return
     spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
     spec.setdefault("volumeMode", "Filesystem")
+    host_path = spec.get("hostPath")
+    if isinstance(host_path, dict):
+        host_path.setdefault("type", "")
+
+
+def event(obj: Obj, uid: str) -> None:
+    """A core Event's fields without omitempty read back as zero values."""
+    _fill(
+        obj,
+        (
+            ("source", {}),
+            ("firstTimestamp", None),
+            ("lastTimestamp", None),
+            ("eventTime", None),
+            ("reportingComponent", ""),
+            ("reportingInstance", ""),
+        ),
+    )
+
+
+def role_binding(obj: Obj, uid: str) -> None:
+    """Users and groups are named in the RBAC group (service accounts in the core one, which
+    reads back as no apiGroup at all)."""
+    for subject in obj.get("subjects") or []:
+        if isinstance(subject, dict) and subject.get("kind") in ("User", "Group"):
+            subject.setdefault("apiGroup", "rbac.authorization.k8s.io")
 
 
 def persistentvolumeclaim(obj: Obj, uid: str) -> None:
@@ -242,6 +278,9 @@ def podtemplate(obj: Obj, uid: str) -> None:
 DEFAULTERS: dict[str, Callable[[Obj, str], None]] = {
     "pods": pod,
     "secrets": secret,
+    "events": event,
+    "rolebindings.rbac.authorization.k8s.io": role_binding,
+    "clusterrolebindings.rbac.authorization.k8s.io": role_binding,
     "persistentvolumes": persistentvolume,
     "persistentvolumeclaims": persistentvolumeclaim,
     "deployments.apps": deployment,

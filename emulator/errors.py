@@ -91,8 +91,10 @@ def conflict(group: str, plural: str, name: str, why: str | None = None) -> ApiE
 
 def invalid(group: str, kind: str, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
     """422 Invalid; ``causes`` are (cause type, field, message) as field.ErrorList renders them."""
-    text = ", ".join(f"{field}: {msg}" for _t, field, msg in causes)
-    if len(causes) > 1:
+    # The message lists each distinct error once (ToAggregate), the causes every one.
+    shown = list(dict.fromkeys(f"{field}: {msg}" for _t, field, msg in causes))
+    text = ", ".join(shown)
+    if len(shown) > 1:
         text = f"[{text}]"
     details: dict[str, Any] = {"name": name} if name else {}  # omitempty, as in StatusDetails
     if group:

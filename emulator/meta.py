@@ -1,17 +1,14 @@
-"""Object metadata rules shared by every kind: names, generateName, labels, timestamps."""
+"""Object metadata plumbing shared by every kind: uids, generated names, the shapes of
+metadata fields (the rules on their contents live in ``validation.objectmeta``)."""
 
 from __future__ import annotations
 
 import random
-import re
 import uuid
 from typing import Any
 
 from kubetrio.emulator.errors import ApiError, bad_request, invalid
 
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
 _GENERATE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _rand = random.Random()
 
@@ -22,40 +19,6 @@ def new_uid() -> str:
 
 def generate_name(prefix: str) -> str:
     return prefix + "".join(_rand.choice(_GENERATE_ALPHABET) for _ in range(5))
-
-
-def _check_path_segment(group: str, kind: str, name: str, field: str) -> None:
-    """RBAC objects are named like system:discovery: any name usable as one URL segment."""
-    problem = (
-        f"may not be '{name}'"
-        if name in (".", "..")
-        else next((f"may not contain '{c}'" for c in ("/", "%") if c in name), None)
-    )
-    if problem is not None:
-        raise invalid(
-            group, kind, name, [("FieldValueInvalid", field, f'Invalid value: "{name}": {problem}')]
-        )
-
-
-def check_name(group: str, kind: str, name: str, field: str = "metadata.name") -> None:
-    if group == "rbac.authorization.k8s.io":
-        return _check_path_segment(group, kind, name, field)
-    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
-        raise invalid(
-            group,
-            kind,
-            name,
-            [
-                (
-                    "FieldValueInvalid",
-                    field,
-                    f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
-                    "lower case alphanumeric characters, '-' or '.', and must start and end with "
-                    "an alphanumeric character (e.g. 'example.com', regex used for validation is "
-                    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-                )
-            ],
-        )
 
 
 def metadata_of(obj: dict[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,6 @@ from kubetrio.emulator.jsoncopy import json_copy
 from kubetrio.emulator.kinds import ResourceType, ResourceTypes, from_crd
 from kubetrio.emulator.meta import (
     check_finalizers,
-    check_name,
     check_object_fields,
     check_string_map,
     generate_name,
@@ -80,6 +79,11 @@ GENERATION_TRACKED = frozenset(
         "validatingwebhookconfigurations.admissionregistration.k8s.io",
     }
 )
+# What besides the spec raises a tracked kind's generation on update (its PrepareForUpdate):
+# a Deployment's annotations are copied to its ReplicaSets, so changing them is a rollout.
+GENERATION_ALSO_TRACKS: dict[str, tuple[str, ...]] = {"deployments.apps": ("annotations",)}
+# Tracked kinds whose strategy never raises it: they keep the 1 they were created with.
+GENERATION_FIXED = frozenset({"priorityclasses.scheduling.k8s.io"})
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # The status a create leaves on built-ins whose strategies reset it (what a client sent is
 # dropped); Go serialises the fields without omitempty, so they read back as zeros.
@@ -116,6 +120,15 @@ class ListResult:
 def _spec_part(obj: dict[str, Any]) -> dict[str, Any]:
     """What ``generation`` tracks: everything but metadata, status and type meta."""
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "kind", "apiVersion")}
+
+
+def _generation_moves(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]) -> bool:
+    if rt.key in GENERATION_FIXED:
+        return False
+    if _spec_part(new) != _spec_part(old):
+        return True
+    new_md, old_md = new["metadata"], old["metadata"]
+    return any(new_md.get(f) != old_md.get(f) for f in GENERATION_ALSO_TRACKS.get(rt.key, ()))
 
 
 def _label_namespace(obj: dict[str, Any]) -> None:
@@ -361,14 +374,16 @@ class Store:
             md["name"] = name
         if not isinstance(name, str):
             raise errors.bad_request("metadata.name: must be a string")
-        check_name(rt.group, rt.kind, name)
         self._check_namespace(rt, ns, md, name)
         check_string_map(rt.group, rt.kind, name, md, "labels")
         check_string_map(rt.group, rt.kind, name, md, "annotations")
         check_finalizers(rt.group, rt.kind, name, md)
         check_gc_metadata(rt.group, rt.kind, name, md)
-        if self.find(rt, ns, name) is not None:
-            raise errors.already_exists(rt.group, rt.plural, name)
+        if md.get("resourceVersion"):
+            # Refused by the storage layer itself, hence a bare 500.
+            raise errors.ApiError(
+                500, "", "resourceVersion should not be set on objects to be created"
+            )
         for f in _SERVER_MANAGED:
             md.pop(f, None)
         md["uid"] = new_uid()
@@ -376,10 +391,11 @@ class Store:
         if not rt.builtin or rt.key in GENERATION_TRACKED:
             md["generation"] = 1
         self._prepare_create(rt, obj)
-        if rt.builtin:
-            check_create(rt, obj)
-        else:
+        check_create(rt, obj)
+        if not rt.builtin:
             admit(self.crd_of(rt), rt.group, rt.kind, obj)
+        if self.find(rt, ns, name) is not None:
+            raise errors.already_exists(rt.group, rt.plural, name)
         if dry_run:
             return Entry(obj, 0)
         md["resourceVersion"] = str(self._next_rv())
@@ -406,12 +422,21 @@ class Store:
         if namespace is None:
             raise errors.not_found("", "namespaces", ns)
         if namespace.obj["metadata"].get("deletionTimestamp"):
-            raise errors.forbidden(
+            refused = errors.forbidden(
                 rt.group,
                 rt.plural,
                 name,
                 f"unable to create new content in namespace {ns} because it is being terminated",
             )
+            refused.details = refused.details or {}
+            refused.details["causes"] = [
+                {
+                    "reason": "NamespaceTerminating",
+                    "message": f"namespace {ns} is being terminated",
+                    "field": "metadata.namespace",
+                }
+            ]
+            raise refused
 
     def _prepare_create(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         """Kind-specific defaults the apiserver applies on create (PrepareForCreate)."""
@@ -534,13 +559,12 @@ class Store:
                 _label_namespace(new)
             if rt.key == "services":
                 services.keep_allocated(new, old.obj, (e.obj for e in self.iter(rt)))
-        if rt.builtin:
-            check_update(rt, new, old.obj, subresource)
-        else:
+        check_update(rt, new, old.obj, subresource)
+        if not rt.builtin:
             admit(self.crd_of(rt), rt.group, rt.kind, new, old.obj)
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
-        if "generation" in old_md and _spec_part(new) != _spec_part(old.obj):
+        if "generation" in old_md and _generation_moves(rt, new, old.obj):
             new_md["generation"] = int(old_md["generation"]) + 1
         new = _ordered(new)
         if new == old.obj:
@@ -674,7 +698,6 @@ class Store:
             return old, False
         new = old.clone()
         new["metadata"]["deletionTimestamp"] = self.clock.now_rfc3339()
-        new["metadata"]["deletionGracePeriodSeconds"] = 0
         new.setdefault("status", {})["phase"] = "Terminating"
         new["metadata"]["resourceVersion"] = str(self._next_rv())
         marked = Entry(new, self.rv)

@@ -17,6 +17,7 @@ from typing import Any
 
 from kubetrio.emulator import errors
 from kubetrio.emulator.kinds import ResourceType
+from kubetrio.emulator.validation import objectmeta
 from kubetrio.emulator.validation.causes import Causes
 
 Obj = dict[str, Any]
@@ -49,23 +50,27 @@ def _raise(rt: ResourceType, obj: Obj, causes: Causes) -> None:
 
 
 def check_create(rt: ResourceType, obj: Obj) -> None:
-    """422 Invalid with every broken rule, or nothing."""
+    """422 Invalid with every broken rule (metadata's first, as the kind's own ``Validate``
+    reports them), or nothing."""
+    causes = Causes()
+    objectmeta.on_create(rt, obj, causes)
     rules = ON_CREATE.get(rt.key)
     if rules is not None:
-        causes = Causes()
         rules(obj, causes)
-        _raise(rt, obj, causes)
+    _raise(rt, obj, causes)
 
 
 def check_update(rt: ResourceType, new: Obj, old: Obj, subresource: str = "") -> None:
     """422 Invalid with every broken rule of an update (``status`` for the status
     subresource's own rules), or nothing."""
+    causes = Causes()
+    if subresource != "status":
+        objectmeta.on_update(rt, new, old, causes)
     table = ON_STATUS_UPDATE if subresource == "status" else ON_UPDATE
     rules = table.get(rt.key)
     if rules is not None:
-        causes = Causes()
         rules(new, old, causes)
-        _raise(rt, new, causes)
+    _raise(rt, new, causes)
 
 
 _register()

@@ -7,8 +7,17 @@ import json
 from typing import Any
 
 
+class Shown(str):
+    """A value already rendered as a cluster prints it (a Go struct's JSON, with its Go field
+    names): printed as it stands."""
+
+
 def _go_value(value: Any) -> str:
-    """A value as field.Error prints it (``%#v``-like for strings, ``%v`` otherwise)."""
+    """A value as field.Error prints it: strings quoted, structs, maps and lists as JSON."""
+    if isinstance(value, Shown):
+        return str(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"))
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, bool):
@@ -48,8 +57,15 @@ class Causes:
     def forbidden(self, field: str, detail: str) -> None:
         self.items.append(("FieldValueForbidden", field, _join("Forbidden", detail)))
 
-    def duplicate(self, field: str, value: Any) -> None:
-        self.items.append(("FieldValueDuplicate", field, f"Duplicate value: {_go_value(value)}"))
+    def duplicate(self, field: str, value: Any, detail: str = "") -> None:
+        self.items.append(
+            ("FieldValueDuplicate", field, _join(f"Duplicate value: {_go_value(value)}", detail))
+        )
+
+    def extend(self, field: str, value: Any, messages: list[str]) -> None:
+        """One Invalid cause per message a format check gave for ``value``."""
+        for message in messages:
+            self.invalid(field, value, message)
 
     def too_long(self, field: str, limit: int) -> None:
         self.items.append(

@@ -4,4 +4,30 @@ from __future__ import annotations
 
 from types import ModuleType
 
-MODULES: tuple[ModuleType, ...] = ()
+from kubetrio.emulator.validation import (
+    configmaps,
+    events,
+    leases,
+    namespaces,
+    nodes,
+    policy,
+    rbac,
+    scheduling,
+    secrets,
+    services,
+    volumes,
+)
+
+MODULES: tuple[ModuleType, ...] = (
+    configmaps,
+    events,
+    leases,
+    namespaces,
+    nodes,
+    policy,
+    rbac,
+    scheduling,
+    secrets,
+    services,
+    volumes,
+)

@@ -66,6 +66,29 @@ PROBES = [
     probe("configmap.bad-label-value", post(CMS, cm("c", labels={"k": "bad value!"}))),
     probe("configmap.label-value-too-long", post(CMS, cm("c", labels={"k": "v" * 64}))),
     probe("configmap.bad-annotation-key", post(CMS, cm("c", annotations={"a b": "v"}))),
+    probe("configmap.bad-label-key-prefix", post(CMS, cm("c", labels={"Bad_Prefix/x": "v"}))),
+    probe("configmap.label-key-too-long", post(CMS, cm("c", labels={"k" * 64: "v"}))),
+    probe("configmap.annotations-too-large", post(CMS, cm("c", annotations={"a": "b" * 262144}))),
+    probe(
+        "configmap.bad-generate-name",
+        # The first cause: the others name the random name generated from the prefix.
+        post(
+            CMS,
+            {"metadata": {"generateName": "Bad_"}},
+            view=lambda b: (b.get("details") or {}).get("causes", [])[:1],
+        ),
+    ),
+    probe("configmap.bad-finalizer", post(CMS, cm("c", finalizers=["no slash"]))),
+    probe(
+        "configmap.bad-label-on-update",
+        setup(post(CMS, cm("c"))),
+        merge(CM, {"metadata": {"labels": {"k": "bad value!"}}}),
+    ),
+    probe(
+        "configmap.bad-data-key-on-update",
+        setup(post(CMS, cm("c"))),
+        merge(CM, {"data": {"a b": "1"}}),
+    ),
     probe(
         "configmap.binary-data",
         post(CMS, {**cm("c"), "binaryData": {"bin": b64("\x00\x01raw")}}),
@@ -73,6 +96,13 @@ PROBES = [
     probe("configmap.binary-data-not-base64", post(CMS, {**cm("c"), "binaryData": {"b": "%%%"}})),
     probe(
         "configmap.data-and-binary-same-key", post(CMS, {**cm("c"), "binaryData": {"a": "AA=="}})
+    ),
+    probe("configmap.bad-binary-key", post(CMS, {**cm("c"), "binaryData": {"a b": "AA=="}})),
+    probe(
+        "configmap.made-immutable-with-edit",
+        setup(post(CMS, cm("c"))),
+        merge(CM, {"immutable": True, "data": {"a": "2"}}),
+        merge(CM, {"metadata": {"annotations": {"note": "ok"}}}),
     ),
     probe(
         "configmap.immutable-edit",
@@ -154,7 +184,48 @@ PROBES = [
         setup(post(SECRETS, secret("s", data={"k": b64("v")}, immutable=True))),
         merge(f"{SECRETS}/s", {"data": {"k": b64("w")}}),
     ),
+    probe(
+        "secret.dockerconfigjson-missing-key",
+        post(SECRETS, secret("s", type="kubernetes.io/dockerconfigjson")),
+    ),
+    probe(
+        "secret.dockerconfigjson-not-json",
+        post(
+            SECRETS,
+            secret(
+                "s", type="kubernetes.io/dockerconfigjson", data={".dockerconfigjson": b64("x")}
+            ),
+        ),
+    ),
+    probe("secret.ssh-auth-missing-key", post(SECRETS, secret("s", type="kubernetes.io/ssh-auth"))),
+    probe(
+        "secret.basic-auth-missing-keys",
+        post(SECRETS, secret("s", type="kubernetes.io/basic-auth")),
+    ),
+    probe(
+        "secret.bad-key-on-update",
+        setup(post(SECRETS, secret("s", data={"k": b64("v")}))),
+        merge(f"{SECRETS}/s", {"data": {"a/b": b64("v")}}),
+    ),
+    probe(
+        "secret.tls-keys-removed-on-update",
+        setup(
+            post(
+                SECRETS,
+                secret(
+                    "s", type="kubernetes.io/tls", data={"tls.crt": b64("c"), "tls.key": b64("k")}
+                ),
+            )
+        ),
+        merge(f"{SECRETS}/s", {"data": {"tls.key": None}}),
+    ),
     # -- ServiceAccount
+    probe("serviceaccount.bad-name", post(ACCOUNTS, {"metadata": {"name": "Bad_Name"}})),
+    probe(
+        "serviceaccount.no-generation",
+        setup(post(ACCOUNTS, {"metadata": {"name": "sa"}})),
+        merge(f"{ACCOUNTS}/sa", {"automountServiceAccountToken": False}),
+    ),
     probe(
         "serviceaccount.create",
         post(ACCOUNTS, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa"}}),
@@ -193,6 +264,11 @@ PROBES = [
     ),
     # -- Namespace
     probe("namespace.create-with-dots", post("/api/v1/namespaces", {"metadata": {"name": "a.b"}})),
+    probe("namespace.uppercase", post("/api/v1/namespaces", {"metadata": {"name": "Upper"}})),
+    probe("namespace.name-too-long", post("/api/v1/namespaces", {"metadata": {"name": "n" * 64}})),
+    probe(
+        "namespace.bad-label-on-update", merge(NS, {"metadata": {"labels": {"k": "bad value!"}}})
+    ),
     probe("namespace.get", get(NS)),
     probe(
         "namespace.create",

@@ -7,14 +7,19 @@ from typing import Any
 
 from ..runner import probe
 from .objects import (
+    DEPLOYMENTS,
     EVENTS,
     LEASES,
     NEW_EVENTS,
     NODES,
+    NS,
     PDBS,
     PVCS,
     PVS,
+    ROLEBINDINGS,
+    ROLES,
     delete,
+    deployment,
     get,
     merge,
     pdb,
@@ -27,6 +32,38 @@ NODE = f"{NODES}/$ns-node"
 # namespace (or the volume) can go.
 RELEASE = {"metadata": {"finalizers": None}}
 PV = f"{PVS}/$ns-pv"
+PRIORITYCLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+PC = f"{PRIORITYCLASSES}/$ns-pc"
+RBAC = "rbac.authorization.k8s.io"
+
+
+def priorityclass(value: int, **fields: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "$ns-pc"},
+        "value": value,
+        **fields,
+    }
+
+
+def role(*rules: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "Role",
+        "metadata": {"name": "r"},
+        "rules": list(rules),
+    }
+
+
+def binding(role_name: str = "r", *subjects: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "b"},
+        "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": role_name},
+        "subjects": list(subjects) or [{"kind": "ServiceAccount", "name": "default"}],
+    }
 
 
 def lease(name: str, **spec: Any) -> dict[str, Any]:
@@ -87,6 +124,13 @@ PROBES = [
     ),
     probe("pdb.bad-percentage", post(PDBS, pdb("b", {"app": "x"}, minAvailable="150%"))),
     probe("pdb.negative", post(PDBS, pdb("b", {"app": "x"}, maxUnavailable=-1))),
+    probe("pdb.bad-selector", post(PDBS, pdb("b", {"app": "bad value!"}, minAvailable=1))),
+    probe("pdb.bad-string", post(PDBS, pdb("b", {"app": "x"}, maxUnavailable="half"))),
+    probe(
+        "pdb.negative-on-update",
+        setup(post(PDBS, pdb("b", {"app": "x"}, minAvailable=1))),
+        merge(f"{PDBS}/b", {"spec": {"minAvailable": -2}}),
+    ),
     probe(
         "pdb.update-spec",
         setup(post(PDBS, pdb("b", {"app": "x"}, minAvailable=1))),
@@ -128,6 +172,16 @@ PROBES = [
         merge(f"{LEASES}/l", {"spec": {"holderIdentity": "b", "leaseTransitions": 1}}),
     ),
     probe("lease.negative-transitions", post(LEASES, lease("l", leaseTransitions=-1))),
+    probe(
+        "lease.bad-label-on-update",
+        setup(post(LEASES, lease("l", leaseDurationSeconds=15))),
+        merge(f"{LEASES}/l", {"metadata": {"labels": {"k": "bad value!"}}}),
+    ),
+    probe(
+        "lease.zero-duration-on-update",
+        setup(post(LEASES, lease("l", leaseDurationSeconds=15))),
+        merge(f"{LEASES}/l", {"spec": {"leaseDurationSeconds": 0}}),
+    ),
     # -- Event (core/v1 and events.k8s.io/v1)
     probe(
         "event.create",
@@ -183,6 +237,22 @@ PROBES = [
         post(NODES, node(taints=[{"key": "k", "value": "v", "effect": "Sometimes"}])),
     ),
     probe(
+        "node.duplicate-taints",
+        post(
+            NODES,
+            node(
+                taints=[{"key": "k", "effect": "NoSchedule"}, {"key": "k", "effect": "NoSchedule"}]
+            ),
+        ),
+    ),
+    probe("node.taint-without-key", post(NODES, node(taints=[{"effect": "NoSchedule"}]))),
+    probe(
+        "node.bad-taint-on-update",
+        setup(post(NODES, node())),
+        merge(NODE, {"spec": {"taints": [{"key": "k", "effect": "Never"}]}}),
+        setup(delete(NODE)),
+    ),
+    probe(
         "node.cordon",
         setup(post(NODES, node())),
         merge(NODE, {"spec": {"unschedulable": True}}),
@@ -208,6 +278,16 @@ PROBES = [
     probe("pv.no-capacity", post(PVS, pv(capacity=None))),
     probe("pv.no-source", post(PVS, pv(hostPath=None))),
     probe("pv.bad-reclaim-policy", post(PVS, pv(persistentVolumeReclaimPolicy="Keep"))),
+    probe("pv.bad-access-mode", post(PVS, pv(accessModes=["Sometimes"]))),
+    probe(
+        "pv.source-immutable",
+        setup(post(PVS, pv())),
+        merge(PV, {"spec": {"hostPath": {"path": "/tmp/other"}}}),
+        setup(merge(PV, {"metadata": {"finalizers": None}})),
+        setup(delete(PV)),
+    ),
+    probe("pvc.bad-access-mode", post(PVCS, pvc("c", accessModes=["Sometimes"]))),
+    probe("pvc.zero-storage", post(PVCS, pvc("c", resources={"requests": {"storage": "0"}}))),
     probe("pvc.create", post(PVCS, pvc("c")), setup(merge(f"{PVCS}/c", RELEASE))),
     probe("pvc.no-resources", post(PVCS, pvc("c", resources=None))),
     probe("pvc.no-access-modes", post(PVCS, pvc("c", accessModes=[]))),
@@ -222,5 +302,57 @@ PROBES = [
         post(PVCS, pvc("c", storageClassName="fast")),
         get(f"{PVCS}/c"),
         setup(merge(f"{PVCS}/c", RELEASE)),
+    ),
+    # -- metadata.generation: what raises it is each kind's own choice
+    probe(
+        "generation.deployment-annotation",
+        setup(post(DEPLOYMENTS, deployment("d"))),
+        merge(f"{DEPLOYMENTS}/d", {"metadata": {"annotations": {"note": "x"}}}),
+        merge(f"{DEPLOYMENTS}/d", {"metadata": {"labels": {"more": "y"}}}),
+    ),
+    probe(
+        "generation.pdb-label",
+        setup(post(PDBS, pdb("b", {"app": "x"}, minAvailable=1))),
+        merge(f"{PDBS}/b", {"metadata": {"labels": {"more": "y"}}}),
+        merge(f"{PDBS}/b", {"spec": {"minAvailable": 2}}),
+    ),
+    probe(
+        "generation.namespace-absent",
+        merge(NS, {"metadata": {"labels": {"more": "y"}}}),
+    ),
+    # -- PriorityClass
+    probe("priorityclass.create", post(PRIORITYCLASSES, priorityclass(1000)), setup(delete(PC))),
+    probe("priorityclass.too-high", post(PRIORITYCLASSES, priorityclass(2000000000))),
+    probe(
+        "priorityclass.value-immutable",
+        setup(post(PRIORITYCLASSES, priorityclass(1000))),
+        merge(PC, {"value": 2000}),
+        merge(PC, {"description": "may change"}),
+        setup(delete(PC)),
+    ),
+    probe(
+        "priorityclass.bad-preemption-policy",
+        post(PRIORITYCLASSES, priorityclass(1000, preemptionPolicy="Sometimes")),
+    ),
+    # -- RBAC
+    probe("rbac.role-without-verbs", post(ROLES, role({"apiGroups": [""], "resources": ["pods"]}))),
+    probe(
+        "rbac.role-url-rule",
+        post(ROLES, role({"nonResourceURLs": ["/healthz"], "verbs": ["get"]})),
+    ),
+    probe(
+        "rbac.binding-bad-role-kind",
+        post(
+            ROLEBINDINGS,
+            {**binding(), "roleRef": {"apiGroup": RBAC, "kind": "Secret", "name": "r"}},
+        ),
+    ),
+    probe("rbac.binding-subject-without-name", post(ROLEBINDINGS, binding("r", {"kind": "User"}))),
+    probe(
+        "rbac.binding-role-ref-immutable",
+        setup(post(ROLEBINDINGS, binding())),
+        merge(
+            f"{ROLEBINDINGS}/b", {"roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "other"}}
+        ),
     ),
 ]

@@ -169,6 +169,22 @@ PROBES = [
         post(SERVICES, service("s", {"port": 80}, {"port": 81})),
     ),
     probe("service.bad-type", post(SERVICES, service("s", type="Bogus"))),
+    probe("service.bad-protocol", post(SERVICES, service("s", {"port": 80, "protocol": "ICMP"}))),
+    probe(
+        "service.bad-port-name",
+        post(SERVICES, service("s", {"name": "Web_Port", "port": 80})),
+    ),
+    probe("service.name-starting-with-digit", post(SERVICES, service("1abc"))),
+    probe("service.dotted-name", post(SERVICES, service("a.b"))),
+    probe(
+        "service.external-name-missing",
+        post(SERVICES, {**service("s"), "spec": {"type": "ExternalName"}}),
+    ),
+    probe(
+        "service.port-out-of-range-on-update",
+        setup(post(SERVICES, service("s"))),
+        merge(S, {"spec": {"ports": [{"port": 0}]}}),
+    ),
     probe("service.node-port", post(SERVICES, service("s", type="NodePort"))),
     probe("service.headless", post(SERVICES, service("s", clusterIP="None"))),
     probe(
