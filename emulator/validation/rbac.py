@@ -5,12 +5,15 @@ subject."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from kubetrio.emulator.validation import names, objectmeta, selectors
 from kubetrio.emulator.validation.causes import Causes, Shown
 
 Obj = dict[str, Any]
+CreateRules = Callable[[Obj, Causes], None]
+UpdateRules = Callable[[Obj, Obj, Causes], None]
 
 GROUP = "rbac.authorization.k8s.io"
 SUBJECT_KINDS = ["ServiceAccount", "User", "Group"]
@@ -112,7 +115,7 @@ def _ref_frozen(new: Obj, old: Obj, causes: Causes) -> None:
         )
 
 
-def _revalidate(create: Any) -> Any:
+def _revalidate(create: CreateRules) -> UpdateRules:
     def update(new: Obj, old: Obj, causes: Causes) -> None:
         objectmeta.fields(new.get("metadata") or {}, causes)
         create(new, causes)
@@ -120,7 +123,7 @@ def _revalidate(create: Any) -> Any:
     return update
 
 
-def _binding_update(create: Any) -> Any:
+def _binding_update(create: CreateRules) -> UpdateRules:
     def update(new: Obj, old: Obj, causes: Causes) -> None:
         objectmeta.fields(new.get("metadata") or {}, causes)
         create(new, causes)
