@@ -85,7 +85,7 @@ class KindInfo:
 
 # Built-in kinds served by every API server we talk to (and by the emulator).
 BUILTIN_KINDS: tuple[KindInfo, ...] = (
-    KindInfo("v1", "Namespace", "namespaces", False, ("ns",), ("status",)),
+    KindInfo("v1", "Namespace", "namespaces", False, ("ns",), ("status", "finalize")),
     KindInfo("v1", "Node", "nodes", False, ("no",), ("status",)),
     KindInfo("v1", "Pod", "pods", True, ("po",), ("status", "eviction", "binding"), ("all",)),
     KindInfo("v1", "PersistentVolume", "persistentvolumes", False, ("pv",), ("status",)),

@@ -233,6 +233,39 @@ def persistentvolume(obj: Obj, uid: str) -> None:
         host_path.setdefault("type", "")
 
 
+_NODE_INFO = (
+    "machineID",
+    "systemUUID",
+    "bootID",
+    "kernelVersion",
+    "osImage",
+    "containerRuntimeVersion",
+    "kubeletVersion",
+    "kubeProxyVersion",
+    "operatingSystem",
+    "architecture",
+)
+
+
+def node(obj: Obj, uid: str) -> None:
+    """Allocatable defaults to capacity (SetDefaults_NodeStatus); the daemon endpoints and node
+    info structs are always written, zero-valued until a kubelet reports."""
+    status = _dict(obj, "status")
+    if status is None:
+        return
+    capacity = status.get("capacity")
+    if isinstance(capacity, dict) and status.get("allocatable") is None:
+        status["allocatable"] = dict(capacity)
+    endpoints = _dict(status, "daemonEndpoints")
+    if endpoints is not None:
+        kubelet = _dict(endpoints, "kubeletEndpoint")
+        if kubelet is not None:
+            kubelet.setdefault("Port", 0)
+    info = _dict(status, "nodeInfo")
+    if info is not None:
+        _fill(info, tuple((key, "") for key in _NODE_INFO))
+
+
 def event(obj: Obj, uid: str) -> None:
     """A core Event's fields without omitempty read back as zero values."""
     _fill(
@@ -279,6 +312,7 @@ DEFAULTERS: dict[str, Callable[[Obj, str], None]] = {
     "pods": pod,
     "secrets": secret,
     "events": event,
+    "nodes": node,
     "rolebindings.rbac.authorization.k8s.io": role_binding,
     "clusterrolebindings.rbac.authorization.k8s.io": role_binding,
     "persistentvolumes": persistentvolume,

@@ -77,6 +77,16 @@ def _resource(rt: ResourceType) -> list[dict[str, Any]]:
                     "verbs": ["get", "patch", "update"],
                 }
             )
+        elif sub == "finalize":
+            out.append(
+                {
+                    "name": f"{rt.plural}/finalize",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "kind": rt.kind,
+                    "verbs": ["update"],
+                }
+            )
         elif sub == "eviction":
             out.append(
                 {

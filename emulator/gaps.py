@@ -172,16 +172,17 @@ GAPS: tuple[Gap, ...] = (
         conformance=("pv.source-immutable", "pvc.spec-immutable"),
     ),
     Gap(
-        "storage and node admission and defaults: the kubernetes.io/pv-protection and "
-        "pvc-protection finalizers, the node.kubernetes.io/not-ready taint "
-        "on a new Node, allocatable defaulted from capacity, a Node's zero-valued status fields",
+        "storage and node admission: the kubernetes.io/pv-protection and pvc-protection "
+        "finalizers, the node.kubernetes.io/not-ready taint on a new Node",
         "none are added",
         conformance=(
             "pv.create",
             "pvc.create",
             "pvc.storage-class",
+            "pvc.status-dropped-on-create",
             "node.create",
             "node.cordon",
+            "node.status-on-create",
             "node.status-update",
         ),
     ),
@@ -260,7 +261,7 @@ GAPS: tuple[Gap, ...] = (
         "of another kind, JSON patches that are not lists, continue tokens, label and field "
         "selectors, a Service IP outside the range, strict decoding of custom resources, "
         "TokenRequest and review validation) and of Status details (JSON patch test failures "
-        "carry no causes; NamespaceTerminating causes; a duplicated finalizer cause)",
+        "carry no causes; a duplicated finalizer cause)",
         "the same code and reason, other words or details",
         conformance=(
             "configmap.json-patch-test-fails",

@@ -249,6 +249,20 @@ def resource_paths(rt: ResourceType, version: str, v3: bool) -> dict[str, Any]:
                 ),
             }
             continue
+        if sub == "finalize":  # a Namespace's spec.finalizers, replaced only
+            paths[f"{item}/{sub}"] = {
+                "parameters": named_params,
+                "put": o.build(
+                    "put",
+                    f"replace{tag}{ns}{kind}{cap}",
+                    gvk,
+                    _WRITE,
+                    obj,
+                    obj,
+                    codes=("200", "201"),
+                ),
+            }
+            continue
         # status reads and writes the object itself; scale an autoscaling/v1 Scale.
         sub_gvk = gvk if sub == "status" else ("autoscaling", "v1", "Scale")
         result = obj if sub == "status" else builtin_name(*sub_gvk) or "Scale"

@@ -37,6 +37,7 @@ from kubetrio.emulator.meta import (
     generate_name,
     metadata_of,
     new_uid,
+    sub_object,
 )
 from kubetrio.emulator.schema_admit import admit, default_stored
 from kubetrio.emulator.validation import check_create, check_update
@@ -445,6 +446,7 @@ class Store:
             obj["status"] = {"phase": "Pending"}
         elif rt.key == "services":
             services.allocate(obj, (e.obj for e in self.iter(rt)))
+            obj["status"] = {"loadBalancer": {}}
         elif rt.key == "namespaces":
             _label_namespace(obj)
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
@@ -508,6 +510,11 @@ class Store:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+            apply_defaults(rt.key, new)  # a status write is decoded, so defaulted, too
+        elif subresource == "finalize":
+            new = old.clone()
+            finalizers = sub_object(obj, "spec", "spec").get("finalizers")
+            new["spec"] = {"finalizers": finalizers} if finalizers else {}
         else:
             check_string_map(rt.group, rt.kind, name, md, "labels")
             check_string_map(rt.group, rt.kind, name, md, "annotations")
@@ -557,6 +564,8 @@ class Store:
             apply_defaults(rt.key, new)
             if rt.key == "namespaces":
                 _label_namespace(new)
+                # spec.finalizers change only through the finalize subresource.
+                new["spec"] = json_copy(old.obj.get("spec") or {})
             if rt.key == "services":
                 services.keep_allocated(new, old.obj, (e.obj for e in self.iter(rt)))
         check_update(rt, new, old.obj, subresource)

@@ -52,7 +52,7 @@ async def serve_resource(backend: Backend, req: Request, t: Target) -> Response 
     if verb == "create":
         return await create_resource(backend, req, t, dry_run)
     if verb == "update":
-        _check_writable_sub(t)
+        _check_writable_sub(t, ("", "status", "finalize"))
         return await update_resource(backend, req, t, dry_run)
     if verb == "patch":
         _check_writable_sub(t)
@@ -87,7 +87,8 @@ async def inject_fault(backend: Backend, verb: str, t: Target) -> Decision:
     )
 
 
-def _check_writable_sub(t: Target) -> None:
-    """Update and patch take a named object or its status; other subresources refuse them."""
-    if not t.name or t.sub not in ("", "status"):
+def _check_writable_sub(t: Target, writable: tuple[str, ...] = ("", "status")) -> None:
+    """Update and patch take a named object or its status (update also a Namespace's
+    finalize); other subresources refuse them."""
+    if not t.name or t.sub not in writable:
         raise errors.method_not_allowed()

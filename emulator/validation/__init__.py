@@ -27,6 +27,9 @@ UpdateRules = Callable[[Obj, Obj, Causes], None]
 ON_CREATE: dict[str, CreateRules] = {}
 ON_UPDATE: dict[str, UpdateRules] = {}
 ON_STATUS_UPDATE: dict[str, UpdateRules] = {}
+# Other writable subresources' rules, by (store key, subresource); a module may list them in
+# ``SUBRESOURCE_RULES``.
+ON_SUBRESOURCE_UPDATE: dict[tuple[str, str], UpdateRules] = {}
 
 
 def _register() -> None:
@@ -41,6 +44,7 @@ def _register() -> None:
                 ON_UPDATE[key] = update
             if status is not None:
                 ON_STATUS_UPDATE[key] = status
+        ON_SUBRESOURCE_UPDATE.update(getattr(module, "SUBRESOURCE_RULES", {}))
 
 
 def _raise(rt: ResourceType, obj: Obj, causes: Causes) -> None:
@@ -64,10 +68,13 @@ def check_update(rt: ResourceType, new: Obj, old: Obj, subresource: str = "") ->
     """422 Invalid with every broken rule of an update (``status`` for the status
     subresource's own rules), or nothing."""
     causes = Causes()
-    if subresource != "status":
+    if subresource == "status":
+        rules = ON_STATUS_UPDATE.get(rt.key)
+    elif subresource:
+        rules = ON_SUBRESOURCE_UPDATE.get((rt.key, subresource))
+    else:
         objectmeta.on_update(rt, new, old, causes)
-    table = ON_STATUS_UPDATE if subresource == "status" else ON_UPDATE
-    rules = table.get(rt.key)
+        rules = ON_UPDATE.get(rt.key)
     if rules is not None:
         rules(new, old, causes)
     _raise(rt, new, causes)

@@ -98,13 +98,19 @@ def _finalizers(value: Any, causes: Causes) -> None:
     if not isinstance(value, list):
         return
     for i, finalizer in enumerate(value):
-        if not isinstance(finalizer, str):
-            continue
-        for msg in names.qualified_name(finalizer):
-            causes.invalid("metadata.finalizers", finalizer, msg)
-        if "/" not in finalizer and finalizer not in STANDARD_FINALIZERS:
-            causes.invalid(
-                f"metadata.finalizers[{i}]",
-                finalizer,
-                "name is neither a standard finalizer name nor is it fully qualified",
-            )
+        if isinstance(finalizer, str):
+            causes.extend("metadata.finalizers", finalizer, names.qualified_name(finalizer))
+            _standard(finalizer, f"metadata.finalizers[{i}]", causes)
+
+
+def finalizer_name(value: str, field: str, causes: Causes) -> None:
+    """A finalizer named where only the kube rules apply (a Namespace's spec)."""
+    causes.extend(field, value, names.qualified_name(value))
+    _standard(value, field, causes)
+
+
+def _standard(value: str, field: str, causes: Causes) -> None:
+    if "/" not in value and value not in STANDARD_FINALIZERS:
+        causes.invalid(
+            field, value, "name is neither a standard finalizer name nor is it fully qualified"
+        )

@@ -288,6 +288,17 @@ PROBES = [
         setup(merge(f"{CMS}/held", {"metadata": {"finalizers": None}})),
     ),
     probe(
+        "namespace.finalize",
+        put(f"{NS}/finalize", {"metadata": {"name": "$ns"}, "spec": {"finalizers": []}}),
+        get(NS),
+    ),
+    probe(
+        "namespace.finalize-bad-name",
+        put(f"{NS}/finalize", {"metadata": {"name": "$ns"}, "spec": {"finalizers": ["no slash"]}}),
+    ),
+    probe("namespace.finalize-by-patch", merge(f"{NS}/finalize", {"spec": {"finalizers": []}})),
+    probe("namespace.update-keeps-finalizers", merge(NS, {"spec": {"finalizers": []}})),
+    probe(
         "namespace.name-immutable",
         merge(NS, {"metadata": {"name": "$ns-other"}}),
     ),

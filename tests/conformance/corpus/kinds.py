@@ -165,6 +165,10 @@ PROBES = [
             ),
         ),
     ),
+    probe(
+        "pdb.status-dropped-on-create",
+        post(PDBS, {**pdb("b", {"app": "x"}, minAvailable=1), "status": {"currentHealthy": 3}}),
+    ),
     probe("lease.zero-duration", post(LEASES, lease("l", leaseDurationSeconds=0))),
     probe(
         "lease.update-holder",
@@ -267,6 +271,11 @@ PROBES = [
         ),
         setup(delete(NODE)),
     ),
+    probe(
+        "node.status-on-create",
+        post(NODES, {**node(), "status": {"capacity": {"cpu": "2"}}}),
+        setup(delete(NODE)),
+    ),
     probe("node.get-missing", get(f"{NODES}/$ns-missing")),
     # -- PersistentVolume / PersistentVolumeClaim
     probe(
@@ -289,6 +298,11 @@ PROBES = [
     probe("pvc.bad-access-mode", post(PVCS, pvc("c", accessModes=["Sometimes"]))),
     probe("pvc.zero-storage", post(PVCS, pvc("c", resources={"requests": {"storage": "0"}}))),
     probe("pvc.create", post(PVCS, pvc("c")), setup(merge(f"{PVCS}/c", RELEASE))),
+    probe(
+        "pvc.status-dropped-on-create",
+        post(PVCS, {**pvc("c"), "status": {"phase": "Bound"}}),
+        setup(merge(f"{PVCS}/c", RELEASE)),
+    ),
     probe("pvc.no-resources", post(PVCS, pvc("c", resources=None))),
     probe("pvc.no-access-modes", post(PVCS, pvc("c", accessModes=[]))),
     probe(

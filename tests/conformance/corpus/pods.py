@@ -185,6 +185,13 @@ PROBES = [
         setup(post(SERVICES, service("s"))),
         merge(S, {"spec": {"ports": [{"port": 0}]}}),
     ),
+    probe(
+        "service.status-dropped-on-create",
+        post(
+            SERVICES,
+            {**service("s"), "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}},
+        ),
+    ),
     probe("service.node-port", post(SERVICES, service("s", type="NodePort"))),
     probe("service.headless", post(SERVICES, service("s", clusterIP="None"))),
     probe(
