@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import bisect
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,7 @@ from kubetrio.emulator.meta import (
     new_uid,
     sub_object,
 )
+from kubetrio.emulator.namespace_conditions import deletion_conditions
 from kubetrio.emulator.schema_admit import admit, default_stored
 from kubetrio.emulator.validation import check_create, check_update
 
@@ -721,8 +723,8 @@ class Store:
                         content_rt, name, entry.obj["metadata"]["name"], propagation="Background"
                     )
         self._finish_namespace_if_empty(name)
-        current = self.find(rt, "", name)
-        return (current or marked), current is None
+        # The answer is the namespace as marked: the controller's conditions come after it.
+        return marked, self.find(rt, "", name) is None
 
     def _finish_namespace_if_empty(self, ns: str) -> None:
         ns_rt = self.types.lookup("", "v1", "namespaces")
@@ -730,13 +732,40 @@ class Store:
         namespace = self.find(ns_rt, "", ns)
         if namespace is None or not namespace.obj["metadata"].get("deletionTimestamp"):
             return
+        remaining: Counter[str] = Counter()
+        finalizers: Counter[str] = Counter()
         for rt in self.types.all():
-            if rt.namespaced and any(key[0] == ns for key in self.bucket(rt)):
-                return
+            if not rt.namespaced:
+                continue
+            for key, entry in self.bucket(rt).items():
+                if key[0] == ns:
+                    remaining[f"{rt.plural}.{rt.group}"] += 1
+                    finalizers.update(entry.obj["metadata"].get("finalizers") or [])
+        if remaining:
+            self._report_namespace_content(ns_rt, namespace, remaining, finalizers)
+            return
         new = namespace.clone()
         new["metadata"]["resourceVersion"] = str(self._next_rv())
         new.get("spec", {}).pop("finalizers", None)
         self._commit(ns_rt, "DELETED", Entry(new, self.rv), namespace)
+
+    def _report_namespace_content(
+        self,
+        ns_rt: ResourceType,
+        namespace: Entry,
+        remaining: Counter[str],
+        finalizers: Counter[str],
+    ) -> None:
+        status = namespace.obj.get("status") or {}
+        conditions = deletion_conditions(
+            remaining, finalizers, status.get("conditions"), self.clock.wall_rfc3339()
+        )
+        if conditions == status.get("conditions"):
+            return
+        new = namespace.clone()
+        new.setdefault("status", {})["conditions"] = conditions
+        new["metadata"]["resourceVersion"] = str(self._next_rv())
+        self._commit(ns_rt, "MODIFIED", Entry(new, self.rv), namespace)
 
     # ----------------------------------------------------------------- CRDs
 

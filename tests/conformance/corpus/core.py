@@ -299,6 +299,17 @@ PROBES = [
     probe("namespace.finalize-by-patch", merge(f"{NS}/finalize", {"spec": {"finalizers": []}})),
     probe("namespace.update-keeps-finalizers", merge(NS, {"spec": {"finalizers": []}})),
     probe(
+        "namespace.terminating-conditions",
+        setup(post(CMS, cm("held", finalizers=["example.com/hold"]))),
+        setup(delete(NS)),
+        # The namespace controller reports what holds the namespace (a cluster a moment later).
+        Poll(
+            get(NS, view=lambda b: (b.get("status") or {}).get("conditions")),
+            until=lambda a: len((a["body"].get("status") or {}).get("conditions") or []) >= 5,
+        ),
+        setup(merge(f"{CMS}/held", {"metadata": {"finalizers": None}})),
+    ),
+    probe(
         "namespace.name-immutable",
         merge(NS, {"metadata": {"name": "$ns-other"}}),
     ),
