@@ -108,6 +108,13 @@ def keep_allocated(
     for key in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
         if key in old_spec and not spec.get(key):
             spec[key] = old_spec[key]
+    external = ("NodePort", "LoadBalancer")
+    if (
+        spec.get("type") not in external
+        and old_spec.get("type") in external
+        and spec.get("externalTrafficPolicy") == old_spec.get("externalTrafficPolicy")
+    ):
+        spec.pop("externalTrafficPolicy", None)  # type-dependent: dropped with the type
     old_ports = {
         (p.get("port"), p.get("protocol")): p.get("nodePort")
         for p in old_spec.get("ports") or []

@@ -23,7 +23,7 @@ def create(obj: Obj, causes: Causes) -> None:
             causes.forbidden(
                 "metadata.name",
                 "priority class names with 'system-' prefix are reserved for system use only. "
-                f"error: {name!r} is not a known system priority class".replace("'", '"'),
+                f"error: {name} is not a known system priority class",
             )
     elif isinstance(value, int) and value > HIGHEST_USER_PRIORITY:
         causes.forbidden(

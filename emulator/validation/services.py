@@ -13,6 +13,8 @@ Obj = dict[str, Any]
 
 TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
 PROTOCOLS = ["SCTP", "TCP", "UDP"]
+AFFINITIES = ["ClientIP", "None"]
+TRAFFIC_POLICIES = ["Cluster", "Local"]
 
 
 def _port(port: Obj, at: str, named: bool, seen: set[str], causes: Causes) -> None:
@@ -51,6 +53,21 @@ def create(obj: Obj, causes: Causes) -> None:
         _port(port, f"spec.ports[{i}]", len(ports) > 1, seen, causes)
     if kind is not None and kind not in TYPES:
         causes.unsupported("spec.type", kind, TYPES)
+    affinity = spec.get("sessionAffinity")
+    if affinity is not None and affinity not in AFFINITIES:
+        causes.unsupported("spec.sessionAffinity", affinity, AFFINITIES)
+    external = spec.get("externalTrafficPolicy")
+    if external and kind not in ("NodePort", "LoadBalancer"):
+        causes.invalid(
+            "spec.externalTrafficPolicy",
+            external,
+            "may only be set for externally-accessible services",
+        )
+    elif external and external not in TRAFFIC_POLICIES:
+        causes.unsupported("spec.externalTrafficPolicy", external, TRAFFIC_POLICIES)
+    internal = spec.get("internalTrafficPolicy")
+    if internal is not None and internal not in TRAFFIC_POLICIES:
+        causes.unsupported("spec.internalTrafficPolicy", internal, TRAFFIC_POLICIES)
 
 
 def update(new: Obj, old: Obj, causes: Causes) -> None:

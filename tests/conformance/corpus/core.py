@@ -97,6 +97,7 @@ PROBES = [
     probe(
         "configmap.data-and-binary-same-key", post(CMS, {**cm("c"), "binaryData": {"a": "AA=="}})
     ),
+    probe("configmap.key-starting-with-dots", post(CMS, cm("c", {"..a": "1"}))),
     probe("configmap.bad-binary-key", post(CMS, {**cm("c"), "binaryData": {"a b": "AA=="}})),
     probe(
         "configmap.made-immutable-with-edit",

@@ -207,6 +207,11 @@ PROBES = [
         "event.involved-object-other-namespace",
         post(EVENTS, event("e", involvedObject={**INVOLVED, "namespace": "elsewhere"})),
     ),
+    probe(
+        "event.involved-object-moved-on-update",
+        setup(post(EVENTS, event("e", involvedObject=INVOLVED))),
+        merge(f"{EVENTS}/e", {"involvedObject": {"namespace": "elsewhere"}}),
+    ),
     probe("event.bad-type", post(EVENTS, event("e", involvedObject=INVOLVED, type="Loud"))),
     probe(
         "event.new-api-create",
@@ -296,6 +301,8 @@ PROBES = [
         setup(delete(PV)),
     ),
     probe("pvc.bad-access-mode", post(PVCS, pvc("c", accessModes=["Sometimes"]))),
+    probe("pvc.bad-storage-class-name", post(PVCS, pvc("c", storageClassName="Bad_Class"))),
+    probe("pv.two-sources", post(PVS, pv(nfs={"server": "example.com", "path": "/x"}))),
     probe("pvc.zero-storage", post(PVCS, pvc("c", resources={"requests": {"storage": "0"}}))),
     probe("pvc.create", post(PVCS, pvc("c")), setup(merge(f"{PVCS}/c", RELEASE))),
     probe(
@@ -362,6 +369,22 @@ PROBES = [
         ),
     ),
     probe("rbac.binding-subject-without-name", post(ROLEBINDINGS, binding("r", {"kind": "User"}))),
+    probe(
+        "rbac.cluster-binding-account-without-namespace",
+        post(
+            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+            {
+                **binding("view", {"kind": "ServiceAccount", "name": "default"}),
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": "$ns-crb"},
+                "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "view"},
+            },
+        ),
+    ),
+    probe(
+        "priorityclass.system-prefix",
+        post(PRIORITYCLASSES, {**priorityclass(5), "metadata": {"name": "system-probe"}}),
+    ),
     probe(
         "rbac.binding-role-ref-immutable",
         setup(post(ROLEBINDINGS, binding())),

@@ -192,6 +192,15 @@ PROBES = [
             {**service("s"), "status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}},
         ),
     ),
+    probe("service.bad-session-affinity", post(SERVICES, service("s", sessionAffinity="Sticky"))),
+    probe(
+        "service.external-traffic-policy-on-cluster-ip",
+        post(SERVICES, service("s", externalTrafficPolicy="Local")),
+    ),
+    probe(
+        "service.bad-target-port-name",
+        post(SERVICES, service("s", {"port": 80, "targetPort": "Bad_Name"})),
+    ),
     probe("service.node-port", post(SERVICES, service("s", type="NodePort"))),
     probe("service.headless", post(SERVICES, service("s", clusterIP="None"))),
     probe(
