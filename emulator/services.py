@@ -109,12 +109,14 @@ def keep_allocated(
         if key in old_spec and not spec.get(key):
             spec[key] = old_spec[key]
     external = ("NodePort", "LoadBalancer")
-    if (
-        spec.get("type") not in external
-        and old_spec.get("type") in external
-        and spec.get("externalTrafficPolicy") == old_spec.get("externalTrafficPolicy")
-    ):
-        spec.pop("externalTrafficPolicy", None)  # type-dependent: dropped with the type
+    if spec.get("type") not in external and old_spec.get("type") in external:
+        # Type-dependent fields left as they were are dropped with the type.
+        if spec.get("externalTrafficPolicy") == old_spec.get("externalTrafficPolicy"):
+            spec.pop("externalTrafficPolicy", None)
+        allocated = {p.get("nodePort") for p in old_spec.get("ports") or [] if isinstance(p, dict)}
+        for port in spec.get("ports") or []:
+            if isinstance(port, dict) and port.get("nodePort") in allocated - {None}:
+                port.pop("nodePort")
     old_ports = {
         (p.get("port"), p.get("protocol")): p.get("nodePort")
         for p in old_spec.get("ports") or []

@@ -201,6 +201,11 @@ PROBES = [
         "service.bad-target-port-name",
         post(SERVICES, service("s", {"port": 80, "targetPort": "Bad_Name"})),
     ),
+    probe(
+        "service.node-port-to-cluster-ip",
+        setup(post(SERVICES, service("s", type="NodePort"))),
+        merge(S, {"spec": {"type": "ClusterIP"}}),
+    ),
     probe("service.node-port", post(SERVICES, service("s", type="NodePort"))),
     probe("service.headless", post(SERVICES, service("s", clusterIP="None"))),
     probe(
