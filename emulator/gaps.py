@@ -261,7 +261,7 @@ GAPS: tuple[Gap, ...] = (
         "of another kind, JSON patches that are not lists, continue tokens, label and field "
         "selectors, a Service IP outside the range, strict decoding of custom resources, "
         "TokenRequest and review validation) and of Status details (JSON patch test failures "
-        "carry no causes; a duplicated finalizer cause)",
+        "carry no causes)",
         "the same code and reason, other words or details",
         conformance=(
             "configmap.json-patch-test-fails",
@@ -279,7 +279,6 @@ GAPS: tuple[Gap, ...] = (
             "widget.strategic-patch-unsupported",
             "serviceaccount.token-request-short",
             "auth.access-review-empty",
-            "delete.no-new-finalizers-while-deleting",
         ),
     ),
     Gap(

@@ -537,29 +537,6 @@ class Store:
                 md["namespace"] = ns
             else:
                 md.pop("namespace", None)
-            if old_md.get("deletionTimestamp"):
-                added = [
-                    f
-                    for f in md.get("finalizers") or []
-                    if f not in (old_md.get("finalizers") or [])
-                ]
-                if added:
-                    raise errors.invalid(
-                        rt.group,
-                        rt.kind,
-                        name,
-                        [
-                            (
-                                "FieldValueForbidden",
-                                "metadata.finalizers",
-                                "Forbidden: no new finalizers can be added if the object is "
-                                "being deleted, found new finalizers "
-                                + "[]string{"
-                                + ", ".join(f'"{f}"' for f in added)
-                                + "}",
-                            )
-                        ],
-                    )
             if rt.key == CRD_KEY:
                 validate_crd(self.types, new)
                 new["status"] = crd_status(new, self.clock.wall_rfc3339())

@@ -54,12 +54,29 @@ def on_create(rt: ResourceType, obj: Obj, causes: Causes) -> None:
 
 
 def on_update(rt: ResourceType, new: Obj, old: Obj, causes: Causes) -> None:
-    """An update's metadata passes three checks that each look at labels, annotations and
-    finalizers (the registry's common ones, new and against the old object, then the kind's
-    ValidateObjectMetaUpdate), so a cluster names each broken one three times."""
-    md = new.get("metadata") or {}
-    for _ in range(3):
+    """An update's metadata is checked on its own and against the old object, by the registry
+    and again by the kind's ValidateObjectMetaUpdate: a cluster names a broken label three
+    times and a finalizer added while deleting twice."""
+    md, old_md = new.get("metadata") or {}, old.get("metadata") or {}
+    for _ in range(2):
+        _no_new_finalizers(md, old_md, causes)
         fields(md, causes)
+    fields(md, causes)
+
+
+def _no_new_finalizers(md: Obj, old_md: Obj, causes: Causes) -> None:
+    """An object being deleted takes no finalizer it did not have."""
+    if not old_md.get("deletionTimestamp"):
+        return
+    before = old_md.get("finalizers") or []
+    added = [f for f in md.get("finalizers") or [] if f not in before]
+    if added:
+        shown = "[]string{" + ", ".join(f'"{f}"' for f in added) + "}"
+        causes.forbidden(
+            "metadata.finalizers",
+            "no new finalizers can be added if the object is being deleted, found new "
+            f"finalizers {shown}",
+        )
 
 
 def fields(md: Obj, causes: Causes) -> None:

@@ -99,7 +99,6 @@ DIFFERS: dict[str, tuple[str, ...]] = {
     "crd.no-storage-version": ("0.body.details.causes", "0.body.message"),
     "crd.create-and-delete": ("0.body.spec.conversion", "0.body.spec.names.listKind"),
     "delete.answer-is-status": ("1",),
-    "delete.no-new-finalizers-while-deleting": ("2.body.details.causes",),
     "delete.precondition-uid": ("1.body.details.kind", "1.body.message"),
     "delete.precondition-resourceversion": ("1.body.details.kind", "1.body.message"),
     "delete.precondition-matches": ("1",),
