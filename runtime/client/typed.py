@@ -566,19 +566,27 @@ class Client:
         field_selector: str | None = None,
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
     ) -> None:
         """Stream events into ``send`` in batches (whatever arrived together), then close it.
 
         Never raises except on cancellation: a failure to start or a broken stream arrives as
         a final ERROR event, so the consumer handles every outcome in one loop. The stream
         ends by itself after ``timeout_seconds``.
+
+        ``send_initial_events`` asks for a streaming list: every object existing at (or after)
+        ``resource_version`` as an ADDED event, then a bookmark with ``initial_events_end``,
+        then the watch goes on. A server without streaming lists refuses the request (400).
         """
         path = object_path(kind_of(kind), namespace)
         params = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
         if resource_version:
             params["resourceVersion"] = resource_version
-        if allow_bookmarks:
+        if allow_bookmarks or send_initial_events:
             params["allowWatchBookmarks"] = "true"
+        if send_initial_events:
+            params["sendInitialEvents"] = "true"
+            params["resourceVersionMatch"] = "NotOlderThan"
         if label_selector:
             params["labelSelector"] = label_selector
         if field_selector:
@@ -674,6 +682,8 @@ def _with_type_meta(kind: KindInfo, body: KubeObject | Mapping[str, Any]) -> dic
 
 
 WATCH_CUT = "WatchCut"  # the reason of a watch that was established and then broke
+# The annotation of the bookmark that ends a streaming list's initial events.
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 class WatchEvent(Generic[T]):
@@ -684,7 +694,7 @@ class WatchEvent(Generic[T]):
     history is gone and the caller must relist).
     """
 
-    __slots__ = ("error", "obj", "resource_version", "type", "undecodable")
+    __slots__ = ("error", "initial_events_end", "obj", "resource_version", "type", "undecodable")
 
     def __init__(
         self,
@@ -693,12 +703,15 @@ class WatchEvent(Generic[T]):
         resource_version: str = "",
         error: ApiError | None = None,
         undecodable: Undecodable | None = None,
+        initial_events_end: bool = False,
     ) -> None:
         self.type = type
         self.obj = obj
         self.resource_version = resource_version
         self.error = error
         self.undecodable = undecodable  # set instead of ``obj`` when the object does not fit
+        # The bookmark of a streaming list that says every existing object has been sent.
+        self.initial_events_end = initial_events_end
 
     def __repr__(self) -> str:
         what = self.error if self.error else self.resource_version
@@ -712,6 +725,7 @@ class _RawWatchEvent(msgspec.Struct):
 
 class _BookmarkMeta(msgspec.Struct, rename="camel"):
     resource_version: str = ""
+    annotations: dict[str, str] = {}
 
 
 class _Bookmark(msgspec.Struct):
@@ -762,8 +776,11 @@ def decode_watch_line(line: bytes, decoder: msgspec.json.Decoder[T]) -> WatchEve
         error = ApiError(status.code or 500, status.reason or "Unknown", status.message)
         return WatchEvent("ERROR", error=error)
     if raw.type == "BOOKMARK":
-        bookmark = _bookmark_decoder.decode(raw.object)
-        return WatchEvent("BOOKMARK", resource_version=bookmark.metadata.resource_version)
+        meta = _bookmark_decoder.decode(raw.object).metadata
+        end = meta.annotations.get(INITIAL_EVENTS_END) == "true"
+        return WatchEvent(
+            "BOOKMARK", resource_version=meta.resource_version, initial_events_end=end
+        )
     try:
         obj = decoder.decode(raw.object)
     except msgspec.ValidationError as error:

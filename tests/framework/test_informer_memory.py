@@ -112,7 +112,10 @@ async def test_each_listed_object_is_ingested_before_the_next_is_decoded(
         return obj
 
     informer = await synced(
-        Client.from_url(emu.url, token=emu.token), CountingPod, transform=transform
+        Client.from_url(emu.url, token=emu.token),
+        CountingPod,
+        transform=transform,
+        streaming_lists=False,
     )
     assert len(informer.store) == PODS
     # The i-th object is ingested when exactly i objects were decoded: over all three pages,
