@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -31,7 +32,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import yaml
 from cryptography.hazmat.primitives import serialization
@@ -115,13 +116,15 @@ class ControlPlane:
     (the admin's, ``system:masters``), ``cp.ca_pem``, ``cp.kubeconfig_path`` are set once it
     serves. ``apiserver_flags`` are added to kube-apiserver's command line (for example
     ``--audit-policy-file=...``); ``controllers`` are kube-controller-manager's ``--controllers``
-    (none: it does not run)."""
+    (none: it does not run). ``etcd_url`` is etcd's client URL: ``compact_etcd`` drops its
+    history as etcd's periodic compaction would, so a watch from before answers 410 Gone."""
 
     controllers: Sequence[str] = ()
     apiserver_flags: Sequence[str] = ()
     assets: dict[str, Path] | None = None
     workdir: Path | None = None
     url: str = ""
+    etcd_url: str = ""
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     ca_pem: bytes = b""
     kubeconfig_path: Path = field(default_factory=Path)
@@ -143,8 +146,8 @@ class ControlPlane:
             self._own_workdir = True
         work = self.workdir
         try:
-            etcd_url = self._start_etcd(assets["etcd"], work)
-            self._start_apiserver(assets["kube-apiserver"], work, etcd_url)
+            self.etcd_url = self._start_etcd(assets["etcd"], work)
+            self._start_apiserver(assets["kube-apiserver"], work, self.etcd_url)
             if self.controllers:
                 self._start_controller_manager(assets["kube-controller-manager"], work)
         except BaseException:
@@ -260,6 +263,32 @@ class ControlPlane:
             ],
             "current-context": _CONTEXT,
         }
+
+    def _etcd(self, call: str, body: dict[str, object]) -> dict[str, Any]:
+        """One call to etcd's v3 JSON gateway (``/v3/kv/...`` on the client URL)."""
+        request = urllib.request.Request(
+            f"{self.etcd_url}/v3/kv/{call}",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answer: dict[str, Any] = json.load(response)
+        return answer
+
+    def etcd_revision(self) -> int:
+        """etcd's current revision (what the API server calls the latest resourceVersion)."""
+        # A range over one key no object has: the answer's header carries the revision.
+        answer = self._etcd("range", {"key": base64.b64encode(b"\0").decode()})
+        return int(answer["header"]["revision"])
+
+    def compact_etcd(self, revision: int | None = None) -> int:
+        """Compact etcd's history up to ``revision`` (default: the current one) and return it:
+        watches and exact reads from before it then answer 410 Gone, as in a cluster whose
+        API server or etcd compacts every few minutes."""
+        if revision is None:
+            revision = self.etcd_revision()
+        self._etcd("compaction", {"revision": revision, "physical": True})
+        return revision
 
     def _await_ready(
         self, process: _Process, url: str, ca_file: Path | None, *, verify: bool = True
