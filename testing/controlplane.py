@@ -56,6 +56,13 @@ START_TIMEOUT: Final = 90.0  # etcd + kube-apiserver take ~5 s here; a loaded ma
 STOP_GRACE: Final = 20.0
 _CONTEXT: Final = "kubetrio-control-plane"
 ADMIN_TOKEN_USER: Final = "kubetrio-admin"
+# Every request at Metadata level (no bodies), logged once answered.
+AUDIT_POLICY: Final = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [{"level": "Metadata"}],
+}
 
 
 class ControlPlaneUnavailable(Exception):
@@ -116,11 +123,14 @@ class ControlPlane:
     (the admin's, ``system:masters``), ``cp.ca_pem``, ``cp.kubeconfig_path`` are set once it
     serves. ``apiserver_flags`` are added to kube-apiserver's command line (for example
     ``--audit-policy-file=...``); ``controllers`` are kube-controller-manager's ``--controllers``
-    (none: it does not run). ``etcd_url`` is etcd's client URL: ``compact_etcd`` drops its
+    (none: it does not run). ``audit`` has the server log every request's metadata (who, verb,
+    resource, answer; one JSON event per line, once answered) to ``audit_log_path``: what a
+    test asserts on to know what a controller did to the server. ``etcd_url`` is etcd's client URL: ``compact_etcd`` drops its
     history as etcd's periodic compaction would, so a watch from before answers 410 Gone."""
 
     controllers: Sequence[str] = ()
     apiserver_flags: Sequence[str] = ()
+    audit: bool = False
     assets: dict[str, Path] | None = None
     workdir: Path | None = None
     url: str = ""
@@ -217,6 +227,7 @@ class ControlPlane:
                 f"--service-account-key-file={work / 'sa.pub'}",
                 f"--service-account-signing-key-file={work / 'sa.key'}",
                 "--allow-privileged=true",
+                *self._audit_flags(work),
                 *self.apiserver_flags,
             ],
         )
@@ -225,6 +236,22 @@ class ControlPlane:
         self.ca_pem = (work / "certs" / "apiserver.crt").read_bytes()
         self.kubeconfig_path = work / "kubeconfig"
         self.kubeconfig_path.write_text(yaml.safe_dump(self.kubeconfig()))
+
+    @property
+    def audit_log_path(self) -> Path:
+        """The audit log (``audit=True``): one JSON ``audit.k8s.io/v1`` Event a line."""
+        assert self.workdir is not None, "the control plane is not started"
+        return self.workdir / "audit.log"
+
+    def _audit_flags(self, work: Path) -> list[str]:
+        if not self.audit:
+            return []
+        (work / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
+        return [
+            f"--audit-policy-file={work / 'audit-policy.yaml'}",
+            f"--audit-log-path={self.audit_log_path}",
+            "--audit-log-format=json",
+        ]
 
     def _start_controller_manager(self, binary: Path, work: Path) -> None:
         port = _free_port()
