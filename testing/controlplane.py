@@ -125,8 +125,9 @@ class ControlPlane:
     ``--audit-policy-file=...``); ``controllers`` are kube-controller-manager's ``--controllers``
     (none: it does not run). ``audit`` has the server log every request's metadata (who, verb,
     resource, answer; one JSON event per line, once answered) to ``audit_log_path``: what a
-    test asserts on to know what a controller did to the server. ``etcd_url`` is etcd's client URL: ``compact_etcd`` drops its
-    history as etcd's periodic compaction would, so a watch from before answers 410 Gone."""
+    test asserts on to know what a controller did to the server. ``etcd_url`` is etcd's client
+    URL: ``compact_etcd`` drops its history as etcd's periodic compaction would, so a watch
+    from before answers 410 Gone."""
 
     controllers: Sequence[str] = ()
     apiserver_flags: Sequence[str] = ()
