@@ -282,7 +282,12 @@ async def test_a_frozen_leader_writes_nothing_after_the_handover_on_a_real_serve
             plane.kubeconfig_path, create, client, plugins, tmp_path, REAL_ROUNDS
         )
         report = replay(plane.audit_log_path, rounds, {m.identity() or "" for m in managers})
+        lease = await client.get(Lease, LEASE, namespace="default")
     check_rounds(report, rounds)
+    # The server's Lease counted every change of holder: each round's, and the newest's
+    # taking over at the end; the newest released it when it stopped.
+    assert (lease.spec.lease_transitions or 0) >= REAL_ROUNDS + 1, lease.spec
+    assert not lease.spec.holder_identity, lease.spec
     # The real server's log saw the handovers: each frozen leader's successor took the Lease.
     assert all(r["takeover_seconds"] >= LEASE_SECONDS - 1 for r in report["rounds"]), report
     assert len(report["accepted_writes_by_manager"]) >= 2, report
