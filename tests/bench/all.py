@@ -102,13 +102,20 @@ BENCHES = (
     ),
     Bench(
         "reconcile",
-        ("--objects", "2000", "--repeat", "1", "--min-window", "0"),
+        ("--objects", "2000", "--repeat", "1", "--min-window", "0", "--cross-objects", "500"),
         (),
         {
             "e2e / kopf (burst)": key("e2e_over_kopf"),
             "e2e / kopf (streamed)": key("e2e_streamed_over_kopf"),
             "e2e / kopf (initial)": key("e2e_initial_over_kopf"),
             "CPU per object kopf / e2e (burst)": key("kopf_cpu_over_e2e"),
+            "written->reconciled CPU per event real / emulator": key("real_over_emulator_cpu_us"),
+            "written->reconciled latency p50 real / emulator": key(
+                "real_over_emulator_latency_p50_ms"
+            ),
+            "written->reconciled latency p99 real / emulator": key(
+                "real_over_emulator_latency_p99_ms"
+            ),
         },
     ),
     Bench(

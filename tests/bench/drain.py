@@ -48,8 +48,9 @@ import sys
 from pathlib import Path
 
 # Run as ``python tests/bench/drain.py``: keep this folder from shadowing stdlib modules.
+# Its helpers (realserver.py) still import, from the end of the path.
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
+    sys.path.append(sys.path.pop(0))
 
 import argparse
 import json

@@ -28,6 +28,20 @@
     seen the N-th (CLOCK_MONOTONIC is one system-wide clock on Linux, so the parent can
     compare it with the emulator's and its own). The probe object plays the role of "synced".
 
+(4) ``written->reconciled`` on **both servers**, the emulator and a real kube-apiserver
+    (etcd + kube-apiserver from ``KUBEBUILDER_ASSETS``, ``tests/bench/realserver.py``), the
+    same work on each in the same run: the same ``Manager`` as in (2) syncs on an empty
+    namespace and reconciles a probe; then a writer child process POSTs ``--cross-objects``
+    ConfigMaps one after the other over HTTP (the emulator is no longer driven from inside:
+    the real server cannot be), noting when each answer arrived. Compared, per server and as
+    real/emulator: the **latency** of each object from its write being answered to its first
+    reconcile (p50, p99; negative when the watch event outran the answer), and the consumer's
+    **CPU per event** (from the probe's reconcile to the N-th name's, over N). The writer sets
+    the pace (the real server takes writes slower, so its window is longer and the manager's
+    idle cost, a few ms per second, weighs a little more per event); its rate is printed.
+    The real server's events are larger too: its objects carry ``managedFields``, and it
+    speaks only TLS. kopf is not run here; (3) compares it on the emulator.
+
 Each e2e/kopf scenario runs ``--repeat`` times (default 3), interleaved; medians are reported.
 ``e2e_over_kopf`` compares the headline (burst) figures; the other two ratios are printed too.
 
@@ -91,7 +105,7 @@ Fairness of the kopf side (kopf 1.x, asyncio, standalone):
   and import time are excluded (as they are for kubetrio).
 
 ``python tests/bench/reconcile.py [--objects N] [--min-window S]`` (default 10 000 and 2 s, i.e.
-N grows to fill 2 s; CI: ``--objects 2000 --repeat 1 --min-window 0``).
+N grows to fill 2 s; CI: ``--objects 2000 --repeat 1 --min-window 0 --cross-objects 500``).
 Prints the targets (in-process >= 150 000/s; e2e >= 25x kopf) with pass/MISS and the
 CPU ratio; last line ``RESULT {json}``. Needs the ``bench`` extra (``kopf``); ``--skip-kopf``
 runs without it.
@@ -103,8 +117,9 @@ import sys
 from pathlib import Path
 
 # Run as ``python tests/bench/reconcile.py``: keep this folder (queue.py!) from shadowing stdlib.
+# Its helpers (realserver.py) still import, from the end of the path.
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
+    sys.path.append(sys.path.pop(0))
 
 import argparse
 import contextlib
@@ -128,6 +143,12 @@ E2E_OVER_KOPF_TARGET = 25.0
 TIMEOUT = 600.0
 MODES = ("burst", "streamed", "initial")
 SUFFIX = {"burst": "", "streamed": "_streamed", "initial": "_initial"}
+CROSS_FIGURES = {
+    "cpu_us": "CPU µs per event",
+    "latency_p50_ms": "latency p50 (ms)",
+    "latency_p99_ms": "latency p99 (ms)",
+    "written_per_s": "written per second",
+}
 
 gc_mode = "tuned"  # --gc default: leave both consumers' collectors as CPython sets them
 
@@ -442,6 +463,117 @@ def kopf_run(emu: Emulator, n: int, mode: str) -> dict[str, float]:
     return out
 
 
+# --------------------------------------------------------------------------- both servers
+
+
+class Stamping(Counting):
+    """``Counting``, and when each name was first reconciled (``time.monotonic()``)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.stamps: dict[str, float] = {}
+
+    async def reconcile(self, key: Any) -> Any:
+        self.stamps.setdefault(key.name, time.monotonic())
+        return await super().reconcile(key)
+
+
+def write_child(kubeconfig: str, namespace: str, n: int) -> None:
+    """The writer: N ConfigMaps POSTed one after the other (each waits for the one before it
+    to be answered, as a client writing what it computed would); prints, as JSON, the
+    ``time.monotonic()`` at which each answer arrived: the moment the object was written."""
+    import trio
+
+    from kubetrio.api.core import ConfigMap
+    from kubetrio.runtime.client.typed import Client
+
+    async def main() -> None:
+        client = Client.from_kubeconfig(kubeconfig, qps=0)
+        written: list[float] = []
+        for i in range(n):
+            body = configmap(f"{PREFIX}{i}", i)
+            body["metadata"]["namespace"] = namespace
+            await client.create(ConfigMap, body)
+            written.append(time.monotonic())
+        print(json.dumps(written), flush=True)
+
+    trio.run(main)
+
+
+async def written_to_reconciled(kubeconfig: str, namespace: str, n: int, workers: int) -> Any:
+    """One round of the cross-server scenario on the server ``kubeconfig`` names (see the
+    docstring): per-object latency from written to reconciled, and CPU per event."""
+    import trio
+
+    from kubetrio.api.core import ConfigMap, Namespace
+    from kubetrio.runtime.client.typed import Client
+    from kubetrio.runtime.manager.manager import Manager
+
+    counter = Stamping(n)
+    client = Client.from_kubeconfig(kubeconfig)
+    await client.create(Namespace, {"metadata": {"name": namespace}})
+    manager = Manager(
+        client, metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0"
+    )
+    manager.controller("bench").for_(ConfigMap, namespace=namespace).workers(workers).complete(
+        counter
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        probe = {"metadata": {"name": "probe-0", "namespace": namespace}}
+        await client.create(ConfigMap, probe)  # reconciled: the watch is open
+        with trio.fail_after(TIMEOUT):
+            await counter.first.wait()
+        started = time.monotonic()
+        command = [sys.executable, __file__, "--write-child", kubeconfig, namespace, str(n)]
+        with trio.fail_after(TIMEOUT):
+            writer = await trio.run_process(command, capture_stdout=True)
+            await counter.done.wait()
+        manager.stop()
+    written: list[float] = json.loads(writer.stdout)
+    latencies = sorted(counter.stamps[f"{PREFIX}{i}"] - at for i, at in enumerate(written))
+    return {
+        "written_per_s": n / (written[-1] - started),
+        "cpu_us": (counter.cpu_done - counter.cpu_first) / n * 1e6,
+        "latency_p50_ms": statistics.median(latencies) * 1e3,
+        "latency_p99_ms": latencies[min(n - 1, int(n * 0.99))] * 1e3,
+    }
+
+
+def both_servers(n: int, workers: int, repeat: int) -> dict[str, dict[str, float]]:
+    """The cross-server scenario, rounds interleaved: a fresh emulator each round, one real
+    control plane for all (a namespace of its own each round); medians per server."""
+    import trio
+    from realserver import real_server
+
+    rounds: dict[str, list[dict[str, float]]] = {}
+    with real_server() as plane:
+        for round_ in range(repeat):
+            namespace = f"written-{round_}"
+            with Emulator(n) as emu, consumer_gc():
+                f = trio.run(written_to_reconciled, emu.kubeconfig, namespace, n, workers)
+            rounds.setdefault("emulator", []).append(f)
+            if plane is not None:
+                with consumer_gc():
+                    f = trio.run(
+                        written_to_reconciled, str(plane.kubeconfig_path), namespace, n, workers
+                    )
+                rounds.setdefault("real", []).append(f)
+            for server, fs in rounds.items():
+                f = fs[-1]
+                print(
+                    f"[{round_ + 1}/{repeat}] written->reconciled, {server}: "
+                    f"{f['cpu_us']:.1f} CPU µs per event, latency p50 "
+                    f"{f['latency_p50_ms']:.2f} ms p99 {f['latency_p99_ms']:.2f} ms "
+                    f"(written {f['written_per_s']:,.0f}/s)",
+                    flush=True,
+                )
+    return {
+        server: {k: statistics.median(f[k] for f in fs) for k in fs[0]}
+        for server, fs in rounds.items()
+    }
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -475,7 +607,14 @@ def main() -> None:
         default="tuned",
         help="collector settings of both consumers during a round (default: tuned, see above)",
     )
+    parser.add_argument(
+        "--cross-objects",
+        type=int,
+        default=2000,
+        help="objects written in the written->reconciled scenario on both servers (0: none)",
+    )
     parser.add_argument("--serve-emulator", nargs=2, metavar=("KUBECONFIG", "WINDOW"))
+    parser.add_argument("--write-child", nargs=3, metavar=("KUBECONFIG", "NAMESPACE", "N"))
     parser.add_argument("--kopf-child", type=int, metavar="N")
     args = parser.parse_args()
     global gc_mode
@@ -485,6 +624,9 @@ def main() -> None:
         return
     if args.kopf_child:
         kopf_child(args.kopf_child)
+        return
+    if args.write_child:
+        write_child(args.write_child[0], args.write_child[1], int(args.write_child[2]))
         return
 
     import trio
@@ -582,6 +724,21 @@ def main() -> None:
             result[f"e2e{SUFFIX[mode]}_over_kopf"] = round(ours / theirs["per_s"], 1)
             cpu = theirs["cpu_us"] / figures["e2e" + SUFFIX[mode]]["cpu_us"]
             result[f"kopf{SUFFIX[mode]}_cpu_over_e2e"] = round(cpu, 1)
+    if args.cross_objects:
+        cross = both_servers(args.cross_objects, workers, args.repeat)
+        result["cross_objects"] = args.cross_objects
+        print(f"written->reconciled, {args.cross_objects} objects, medians:")
+        print(f"  {'':24}{'emulator':>12}{'real':>12}{'real/emulator':>15}")
+        for figure, label in CROSS_FIGURES.items():
+            row = {server: cross[server][figure] for server in cross}
+            for server, value in row.items():
+                result[f"{server}_{figure}"] = round(value, 3)
+            over = row["real"] / row["emulator"] if "real" in row else None
+            if over is not None and figure != "written_per_s":
+                result[f"real_over_emulator_{figure}"] = round(over, 3)
+            real = f"{row['real']:12.2f}" if "real" in row else f"{'-':>12}"
+            shown = f"{over:15.3f}" if over is not None else ""
+            print(f"  {label:<24}{row['emulator']:12.2f}{real}{shown}")
     verdict = "pass" if inproc >= INPROCESS_TARGET else "MISS"
     print(f"target inprocess >= {INPROCESS_TARGET:,.0f}/s: {verdict}")
     if ratio is not None:
