@@ -98,6 +98,17 @@ BENCHES = (
             "memory by RSS kt / dict": key("kt_over_dict_rss"),
             "kt KiB per pod by RSS": lambda r: r["kt_rss_bytes_per_pod"] / 1024,
             "kt sync peak / steady RSS": key("kt_peak_over_steady_rss"),
+            "through the API, emulator: sync time kt / dict": key("emulator_kt_over_dict_time"),
+            "through the API, real: sync time kt / dict": key("real_kt_over_dict_time"),
+            "through the API, emulator: kt KiB per pod by RSS": key("emulator_kt_kib_per_pod"),
+            "through the API, real: kt KiB per pod by RSS": key("real_kt_kib_per_pod"),
+            "through the API, emulator: kt sync peak / steady RSS": key(
+                "emulator_kt_peak_over_steady_rss"
+            ),
+            "through the API, real: kt sync peak / steady RSS": key("real_kt_peak_over_steady_rss"),
+            "through the API, real / emulator: kt peak above steady": lambda r: (
+                r["real_kt_peak_above_steady_mib"] / r["emulator_kt_peak_above_steady_mib"]
+            ),
         },
     ),
     Bench(
