@@ -676,7 +676,11 @@ async def xs_drain(kubeconfig: str, pods: int) -> dict[str, Any]:
         if len(result.pods) != pods or view.pods_on(XS_NODE):
             raise SystemExit(f"drained {len(result.pods)} of {pods}; left {view.pods_on(XS_NODE)}")
         nursery.cancel_scope.cancel()
+    phases: Counter[str] = Counter()
+    for report in result.pods:
+        phases.update(report.phases)
     return {
+        "phases_s": {phase: round(seconds, 2) for phase, seconds in phases.items()},
         "wall_s": wall,
         "requests": sum(made.values()),
         "by_method": dict(made),
@@ -820,7 +824,10 @@ def cross_server(pods: int, result: dict[str, Any]) -> None:
         for server in xs:
             result[f"{server}_pdb_{figure}"] = round(xs[server][figure], 3)
     for server in xs:
-        print(f"  {server} drain requests by method: {xs[server]['by_method']}")
+        print(
+            f"  {server}: drain requests by method {xs[server]['by_method']}, sum of per-pod "
+            f"phases (s) {xs[server]['phases_s']}"
+        )
     if "real" in xs:
         for figure in ("wall_s", "requests_per_pod"):
             over = xs["real"][figure] / xs["emulator"][figure]
