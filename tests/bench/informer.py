@@ -457,9 +457,6 @@ def paged_list(url: str) -> tuple[int, int]:
 # --------------------------------------------------------------------------- both servers
 
 SERVER_VARIANTS = ("kt", "dict")
-# Admission plugins that would refuse the data set's pods as written: ServiceAccount (their
-# ServiceAccounts do not exist) and Priority (they carry a priority without a PriorityClass).
-REAL_FLAGS = ("--disable-admission-plugins=ServiceAccount,Priority",)
 WRITERS = 16
 
 
@@ -537,6 +534,23 @@ def load_via_api(kubeconfig: Path, pods: int) -> float:
     return time.perf_counter() - started
 
 
+def clear_pods(kubeconfig: Path) -> None:
+    """Delete the data set's pods at once (grace 0: no kubelet would end them), so a shared
+    server holds none of them for the next benchmark."""
+    import trio
+
+    from kubetrio.runtime.client.typed import Client
+
+    async def main() -> None:
+        client = Client.from_kubeconfig(str(kubeconfig), qps=0)
+        body = json.dumps({"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+        for n in range(NAMESPACES):
+            path = f"/api/v1/namespaces/team-{n:02d}/pods"
+            await client.request("DELETE", path, body=body.encode())
+
+    trio.run(main)
+
+
 def first_list(kubeconfig: Path) -> tuple[int, int, int]:
     """The informer's first request, ``LIST ?limit=500&resourceVersion=0``, and the pages that
     follow: (pods, bytes, responses). A real server answers it from its watch cache, unpaged;
@@ -610,9 +624,12 @@ def both_servers(n: int, repeat: int) -> dict[str, dict[str, Any]]:
             out["emulator"] = on_server("emulator", kubeconfig, n, repeat)
         finally:
             stop_emulator(emulator)
-    with real_server(apiserver_flags=REAL_FLAGS) as plane:
-        if plane is not None:
-            out["real"] = on_server("real server", plane.kubeconfig_path, n, repeat)
+    with real_server() as real:
+        if real is not None:
+            try:
+                out["real"] = on_server("real server", real, n, repeat)
+            finally:
+                clear_pods(real)
     return out
 
 
@@ -894,7 +911,9 @@ def main() -> None:
         traced = {v: in_child(v, state, n, memory=True) for v in memory_variants}
         breakdown = None if args.quick else in_child("kt_breakdown", state, n)
     server_n = args.server_pods or (1000 if args.quick else n)
+    started = time.perf_counter()
     servers = both_servers(server_n, args.repeat)
+    both_s = time.perf_counter() - started
 
     def median(variant: str, figure: str) -> float:
         return statistics.median(r[figure] for r in runs[variant])
@@ -955,7 +974,7 @@ def main() -> None:
         result[f"{server}_json_bytes_per_pod"] = round(found["json_bytes_per_pod"])
     print(
         f"both servers, the same {server_n} pods written through the API, the same LIST "
-        f"(limit={PAGE}&resourceVersion=0):"
+        f"(limit={PAGE}&resourceVersion=0), {both_s:.0f} s:"
     )
     result["server_pods"] = server_n
     print(f"  {'':34}" + "".join(f"{server:>10}" for server in side))

@@ -2,9 +2,14 @@
 
 Why: a figure measured only against the emulator says how kubetrio does against kubetrio's own
 double. ``informer.py``, ``reconcile.py`` and ``drain.py`` therefore run the same work against a
-real control plane too (``kubetrio.testing.controlplane.ControlPlane``: etcd and kube-apiserver,
-plus the kube-controller-manager controllers a benchmark names, from ``KUBEBUILDER_ASSETS``) in
-the same run, and print both figures side by side.
+real control plane too (``kubetrio.testing.controlplane.ControlPlane``: etcd, kube-apiserver and
+kube-controller-manager's ``disruption`` controller, from ``KUBEBUILDER_ASSETS``) in the same
+run, and print both figures side by side. There is no kubelet, scheduler, or ServiceAccount,
+namespace or garbage collector controller: each benchmark does itself what it needs of those.
+
+One control plane serves them all: ``all.py`` starts it once and names its kubeconfig in
+``KUBETRIO_BENCH_REAL_KUBECONFIG`` (starting one costs seconds that CI's budget is short of);
+a benchmark run alone starts its own. Each leaves behind nothing the next one lists.
 
 Without the binaries the real half is left out with a note, except under CI (``CI`` or
 ``KUBETRIO_CI`` set), where the benchmark fails naming what is missing: CI must measure both.
@@ -12,19 +17,31 @@ Without the binaries the real half is left out with a note, except under CI (``C
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import os
+from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from kubetrio.testing.controlplane import ControlPlane, ControlPlaneUnavailable, find_assets
 from kubetrio.testing.plugin import in_ci
 
+SHARED = "KUBETRIO_BENCH_REAL_KUBECONFIG"
+CONTROLLERS = ("disruption",)
+# Admission plugins that would refuse the benchmarks' pods as written: ServiceAccount (no
+# controller makes the ServiceAccounts they name) and Priority (the informer's pods carry a
+# priority without a PriorityClass, as the emulator's data set does).
+APISERVER_FLAGS = ("--disable-admission-plugins=ServiceAccount,Priority",)
+
 
 @contextmanager
-def real_server(
-    controllers: Sequence[str] = (), apiserver_flags: Sequence[str] = ()
-) -> Iterator[ControlPlane | None]:
-    """A started control plane, stopped on exit; None (with a note) when its binaries are
-    missing outside CI; ``SystemExit`` naming them under CI."""
+def real_server() -> Iterator[Path | None]:
+    """The kubeconfig of a running real control plane: the shared one, else one started here
+    and stopped on exit; None (with a note) when its binaries are missing outside CI;
+    ``SystemExit`` naming them under CI."""
+    shared = os.environ.get(SHARED)
+    if shared:
+        yield Path(shared)
+        return
     try:
         assets = find_assets()
     except ControlPlaneUnavailable as error:
@@ -34,6 +51,6 @@ def real_server(
         yield None
         return
     with ControlPlane(
-        controllers=controllers, apiserver_flags=apiserver_flags, assets=assets
+        controllers=CONTROLLERS, apiserver_flags=APISERVER_FLAGS, assets=assets
     ) as plane:
-        yield plane
+        yield plane.kubeconfig_path
