@@ -84,6 +84,7 @@ from typing import Any
 
 import trio
 from prometheus_client import CollectorRegistry
+from realserver import SHARED, available, real_server
 
 from kubetrio.api.core import PersistentVolume
 from kubetrio.controllers.machine.drain.cache import DrainCache
@@ -710,8 +711,6 @@ def xs_emulator(pods: int) -> dict[str, Any]:
 
 
 def both_servers(pods: int) -> dict[str, dict[str, Any]]:
-    from realserver import real_server
-
     out = {"emulator": xs_emulator(pods)}
     with real_server() as real:
         if real is not None:
@@ -848,6 +847,8 @@ def cli() -> None:
     if args.serve_emulator:
         serve_emulator_child(args.serve_emulator)
         return
+    if args.xs_pods and not os.environ.get(SHARED):
+        available()  # under CI, fail before the work
     result = trio.run(main, args)
     if args.xs_pods:
         cross_server(args.xs_pods, result)

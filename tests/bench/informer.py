@@ -78,6 +78,7 @@ import gc
 import hashlib
 import http.client
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -89,6 +90,7 @@ from typing import Any
 
 import msgspec
 import yaml
+from realserver import SHARED, available, real_server
 
 PAGE = 500
 NAMESPACES = 20
@@ -613,8 +615,6 @@ def on_server(server: str, kubeconfig: Path, n: int, repeat: int) -> dict[str, A
 
 def both_servers(n: int, repeat: int) -> dict[str, dict[str, Any]]:
     """``on_server`` on a fresh emulator, then on a real control plane (if there is one)."""
-    from realserver import real_server
-
     out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="kubetrio-bench-informer-api-") as tmp:
         state, kubeconfig = Path(tmp) / "state.json", Path(tmp) / "kubeconfig"
@@ -889,6 +889,8 @@ def main() -> None:
         return
 
     n = args.pods or (2000 if args.quick else 50_000)
+    if not os.environ.get(SHARED):
+        available()  # under CI, fail before the work
     variants = [v for v in VARIANTS if not (args.quick and v == "k8s_client")]
     memory_variants = [v for v in MEMORY_VARIANTS if v in variants]
     if args.repeat is None:

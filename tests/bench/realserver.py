@@ -33,21 +33,28 @@ CONTROLLERS = ("disruption",)
 APISERVER_FLAGS = ("--disable-admission-plugins=ServiceAccount,Priority",)
 
 
-@contextmanager
-def real_server() -> Iterator[Path | None]:
-    """The kubeconfig of a running real control plane: the shared one, else one started here
-    and stopped on exit; None (with a note) when its binaries are missing outside CI;
-    ``SystemExit`` naming them under CI."""
-    shared = os.environ.get(SHARED)
-    if shared:
-        yield Path(shared)
-        return
+def available() -> dict[str, Path] | None:
+    """The control plane's binaries; None (with a note) when they are missing outside CI;
+    ``SystemExit`` naming them under CI. Call it first thing, so CI fails before the work."""
     try:
-        assets = find_assets()
+        return find_assets()
     except ControlPlaneUnavailable as error:
         if in_ci():
             raise SystemExit(f"{error}; CI measures the real server too") from None
         print(f"real server: not measured ({error})", flush=True)
+        return None
+
+
+@contextmanager
+def real_server() -> Iterator[Path | None]:
+    """The kubeconfig of a running real control plane: the shared one, else one started here
+    and stopped on exit; None when ``available`` says there is none."""
+    shared = os.environ.get(SHARED)
+    if shared:
+        yield Path(shared)
+        return
+    assets = available()
+    if assets is None:
         yield None
         return
     with ControlPlane(
