@@ -28,9 +28,11 @@ import sys
 from pathlib import Path
 
 # Run as ``python tests/bench/all.py``: keep this folder (queue.py!) from shadowing stdlib.
-# Its helpers (realserver.py) still import, from the end of the path.
+# Its helpers (realserver.py) still import, from the end of the path (also when loaded by path).
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.append(sys.path.pop(0))
+    del sys.path[0]
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.append(str(Path(__file__).resolve().parent))
 
 import argparse
 import contextlib
@@ -223,6 +225,9 @@ BENCHES = (
 # for all of them (``realserver.py``).
 BOTH_SERVERS = {"informer", "reconcile", "drain"}
 
+# Modules the benchmarks share, not benchmarks.
+HELPERS = {"realserver"}
+
 # Run on their own: what they measure takes real time that no size makes short.
 SEPARATE = {"leader_takeover": "lease expiries on the real clock, about a minute per round"}
 
@@ -270,7 +275,7 @@ def table(results: dict[str, dict[str, Any] | None], seconds: dict[str, float]) 
         lines.append(f"{name:<{width[0]}}  {label:<{width[1]}}  {value}")
     total = sum(seconds.values())
     lines.append(
-        f"({len(results)} benchmarks in {total:.0f} s with set-up: "
+        f"({len(results)} benchmarks in {total:.0f} s: "
         + ", ".join(f"{name} {s:.0f} s" for name, s in seconds.items())
         + ")"
     )
