@@ -1,5 +1,8 @@
 """Node drain: kubetrio's ``Drainer`` against ``kubectl drain`` on the simulated cluster.
 
+Servers: the emulator with the simulated cluster for (a) and (b); the emulator and a real
+kube-apiserver side by side for (c), a node of pods under PodDisruptionBudgets.
+
 Everything runs on the real clock: the emulator (with ``ClusterSimulation``: kubelet,
 scheduler, ReplicaSet/StatefulSet controllers, CSI attach/detach) and kubetrio's informer cache
 and drain in this process's trio run, kubectl 1.33 as a child process against the same

@@ -1,5 +1,8 @@
 """Informer initial sync: kubetrio against pykube-ng, a plain-dict cache and the official client.
 
+Servers: the emulator for every variant; then kubetrio and the plain-dict cache on the emulator
+and on a real kube-apiserver side by side ("Both servers" below).
+
 What is compared. N realistic pods (~4 KB of JSON each) are written straight into an emulator
 state file. For **every measurement a fresh emulator** is started from that file (a child
 process, so the measuring process sees only the client side) and warmed by one identical

@@ -1,5 +1,7 @@
 """Reconcile throughput: kubetrio in-process, kubetrio end to end, and kopf on the same objects.
 
+Servers: the emulator for (1)-(3); the emulator and a real kube-apiserver side by side for (4).
+
 (1) ``inprocess``: ``Controller`` (metrics on, private ``CollectorRegistry``, ``--workers``)
     with a no-op reconciler; the clock runs from adding N distinct ``ObjectKey``s to its queue
     until the workers reconciled all of them. No HTTP. Median of ``--rounds`` (default 5).
