@@ -1,4 +1,5 @@
-"""The README's controller example and its run command work as printed."""
+"""The complete controller example (docs/writing-controllers.md) and the README's demo command
+work as printed."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from tests.helpers.kube import Kubectl
 from tests.helpers.readme import readme_controller
 
 
-async def test_readme_controller_labels_scheduled_pods(
+async def test_documented_controller_labels_scheduled_pods(
     emu: Emulator, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     example = readme_controller(tmp_path)
