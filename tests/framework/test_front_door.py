@@ -1,5 +1,5 @@
 """``kubetrio.runtime`` is the front door: the names a controller author needs import from it,
-each says what it is for, and the code of the README and the documentation uses it rather than the
+each says what it is for, and the documentation's code uses it rather than the
 packages behind it."""
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # Documents whose code a newcomer copies; they may reach behind the door only for RBAC
 # declarations, which have a package of their own.
 COPIED = (
-    "README.md",
     "docs/tutorial.md",
     "docs/writing-controllers.md",
     "docs/how-to/time.md",
