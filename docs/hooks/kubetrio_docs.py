@@ -6,11 +6,14 @@ that restate code (the emulator's gaps) are filled from it at build time, so the
   build gets a throw-away tree of links laid out as the wheel installs it.
 * ``<!-- emulator-gaps -->`` in a page becomes ``kubetrio.emulator.gaps.table()``.
 * The dashboard picture ``config/dashboards/render.py`` draws is served from where it is made.
+* The tutorial's fences carry what its test needs (``file=PATH``, ``sh test``,
+  ``sh background``); readers see the file name as the block's title and no test words.
 """
 
 from __future__ import annotations
 
 import atexit
+import re
 import shutil
 import tempfile
 import tomllib
@@ -22,6 +25,8 @@ from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[2]
 GAPS_MARKER = "<!-- emulator-gaps -->"
+FILE_FENCE = re.compile(r"^```(\w+) file=(\S+)$", re.MULTILINE)
+TEST_FENCE = re.compile(r"^```sh (?:test|background)$", re.MULTILINE)
 # Files of the checkout the pages show, by their address in the site.
 SHOWN = {"images/machines.png": ROOT / "config" / "dashboards" / "machines.png"}
 
@@ -49,7 +54,9 @@ def on_config(config: Any) -> Any:
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """Fill the emulator's gaps table in from its one source."""
+    """Fill the emulator's gaps table in from its one source; title the tutorial's files."""
+    markdown = FILE_FENCE.sub(r'```\1 title="\2"', markdown)
+    markdown = TEST_FENCE.sub("```sh", markdown)
     if GAPS_MARKER not in markdown:
         return markdown
     from kubetrio.emulator.gaps import table

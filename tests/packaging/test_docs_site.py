@@ -169,6 +169,7 @@ def test_the_site_renders_in_a_browser(site: Path, served: str, browser: list[st
     tutorial = _render(browser, f"{served}/tutorial/")
     assert "your own controller, from an empty folder" in tutorial, tutorial
     assert "class Greeting" in tutorial  # its code blocks are there, highlighted or not
+    assert "greeter/controller.py" in tutorial  # titled with the file each one is saved as
 
     reference = _render(browser, f"{served}/reference/runtime/")
     # Generated from the docstrings: each name with what its docstring says.
