@@ -53,6 +53,22 @@ async def test_documented_controller_labels_scheduled_pods(
         manager.stop()
 
 
+def test_readme_has_the_first_visit_and_links_into_the_site() -> None:
+    """The README is the way in: the set-up and the two commands, and links to pages that
+    exist (the site's build checks the links between pages)."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    for command in (
+        "python3 -m venv .venv && .venv/bin/pip install -e '.[test]'",
+        ".venv/bin/kubetrio run --embedded",
+        ".venv/bin/python -m pytest -n 4",
+    ):
+        assert command in readme, command
+    links = re.findall(r"\]\((docs/[^)#]*)", readme)
+    assert "docs/tutorial.md" in links and "docs/quickstart.md" in links, links
+    assert [link for link in links if not (root / link).exists()] == []
+
+
 @pytest.mark.kubectl
 @pytest.mark.process
 @pytest.mark.slow
