@@ -1,5 +1,5 @@
 """What the emulator does not do that a cluster does: one table, shown by ``kubetrio emulator
---help`` and in the README, so nobody is surprised.
+--help`` and on the documentation site, so nobody is surprised.
 
 Each row names the cluster behaviour and what happens here instead. Rows with a ``probe`` are
 checked by ``tests/emulator/test_emulator_gaps.py``: if a gap is closed (or behaves differently from
@@ -536,7 +536,7 @@ def shown_by(gap: Gap, most: int = 3) -> str:
 
 
 def table() -> str:
-    """The rows as a Markdown table (the README holds this text verbatim)."""
+    """The rows as a Markdown table (the documentation site's gaps page, filled in at build)."""
     lines = ["| a cluster does | the emulator | conformance probes |", "| --- | --- | --- |"]
     lines += [f"| {g.feature} | {g.instead} | {shown_by(g)} |" for g in GAPS]
     return "\n".join(lines)

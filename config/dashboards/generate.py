@@ -1121,7 +1121,7 @@ def expand(expr: str, values: dict[str, str], rate_interval: str = "1m") -> str:
 
 ROOT = HERE.parent.parent
 RULES = ROOT / "config" / "prometheus" / "rules.yaml"
-README = ROOT / "README.md"
+MONITORING = ROOT / "docs" / "monitoring.md"
 IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 # Words in PromQL that are not metric names.
 PROMQL_WORDS = {
@@ -1179,11 +1179,11 @@ def covered(family: str, names: set[str]) -> bool:
 
 
 def undashboarded() -> set[str]:
-    """The README's list of metrics intentionally on no dashboard."""
-    text = README.read_text()
+    """The monitoring page's list of metrics intentionally on no dashboard."""
+    text = MONITORING.read_text()
     block = re.search(r"<!-- undashboarded:start -->(.*?)<!-- undashboarded:end -->", text, re.S)
     if block is None:
-        raise LookupError("README lost its list of intentionally undashboarded metrics")
+        raise LookupError("docs/monitoring.md lost its list of intentionally undashboarded metrics")
     return set(re.findall(r"^- `([a-zA-Z_:][a-zA-Z0-9_:]*)`", block.group(1), re.M))
 
 

@@ -352,6 +352,8 @@ class Client:
         children[1].observe(took)
 
     def decoder(self, type_: Any) -> msgspec.json.Decoder[Any]:
+        """The JSON decoder for ``type_``, built once per client: building one costs far more
+        than a decode."""
         decoder = self._decoders.get(type_)
         if decoder is None:
             decoder = self._decoders[type_] = msgspec.json.Decoder(type_)
@@ -370,10 +372,13 @@ class Client:
     # -- typed verbs ----------------------------------------------------------------------
 
     async def get(self, kind: type[T], name: str, *, namespace: str = "") -> T:
+        """Read one object from the API server (not the cache); a missing one raises
+        ``ApiError`` with status 404."""
         path = object_path(kind_of(kind), namespace, name)
         return self.decode(kind, await self.request("GET", path), path)
 
     async def get_or_none(self, kind: type[T], name: str, *, namespace: str = "") -> T | None:
+        """``get``, with ``None`` for an object that does not exist."""
         try:
             return await self.get(kind, name, namespace=namespace)
         except ApiError as error:
@@ -482,6 +487,8 @@ class Client:
         namespace: str | None = None,
         dry_run: bool = False,
     ) -> T:
+        """Create an object from a typed view or a plain dict (apiVersion and kind are filled
+        in); ``namespace`` defaults to the body's. Returns the object as stored."""
         document = _with_type_meta(kind_of(kind), body)
         ns = namespace if namespace is not None else document.get("metadata", {}).get("namespace")
         path = object_path(kind_of(kind), ns)
@@ -525,6 +532,8 @@ class Client:
         propagation_policy: Literal["Orphan", "Background", "Foreground"] | None = None,
         missing_ok: bool = False,
     ) -> None:
+        """Delete an object (kube's DeleteOptions: grace period, preconditions, propagation);
+        ``missing_ok`` treats an object already gone as deleted."""
         info = kind if isinstance(kind, KindInfo) else kind_of(kind)
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if grace_period_seconds is not None:

@@ -86,7 +86,10 @@ class Reconciler(Protocol[K_contra]):
     a ``Result`` (``requeue_after`` to look again later) or raise to be retried with backoff
     (``TerminalError``: not retried)."""
 
-    async def reconcile(self, key: K_contra) -> Result: ...
+    async def reconcile(self, key: K_contra) -> Result:
+        """Make the world match what ``key``'s object asks for; called again on every change
+        and on failure, so it must be safe to run any number of times."""
+        ...
 
 
 Mapper = Callable[[Any], Iterable[K]]
