@@ -45,19 +45,6 @@ GAPS: tuple[Gap, ...] = (
         "quota-not-enforced",
     ),
     Gap(
-        "server-side apply field ownership (managedFields, conflicts between managers)",
-        "apply merges into the live object: no conflicts, fields dropped from a later apply "
-        "stay, a body without apiVersion or kind is taken; no managedFields are kept",
-        "apply-no-conflicts",
-        conformance=(
-            "apply.update",
-            "apply.managed-fields",
-            "apply.conflict",
-            "apply.no-api-version",
-            "apply.no-kind",
-        ),
-    ),
-    Gap(
         "CEL's type-checked compile, cost budgets and kube's CEL library extensions",
         "CEL rules are evaluated untyped, without budgets or kube's extension functions; a "
         'failed rule\'s message names the value\'s type ("object", "string") where a cluster '
