@@ -27,10 +27,14 @@ class BadFieldSet(ValueError):
     """A fieldsV1 value that is not a set of paths; the message says where."""
 
 
-def key_element(item: dict[str, Any], keys: Iterable[str]) -> str:
+def key_element(
+    item: dict[str, Any], keys: Iterable[str], defaults: Iterable[tuple[str, Any]] = ()
+) -> str:
     """The ``k:`` element naming a list-map item by its key fields (sorted by name, as the
-    structured-merge-diff library orders them)."""
-    picked = {k: item[k] for k in sorted(keys) if k in item}
+    structured-merge-diff library orders them); a key field the item leaves out takes its
+    schema default."""
+    fallback = dict(defaults)
+    picked = {k: item.get(k, fallback.get(k)) for k in sorted(keys) if k in item or k in fallback}
     return "k:" + json.dumps(picked, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -27,9 +27,9 @@ def merge(live: Any, applied: Any, schema: Schema) -> Any:
         if kind.kind == "map" and all(isinstance(v, dict) for v in (*live, *applied)):
             items = schema.items()
             out_items = list(live)
-            where = {key_element(v, kind.keys): i for i, v in enumerate(out_items)}
+            where = {key_element(v, kind.keys, kind.defaults): i for i, v in enumerate(out_items)}
             for item in applied:
-                k = key_element(item, kind.keys)
+                k = key_element(item, kind.keys, kind.defaults)
                 if k in where:
                     out_items[where[k]] = merge(out_items[where[k]], item, items)
                 else:
@@ -44,24 +44,57 @@ def merge(live: Any, applied: Any, schema: Schema) -> Any:
 
 
 def remove(obj: dict[str, Any], paths: FieldSet, schema: Schema) -> dict[str, Any]:
-    """``obj`` without the fields and list items ``paths`` name; maps and lists left empty
-    by a removal go too. ``obj`` is changed in place (callers pass their own copy)."""
-    for path in sorted(paths, key=len, reverse=True):
-        _remove(obj, path, schema)
+    """``obj`` without the fields and list items ``paths`` name, changed in place (callers
+    pass their own copy)."""
+    for path in sorted(paths, key=len):  # an item before its fields: keys still match
+        _remove(obj, path, schema, False)
     return obj
 
 
-def _remove(node: Any, path: Path, schema: Schema) -> bool:
-    """Remove ``path`` below ``node``; True when ``node`` is left empty by it."""
+def drop_emptied(obj: dict[str, Any], paths: FieldSet, schema: Schema) -> dict[str, Any]:
+    """``obj`` without the maps and lists that removing ``paths`` left empty, as a built-in
+    kind's Go type drops an empty ``omitempty`` map when it is stored."""
+    for path in sorted(paths, key=len, reverse=True):
+        for n in range(len(path) - 1, 0, -1):
+            node = _find(obj, path[:n], schema)
+            if node is None or node:
+                break
+            _remove(obj, path[:n], schema, True)
+    return obj
+
+
+def _find(node: Any, path: Path, schema: Schema) -> Any:
+    for element in path:
+        if isinstance(node, dict) and element.startswith("f:"):
+            key = element[2:]
+            node, schema = node.get(key), schema.field(key)
+        elif isinstance(node, list) and element.startswith("k:"):
+            kind, schema = schema.list_kind(), schema.items()
+            node = next(
+                (
+                    i
+                    for i in node
+                    if isinstance(i, dict) and key_element(i, kind.keys, kind.defaults) == element
+                ),
+                None,
+            )
+        else:
+            return None
+    return node
+
+
+def _remove(node: Any, path: Path, schema: Schema, drop_empty: bool) -> bool:
+    """Remove ``path`` below ``node``; True when that leaves ``node`` empty."""
     element, rest = path[0], path[1:]
     if isinstance(node, dict) and element.startswith("f:"):
         key = element[2:]
         if key not in node:
             return False
-        if not rest or _remove(node[key], rest, schema.field(key)):
-            del node[key]
-        else:
-            return False
+        if rest:
+            emptied = _remove(node[key], rest, schema.field(key), drop_empty)
+            if not (emptied and drop_empty):
+                return False
+        del node[key]
         return not node
     if isinstance(node, list) and element[:2] in ("k:", "v:"):
         kind = schema.list_kind()
@@ -69,11 +102,15 @@ def _remove(node: Any, path: Path, schema: Schema) -> bool:
             if element.startswith("v:"):
                 hit = not isinstance(item, dict | list) and value_element(item) == element
             else:
-                hit = isinstance(item, dict) and key_element(item, kind.keys) == element
+                hit = isinstance(item, dict) and (
+                    key_element(item, kind.keys, kind.defaults) == element
+                )
             if not hit:
                 continue
-            if not rest or _remove(item, rest, schema.items()):
-                del node[i]
-                return not node
-            return False
+            if rest:
+                emptied = _remove(item, rest, schema.items(), drop_empty)
+                if not (emptied and drop_empty):
+                    return False
+            del node[i]
+            return not node
     return False

@@ -19,7 +19,7 @@ from kubetrio.emulator.jsoncopy import json_copy
 from kubetrio.emulator.managedfields import entries
 from kubetrio.emulator.managedfields.entries import APPLY, UPDATE, Entry, Managed
 from kubetrio.emulator.managedfields.fieldset import EMPTY, FieldSet, Path, path_text
-from kubetrio.emulator.managedfields.merge import merge, remove
+from kubetrio.emulator.managedfields.merge import drop_emptied, merge, remove
 from kubetrio.emulator.managedfields.schema import Schema
 from kubetrio.emulator.managedfields.walk import MEMBER, applied_set, members
 
@@ -144,8 +144,9 @@ def apply(
     ident = writer.ident(APPLY)
     mine = _ignored(writer, applied_set(applied, schema))
     last = managed.get(ident)
-    if last is not None:
-        merged = _prune(merged, last.fields - mine, managed, ident, mine, schema)
+    gone = _gone(last.fields - mine, managed, ident, mine) if last is not None else EMPTY
+    if gone:
+        merged = remove(json_copy(merged), gone, schema)
     changed, removed = _compare(base, merged, schema, writer)
     conflicts = {i: e.fields & changed for i, e in managed.items() if i != ident}
     conflicts = {i: c for i, c in conflicts.items() if c}
@@ -154,8 +155,12 @@ def apply(
     for i, e in managed.items():
         if i != ident:
             e.fields = e.fields - changed - removed
-    unchanged = merged == base
-    time = last.time if (last is not None and unchanged) else now
+    if gone and schema.name:
+        # The emptied maps stay in the comparison (owners keep them) but not in the object.
+        merged = drop_emptied(merged, gone, schema)
+    # The time moves only when the object changes; a manager that changed nothing is new
+    # without one.
+    time = now if merged != base else (last.time if last is not None else None)
     managed[ident] = Entry(
         writer.manager, APPLY, writer.api_version, writer.subresource, time, mine
     )
@@ -164,27 +169,18 @@ def apply(
     return merged
 
 
-def _prune(
-    merged: dict[str, Any],
-    dropped: FieldSet,
-    managed: Managed,
-    ident: tuple[str, str, str, str],
-    mine: FieldSet,
-    schema: Schema,
-) -> dict[str, Any]:
-    """Remove what the applier gave up (``dropped``) unless someone still owns it or
-    something below it."""
+def _gone(
+    dropped: FieldSet, managed: Managed, ident: tuple[str, str, str, str], mine: FieldSet
+) -> FieldSet:
+    """What the applier gave up (``dropped``) that nobody owns, itself or below it."""
     if not dropped:
-        return merged
+        return EMPTY
     owned: set[Path] = set(mine)
     for i, e in managed.items():
         if i != ident:
             owned |= e.fields
     prefixes = {p[:n] for p in owned for n in range(1, len(p) + 1)}
-    gone = frozenset(p for p in dropped if p not in prefixes)
-    if not gone:
-        return merged
-    return remove(json_copy(merged), gone, schema)
+    return frozenset(p for p in dropped if p not in prefixes)
 
 
 def _manager_text(e: Entry) -> str:

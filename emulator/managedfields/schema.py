@@ -27,10 +27,17 @@ from kubetrio.emulator.openapi_schemas import OBJECT_META, builtin_definitions, 
 _REF = "#/definitions/"
 
 
+# Defaults of list-map key fields the published definitions do not carry, though the Go
+# types declare them (``+default="TCP"`` on every port's protocol): an item that leaves the
+# field out is keyed with the default, as the apiserver's schema keys it.
+_KEY_DEFAULTS: dict[str, Any] = {"protocol": "TCP"}
+
+
 @dataclass(frozen=True, slots=True)
 class ListKind:
     kind: str  # "atomic", "set" or "map"
     keys: tuple[str, ...] = ()
+    defaults: tuple[tuple[str, Any], ...] = ()  # key fields' defaults, for items without them
 
 
 ATOMIC_LIST = ListKind("atomic")
@@ -96,8 +103,8 @@ class Schema:
         node = self.node or {}
         kind = node.get("x-kubernetes-list-type")
         if kind == "map":
-            keys = node.get("x-kubernetes-list-map-keys") or ()
-            return ListKind("map", tuple(keys))
+            keys = tuple(node.get("x-kubernetes-list-map-keys") or ())
+            return ListKind("map", keys, self._key_defaults(keys))
         if kind == "set":
             return ListKind("set")
         if kind == "atomic":
@@ -107,6 +114,17 @@ class Schema:
             key = node.get("x-kubernetes-patch-merge-key")
             return ListKind("map", (key,)) if isinstance(key, str) else ListKind("set")
         return ATOMIC_LIST
+
+    def _key_defaults(self, keys: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+        items = self.items()
+        out: list[tuple[str, Any]] = []
+        for key in keys:
+            node = items.field(key).node or {}
+            if "default" in node:
+                out.append((key, node["default"]))
+            elif items.name and key in _KEY_DEFAULTS:
+                out.append((key, _KEY_DEFAULTS[key]))
+        return tuple(out)
 
     def atomic_map(self) -> bool:
         node = self.node or {}

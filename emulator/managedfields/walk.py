@@ -99,7 +99,7 @@ def _value(
                 out[path] = MEMBER
             items = schema.items()
             for item in value:
-                item_path = (*path, key_element(item, kind.keys))
+                item_path = (*path, key_element(item, kind.keys, kind.defaults))
                 out[item_path] = MEMBER
                 _map(item, items, item_path, False, applied, out)
             return

@@ -1,0 +1,206 @@
+"""Server-side apply's field ownership: managedFields left by creates, updates and applies,
+conflicts between managers and forcing them, fields an applier drops, list items merged by
+their keys, the status subresource's own managers, and clients that send managedFields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..crd import WIDGETS, widget
+from ..runner import Probe, Req, probe
+from .objects import CMS, DEPLOYMENTS, apply, cm, container, deployment, get, merge, post, setup
+
+CM = f"{CMS}/c"
+D = f"{DEPLOYMENTS}/d"
+W = f"{WIDGETS}/w"
+
+
+def owned(probe_id: str, *steps: Req, crd: bool = False) -> Probe:
+    """A probe that compares managedFields too."""
+    return probe(probe_id, *steps, managed_fields=True, crd=crd)
+
+
+def ours(body: Any) -> Any:
+    """The managedFields entries of the probe's own managers (a cluster's controllers add
+    theirs to workloads) with the containers: what ownership probes of Deployments show."""
+    if not isinstance(body, dict) or body.get("kind") != "Deployment":
+        return body
+    entries = body["metadata"].get("managedFields") or []
+    mine = [e for e in entries if not e["manager"].startswith("kube-")]
+    return {"managedFields": mine, "containers": body["spec"]["template"]["spec"]["containers"]}
+
+
+def causes(body: Any) -> Any:
+    """A conflict's causes in a stable order (the apiserver lists them as it meets them)."""
+    if isinstance(body, dict) and isinstance(body.get("details"), dict):
+        found = body["details"].get("causes") or []
+        body["details"]["causes"] = sorted(found, key=lambda c: (c["field"], c["message"]))
+    return body
+
+
+def app(name: str, *containers: dict[str, Any], replicas: int | None = None) -> dict[str, Any]:
+    """A Deployment configuration with the given containers (and replicas when named)."""
+    body = deployment(name, replicas=replicas)
+    body["spec"]["template"]["spec"]["containers"] = list(containers)
+    return body
+
+
+PROBES = [
+    owned("ssa.apply-creates-with-an-apply-entry", apply(CM, cm("c", labels={"x": "y"}))),
+    owned(
+        "ssa.create-and-patch-record-update-entries",
+        post(CMS, cm("c", labels={"x": "y"})),
+        merge(f"{CM}?fieldManager=editor", {"data": {"b": "2"}}),
+        merge(f"{CM}?fieldManager=editor", {"data": {"b": "3"}, "metadata": {"labels": None}}),
+    ),
+    owned(
+        "ssa.conflict-between-appliers",
+        setup(apply(CM, cm("c", {"a": "1", "b": "1"}), manager="first")),
+        apply(CM, cm("c", {"a": "2"}), manager="second"),
+        apply(CM, cm("c", {"a": "2", "b": "2"}), manager="second"),
+        get(CM),
+    ),
+    owned(
+        "ssa.conflicts-with-two-managers",
+        setup(apply(CM, cm("c", {"a": "1"}), manager="first")),
+        setup(
+            merge(
+                f"{CM}?fieldManager=editor",
+                {"data": {"b": "1"}, "metadata": {"labels": {"l": "1"}}},
+            )
+        ),
+        apply(
+            CM, cm("c", {"a": "2", "b": "2"}, labels={"l": "2"}), manager="second", view=causes
+        ),
+    ),
+    owned(
+        "ssa.force-takes-ownership",
+        setup(apply(CM, cm("c", {"a": "1", "b": "1"}), manager="first")),
+        apply(CM, cm("c", {"a": "2"}), manager="second", force=True),
+        apply(CM, cm("c", {"b": "1"}), manager="first"),
+    ),
+    owned(
+        "ssa.same-value-is-shared",
+        setup(apply(CM, cm("c", {"a": "1"}), manager="first")),
+        apply(CM, cm("c", {"a": "1"}), manager="second"),
+        apply(CM, cm("c", {}), manager="first"),
+        apply(CM, cm("c", {}), manager="second"),
+    ),
+    owned(
+        "ssa.dropped-fields-are-removed",
+        setup(apply(CM, cm("c", {"a": "1", "b": "2"}, labels={"x": "y"}))),
+        apply(CM, cm("c", {"a": "1"})),
+        apply(CM, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+    ),
+    owned(
+        "ssa.update-takes-fields-from-applier",
+        setup(apply(CM, cm("c", {"a": "1", "b": "1"}), manager="first")),
+        merge(f"{CM}?fieldManager=editor", {"data": {"a": "9"}}),
+        apply(CM, cm("c", {"a": "1", "b": "1"}), manager="first"),
+        apply(CM, cm("c", {"b": "1"}), manager="first"),
+    ),
+    owned(
+        "ssa.update-then-apply-by-one-name",
+        setup(post(f"{CMS}?fieldManager=tool", cm("c", {"a": "1"}))),
+        apply(CM, cm("c", {"a": "2"}), manager="tool"),
+        apply(CM, cm("c", {"a": "1", "b": "1"}), manager="tool"),
+        merge(f"{CM}?fieldManager=tool", {"data": {"b": "5"}}),
+    ),
+    owned(
+        "ssa.list-map-items-merge-by-key",
+        apply(D, app("d", container("a")), manager="first", view=ours),
+        apply(D, app("d", container("b", image="nginx")), manager="second", view=ours),
+        apply(D, app("d", container("a", image="nginx")), manager="second", view=ours),
+    ),
+    owned(
+        "ssa.list-map-item-dropped",
+        apply(D, app("d", container("a"), container("b")), view=ours),
+        apply(D, app("d", container("a")), view=ours),
+    ),
+    owned(
+        "ssa.list-map-nested-ports",
+        apply(
+            D,
+            app("d", container("a", ports=[{"containerPort": 80}, {"containerPort": 81}])),
+            view=ours,
+        ),
+        apply(D, app("d", container("a", ports=[{"containerPort": 81}])), view=ours),
+    ),
+    owned(
+        "ssa.set-list-merges-values",
+        apply(W, widget("w", tags=["a", "b"]), manager="first"),
+        apply(W, widget("w", tags=["c"]), manager="second"),
+        apply(W, widget("w", tags=["b"]), manager="first"),
+        crd=True,
+    ),
+    owned(
+        "ssa.status-has-its-own-managers",
+        setup(apply(W, widget("w", size=2), manager="spec-owner")),
+        apply(
+            f"{W}/status",
+            {**widget("w"), "status": {"phase": "Ready", "replicas": 1}},
+            manager="status-owner",
+        ),
+        merge(f"{W}/status?fieldManager=status-editor", {"status": {"phase": "Done"}}),
+        apply(f"{W}/status", {**widget("w"), "status": {"phase": "Ready"}}, manager="status-owner"),
+        get(W),
+        crd=True,
+    ),
+    owned(
+        "ssa.custom-resource-update-entries",
+        post(WIDGETS, widget("w", size=2, nested={"mode": "x"})),
+        merge(f"{W}?fieldManager=editor", {"spec": {"color": "red"}}),
+        crd=True,
+    ),
+    owned(
+        "ssa.status-apply-to-missing-object",
+        apply(f"{W}/status", {**widget("w"), "status": {"phase": "Ready"}}),
+        crd=True,
+    ),
+    owned(
+        "ssa.reset-managed-fields",
+        setup(apply(CM, cm("c", {"a": "1"}), manager="first")),
+        merge(f"{CM}?fieldManager=editor", {"metadata": {"managedFields": []}}),
+        merge(f"{CM}?fieldManager=editor", {"data": {"b": "1"}}),
+        apply(CM, cm("c", {"a": "2"}), manager="first"),
+    ),
+    owned(
+        "ssa.bad-managed-fields-are-ignored",
+        setup(apply(CM, cm("c", {"a": "1"}), manager="first")),
+        merge(
+            f"{CM}?fieldManager=editor",
+            {"metadata": {"managedFields": [{"manager": "x", "operation": "Bogus"}]}},
+        ),
+    ),
+    owned(
+        "ssa.managed-fields-replaced-by-client",
+        setup(apply(CM, cm("c", {"a": "1"}), manager="first")),
+        merge(
+            f"{CM}?fieldManager=editor",
+            {
+                "metadata": {
+                    "managedFields": [
+                        {
+                            "manager": "someone",
+                            "operation": "Apply",
+                            "apiVersion": "v1",
+                            "fieldsType": "FieldsV1",
+                            "fieldsV1": {"f:data": {"f:a": {}}},
+                        }
+                    ]
+                }
+            },
+        ),
+        apply(CM, cm("c", {"a": "2"}), manager="first"),
+    ),
+    owned(
+        "ssa.applied-managed-fields-refused",
+        apply(CM, {**cm("c"), "metadata": {"name": "c", "managedFields": []}}),
+    ),
+    owned(
+        "ssa.dry-run-apply-changes-nothing",
+        setup(apply(CM, cm("c", {"a": "1"}), manager="first")),
+        apply(f"{CM}?dryRun=All", cm("c", {"a": "2"}), manager="first"),
+        get(CM),
+    ),
+]
