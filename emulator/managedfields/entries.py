@@ -31,6 +31,11 @@ class Entry:
     subresource: str
     time: str | None
     fields: FieldSet
+    raw: dict[str, Any] | None = None  # the fieldsV1 it was read from, while still true
+
+    def set_fields(self, fields: FieldSet) -> None:
+        self.fields = fields
+        self.raw = None
 
     @property
     def ident(self) -> tuple[str, str, str, str]:
@@ -80,6 +85,7 @@ def decode(raw: Any) -> Managed | None:
             str(item.get("subresource") or ""),
             time if isinstance(time, str) else None,
             fields,
+            item.get("fieldsV1"),
         )
         if entry.ident in out:
             return None
@@ -98,7 +104,7 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
         if e.time is not None:
             item["time"] = e.time
         item["fieldsType"] = "FieldsV1"
-        item["fieldsV1"] = fieldset.encode(e.fields)
+        item["fieldsV1"] = e.raw if e.raw is not None else fieldset.encode(e.fields)
         if e.subresource:
             item["subresource"] = e.subresource
         out.append(item)
@@ -121,4 +127,4 @@ def cap_updaters(managed: Managed) -> None:
             fresh = Entry(ANCIENT, UPDATE, oldest.api_version, "", oldest.time, oldest.fields)
             managed[fresh.ident] = fresh
         else:
-            ancient.fields = ancient.fields | oldest.fields
+            ancient.set_fields(ancient.fields | oldest.fields)

@@ -12,15 +12,19 @@ object): ``{"f:data": {".": {}, "f:a": {}}}`` holds ``(f:data,)`` and ``(f:data,
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable
 from typing import Any
+
+import msgspec
+
+from kubetrio.emulator.jsoncopy import json_copy
 
 Path = tuple[str, ...]
 FieldSet = frozenset[Path]
 EMPTY: FieldSet = frozenset()
 _PREFIXES = ("f:", "k:", "v:", "i:")
-_RANK = {"f": 0, "k": 1, "v": 2, "i": 3}
 
 
 class BadFieldSet(ValueError):
@@ -42,35 +46,53 @@ def value_element(value: Any) -> str:
     return "v:" + json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _order(element: str) -> tuple[int, str]:
-    return (_RANK.get(element[:1], 4), element[2:])
+def encode(paths: FieldSet) -> dict[str, Any]:
+    """The fieldsV1 tree of a set: children in the library's order, ``"."`` first. Objects
+    made from one template own the same sets, so trees are remembered by set (and handed
+    out as private copies: stored objects never share structure)."""
+    return json_copy(_encode(paths))
 
 
-def encode(paths: Iterable[Path]) -> dict[str, Any]:
-    """The fieldsV1 tree of a set: children in the library's order, ``"."`` first."""
+@functools.lru_cache(maxsize=2048)
+def _encode(paths: FieldSet) -> dict[str, Any]:
+    """The tree of ``encode``.
+
+    Sorted tuples put a path before its extensions and siblings in string order, which is
+    the library's (f: before k: before v:; no i: is ever written), so one pass in that order
+    builds each node with its keys already in place."""
     tree: dict[str, Any] = {}
-    for path in paths:
+    members: set[int] = set()
+    for path in sorted(paths):
         node = tree
         for element in path:
-            node = node.setdefault(element, {})
-        node["."] = {}
-    return _finish(tree)
-
-
-def _finish(node: dict[str, Any]) -> dict[str, Any]:
-    children = [k for k in node if k != "."]
-    if not children:
-        return {}
-    out: dict[str, Any] = {".": {}} if "." in node else {}
-    for key in sorted(children, key=_order):
-        out[key] = _finish(node[key])
-    return out
+            child = node.get(element)
+            if child is None:
+                if not node and id(node) in members:
+                    node["."] = {}
+                child = node[element] = {}
+            node = child
+        members.add(id(node))
+    return tree
 
 
 def decode(tree: Any) -> FieldSet:
-    """The set a fieldsV1 tree holds; BadFieldSet when it is not one."""
+    """The set a fieldsV1 tree holds; BadFieldSet when it is not one. Remembered by the
+    tree's JSON text, which msgspec writes faster than the tree can be walked."""
     if not isinstance(tree, dict):
         raise BadFieldSet("fieldsV1 must be an object")
+    try:
+        text = msgspec.json.encode(tree)
+    except (msgspec.EncodeError, TypeError):
+        return _decode(tree)
+    return _decode_text(text)
+
+
+@functools.lru_cache(maxsize=2048)
+def _decode_text(text: bytes) -> FieldSet:
+    return _decode(msgspec.json.decode(text))
+
+
+def _decode(tree: dict[str, Any]) -> FieldSet:
     out: set[Path] = set()
     _walk(tree, (), out)
     return frozenset(out)

@@ -21,7 +21,7 @@ from kubetrio.emulator.managedfields.entries import APPLY, UPDATE, Entry, Manage
 from kubetrio.emulator.managedfields.fieldset import EMPTY, FieldSet, Path, path_text
 from kubetrio.emulator.managedfields.merge import drop_emptied, merge, remove
 from kubetrio.emulator.managedfields.schema import Schema
-from kubetrio.emulator.managedfields.walk import MEMBER, applied_set, members
+from kubetrio.emulator.managedfields.walk import applied_set, diff
 
 _MISSING: Any = object()
 
@@ -54,13 +54,8 @@ def _compare(
     old: dict[str, Any], new: dict[str, Any], schema: Schema, writer: Writer
 ) -> tuple[FieldSet, FieldSet]:
     """(added or modified, removed) between two objects."""
-    before, after = members(old, schema), members(new, schema)
-    changed = {p for p in after.keys() - before.keys()}
-    for p, v in after.items():
-        if v is not MEMBER and p in before and (before[p] != v or type(before[p]) is not type(v)):
-            changed.add(p)
-    removed = frozenset(before.keys() - after.keys())
-    return _ignored(writer, frozenset(changed)), _ignored(writer, removed)
+    changed, removed = diff(old, new, schema)
+    return _ignored(writer, frozenset(changed)), _ignored(writer, frozenset(removed))
 
 
 def _update(
@@ -72,8 +67,10 @@ def _update(
     now: str,
 ) -> None:
     changed, removed = _compare(old, new, schema, writer)
+    lost = changed | removed
     for e in managed.values():
-        e.fields = e.fields - changed - removed
+        if not e.fields.isdisjoint(lost):
+            e.set_fields(e.fields - lost)
     if changed:
         ident = writer.ident(UPDATE)
         prev = managed.get(ident)
@@ -152,9 +149,10 @@ def apply(
     conflicts = {i: c for i, c in conflicts.items() if c}
     if conflicts and not force:
         raise conflict_error([(managed[i], c) for i, c in conflicts.items()])
+    lost = changed | removed
     for i, e in managed.items():
-        if i != ident:
-            e.fields = e.fields - changed - removed
+        if i != ident and not e.fields.isdisjoint(lost):
+            e.set_fields(e.fields - lost)
     if gone and schema.name:
         # The emptied maps stay in the comparison (owners keep them) but not in the object.
         merged = drop_emptied(merged, gone, schema)

@@ -46,7 +46,7 @@ ATOMIC_LIST = ListKind("atomic")
 class Schema:
     """One schema node (``node`` is None where no schema speaks)."""
 
-    __slots__ = ("_children", "_defs", "_items", "name", "node")
+    __slots__ = ("_children", "_defs", "_items", "_zero", "name", "node")
 
     def __init__(self, node: dict[str, Any] | None, defs: dict[str, Any], name: str = "") -> None:
         while node is not None:
@@ -69,6 +69,7 @@ class Schema:
         # Children are resolved once per schema node: writes walk the same paths again.
         self._children: dict[str, Schema] = {}
         self._items: Schema | None = None
+        self._zero: dict[str, bool] = {}
 
     def field(self, key: str) -> Schema:
         child = self._children.get(key)
@@ -136,7 +137,15 @@ class Schema:
 
     def zero_present(self, key: str) -> bool:
         """Whether the struct field ``key`` exists in the Go zero value of this struct."""
-        if not self.name or self.node is None:
+        if not self.name:
+            return False
+        found = self._zero.get(key)
+        if found is None:
+            found = self._zero[key] = self._zero_present(key)
+        return found
+
+    def _zero_present(self, key: str) -> bool:
+        if self.node is None:
             return False
         child = self.field(key)
         if not child.is_struct() or child.atomic_map():

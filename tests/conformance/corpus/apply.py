@@ -69,9 +69,7 @@ PROBES = [
                 {"data": {"b": "1"}, "metadata": {"labels": {"l": "1"}}},
             )
         ),
-        apply(
-            CM, cm("c", {"a": "2", "b": "2"}, labels={"l": "2"}), manager="second", view=causes
-        ),
+        apply(CM, cm("c", {"a": "2", "b": "2"}, labels={"l": "2"}), manager="second", view=causes),
     ),
     owned(
         "ssa.force-takes-ownership",
