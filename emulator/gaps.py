@@ -255,20 +255,15 @@ GAPS: tuple[Gap, ...] = (
     ),
     Gap(
         "request options validated as CreateOptions / PatchOptions / ListOptions / "
-        "DeleteOptions: 422 Invalid naming the options (dryRun, fieldValidation, fieldManager "
-        "at most 128 bytes and required for apply, force only with apply, resourceVersionMatch "
-        "and sendInitialEvents rules), a resourceVersion that is not a number 400",
-        "400 BadRequest with a shorter text, or accepted: force on other patches, long "
-        "fieldManagers, resourceVersionMatch on a watch or Exact with 0, any resourceVersion; "
-        "sendInitialEvents insists on allowWatchBookmarks",
+        "DeleteOptions: 422 Invalid naming the options (dryRun, fieldValidation, "
+        "resourceVersionMatch and sendInitialEvents rules), a resourceVersion that is not a "
+        "number 400",
+        "400 BadRequest with a shorter text, or accepted: resourceVersionMatch on a watch or "
+        "Exact with 0, any resourceVersion; sendInitialEvents insists on allowWatchBookmarks",
         conformance=(
-            "options.force-on-merge-patch",
-            "options.field-manager-too-long",
-            "options.field-manager-too-long-on-patch",
             "options.bad-dry-run",
             "options.bad-dry-run-on-delete",
             "options.bad-field-validation",
-            "apply.no-field-manager",
             "list.resourceversion-match-without-resourceversion",
             "list.resourceversion-match-bad",
             "list.resourceversion-match-exact-zero",

@@ -5,8 +5,10 @@ status) are owned by nobody who writes there."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from kubetrio.emulator import errors
 from kubetrio.emulator.handlers.scope import Target
 from kubetrio.emulator.http import Request
 from kubetrio.emulator.managedfields import Writer, manager_name
@@ -29,3 +31,43 @@ def writer_for(req: Request, t: Target, result: list[dict[str, Any]] | None = No
         ignored,
         result,
     )
+
+
+def check_options(req: Request, options: str, apply: bool = False) -> None:
+    """The write options' fieldManager and force rules (``options``: CreateOptions,
+    UpdateOptions or PatchOptions), checked before the body is read, as the apiserver
+    validates options: force only with apply, a fieldManager for apply, at most 128 bytes of
+    printable characters."""
+    causes: list[tuple[str, str, str]] = []
+    manager = req.query.get("fieldManager", "")
+    if options == "PatchOptions":
+        if not apply and "force" in req.query:
+            causes.append(
+                (
+                    "FieldValueForbidden",
+                    "force",
+                    "Forbidden: may not be specified for non-apply patch",
+                )
+            )
+        elif apply and not manager:
+            causes.append(
+                (
+                    "FieldValueRequired",
+                    "fieldManager",
+                    "Required value: is required for apply patch",
+                )
+            )
+    if len(manager.encode()) > 128:
+        causes.append(
+            ("FieldValueTooLong", "fieldManager", "Too long: may not be more than 128 bytes")
+        )
+    elif not manager.isprintable():
+        causes.append(
+            (
+                "FieldValueInvalid",
+                "fieldManager",
+                f"Invalid value: {json.dumps(manager)}: must only contain printable characters",
+            )
+        )
+    if causes:
+        raise errors.invalid("meta.k8s.io", options, "", causes)

@@ -12,7 +12,7 @@ from kubetrio.emulator import errors, managedfields
 from kubetrio.emulator.fieldvalidation import duplicate_fields
 from kubetrio.emulator.handlers.admit import admit
 from kubetrio.emulator.handlers.body import decode_json, field_warnings
-from kubetrio.emulator.handlers.managers import writer_for
+from kubetrio.emulator.handlers.managers import check_options, writer_for
 from kubetrio.emulator.handlers.response import object_response
 from kubetrio.emulator.handlers.scope import Backend, Target
 from kubetrio.emulator.handlers.versions import shown, to_storage
@@ -33,6 +33,7 @@ _PATCH_TYPES = frozenset(
 async def patch_resource(backend: Backend, req: Request, t: Target, dry_run: bool) -> Response:
     ctype = req.header("content-type").split(";")[0].strip()
     ns = t.namespace or ""
+    check_options(req, "PatchOptions", apply=ctype == "application/apply-patch+yaml")
     if ctype == "application/apply-patch+yaml":
         return await _apply(backend, req, t, dry_run)
     if ctype not in _PATCH_TYPES or (
@@ -85,10 +86,6 @@ async def _apply(backend: Backend, req: Request, t: Target, dry_run: bool) -> Re
     """Server-side apply: the configuration is merged into the live object (or creates it)
     by the managedfields rules, which decide ownership, conflicts and removals; the result
     is then admitted and stored as any update is, with the managedFields apply decided."""
-    if not req.query.get("fieldManager"):
-        raise errors.bad_request(
-            "PATCH, fieldManager is required for apply requests (application/apply-patch+yaml)"
-        )
     try:
         applied = yaml.safe_load(req.body)
     except yaml.YAMLError as exc:

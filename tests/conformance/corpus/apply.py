@@ -4,6 +4,7 @@ their keys, the status subresource's own managers, and clients that send managed
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ..crd import WIDGETS, widget
@@ -16,8 +17,22 @@ W = f"{WIDGETS}/w"
 
 
 def owned(probe_id: str, *steps: Req, crd: bool = False) -> Probe:
-    """A probe that compares managedFields too."""
+    """A probe that compares managedFields too, in an order both servers agree on."""
+    steps = tuple(s if s.view is not None else replace(s, view=by_manager) for s in steps)
     return probe(probe_id, *steps, managed_fields=True, crd=crd)
+
+
+def _sorted_entries(entries: list[Any]) -> list[Any]:
+    return sorted(entries, key=lambda e: (e["operation"], e["manager"], e.get("subresource", "")))
+
+
+def by_manager(body: Any) -> Any:
+    """managedFields sorted by operation and manager: the apiserver orders entries by their
+    time, to the second, so two servers order the entries of one second differently."""
+    md = body.get("metadata") if isinstance(body, dict) else None
+    if isinstance(md, dict) and isinstance(md.get("managedFields"), list):
+        md["managedFields"] = _sorted_entries(md["managedFields"])
+    return body
 
 
 def ours(body: Any) -> Any:
@@ -26,7 +41,7 @@ def ours(body: Any) -> Any:
     if not isinstance(body, dict) or body.get("kind") != "Deployment":
         return body
     entries = body["metadata"].get("managedFields") or []
-    mine = [e for e in entries if not e["manager"].startswith("kube-")]
+    mine = _sorted_entries([e for e in entries if not e["manager"].startswith("kube-")])
     return {"managedFields": mine, "containers": body["spec"]["template"]["spec"]["containers"]}
 
 
