@@ -417,7 +417,10 @@ class Store:
             return
         version = str(new.get("apiVersion", "")).rpartition("/")[2]
         schema = schema_for(rt, None if rt.builtin else self.crd_of(rt), version)
-        record_update(schema, old, new, sent, writer, self.clock.wall_rfc3339())
+        # Writes through scale are recorded without a time, as the apiserver's scale handler
+        # records them.
+        now = None if writer.subresource == "scale" else self.clock.wall_rfc3339()
+        record_update(schema, old, new, sent, writer, now)
 
     def _check_namespace(self, rt: ResourceType, ns: str, md: dict[str, Any], name: str) -> None:
         if not rt.namespaced:

@@ -64,7 +64,7 @@ def _update(
     new: dict[str, Any],
     schema: Schema,
     writer: Writer,
-    now: str,
+    now: str | None,
 ) -> None:
     changed, removed = _compare(old, new, schema, writer)
     lost = changed | removed
@@ -97,7 +97,7 @@ def record_update(
     new: dict[str, Any],
     sent: Any,
     writer: Writer,
-    now: str,
+    now: str | None,
 ) -> None:
     """Set ``new``'s managedFields for an update by ``writer`` (``live`` None: a create).
     ``sent`` is the managedFields the request body carried (``_MISSING`` if none). An

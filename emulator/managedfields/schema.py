@@ -8,10 +8,12 @@ schema (metadata from the built-in ObjectMeta). Where no schema speaks, the libr
 defaults hold: lists atomic, maps granular.
 
 The zero-value question exists because the apiserver compares a create against an empty
-object of the Go type, in which non-pointer structs (a Deployment's ``spec.template``) are
-already there and so are not "added" as members; pointers (``strategy.rollingUpdate``) are
-not. The Go structs are not here, so a struct counts as present when its parent requires it
-or the Go tags say it is a non-pointer ``omitempty`` field (kubepb's gotags).
+object of the Go type, in which non-pointer structs (a Deployment's ``spec.template``) and
+slices without ``omitempty`` (a pod's ``containers``, as null) are already there and so are
+not "added" as members; pointers (``strategy.rollingUpdate``) and ``omitempty`` maps
+(``labels``) are not. The Go structs are not here: a struct counts as present when its parent
+requires it or the Go tags say it is a non-pointer ``omitempty`` field, a slice or map when
+the tags say it is not ``omitempty`` (kubepb's gotags).
 """
 
 from __future__ import annotations
@@ -148,25 +150,32 @@ class Schema:
         if self.node is None:
             return False
         child = self.field(key)
+        node = child.node or {}
+        if node.get("type") == "array" or isinstance(node.get("additionalProperties"), dict):
+            # A slice or map the Go type serialises even when nil (no omitempty).
+            return _go_field(self.name, key) == "plain"
         if not child.is_struct() or child.atomic_map():
             return False
-        return key in (self.node.get("required") or ()) or _omitempty_struct(self.name, key)
+        required = key in (self.node.get("required") or ())
+        return required or _go_field(self.name, key) == "omitempty"
 
 
 _NONE = Schema(None, {})
 
 
 @functools.lru_cache(maxsize=4096)
-def _omitempty_struct(definition: str, key: str) -> bool:
+def _go_field(definition: str, key: str) -> str:
+    """How the Go struct behind ``definition`` tags field ``key``: "omitempty" (a non-pointer
+    field omitted when empty), "plain" (always serialised), "" (unknown)."""
     proto = "k8s.io." + definition.removeprefix("io.k8s.").replace("-", "_")
     cls = message_class(proto)
     if cls is None:
-        return False
+        return ""
     field = cls.DESCRIPTOR.fields_by_name.get(key)
     if field is None:
-        return False
+        return ""
     desc: Any = cls.DESCRIPTOR
-    return field.number in jsonmap().omitempty(desc)
+    return "omitempty" if field.number in jsonmap().omitempty(desc) else "plain"
 
 
 @functools.lru_cache(maxsize=512)

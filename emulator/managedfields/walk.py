@@ -80,13 +80,13 @@ def _value(
     if isinstance(value, list) and value:
         kind = schema.list_kind()
         if kind.kind == "set" and all(not isinstance(v, dict | list) for v in value):
-            if not applied:
+            if not applied and not zero:
                 out[path] = MEMBER
             for item in value:
                 out[(*path, value_element(item))] = True
             return
         if kind.kind == "map" and all(isinstance(v, dict) for v in value):
-            if not applied:
+            if not applied and not zero:
                 out[path] = MEMBER
             items = schema.items()
             for item in value:
@@ -102,7 +102,7 @@ def diff(old: dict[str, Any], new: dict[str, Any], schema: Schema) -> tuple[set[
     skipped whole (a C-speed comparison), so an update costs what it changed."""
     changed: dict[Path, Any] = {}
     removed: dict[Path, Any] = {}
-    _diff_map(old, new, schema, (), True, changed, removed)
+    _diff_map(old, new, schema, (), changed, removed)
     return set(changed), set(removed)
 
 
@@ -111,10 +111,11 @@ def _diff_map(
     new: dict[str, Any],
     schema: Schema,
     prefix: Path,
-    zero: bool,
     changed: dict[Path, Any],
     removed: dict[Path, Any],
 ) -> None:
+    """Both maps exist (a create diffs against the zero object), so their fields that the
+    Go zero value holds exist too: those are never "added" as members."""
     for key, value in new.items():
         if len(prefix) < 2 and _skip(prefix, key):
             continue
@@ -122,14 +123,14 @@ def _diff_map(
         if before is not _ABSENT and before == value and type(before) is type(value):
             continue
         child, path = schema.field(key), (*prefix, "f:" + key)
-        present = zero and schema.zero_present(key)
+        present = schema.zero_present(key)
         if before is _ABSENT:
             _value(value, child, path, present, False, changed)
         else:
             _diff_value(before, value, child, path, present, changed, removed)
     for key, value in old.items():
         if key not in new and not (len(prefix) < 2 and _skip(prefix, key)):
-            present = zero and schema.zero_present(key)
+            present = schema.zero_present(key)
             _value(value, schema.field(key), (*prefix, "f:" + key), present, False, removed)
 
 
@@ -143,7 +144,7 @@ def _diff_value(
     removed: dict[Path, Any],
 ) -> None:
     if isinstance(old, dict) and isinstance(new, dict) and not schema.atomic_map():
-        _diff_map(old, new, schema, path, zero, changed, removed)
+        _diff_map(old, new, schema, path, changed, removed)
         return
     if isinstance(old, list) and isinstance(new, list) and old and new:
         before = _members_of_list(old, schema, path)
@@ -161,7 +162,7 @@ def _diff_value(
                         changed[item_path] = MEMBER
                         _map(item, items, item_path, False, False, changed)
                 elif kind.kind == "map" and was != item:
-                    _diff_map(was, item, items, item_path, False, changed, removed)
+                    _diff_map(was, item, items, item_path, changed, removed)
             for element, item in before.items():
                 if element not in after:
                     item_path = (*path, element)

@@ -42,7 +42,8 @@ def ours(body: Any) -> Any:
         return body
     entries = body["metadata"].get("managedFields") or []
     mine = _sorted_entries([e for e in entries if not e["manager"].startswith("kube-")])
-    return {"managedFields": mine, "containers": body["spec"]["template"]["spec"]["containers"]}
+    spec = body["spec"]
+    return {"managedFields": mine, "containers": spec["template"]["spec"]["containers"]}
 
 
 def causes(body: Any) -> Any:
@@ -156,6 +157,18 @@ PROBES = [
         ),
         merge(f"{W}/status?fieldManager=status-editor", {"status": {"phase": "Done"}}),
         apply(f"{W}/status", {**widget("w"), "status": {"phase": "Ready"}}, manager="status-owner"),
+        get(W),
+        crd=True,
+    ),
+    owned(
+        "ssa.deployment-create-update-entry",
+        post(DEPLOYMENTS, deployment("d")),
+        merge(f"{D}?fieldManager=editor", {"spec": {"replicas": 2, "paused": True}}, view=ours),
+    ),
+    owned(
+        "ssa.scale-of-a-custom-resource",
+        setup(apply(W, widget("w", replicas=1), manager="spec-owner")),
+        merge(f"{W}/scale?fieldManager=scaler", {"spec": {"replicas": 2}}),
         get(W),
         crd=True,
     ),
