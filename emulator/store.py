@@ -383,12 +383,17 @@ class Store:
         md["creationTimestamp"] = self.clock.wall_rfc3339()
         if not rt.builtin or rt.key in GENERATION_TRACKED:
             md["generation"] = 1
+        if writer is not None and rt.builtin:
+            # The creator owns what it sent, defaulted as decoding defaults it; not what
+            # the create itself fills in next (allocated IPs, a namespace's finalizer).
+            apply_defaults(rt.key, obj)
+            self._track(rt, None, obj, sent, writer)
         self._prepare_create(rt, obj)
         if rt.builtin:
             check_create(rt, obj)
         else:
             admit(self.crd_of(rt), rt.group, rt.kind, obj)
-        if writer is not None:
+        if writer is not None and not rt.builtin:
             self._track(rt, None, obj, sent, writer)
         if dry_run:
             return Entry(obj, 0)

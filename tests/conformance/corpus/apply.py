@@ -9,7 +9,22 @@ from typing import Any
 
 from ..crd import WIDGETS, widget
 from ..runner import Probe, Req, probe
-from .objects import CMS, DEPLOYMENTS, apply, cm, container, deployment, get, merge, post, setup
+from .objects import (
+    CMS,
+    DEPLOYMENTS,
+    PODS,
+    SERVICES,
+    apply,
+    cm,
+    container,
+    deployment,
+    get,
+    merge,
+    pod,
+    post,
+    service,
+    setup,
+)
 
 CM = f"{CMS}/c"
 D = f"{DEPLOYMENTS}/d"
@@ -52,6 +67,11 @@ def causes(body: Any) -> Any:
         found = body["details"].get("causes") or []
         body["details"]["causes"] = sorted(found, key=lambda c: (c["field"], c["message"]))
     return body
+
+
+def entries(body: Any) -> Any:
+    """The managedFields alone."""
+    return by_manager(body)["metadata"].get("managedFields") if "metadata" in body else body
 
 
 def app(name: str, *containers: dict[str, Any], replicas: int | None = None) -> dict[str, Any]:
@@ -159,6 +179,14 @@ PROBES = [
         apply(f"{W}/status", {**widget("w"), "status": {"phase": "Ready"}}, manager="status-owner"),
         get(W),
         crd=True,
+    ),
+    owned(
+        "ssa.service-create-entry",
+        post(SERVICES, service("s", {"port": 80})),
+    ),
+    owned(
+        "ssa.pod-create-entry",
+        post(PODS, pod("p", container("c", ports=[{"containerPort": 80}])), view=entries),
     ),
     owned(
         "ssa.deployment-create-update-entry",
