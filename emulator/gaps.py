@@ -45,6 +45,16 @@ GAPS: tuple[Gap, ...] = (
         "quota-not-enforced",
     ),
     Gap(
+        "managedFields for the writes a cluster's own components make (kube-apiserver's "
+        "bootstrap objects, controllers, kubelets, the garbage collector), and fields a "
+        "mutating webhook adds left unowned",
+        "the emulator's own writes (bootstrap namespaces, the simulated cluster, garbage "
+        "collection) record no entry, and an object made that way is not tracked until an "
+        "apply credits what it holds to before-first-apply; a webhook's additions are "
+        "credited to the writer",
+        "own-writes-unmanaged",
+    ),
+    Gap(
         "CEL's type-checked compile, cost budgets and kube's CEL library extensions",
         "CEL rules are evaluated untyped, without budgets or kube's extension functions; a "
         'failed rule\'s message names the value\'s type ("object", "string") where a cluster '

@@ -112,7 +112,8 @@ def encode(managed: Managed) -> list[dict[str, Any]]:
 
 
 def cap_updaters(managed: Managed) -> None:
-    """At most MAX_UPDATERS update managers: the oldest fold into "ancient-changes"."""
+    """At most MAX_UPDATERS update managers (the bucket included): the oldest fold into
+    "ancient-changes", which keeps the time of the last one it took."""
     while True:
         updaters = sorted(
             (e for e in managed.values() if e.operation == UPDATE),
@@ -128,3 +129,4 @@ def cap_updaters(managed: Managed) -> None:
             managed[fresh.ident] = fresh
         else:
             ancient.set_fields(ancient.fields | oldest.fields)
+            ancient.time = oldest.time  # the bucket is as recent as what it last took

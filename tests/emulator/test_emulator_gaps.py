@@ -100,6 +100,12 @@ async def quota_not_enforced(client: EmuClient, emu: Emulator) -> None:
     assert (await client.request("POST", PODS, pod("over-quota"))).status == 201
 
 
+async def own_writes_unmanaged(client: EmuClient, emu: Emulator) -> None:
+    # A cluster's default namespace carries kube-apiserver's Update entry.
+    namespace = (await client.get("/api/v1/namespaces/default")).json()
+    assert "managedFields" not in namespace["metadata"]
+
+
 async def cel_untyped(client: EmuClient, emu: Emulator) -> None:
     # A cluster refuses this CRD (int + string does not type-check); here it is stored.
     schema = {
@@ -170,6 +176,7 @@ PROBES: dict[str, Callable[[EmuClient, Emulator], Awaitable[None]]] = {
     "streaming-subresources": streaming_subresources,
     "admission-webhooks": admission_webhooks,
     "quota-not-enforced": quota_not_enforced,
+    "own-writes-unmanaged": own_writes_unmanaged,
     "cel-untyped": cel_untyped,
     "yaml-as-json": yaml_as_json,
     "aggregation": aggregation,
