@@ -52,8 +52,8 @@ def remove(obj: dict[str, Any], paths: FieldSet, schema: Schema) -> dict[str, An
 
 
 def drop_emptied(obj: dict[str, Any], paths: FieldSet, schema: Schema) -> dict[str, Any]:
-    """``obj`` without the maps and lists that removing ``paths`` left empty, as a built-in
-    kind's Go type drops an empty ``omitempty`` map when it is stored."""
+    """``obj`` without the maps and lists that removing ``paths`` left empty (the apiserver
+    drops them, built-in kinds and custom resources alike)."""
     for path in sorted(paths, key=len, reverse=True):
         for n in range(len(path) - 1, 0, -1):
             node = _find(obj, path[:n], schema)

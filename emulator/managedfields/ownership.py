@@ -153,7 +153,7 @@ def apply(
     for i, e in managed.items():
         if i != ident and not e.fields.isdisjoint(lost):
             e.set_fields(e.fields - lost)
-    if gone and schema.name:
+    if gone:
         # The emptied maps stay in the comparison (owners keep them) but not in the object.
         merged = drop_emptied(merged, gone, schema)
     # The time moves only when the object changes; a manager that changed nothing is new

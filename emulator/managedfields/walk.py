@@ -73,7 +73,10 @@ def _value(
     value: Any, schema: Schema, path: Path, zero: bool, applied: bool, out: dict[Path, Any]
 ) -> None:
     if isinstance(value, dict) and not schema.atomic_map():
-        if ((not zero and not applied) or (applied and not value)) and path != _META:
+        # An applier owns a map it names only when the map is empty or no schema speaks
+        # for it (the library deduces such a map and owns it whole as well as its keys).
+        member = (not zero) if not applied else (not value or schema.node is None)
+        if member and path != _META:
             out[path] = MEMBER
         _map(value, schema, path, zero, applied, out)
         return

@@ -168,6 +168,35 @@ PROBES = [
         crd=True,
     ),
     owned(
+        "ssa.atomic-list-conflicts-whole",
+        apply(D, app("d", container("a", args=["x", "y"])), manager="first", view=ours),
+        apply(D, app("d", container("a", args=["x", "z"])), manager="second", view=causes),
+        apply(D, app("d", container("a", args=["x", "y"])), manager="second", view=ours),
+    ),
+    owned(
+        "ssa.atomic-map-conflicts-whole",
+        apply(D, app("d", container("a")), manager="first", view=ours),
+        apply(
+            D,
+            {**app("d", container("a")), "spec": {"selector": {"matchLabels": {"other": "x"}}}},
+            manager="second",
+            view=causes,
+        ),
+    ),
+    owned(
+        "ssa.custom-resource-dropped-nested-fields",
+        apply(
+            W,
+            {
+                **widget("w", free={"x": {"y": 1}, "z": 2}),
+                "metadata": {"name": "w", "labels": {"l": "1"}},
+            },
+        ),
+        apply(W, widget("w", free={"z": 2})),
+        apply(W, widget("w")),
+        crd=True,
+    ),
+    owned(
         "ssa.status-has-its-own-managers",
         setup(apply(W, widget("w", size=2), manager="spec-owner")),
         apply(
