@@ -21,7 +21,7 @@ from kubetrio.emulator.managedfields.entries import APPLY, UPDATE, Entry, Manage
 from kubetrio.emulator.managedfields.fieldset import EMPTY, FieldSet, Path, path_text
 from kubetrio.emulator.managedfields.merge import drop_emptied, merge, remove
 from kubetrio.emulator.managedfields.schema import Schema
-from kubetrio.emulator.managedfields.walk import applied_set, diff
+from kubetrio.emulator.managedfields.walk import DuplicateKey, applied_set, diff
 
 _MISSING: Any = object()
 
@@ -137,9 +137,12 @@ def apply(
     if live is not None and not managed:
         first = Writer(entries.BEFORE_FIRST_APPLY, writer.api_version, writer.subresource)
         _update(managed, {}, live, schema, first, now)
+    try:
+        mine = _ignored(writer, applied_set(applied, schema))
+    except DuplicateKey as dup:
+        raise _bad_configuration(applied, writer, dup) from None
     merged: dict[str, Any] = merge(base, applied, schema)
     ident = writer.ident(APPLY)
-    mine = _ignored(writer, applied_set(applied, schema))
     last = managed.get(ident)
     gone = _gone(last.fields - mine, managed, ident, mine) if last is not None else EMPTY
     if gone:
@@ -179,6 +182,19 @@ def _gone(
             owned |= e.fields
     prefixes = {p[:n] for p in owned for n in range(1, len(p) + 1)}
     return frozenset(p for p in dropped if p not in prefixes)
+
+
+def _bad_configuration(
+    applied: dict[str, Any], writer: Writer, dup: DuplicateKey
+) -> errors.ApiError:
+    """The 500 the apiserver answers when an applied configuration cannot be typed: it names
+    the configuration as namespace/name as sent, with its group/version/kind."""
+    md = applied.get("metadata") or {}
+    group, _, version = writer.api_version.rpartition("/")
+    where = f"{md.get('namespace') or ''}/{md.get('name') or ''}; {group}/{version}, "
+    where += f"Kind={applied.get('kind')}"
+    what = f"{path_text(dup.path)}: duplicate entries for key {path_text((dup.element,))}"
+    return errors.ApiError(500, "", f"failed to create typed patch object ({where}): {what}")
 
 
 def _manager_text(e: Entry) -> str:

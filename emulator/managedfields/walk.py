@@ -13,7 +13,17 @@ from typing import Any
 from kubetrio.emulator.managedfields.fieldset import FieldSet, Path, key_element, value_element
 from kubetrio.emulator.managedfields.schema import Schema
 
-MEMBER: Any = object()  # the value recorded for a path that is a member but not a leaf
+MEMBER: Any = object()
+
+
+class DuplicateKey(ValueError):
+    """An applied list-map holding two items with the same key (``element``) at ``path``."""
+
+    def __init__(self, path: Path, element: str) -> None:
+        super().__init__(path, element)
+        self.path = path
+        self.element = element  # the value recorded for a path that is a member but not a leaf
+
 
 # Never owned: identity and what the server alone writes (the apiserver strips these too).
 _ROOT_SKIP = frozenset({"apiVersion", "kind"})
@@ -94,6 +104,8 @@ def _value(
             items = schema.items()
             for item in value:
                 item_path = (*path, key_element(item, kind.keys, kind.defaults))
+                if applied and item_path in out:
+                    raise DuplicateKey(path, item_path[-1])
                 out[item_path] = MEMBER
                 _map(item, items, item_path, False, applied, out)
             return

@@ -174,6 +174,10 @@ PROBES = [
         apply(D, app("d", container("a", args=["x", "y"])), manager="second", view=ours),
     ),
     owned(
+        "ssa.duplicate-list-map-keys",
+        apply(D, app("d", container("a"), container("a", image="nginx"))),
+    ),
+    owned(
         "ssa.atomic-map-conflicts-whole",
         apply(D, app("d", container("a")), manager="first", view=ours),
         apply(
