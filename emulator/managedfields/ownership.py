@@ -80,15 +80,16 @@ def _update(
         )
 
 
-def _base(sent: Any, live: dict[str, Any] | None) -> tuple[Managed, bool]:
-    """The entries a write starts from, and whether the client reset them: what the body
-    sends when that is a valid, non-empty list, else the live object's."""
+def _base(sent: Any, live: dict[str, Any] | None) -> Managed:
+    """The entries a write starts from: none when the body resets them (``[]``), what the
+    body sends when that is a valid, non-empty list, else the live object's (a client that
+    does not know the field must not erase it)."""
     if isinstance(sent, list) and not sent:
-        return {}, True
+        return {}
     managed = entries.decode(sent) if sent is not _MISSING else None
     if not managed and live is not None:
         managed = entries.decode(live.get("metadata", {}).get("managedFields"))
-    return (managed or {}), False
+    return managed or {}
 
 
 def record_update(
@@ -103,7 +104,7 @@ def record_update(
     ``sent`` is the managedFields the request body carried (``_MISSING`` if none). An
     existing object nobody tracks (or whose client reset the entries) stays untracked."""
     md = new["metadata"]
-    managed, _reset = _base(sent, live)
+    managed = _base(sent, live)
     if not managed and live is not None:
         md.pop("managedFields", None)
         return
@@ -135,7 +136,9 @@ def apply(
     base = live or {}
     managed = entries.decode(base.get("metadata", {}).get("managedFields")) or {}
     if live is not None and not managed:
-        first = Writer(entries.BEFORE_FIRST_APPLY, writer.api_version, writer.subresource)
+        first = Writer(
+            entries.BEFORE_FIRST_APPLY, writer.api_version, writer.subresource, writer.ignored
+        )
         _update(managed, {}, live, schema, first, now)
     try:
         mine = _ignored(writer, applied_set(applied, schema))
