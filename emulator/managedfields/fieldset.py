@@ -34,16 +34,27 @@ class BadFieldSet(ValueError):
 def key_element(
     item: dict[str, Any], keys: Iterable[str], defaults: Iterable[tuple[str, Any]] = ()
 ) -> str:
-    """The ``k:`` element naming a list-map item by its key fields (sorted by name, as the
-    structured-merge-diff library orders them); a key field the item leaves out takes its
+    """The ``k:`` element naming a list-map item by its key fields, given in name order (the
+    library's order; ``ListKind`` keeps them so); a key field the item leaves out takes its
     schema default."""
-    fallback = dict(defaults)
-    picked = {k: item.get(k, fallback.get(k)) for k in sorted(keys) if k in item or k in fallback}
-    return "k:" + json.dumps(picked, separators=(",", ":"), ensure_ascii=False)
+    if defaults:
+        fallback = dict(defaults)
+        picked = {k: item.get(k, fallback.get(k)) for k in keys if k in item or k in fallback}
+    else:
+        picked = {k: item[k] for k in keys if k in item}
+    return "k:" + _compact(picked)
 
 
 def value_element(value: Any) -> str:
-    return "v:" + json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return "v:" + _compact(value)
+
+
+def _compact(value: Any) -> str:
+    """JSON without spaces, as the library writes keys and values (msgspec: in C)."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except (msgspec.EncodeError, TypeError):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def encode(paths: FieldSet) -> dict[str, Any]:

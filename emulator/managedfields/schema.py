@@ -48,7 +48,7 @@ ATOMIC_LIST = ListKind("atomic")
 class Schema:
     """One schema node (``node`` is None where no schema speaks)."""
 
-    __slots__ = ("_children", "_defs", "_items", "_zero", "name", "node")
+    __slots__ = ("_children", "_defs", "_items", "_list", "_zero", "name", "node")
 
     def __init__(self, node: dict[str, Any] | None, defs: dict[str, Any], name: str = "") -> None:
         while node is not None:
@@ -72,6 +72,7 @@ class Schema:
         self._children: dict[str, Schema] = {}
         self._items: Schema | None = None
         self._zero: dict[str, bool] = {}
+        self._list: ListKind | None = None
 
     def field(self, key: str) -> Schema:
         child = self._children.get(key)
@@ -103,10 +104,15 @@ class Schema:
         return self._items
 
     def list_kind(self) -> ListKind:
+        if self._list is None:
+            self._list = self._list_kind()
+        return self._list
+
+    def _list_kind(self) -> ListKind:
         node = self.node or {}
         kind = node.get("x-kubernetes-list-type")
         if kind == "map":
-            keys = tuple(node.get("x-kubernetes-list-map-keys") or ())
+            keys = tuple(sorted(node.get("x-kubernetes-list-map-keys") or ()))
             return ListKind("map", keys, self._key_defaults(keys))
         if kind == "set":
             return ListKind("set")
