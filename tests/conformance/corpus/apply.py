@@ -22,6 +22,7 @@ from .objects import (
     merge,
     pod,
     post,
+    put,
     service,
     setup,
 )
@@ -240,6 +241,12 @@ PROBES = [
         crd=True,
     ),
     owned(
+        "ssa.main-apply-leaves-status-alone",
+        apply(W, {**widget("w", size=2), "status": {"phase": "Ready"}}),
+        apply(f"{W}/status", {**widget("w", size=5), "status": {"phase": "Done"}}, manager="st"),
+        crd=True,
+    ),
+    owned(
         "ssa.status-apply-to-missing-object",
         apply(f"{W}/status", {**widget("w"), "status": {"phase": "Ready"}}),
         crd=True,
@@ -250,6 +257,12 @@ PROBES = [
         merge(f"{CM}?fieldManager=editor", {"metadata": {"managedFields": []}}),
         merge(f"{CM}?fieldManager=editor", {"data": {"b": "1"}}),
         apply(CM, cm("c", {"a": "2"}), manager="first"),
+    ),
+    owned(
+        "ssa.put-without-managed-fields-keeps-them",
+        setup(apply(CM, cm("c", {"a": "1", "b": "1"}), manager="first")),
+        put(f"{CM}?fieldManager=editor", cm("c", {"a": "1", "c": "1"})),
+        apply(CM, cm("c", {"a": "1", "b": "2"}), manager="first"),
     ),
     owned(
         "ssa.bad-managed-fields-are-ignored",
