@@ -30,6 +30,7 @@ from kubetrio.emulator.gc.policy import deletion_finalizers
 from kubetrio.emulator.gc.validation import check_gc_metadata
 from kubetrio.emulator.jsoncopy import json_copy
 from kubetrio.emulator.kinds import ResourceType, ResourceTypes, from_crd
+from kubetrio.emulator.managedfields import MISSING, Writer, record_update, schema_for
 from kubetrio.emulator.meta import (
     check_finalizers,
     check_name,
@@ -331,9 +332,16 @@ class Store:
     # ----------------------------------------------------------------- writes
 
     def create(
-        self, rt: ResourceType, ns: str, obj: dict[str, Any], dry_run: bool = False
+        self,
+        rt: ResourceType,
+        ns: str,
+        obj: dict[str, Any],
+        dry_run: bool = False,
+        writer: Writer | None = None,
     ) -> Entry:
+        """``writer``: who creates, recorded in managedFields (None: the body's are kept)."""
         md = metadata_of(obj)
+        sent = md.get("managedFields", MISSING)
         if rt.builtin:
             check_object_fields(rt.kind, obj)
         name = md.get("name")
@@ -375,11 +383,18 @@ class Store:
         md["creationTimestamp"] = self.clock.wall_rfc3339()
         if not rt.builtin or rt.key in GENERATION_TRACKED:
             md["generation"] = 1
+        if writer is not None and rt.builtin:
+            # The creator owns what it sent, defaulted as decoding defaults it; not what
+            # the create itself fills in next (allocated IPs, a namespace's finalizer).
+            apply_defaults(rt.key, obj)
+            self._track(rt, None, obj, sent, writer)
         self._prepare_create(rt, obj)
         if rt.builtin:
             check_create(rt, obj)
         else:
             admit(self.crd_of(rt), rt.group, rt.kind, obj)
+        if writer is not None and not rt.builtin:
+            self._track(rt, None, obj, sent, writer)
         if dry_run:
             return Entry(obj, 0)
         md["resourceVersion"] = str(self._next_rv())
@@ -388,6 +403,29 @@ class Store:
         if rt.key == CRD_KEY:
             self._register_crd(entry.obj)
         return entry
+
+    def _track(
+        self,
+        rt: ResourceType,
+        old: dict[str, Any] | None,
+        new: dict[str, Any],
+        sent: Any,
+        writer: Writer,
+    ) -> None:
+        """Record ``writer``'s fields in ``new``'s managedFields (or set the entries an
+        apply computed)."""
+        if writer.result is not None:
+            if writer.result:
+                new["metadata"]["managedFields"] = writer.result
+            else:
+                new["metadata"].pop("managedFields", None)
+            return
+        version = str(new.get("apiVersion", "")).rpartition("/")[2]
+        schema = schema_for(rt, None if rt.builtin else self.crd_of(rt), version)
+        # Writes through scale are recorded without a time, as the apiserver's scale handler
+        # records them.
+        now = None if writer.subresource == "scale" else self.clock.wall_rfc3339()
+        record_update(schema, old, new, sent, writer, now)
 
     def _check_namespace(self, rt: ResourceType, ns: str, md: dict[str, Any], name: str) -> None:
         if not rt.namespaced:
@@ -445,9 +483,13 @@ class Store:
         obj: dict[str, Any],
         subresource: str = "",
         dry_run: bool = False,
+        writer: Writer | None = None,
     ) -> Entry:
+        """``writer``: who updates, recorded in managedFields (None: the body's are kept,
+        or the old object's on a status write)."""
         old = self.get(rt, ns, name)
         md = metadata_of(obj)
+        sent = md.get("managedFields", MISSING)
         if rt.builtin:
             check_object_fields(rt.kind, obj)
         body_name = md.get("name")
@@ -538,6 +580,8 @@ class Store:
             check_update(rt, new, old.obj, subresource)
         else:
             admit(self.crd_of(rt), rt.group, rt.kind, new, old.obj)
+        if writer is not None:
+            self._track(rt, old.obj, new, sent, writer)
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
         if "generation" in old_md and _spec_part(new) != _spec_part(old.obj):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kubetrio.emulator import scale
 from kubetrio.emulator.handlers.body import decode_json
+from kubetrio.emulator.handlers.managers import writer_for
 from kubetrio.emulator.handlers.scope import Backend, Target
 from kubetrio.emulator.http import Request, Response, json_response
 
@@ -27,5 +28,7 @@ def serve_scale(backend: Backend, req: Request, t: Target, verb: str, dry_run: b
         )
     new = scale.apply_scale(paths, t.name, current.clone(), wanted)
     backend.access.check_write(t.rt, ns, t.user, new)
-    entry = backend.store.update(t.rt, ns, t.name, new, "", dry_run=dry_run)
+    entry = backend.store.update(
+        t.rt, ns, t.name, new, "", dry_run=dry_run, writer=writer_for(req, t)
+    )
     return json_response(scale.to_scale(paths, entry.obj))

@@ -115,8 +115,17 @@ BENCHES = (
                 "emulator_kt_peak_over_steady_rss"
             ),
             "through the API, real: kt sync peak / steady RSS": key("real_kt_peak_over_steady_rss"),
-            "through the API, real / emulator: kt peak above steady": lambda r: (
-                r["real_kt_peak_above_steady_mib"] / r["emulator_kt_peak_above_steady_mib"]
+            "through the API, real: kt peak above steady (MiB)": key(
+                "real_kt_peak_above_steady_mib"
+            ),
+            "through the API, real: kt_stream (streaming list) peak above steady (MiB)": key(
+                "real_kt_stream_peak_above_steady_mib"
+            ),
+            "through the API, real: sync peak growth kt_stream / kt": key(
+                "real_kt_stream_over_kt_peak"
+            ),
+            "through the API, emulator: sync peak growth kt_stream / kt": key(
+                "emulator_kt_stream_over_kt_peak"
             ),
         },
     ),

@@ -12,9 +12,11 @@ followed by ``continue`` pages (client-go's reflector's initial LIST, which kube
 now issues too), and keeps every pod in memory, keyed by ``namespace/name``, the way a cache
 would:
 
-* ``kt``: ``Informer(Client.from_kubeconfig(...), Pod)`` until ``wait_for_sync()`` returns: typed
-  msgspec structs in a ``Store`` (the default client: its 20 qps / burst 30 rate limit applies
-  to the 100 pages at 50k pods, so about 3.5 s of this is waiting on the limiter);
+* ``kt``: ``Informer(Client.from_kubeconfig(...), Pod, streaming_lists=False)`` until
+  ``wait_for_sync()`` returns: typed msgspec structs in a ``Store`` (the default client: its
+  20 qps / burst 30 rate limit applies to the 100 pages at 50k pods, so about 3.5 s of this is
+  waiting on the limiter). ``streaming_lists=False`` keeps it to the same requests as the
+  others; the informer's default, a streaming list, is ``kt_stream`` in "Both servers";
 * ``kt_unthrottled``: the same with ``Client(qps=0)`` (no client rate limit, like the others);
 * ``dict``: pykube-ng's ``api.get`` + ``requests``' JSON, each item kept as the one ``dict``
   JSON decoding made: the minimum a Python cache of whole objects can hold;
@@ -38,12 +40,14 @@ same pods (CI: 1 000) are written to each **through its API** (namespaces, the o
 ReplicaSets, a POST per pod and a ``pods/status`` patch, 16 writers at once; the real server
 runs without the ServiceAccount and Priority admission plugins, which would refuse these pods
 as written), the first LIST is made once to warm the server (the real one's watch cache), and
-then ``kt`` and ``dict`` run against it, each in its own process as above, the server staying up
-between them (plain HTTP to the emulator, TLS to the real server). Compared side by side: sync
-time, kt/dict by time and by RSS, kt's KiB per pod by RSS (and after glibc's ``malloc_trim(0)``,
-which hands back what the allocator holds free), and kt's sync peak against its steady RSS. The
-real server's objects are larger on the wire (``managedFields``, defaulted fields), which kt drops
-as it decodes and ``dict`` keeps. **What the real server does to the peak**: it answers
+then ``kt``, ``kt_stream`` (the informer as it syncs by default: one streaming-list WATCH,
+``sendInitialEvents``, no LIST) and ``dict`` run against it, each in its own process as above,
+the server staying up between them (plain HTTP to the emulator, TLS to the real server).
+Compared side by side: sync time, kt/dict by time and by RSS, kt's KiB per pod by RSS (and
+after glibc's ``malloc_trim(0)``, which hands back what the allocator holds free), kt's sync
+peak against its steady RSS, and the same for ``kt_stream``. The real server's objects are
+larger on the wire (``managedFields``, defaulted fields), which kt drops as it decodes and
+``dict`` keeps. **What the real server does to the peak**: it answers
 ``LIST ?limit=500&resourceVersion=0`` from its watch cache **unpaged**, the whole list in one
 response, so the informer holds the whole body while it decodes, where the emulator's pages hold
 500 pods of JSON; the peak above steady (MiB) shows what that costs, and the freed body can stay
@@ -461,7 +465,7 @@ def paged_list(url: str) -> tuple[int, int]:
 
 # --------------------------------------------------------------------------- both servers
 
-SERVER_VARIANTS = ("kt", "dict")
+SERVER_VARIANTS = ("kt", "kt_stream", "dict")
 WRITERS = 16
 
 
@@ -597,8 +601,8 @@ def server_child(variant: str, kubeconfig: Path, n: int) -> dict[str, Any]:
 
 
 def on_server(server: str, kubeconfig: Path, n: int, repeat: int) -> dict[str, Any]:
-    """Load the data set through the server's API, then the ``kt`` and ``dict`` variants
-    against it, each in its own process, rounds interleaved."""
+    """Load the data set through the server's API, then the ``SERVER_VARIANTS`` against it,
+    each in its own process, rounds interleaved."""
     loaded = load_via_api(kubeconfig, n)
     count, size, responses = first_list(kubeconfig)  # the warm-up (a real server's watch cache)
     if count != n:
@@ -678,7 +682,9 @@ class Probe:
         self.figures["rss_trimmed"] = _status_kib("VmRSS") * KIB
 
 
-def run_kt(kubeconfig: Path, probe: Probe, qps: float | None) -> tuple[float, int]:
+def run_kt(
+    kubeconfig: Path, probe: Probe, qps: float | None, streaming: bool = False
+) -> tuple[float, int]:
     import trio
 
     from kubetrio.api.core import Pod
@@ -691,7 +697,7 @@ def run_kt(kubeconfig: Path, probe: Probe, qps: float | None) -> tuple[float, in
         options = {} if qps is None else {"qps": qps}
         client = Client.from_kubeconfig(str(kubeconfig), **options)
         probe.start()
-        informer = Informer(client, Pod)
+        informer = Informer(client, Pod, streaming_lists=streaming)
         async with trio.open_nursery() as nursery:
             started = time.perf_counter()
             nursery.start_soon(informer.run)
@@ -821,6 +827,8 @@ def child_main(args: argparse.Namespace) -> None:
         seconds, count = run_kt(kubeconfig, probe, None)
     elif args.child == "kt_unthrottled":
         seconds, count = run_kt(kubeconfig, probe, 0.0)
+    elif args.child == "kt_stream":
+        seconds, count = run_kt(kubeconfig, probe, None, streaming=True)
     elif args.child in ("dict", "pykube"):
         seconds, count = run_pykube(kubeconfig, probe, args.child == "pykube")
     elif args.child == "k8s_client":
@@ -992,6 +1000,10 @@ def main() -> None:
 
 
 SERVER_FIGURES = {
+    "kt_stream_sync_s": "kt_stream sync (s)",
+    "kt_stream_kib_per_pod": "kt_stream KiB per pod by RSS",
+    "kt_stream_peak_above_steady_mib": "kt_stream peak above steady (MiB)",
+    "kt_stream_over_kt_peak": "sync peak kt_stream / kt (growth)",
     "kt_sync_s": "kt sync (s)",
     "dict_sync_s": "dict sync (s)",
     "kt_over_dict_time": "sync time kt / dict",
@@ -1009,10 +1021,16 @@ def server_figures(runs: dict[str, list[dict[str, Any]]], n: int) -> dict[str, f
     def median(variant: str, figure: str) -> float:
         return statistics.median(r[figure] for r in runs[variant])
 
-    sync = {v: median(v, "seconds") for v in ("kt", "dict")}
-    rss = {v: median(v, "rss_after") - median(v, "rss_before") for v in ("kt", "dict")}
+    sync = {v: median(v, "seconds") for v in SERVER_VARIANTS}
+    rss = {v: median(v, "rss_after") - median(v, "rss_before") for v in SERVER_VARIANTS}
     peak, steady = median("kt", "rss_peak"), median("kt", "rss_after")
+    stream_peak, stream_steady = median("kt_stream", "rss_peak"), median("kt_stream", "rss_after")
     return {
+        "kt_stream_sync_s": sync["kt_stream"],
+        "kt_stream_kib_per_pod": rss["kt_stream"] / n / KIB,
+        "kt_stream_peak_above_steady_mib": (stream_peak - stream_steady) / 2**20,
+        "kt_stream_over_kt_peak": (stream_peak - median("kt_stream", "rss_before"))
+        / (peak - median("kt", "rss_before")),
         "kt_sync_s": sync["kt"],
         "dict_sync_s": sync["dict"],
         "kt_over_dict_time": sync["kt"] / sync["dict"],

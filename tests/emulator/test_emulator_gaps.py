@@ -100,23 +100,10 @@ async def quota_not_enforced(client: EmuClient, emu: Emulator) -> None:
     assert (await client.request("POST", PODS, pod("over-quota"))).status == 201
 
 
-async def apply_no_conflicts(client: EmuClient, emu: Emulator) -> None:
-    cms = "/api/v1/namespaces/default/configmaps"
-
-    async def apply(manager: str, value: str) -> int:
-        body = f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: owned\ndata:\n  a: '{value}'\n"
-        r = await client.request(
-            "PATCH",
-            f"{cms}/owned?fieldManager={manager}",
-            body.encode(),
-            content_type="application/apply-patch+yaml",
-        )
-        return r.status
-
-    assert await apply("first", "1") == 201
-    # A cluster answers 409 Conflict: "a" is owned by "first".
-    assert await apply("second", "2") == 200
-    assert (await client.get(f"{cms}/owned")).json()["data"] == {"a": "2"}
+async def own_writes_unmanaged(client: EmuClient, emu: Emulator) -> None:
+    # A cluster's default namespace carries kube-apiserver's Update entry.
+    namespace = (await client.get("/api/v1/namespaces/default")).json()
+    assert "managedFields" not in namespace["metadata"]
 
 
 async def cel_untyped(client: EmuClient, emu: Emulator) -> None:
@@ -189,7 +176,7 @@ PROBES: dict[str, Callable[[EmuClient, Emulator], Awaitable[None]]] = {
     "streaming-subresources": streaming_subresources,
     "admission-webhooks": admission_webhooks,
     "quota-not-enforced": quota_not_enforced,
-    "apply-no-conflicts": apply_no_conflicts,
+    "own-writes-unmanaged": own_writes_unmanaged,
     "cel-untyped": cel_untyped,
     "yaml-as-json": yaml_as_json,
     "aggregation": aggregation,
