@@ -84,6 +84,10 @@ def _containers(spec: Obj, key: str) -> None:
 
 def pod_spec(spec: Obj) -> None:
     _fill(spec, _POD_SPEC)
+    for volume in spec.get("volumes") or []:
+        # A volume naming no source is an emptyDir (SetDefaults_Volume).
+        if isinstance(volume, dict) and set(volume) <= {"name"}:
+            volume["emptyDir"] = {}
     for key in ("initContainers", "containers"):
         _containers(spec, key)
 
@@ -226,12 +230,29 @@ def persistentvolumeclaim(obj: Obj, uid: str) -> None:
         spec.setdefault("volumeMode", "Filesystem")
 
 
+def _requests_from_limits(spec: Obj) -> None:
+    """A container's unset requests are its limits (SetDefaults_Pod)."""
+    for key in ("initContainers", "containers"):
+        for c in spec.get(key) or []:
+            resources = c.get("resources") if isinstance(c, dict) else None
+            if not isinstance(resources, dict):
+                continue
+            limits = resources.get("limits")
+            if not isinstance(limits, dict) or not limits:
+                continue
+            requests = resources.setdefault("requests", {})
+            if isinstance(requests, dict):
+                for name, value in limits.items():
+                    requests.setdefault(name, value)
+
+
 def pod(obj: Obj, uid: str) -> None:
     spec = _spec(obj)
     if spec is not None:
         pod_spec(spec)
         # Defaulted on the Pod itself (SetDefaults_Pod), never in a workload's pod template.
         _fill(spec, (("enableServiceLinks", True),))
+        _requests_from_limits(spec)
 
 
 def podtemplate(obj: Obj, uid: str) -> None:

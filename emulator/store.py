@@ -39,6 +39,7 @@ from kubetrio.emulator.meta import (
     metadata_of,
     new_uid,
 )
+from kubetrio.emulator.podadmission import admit as admit_pod
 from kubetrio.emulator.schema_admit import admit, default_stored
 from kubetrio.emulator.validation import check_create, check_update
 
@@ -387,7 +388,37 @@ class Store:
         self._commit(rt, "ADDED", entry, None)
         if rt.key == CRD_KEY:
             self._register_crd(entry.obj)
+        elif rt.key == "namespaces":
+            self._add_default_account(name)
         return entry
+
+    def _add_default_account(self, ns: str) -> None:
+        """Each namespace's ``default`` ServiceAccount, which a cluster's controller manager
+        adds at once and every Pod that names no account runs as."""
+        accounts = self.types.lookup("", "v1", "serviceaccounts")
+        if accounts is not None and self.find(accounts, ns, "default") is None:
+            account = {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": "default"},
+            }
+            self.create(accounts, ns, account)
+
+    def _service_account(self, ns: str, name: str) -> dict[str, Any] | None:
+        accounts = self.types.lookup("", "v1", "serviceaccounts")
+        entry = self.find(accounts, ns, name) if accounts is not None else None
+        return entry.obj if entry is not None else None
+
+    def _priority_class(self, name: str) -> dict[str, Any] | None:
+        classes = self.types.lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        entry = self.find(classes, "", name) if classes is not None else None
+        return entry.obj if entry is not None else None
+
+    def _priority_classes(self) -> Iterator[dict[str, Any]]:
+        classes = self.types.lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        if classes is not None:
+            for entry in self.iter(classes):
+                yield entry.obj
 
     def _check_namespace(self, rt: ResourceType, ns: str, md: dict[str, Any], name: str) -> None:
         if not rt.namespaced:
@@ -417,7 +448,13 @@ class Store:
         """Kind-specific defaults the apiserver applies on create (PrepareForCreate)."""
         apply_defaults(rt.key, obj)
         if rt.key == "pods":
-            obj["status"] = {"phase": "Pending"}
+            admit_pod(
+                obj,
+                obj["metadata"]["namespace"],
+                self._service_account,
+                self._priority_class,
+                self._priority_classes,
+            )
         elif rt.key == "services":
             services.allocate(obj, (e.obj for e in self.iter(rt)))
         elif rt.key == "namespaces":
@@ -483,6 +520,12 @@ class Store:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+        elif subresource == "binding":
+            # A pod's binding writes its node and PodScheduled condition together, as
+            # kube's binding storage does, past the pod's update rules.
+            new = old.clone()
+            new["spec"] = obj.get("spec") or {}
+            new["status"] = obj.get("status") or {}
         else:
             check_string_map(rt.group, rt.kind, name, md, "labels")
             check_string_map(rt.group, rt.kind, name, md, "annotations")
@@ -540,7 +583,11 @@ class Store:
             admit(self.crd_of(rt), rt.group, rt.kind, new, old.obj)
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
-        if "generation" in old_md and _spec_part(new) != _spec_part(old.obj):
+        if (
+            "generation" in old_md
+            and subresource != "binding"
+            and _spec_part(new) != _spec_part(old.obj)
+        ):
             new_md["generation"] = int(old_md["generation"]) + 1
         new = _ordered(new)
         if new == old.obj:

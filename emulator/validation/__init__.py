@@ -59,9 +59,9 @@ def check_create(rt: ResourceType, obj: Obj) -> None:
 
 def check_update(rt: ResourceType, new: Obj, old: Obj, subresource: str = "") -> None:
     """422 Invalid with every broken rule of an update (``status`` for the status
-    subresource's own rules), or nothing."""
-    table = ON_STATUS_UPDATE if subresource == "status" else ON_UPDATE
-    rules = table.get(rt.key)
+    subresource's own rules; a pod's ``binding`` has none), or nothing."""
+    table = {"": ON_UPDATE, "status": ON_STATUS_UPDATE}.get(subresource)
+    rules = table.get(rt.key) if table is not None else None
     if rules is not None:
         causes = Causes()
         rules(new, old, causes)
