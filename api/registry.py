@@ -110,9 +110,13 @@ BUILTIN_KINDS: tuple[KindInfo, ...] = (
     KindInfo("storage.k8s.io/v1", "VolumeAttachment", "volumeattachments", False, (), ("status",)),
     KindInfo("coordination.k8s.io/v1", "Lease", "leases", True),
     KindInfo("apps/v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",), ("all",)),
-    KindInfo("apps/v1", "ReplicaSet", "replicasets", True, ("rs",), ("status",), ("all",)),
-    KindInfo("apps/v1", "StatefulSet", "statefulsets", True, ("sts",), ("status",), ("all",)),
-    KindInfo("apps/v1", "Deployment", "deployments", True, ("deploy",), ("status",), ("all",)),
+    KindInfo("apps/v1", "ReplicaSet", "replicasets", True, ("rs",), ("status", "scale"), ("all",)),
+    KindInfo(
+        "apps/v1", "StatefulSet", "statefulsets", True, ("sts",), ("status", "scale"), ("all",)
+    ),
+    KindInfo(
+        "apps/v1", "Deployment", "deployments", True, ("deploy",), ("status", "scale"), ("all",)
+    ),
     KindInfo(
         "apiextensions.k8s.io/v1",
         "CustomResourceDefinition",

@@ -298,23 +298,6 @@ GAPS: tuple[Gap, ...] = (
         ),
     ),
     Gap(
-        "the scale subresource of Deployments, ReplicaSets and StatefulSets (autoscaling/v1 "
-        "Scale; discovery lists */scale)",
-        "not served (404; served for custom resources)",
-        conformance=(
-            "deployment.scale-get",
-            "deployment.scale-update",
-            "deployment.scale-patch",
-            "deployment.scale-negative",
-            "deployment.scale-stale-resourceversion",
-            "deployment.scale-missing",
-            "deployment.scale-name-mismatch",
-            "replicaset.scale",
-            "statefulset.scale",
-            "discovery.apps-v1",
-        ),
-    ),
-    Gap(
         "events.k8s.io/v1 Events",
         "not served (404; core/v1 Events are)",
         conformance=(

@@ -388,21 +388,7 @@ class Store:
         self._commit(rt, "ADDED", entry, None)
         if rt.key == CRD_KEY:
             self._register_crd(entry.obj)
-        elif rt.key == "namespaces":
-            self._add_default_account(name)
         return entry
-
-    def _add_default_account(self, ns: str) -> None:
-        """Each namespace's ``default`` ServiceAccount, which a cluster's controller manager
-        adds at once and every Pod that names no account runs as."""
-        accounts = self.types.lookup("", "v1", "serviceaccounts")
-        if accounts is not None and self.find(accounts, ns, "default") is None:
-            account = {
-                "apiVersion": "v1",
-                "kind": "ServiceAccount",
-                "metadata": {"name": "default"},
-            }
-            self.create(accounts, ns, account)
 
     def _service_account(self, ns: str, name: str) -> dict[str, Any] | None:
         accounts = self.types.lookup("", "v1", "serviceaccounts")
