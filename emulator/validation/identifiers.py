@@ -4,6 +4,7 @@ explanations kube appends to an ``Invalid value``."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 from kubetrio.emulator.validation.causes import Causes
@@ -53,32 +54,34 @@ def dns_subdomain(causes: Causes, field: str, value: str) -> None:
         causes.invalid(field, value, _SUBDOMAIN_MSG)
 
 
-def label_key_problems(key: str) -> list[str]:
-    """Why ``key`` is no qualified name (``[prefix/]name``), as IsQualifiedName words it."""
+@functools.lru_cache(maxsize=1024)
+def label_key_problems(key: str) -> tuple[str, ...]:
+    """Why ``key`` is no qualified name (``[prefix/]name``), as IsQualifiedName words it
+    (cached: the same few keys come back on every pod)."""
     parts = key.split("/")
     if len(parts) == 1:
         name = parts[0]
     elif len(parts) == 2:
         prefix, name = parts
         if not prefix:
-            return ["prefix part must be non-empty"]
+            return ("prefix part must be non-empty",)
         if len(prefix) > 253 or not _SUBDOMAIN.match(prefix):
-            return [f"prefix part {_SUBDOMAIN_MSG}"]
+            return (f"prefix part {_SUBDOMAIN_MSG}",)
     else:
-        return [
+        return (
             "a valid label key " + _QUALIFIED_MSG + " with an optional DNS subdomain prefix and "
-            "'/' (e.g. 'example.com/MyName')"
-        ]
+            "'/' (e.g. 'example.com/MyName')",
+        )
     if not name:
-        return ["name part must be non-empty"]
+        return ("name part must be non-empty",)
     if len(name) > 63:
-        return ["name part must be no more than 63 characters"]
+        return ("name part must be no more than 63 characters",)
     if not _QUALIFIED.match(name):
-        return [
+        return (
             "name part " + _QUALIFIED_MSG + " with an optional DNS subdomain prefix and '/' "
-            "(e.g. 'example.com/MyName')"
-        ]
-    return []
+            "(e.g. 'example.com/MyName')",
+        )
+    return ()
 
 
 def labels(causes: Causes, field: str, value: object) -> None:

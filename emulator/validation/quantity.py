@@ -3,6 +3,7 @@ kube compares them (``1000m`` equals ``1``, ``1Gi`` is ``1024Mi``)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from fractions import Fraction
 
@@ -16,12 +17,16 @@ def parse(value: object) -> Fraction | None:
     them)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return Fraction(value)
-    if isinstance(value, float):
+    if isinstance(value, int | float):
         return Fraction(value)
     if not isinstance(value, str):
         return None
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parse_text(value: str) -> Fraction | None:
+    """Cached: pods repeat the same few quantities, and pod creation is hot."""
     m = _FORM.match(value.strip())
     if m is None:
         return None
