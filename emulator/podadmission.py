@@ -236,3 +236,11 @@ def admit(
     priority(pod, spec, find_class, classes)
     default_toleration_seconds(spec)
     pod["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
+
+
+def admit_update(pod: Obj) -> None:
+    """What admission adds to a Pod on update: DefaultTolerationSeconds runs again, so a
+    patch that replaces the tolerations keeps the defaults."""
+    spec = pod.get("spec")
+    if isinstance(spec, dict):
+        default_toleration_seconds(spec)

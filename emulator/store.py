@@ -40,6 +40,7 @@ from kubetrio.emulator.meta import (
     new_uid,
 )
 from kubetrio.emulator.podadmission import admit as admit_pod
+from kubetrio.emulator.podadmission import admit_update as admit_pod_update
 from kubetrio.emulator.schema_admit import admit, default_stored
 from kubetrio.emulator.validation import check_create, check_update
 
@@ -559,7 +560,9 @@ class Store:
                 validate_crd(self.types, new)
                 new["status"] = crd_status(new, self.clock.wall_rfc3339())
             apply_defaults(rt.key, new)
-            if rt.key == "namespaces":
+            if rt.key == "pods":
+                admit_pod_update(new)
+            elif rt.key == "namespaces":
                 _label_namespace(new)
             if rt.key == "services":
                 services.keep_allocated(new, old.obj, (e.obj for e in self.iter(rt)))

@@ -225,8 +225,8 @@ DIFFERS: dict[str, tuple[str, ...]] = {
     ),
     "pod.bad-label-key": ("0",),
     "pod.bad-label-value": ("0",),
-    "pod.update-forbidden-field": ("1",),
-    "pod.node-name-immutable": ("1",),
+    "pod.update-forbidden-field": ("1.body.details.causes[0].message", "1.body.message"),
+    "pod.node-name-immutable": ("1.body.details.causes[0].message", "1.body.message"),
     "pod.delete-unscheduled": (
         "1.body.metadata.deletionGracePeriodSeconds",
         "1.body.metadata.deletionTimestamp",
