@@ -173,9 +173,11 @@ def job(obj: Obj, uid: str) -> None:
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
-    name = (obj.get("metadata") or {}).get("name")
+    md = obj.get("metadata") or {}
+    name = md.get("name")
     if uid and not spec.get("manualSelector") and "selector" not in spec:
         spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+        spec["manualSelector"] = False
         template = _dict(spec, "template")
         metadata = _dict(template, "metadata") if template is not None else None
         labels = _dict(metadata, "labels") if metadata is not None else None
@@ -187,6 +189,10 @@ def job(obj: Obj, uid: str) -> None:
                 ("job-name", name),
             ):
                 labels.setdefault(key, value)
+    # A job without labels of its own is labelled as its pods are.
+    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+    if isinstance(md, dict) and template_labels and not md.get("labels"):
+        md["labels"] = dict(template_labels)
     _pod_template(spec)
 
 
@@ -198,13 +204,13 @@ def cronjob(obj: Obj, uid: str) -> None:
     spec.setdefault("suspend", False)
     spec.setdefault("successfulJobsHistoryLimit", 3)
     spec.setdefault("failedJobsHistoryLimit", 1)
+    # The job template's own fields are left to the Job made from it (SetDefaults_Job takes
+    # a Job); only its pod template is defaulted.
     template = _dict(spec, "jobTemplate")
+    if template is not None:
+        _dict(template, "metadata")
     job_spec = _dict(template, "spec") if template is not None else None
     if job_spec is not None:
-        job_spec.setdefault("backoffLimit", 6)
-        job_spec.setdefault("completionMode", "NonIndexed")
-        job_spec.setdefault("suspend", False)
-        job_spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
         _pod_template(job_spec)
 
 

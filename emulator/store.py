@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.emulator import errors, services
+from kubetrio.emulator import daemonsets, errors, services
 from kubetrio.emulator.clock import EmuClock
 from kubetrio.emulator.crd import crd_status, validate_crd
 from kubetrio.emulator.defaults import apply_defaults
@@ -460,6 +460,8 @@ class Store:
             }
         elif not rt.builtin and rt.has_status:
             obj.pop("status", None)
+        if rt.key == "daemonsets.apps":
+            daemonsets.prepare_create(obj)
 
     def update(
         self,
@@ -562,6 +564,8 @@ class Store:
             apply_defaults(rt.key, new)
             if rt.key == "pods":
                 admit_pod_update(new)
+            elif rt.key == "daemonsets.apps":
+                daemonsets.prepare_update(new, old.obj)
             elif rt.key == "namespaces":
                 _label_namespace(new)
             if rt.key == "services":
