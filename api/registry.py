@@ -87,7 +87,15 @@ class KindInfo:
 BUILTIN_KINDS: tuple[KindInfo, ...] = (
     KindInfo("v1", "Namespace", "namespaces", False, ("ns",), ("status",)),
     KindInfo("v1", "Node", "nodes", False, ("no",), ("status",)),
-    KindInfo("v1", "Pod", "pods", True, ("po",), ("status", "eviction", "binding"), ("all",)),
+    KindInfo(
+        "v1",
+        "Pod",
+        "pods",
+        True,
+        ("po",),
+        ("status", "eviction", "binding", "ephemeralcontainers", "resize"),
+        ("all",),
+    ),
     KindInfo("v1", "PersistentVolume", "persistentvolumes", False, ("pv",), ("status",)),
     KindInfo("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), ("status",)),
     KindInfo("v1", "Secret", "secrets", True),

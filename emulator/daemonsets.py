@@ -12,9 +12,11 @@ ANNOTATION = "deprecated.daemonset.template.generation"
 def _annotations(obj: dict[str, Any]) -> dict[str, Any]:
     md = obj.setdefault("metadata", {})
     annotations = md.get("annotations")
-    if not isinstance(annotations, dict):
-        annotations = md["annotations"] = {}
-    return annotations
+    if isinstance(annotations, dict):
+        return annotations
+    fresh: dict[str, Any] = {}
+    md["annotations"] = fresh
+    return fresh
 
 
 def prepare_create(obj: dict[str, Any]) -> None:

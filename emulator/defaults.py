@@ -88,7 +88,7 @@ def pod_spec(spec: Obj) -> None:
         # A volume naming no source is an emptyDir (SetDefaults_Volume).
         if isinstance(volume, dict) and set(volume) <= {"name"}:
             volume["emptyDir"] = {}
-    for key in ("initContainers", "containers"):
+    for key in ("initContainers", "containers", "ephemeralContainers"):
         _containers(spec, key)
 
 

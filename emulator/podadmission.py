@@ -9,12 +9,11 @@ on every Pod a cluster returns, so the emulator's Pods carry them too."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from fractions import Fraction
 from typing import Any
 
 from kubetrio.emulator import errors
 from kubetrio.emulator.meta import generate_name
-from kubetrio.emulator.validation import quantity
+from kubetrio.emulator.qos import qos_class
 
 Obj = dict[str, Any]
 
@@ -189,34 +188,6 @@ def default_toleration_seconds(spec: Obj) -> None:
             )
     if added:
         spec["tolerations"] = [*tolerations, *added]
-
-
-def qos_class(spec: Obj) -> str:
-    """GetPodQOS: BestEffort without any cpu/memory request or limit, Guaranteed when every
-    container limits both and requests what it limits, Burstable otherwise."""
-    requests: dict[str, Fraction] = {}
-    limits: dict[str, Fraction] = {}
-    guaranteed = True
-    for key in ("initContainers", "containers"):
-        for c in _list(spec, key):
-            resources = c.get("resources") if isinstance(c, dict) else None
-            resources = resources if isinstance(resources, dict) else {}
-            for table, into in (("requests", requests), ("limits", limits)):
-                given = resources.get(table)
-                found = set()
-                for name, raw in (given if isinstance(given, dict) else {}).items():
-                    amount = quantity.parse(raw)
-                    if name in ("cpu", "memory") and amount is not None and amount > 0:
-                        into[name] = into.get(name, Fraction(0)) + amount
-                        found.add(name)
-                if table == "limits" and found != {"cpu", "memory"}:
-                    guaranteed = False
-    if not requests and not limits:
-        return "BestEffort"
-    matched = all(limits.get(n) == v for n, v in requests.items())
-    if guaranteed and matched and len(requests) == len(limits):
-        return "Guaranteed"
-    return "Burstable"
 
 
 def admit(

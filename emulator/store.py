@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.emulator import daemonsets, errors, services
+from kubetrio.emulator import daemonsets, errors, podviews, services
 from kubetrio.emulator.clock import EmuClock
 from kubetrio.emulator.crd import crd_status, validate_crd
 from kubetrio.emulator.defaults import apply_defaults
@@ -509,6 +509,9 @@ class Store:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+        elif subresource in podviews.VIEWS:
+            new = podviews.changed(subresource, old.clone(), obj)
+            apply_defaults(rt.key, new)
         elif subresource == "binding":
             # A pod's binding writes its node and PodScheduled condition together, as
             # kube's binding storage does, past the pod's update rules.

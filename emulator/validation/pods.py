@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from kubetrio.emulator.jsoncopy import json_copy
+from kubetrio.emulator.qos import qos_class
 from kubetrio.emulator.validation.causes import Causes
 from kubetrio.emulator.validation.podspec import dict_at, is_int, list_at, validate_pod_spec
 
@@ -107,4 +108,54 @@ def _diff(old: Obj, new: Obj) -> str:
     return "\n".join(lines) + "\n"
 
 
+def validate_ephemeral_update(new: Obj, old: Obj, causes: Causes) -> None:
+    """Ephemeral containers are only ever added: the existing ones stay as they are."""
+    _spec_rules(new, causes)
+    added = {
+        c.get("name"): c
+        for c in list_at(dict_at(new, "spec"), "ephemeralContainers")
+        if isinstance(c, dict)
+    }
+    for was in list_at(dict_at(old, "spec"), "ephemeralContainers"):
+        if not isinstance(was, dict):
+            continue
+        name = was.get("name")
+        now = added.get(name)
+        if now is None:
+            causes.forbidden(
+                "spec.ephemeralContainers",
+                f'existing ephemeral containers "{name}" may not be removed\n',
+            )
+        elif now != was:
+            causes.forbidden(
+                "spec.ephemeralContainers",
+                f'existing ephemeral containers "{name}" may not be changed\n{_diff(was, now)}',
+            )
+
+
+def validate_resize(new: Obj, old: Obj, causes: Causes) -> None:
+    """A resize keeps the pod's QoS class and removes no request or limit."""
+    _spec_rules(new, causes)
+    qos = dict_at(old, "status").get("qosClass")
+    if qos_class(dict_at(new, "spec")) != qos:
+        causes.invalid("spec", qos, "Pod QOS Class may not change as a result of resizing")
+    for key in ("containers", "initContainers"):
+        now = list_at(dict_at(new, "spec"), key)
+        for i, was in enumerate(list_at(dict_at(old, "spec"), key)):
+            if not isinstance(was, dict) or i >= len(now) or not isinstance(now[i], dict):
+                continue
+            for table in ("requests", "limits"):
+                before = dict_at(dict_at(was, "resources"), table)
+                after = dict_at(dict_at(now[i], "resources"), table)
+                if any(name not in after for name in before):
+                    causes.forbidden(
+                        f"spec.{key}[{i}].resources.{table}",
+                        f"resource {table} cannot be removed",
+                    )
+
+
 RULES = {"pods": (validate_create, validate_update, None)}
+SUBRESOURCE_RULES = {
+    ("pods", "ephemeralcontainers"): validate_ephemeral_update,
+    ("pods", "resize"): validate_resize,
+}

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from kubetrio.emulator.validation import identifiers, quantity
+from kubetrio.emulator import quantity
+from kubetrio.emulator.validation import identifiers
 from kubetrio.emulator.validation.causes import Causes
 
 Obj = dict[str, Any]
@@ -54,6 +55,16 @@ VOLUME_SOURCES = (
     "ephemeral",
     "image",
 )
+_NOT_EPHEMERAL = (
+    "ports",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+)
 _STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
 
 
@@ -89,6 +100,7 @@ def validate_pod_spec(spec: Obj, path: str, causes: Causes) -> None:
         _container(c, f"{path}.initContainers[{i}]", volumes, names, causes)
     for i, c in enumerate(list_at(spec, "ephemeralContainers")):
         _container(c, f"{path}.ephemeralContainers[{i}]", volumes, names, causes)
+        _ephemeral_only(c, f"{path}.ephemeralContainers[{i}]", causes)
     restart = spec.get("restartPolicy")
     if not restart:
         causes.required(f"{path}.restartPolicy")
@@ -178,6 +190,15 @@ def _container(
             causes.duplicate(f"{path}.name", name)
         else:
             names.add(name)
+
+
+def _ephemeral_only(c: Any, path: str, causes: Causes) -> None:
+    """What a debugging container may not have, in the Go struct's field order."""
+    if not isinstance(c, dict):
+        return
+    for field in _NOT_EPHEMERAL:
+        if c.get(field):
+            causes.forbidden(f"{path}.{field}", "cannot be set for an Ephemeral Container")
 
 
 def _ports(ports: list[Any], path: str, causes: Causes) -> None:

@@ -375,6 +375,88 @@ PROBES = [
         setup(post(PODS, pod("p"))),
         merge(P, {"spec": {"tolerations": [{"key": "x", "operator": "Exists"}]}}),
     ),
+    # -- ephemeralcontainers and resize: one part of the pod changed, the rest ignored
+    probe(
+        "pod.ephemeral-containers",
+        setup(post(PODS, pod("p"))),
+        get(f"{P}/ephemeralcontainers"),
+        strategic(
+            f"{P}/ephemeralcontainers",
+            {
+                "spec": {
+                    "ephemeralContainers": [
+                        {"name": "dbg", "image": "busybox", "stdin": True, "tty": True}
+                    ],
+                    "containers": [{"name": "c", "image": "ignored"}],
+                }
+            },
+        ),
+    ),
+    probe(
+        "pod.ephemeral-container-with-ports",
+        setup(post(PODS, pod("p"))),
+        strategic(
+            f"{P}/ephemeralcontainers",
+            {
+                "spec": {
+                    "ephemeralContainers": [
+                        {"name": "dbg", "image": "busybox", "ports": [{"containerPort": 80}]}
+                    ]
+                }
+            },
+        ),
+    ),
+    probe(
+        "pod.ephemeral-container-name-taken",
+        setup(post(PODS, pod("p"))),
+        strategic(
+            f"{P}/ephemeralcontainers",
+            {"spec": {"ephemeralContainers": [{"name": "c", "image": "busybox"}]}},
+        ),
+    ),
+    probe(
+        "pod.resize",
+        setup(
+            post(
+                PODS,
+                pod(
+                    "p",
+                    container(resources={"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}),
+                ),
+            )
+        ),
+        strategic(
+            f"{P}/resize",
+            {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "ignored",
+                            "resources": {"requests": {"cpu": "150m"}},
+                        }
+                    ]
+                }
+            },
+        ),
+        strategic(
+            f"{P}/resize",
+            {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300m"}}}]}},
+        ),
+        strategic(
+            f"{P}/resize",
+            {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "resources": {"limits": {"cpu": None}, "requests": {"cpu": None}},
+                        }
+                    ]
+                }
+            },
+        ),
+    ),
     # -- Pod deletion
     probe("pod.delete-unscheduled", setup(post(PODS, pod("p"))), delete(P), get(P)),
     probe(
