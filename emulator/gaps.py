@@ -165,6 +165,13 @@ GAPS: tuple[Gap, ...] = (
         ),
     ),
     Gap(
+        "the rest of the pod and workload rules: each volume source's own fields, probes, "
+        "lifecycle hooks, security contexts, affinity, topology spread constraints, DNS config; "
+        "a Job's template and completions immutable; each field of a cron schedule; the "
+        "kube-root-ca.crt ConfigMap in every namespace",
+        "accepted as sent (a schedule needs five fields); no kube-root-ca.crt is made",
+    ),
+    Gap(
         "the diff in a refused Pod update's message: kube prints its internal PodSpec as JSON "
         "with Go field names and every unset field, line numbers counted in that rendering",
         "the same message head; the diff is of the Pod's own JSON spec, unset fields left out",
