@@ -32,6 +32,11 @@ NS = 'namespace=~"$namespace"'
 CTRL = 'namespace=~"$namespace", controller=~"$controller"'
 JOB = 'namespace=~"$namespace", job=~"$job"'
 RATE = "$__rate_interval"
+# Driver failures per operation and MCM error code.
+DRIVER_FAILURES = (
+    f"sum by (operation, error_code) (rate(mcm_cloud_api_driver_requests_failed_total{{{NS}}}"
+    f"[{RATE}]))"
+)
 
 
 # --- building blocks ---------------------------------------------------------------------
@@ -889,11 +894,13 @@ def machines() -> dict[str, Any]:
         timeseries(
             "Driver errors/s",
             "mcm_cloud_api_driver_requests_failed_total by operation and MCM error code "
-            "(ResourceExhausted, Unavailable, NotFound, …).",
+            "(ResourceExhausted, Unavailable, NotFound, …); 0 for an operation that has not "
+            "failed (the counter has no series before its first failure).",
             [
                 target(
-                    f"sum by (operation, error_code) (rate("
-                    f"mcm_cloud_api_driver_requests_failed_total{{{NS}}}[{RATE}]))",
+                    f"{DRIVER_FAILURES} or (sum by (operation) (0 * rate("
+                    f"mcm_cloud_api_driver_request_duration_seconds_count{{{NS}}}[{RATE}])) "
+                    f"unless on (operation) {DRIVER_FAILURES})",
                     "{{operation}} {{error_code}}",
                 )
             ],

@@ -250,7 +250,14 @@ class Controller(Generic[K]):
     def _log_failure(self, key: K, error: Exception) -> None:
         retries = self.queue.num_requeues(key)
         if isinstance(error, ApiError):
-            # Expected in a distributed system (conflicts, throttling): one line, no traceback.
+            # Expected in a distributed system: one line, no traceback. A conflict is routine
+            # optimistic concurrency (the object changed since the cache read it; the retry
+            # reads it afresh), so it is no reason for a person to look.
+            if error.status == 409 and error.reason == "Conflict":
+                self._log.info(
+                    "object changed while reconciling, will retry", key=str(key), retries=retries
+                )
+                return
             self._log.warning(
                 "reconcile failed, will retry", key=str(key), error=str(error), retries=retries
             )

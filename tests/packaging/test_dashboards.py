@@ -338,3 +338,62 @@ def test_metric_token_extraction() -> None:
     assert metric_tokens(
         'sum by (le) (rate(a_bucket{x="b_c", y=~"$z"}[5m])) / on (n) b:c:d offset 5m'
     ) == {"a_bucket", "n", "b:c:d"}
+
+
+def test_driver_errors_panel_reads_zero_for_operations_that_never_failed(tmp_path: Path) -> None:
+    """The failure counter has no series before its first failure; the panel still shows 0 per
+    operation (from the always-present duration histogram), and a failing operation's rate by
+    error code, without a 0 line beside it. Evaluated by promtool's PromQL engine."""
+    promtool = tool("promtool")
+    values = gen.all_values("machines")
+    (query,) = [q for q in gen.panel_queries("machines") if q.panel == "Driver errors/s"]
+    expr = gen.expand(query.expr, values, "2m")
+    labels = 'namespace="ns", provider="sim"'
+    (tmp_path / "empty.rules.yaml").write_text("groups: []\n")
+    series = [
+        {
+            "series": f"mcm_cloud_api_driver_request_duration_seconds_count{{{labels}, "
+            f'operation="{op}"}}',
+            "values": "0+6x10",
+        }
+        for op in ("CreateMachine", "DeleteMachine")
+    ]
+    series.append(
+        {
+            "series": f"mcm_cloud_api_driver_requests_failed_total{{{labels}, "
+            'operation="DeleteMachine", error_code="Unavailable"}',
+            "values": "0+60x10",
+        }
+    )
+    test = {
+        "rule_files": ["empty.rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": expr,
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {"labels": '{operation="CreateMachine"}', "value": 0},
+                            {
+                                "labels": '{operation="DeleteMachine", error_code="Unavailable"}',
+                                "value": 1,
+                            },
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "panel_test.yaml").write_text(yaml.safe_dump(test))
+    result = subprocess.run(
+        [promtool, "test", "rules", "panel_test.yaml"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
