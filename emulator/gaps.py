@@ -128,7 +128,6 @@ GAPS: tuple[Gap, ...] = (
             "service.unnamed-ports",
             "service.bad-type",
             "service.cluster-ip-immutable",
-            "patch.merge-invalid-result",
         ),
     ),
     Gap(

@@ -197,7 +197,6 @@ DIFFERS: dict[str, tuple[str, ...]] = {
         "1.body[1].name",
     ),
     "patch.strategic-bad-directive": ("1",),
-    "patch.merge-invalid-result": ("1",),
     "patch.merge-bad-json": ("1.body.message",),
     "patch.merge-changes-uid": ("1",),
     "apply.update": ("1.body.data.b",),
