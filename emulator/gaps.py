@@ -164,8 +164,9 @@ GAPS: tuple[Gap, ...] = (
         ),
     ),
     Gap(
-        "the rest of the pod and workload rules: each volume source's own fields, probes, "
-        "lifecycle hooks, security contexts, affinity, topology spread constraints, DNS config; "
+        "the rest of the pod and workload rules: volume sources' fields past the one each "
+        "requires, probe handlers' own fields, lifecycle hooks, security contexts, affinity, "
+        "topology spread constraints, DNS config; "
         "a Job's template and completions immutable; each field of a cron schedule; the "
         "kube-root-ca.crt ConfigMap in every namespace",
         "accepted as sent (a schedule needs five fields); no kube-root-ca.crt is made",

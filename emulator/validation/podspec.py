@@ -55,6 +55,22 @@ VOLUME_SOURCES = (
     "ephemeral",
     "image",
 )
+# The field each of these volume sources cannot do without.
+_SOURCE_REQUIRES = {
+    "hostPath": "path",
+    "secret": "secretName",
+    "persistentVolumeClaim": "claimName",
+    "configMap": "name",
+}
+_PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+_PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
+_PROBE_COUNTS = (
+    "initialDelaySeconds",
+    "timeoutSeconds",
+    "periodSeconds",
+    "successThreshold",
+    "failureThreshold",
+)
 _NOT_EPHEMERAL = (
     "ports",
     "resources",
@@ -96,6 +112,8 @@ def validate_pod_spec(spec: Obj, path: str, causes: Causes) -> None:
         causes.required(f"{path}.containers")
     for i, c in enumerate(containers):
         _container(c, f"{path}.containers[{i}]", volumes, names, causes)
+        for key in _PROBES:
+            _probe(dict_at(c, key) if key in c else None, f"{path}.containers[{i}].{key}", causes)
     for i, c in enumerate(list_at(spec, "initContainers")):
         _container(c, f"{path}.initContainers[{i}]", volumes, names, causes)
     for i, c in enumerate(list_at(spec, "ephemeralContainers")):
@@ -136,6 +154,10 @@ def _volumes(volumes: list[Any], path: str, causes: Causes) -> set[str]:
         at = f"{path}[{i}]"
         found = Causes()
         sources = [s for s in VOLUME_SOURCES if vol.get(s) is not None]
+        if sources and sources[0] in _SOURCE_REQUIRES:
+            required = _SOURCE_REQUIRES[sources[0]]
+            if not dict_at(vol, sources[0]).get(required):
+                found.required(f"{at}.{sources[0]}.{required}")
         for extra in sources[1:]:
             found.forbidden(f"{at}.{extra}", "may not specify more than 1 volume type")
         if not sources:
@@ -190,6 +212,19 @@ def _container(
             causes.duplicate(f"{path}.name", name)
         else:
             names.add(name)
+
+
+def _probe(probe: Obj | None, path: str, causes: Causes) -> None:
+    """validateProbe: exactly one handler, counts not negative."""
+    if probe is None:
+        return
+    handlers = [h for h in _PROBE_HANDLERS if probe.get(h) is not None]
+    if not handlers:
+        causes.required(path, "must specify a handler type")
+    for extra in handlers[1:]:
+        causes.forbidden(f"{path}.{extra}", "may not specify more than 1 handler type")
+    for key in _PROBE_COUNTS:
+        nonnegative(causes, f"{path}.{key}", probe.get(key))
 
 
 def _ephemeral_only(c: Any, path: str, causes: Causes) -> None:

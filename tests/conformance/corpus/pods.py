@@ -237,6 +237,38 @@ PROBES = [
         ),
     ),
     probe(
+        "pod.volume-sources-missing-fields",
+        post(
+            PODS,
+            pod(
+                "p",
+                volumes=[
+                    {"name": "a", "secret": {}},
+                    {"name": "b", "configMap": {}},
+                    {"name": "c", "persistentVolumeClaim": {}},
+                    {"name": "d", "hostPath": {}},
+                ],
+            ),
+        ),
+    ),
+    probe(
+        "pod.bad-probes",
+        post(
+            PODS,
+            pod(
+                "p",
+                container(
+                    livenessProbe={},
+                    readinessProbe={
+                        "exec": {"command": ["x"]},
+                        "httpGet": {"port": 80},
+                        "periodSeconds": -1,
+                    },
+                ),
+            ),
+        ),
+    ),
+    probe(
         "pod.volume-without-source",
         post(
             PODS,
