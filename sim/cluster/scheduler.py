@@ -1,6 +1,7 @@
 """The scheduler: binds each pending pod to the Ready, schedulable node it fits with the fewest
-pods (node selector equality, taints and tolerations, cordoned nodes excluded), as a Binding
-would: ``spec.nodeName`` set, PodScheduled=True. A pod nothing fits gets PodScheduled=False
+pods (node selector equality, taints and tolerations, cordoned nodes excluded) through the
+binding subresource's own path (``emulator/binding.py``): ``spec.nodeName`` and
+PodScheduled=True in one write. A pod nothing fits gets PodScheduled=False
 (Unschedulable) and is retried whenever a node changes (or the pod does).
 
 The cost of a pass is the pending pods', not the cluster's: each node's load and the
