@@ -167,15 +167,20 @@ GAPS: tuple[Gap, ...] = (
         "the rest of the pod and workload rules: volume sources' fields past the one each "
         "requires, probe handlers' own fields, lifecycle hooks, security contexts, affinity, "
         "topology spread constraints, DNS config; "
-        "a Job's template and completions immutable; each field of a cron schedule; the "
+        "each field of a cron schedule; the "
         "kube-root-ca.crt ConfigMap in every namespace",
         "accepted as sent (a schedule needs five fields); no kube-root-ca.crt is made",
     ),
     Gap(
-        "the diff in a refused Pod update's message: kube prints its internal PodSpec as JSON "
-        "with Go field names and every unset field, line numbers counted in that rendering",
-        "the same message head; the diff is of the Pod's own JSON spec, unset fields left out",
-        conformance=("pod.update-forbidden-field", "pod.node-name-immutable"),
+        "the Go structs some refusals print: a refused Pod update's diff and a Job's "
+        "immutable template are kube's internal types as JSON, with Go field names and every "
+        "unset field (a diff's line numbers counted in that rendering)",
+        "the same message head; the object's own JSON is printed, unset fields left out",
+        conformance=(
+            "pod.update-forbidden-field",
+            "pod.node-name-immutable",
+            "job.template-immutable",
+        ),
     ),
     Gap(
         "resource quantities in canonical form (1000m reads back as 1, 1024Mi as 1Gi)",

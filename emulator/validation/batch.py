@@ -59,13 +59,16 @@ def job_create(obj: Obj, causes: Causes) -> None:
 
 
 def job_update(new: Obj, old: Obj, causes: Causes) -> None:
+    """The Job's rules again, then what may never change once it exists (its template
+    printed as JSON, where kube prints its Go struct)."""
     job_create(new, causes)
     spec, old_spec = dict_at(new, "spec"), dict_at(old, "spec")
-    for key in ("selector", "completionMode"):
-        if spec.get(key) != old_spec.get(key):
-            value = spec.get(key)
-            shown = labelselector.go_value(value) if key == "selector" else value
-            causes.invalid(f"spec.{key}", shown, "field is immutable")
+    for key in ("completions", "selector", "template", "completionMode"):
+        value = spec.get(key)
+        if value == old_spec.get(key):
+            continue
+        shown: Any = labelselector.go_value(value) if key == "selector" else value
+        causes.invalid(f"spec.{key}", shown, "field is immutable")
 
 
 def _schedule(schedule: str, causes: Causes) -> None:

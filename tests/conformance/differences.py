@@ -226,6 +226,7 @@ DIFFERS: dict[str, tuple[str, ...]] = {
     "pod.bad-label-value": ("0",),
     "pod.update-forbidden-field": ("1.body.details.causes[0].message", "1.body.message"),
     "pod.node-name-immutable": ("1.body.details.causes[0].message", "1.body.message"),
+    "job.template-immutable": ("1.body.details.causes[0].message", "1.body.message"),
     "pod.delete-unscheduled": (
         "1.body.metadata.deletionGracePeriodSeconds",
         "1.body.metadata.deletionTimestamp",

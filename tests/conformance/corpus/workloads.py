@@ -479,6 +479,24 @@ PROBES = [
             ),
         ),
     ),
+    probe(
+        "job.completions-immutable",
+        setup(post(JOBS, job("j"))),
+        merge(f"{JOBS}/j", {"spec": {"completions": 3}}),
+    ),
+    probe(
+        "job.completion-mode-immutable",
+        setup(post(JOBS, job("j"))),
+        merge(f"{JOBS}/j", {"spec": {"completionMode": "Indexed"}}),
+    ),
+    probe(
+        "job.template-immutable",
+        setup(post(JOBS, job("j"))),
+        strategic(
+            f"{JOBS}/j",
+            {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}},
+        ),
+    ),
     # -- CronJob
     probe("cronjob.create", post(CRONJOBS, cronjob("cj"))),
     probe("cronjob.bad-schedule", post(CRONJOBS, cronjob("cj", schedule="bogus"))),
