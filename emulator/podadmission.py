@@ -31,7 +31,8 @@ DEFAULT_TOLERATION_SECONDS = 300
 
 
 def _token_volume(name: str) -> Obj:
-    """The projected volume a cluster's ServiceAccount plugin adds (this server's sources)."""
+    """The projected volume the reference kube-apiserver's ServiceAccount plugin adds: the
+    token, the cluster CA, the namespace, and (this build's addition) the service CA."""
     return {
         "name": name,
         "projected": {
