@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.emulator import errors, services
+from kubetrio.emulator import daemonsets, errors, podviews, services
 from kubetrio.emulator.clock import EmuClock
 from kubetrio.emulator.crd import crd_status, validate_crd
 from kubetrio.emulator.defaults import apply_defaults
@@ -40,6 +40,8 @@ from kubetrio.emulator.meta import (
     metadata_of,
     new_uid,
 )
+from kubetrio.emulator.podadmission import admit as admit_pod
+from kubetrio.emulator.podadmission import admit_update as admit_pod_update
 from kubetrio.emulator.schema_admit import admit, default_stored
 from kubetrio.emulator.validation import check_create, check_update
 
@@ -427,6 +429,22 @@ class Store:
         now = None if writer.subresource == "scale" else self.clock.wall_rfc3339()
         record_update(schema, old, new, sent, writer, now)
 
+    def _service_account(self, ns: str, name: str) -> dict[str, Any] | None:
+        accounts = self.types.lookup("", "v1", "serviceaccounts")
+        entry = self.find(accounts, ns, name) if accounts is not None else None
+        return entry.obj if entry is not None else None
+
+    def _priority_class(self, name: str) -> dict[str, Any] | None:
+        classes = self.types.lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        entry = self.find(classes, "", name) if classes is not None else None
+        return entry.obj if entry is not None else None
+
+    def _priority_classes(self) -> Iterator[dict[str, Any]]:
+        classes = self.types.lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        if classes is not None:
+            for entry in self.iter(classes):
+                yield entry.obj
+
     def _check_namespace(self, rt: ResourceType, ns: str, md: dict[str, Any], name: str) -> None:
         if not rt.namespaced:
             md.pop("namespace", None)
@@ -455,7 +473,13 @@ class Store:
         """Kind-specific defaults the apiserver applies on create (PrepareForCreate)."""
         apply_defaults(rt.key, obj)
         if rt.key == "pods":
-            obj["status"] = {"phase": "Pending"}
+            admit_pod(
+                obj,
+                obj["metadata"]["namespace"],
+                self._service_account,
+                self._priority_class,
+                self._priority_classes,
+            )
         elif rt.key == "services":
             services.allocate(obj, (e.obj for e in self.iter(rt)))
         elif rt.key == "namespaces":
@@ -474,6 +498,8 @@ class Store:
             }
         elif not rt.builtin and rt.has_status:
             obj.pop("status", None)
+        if rt.key == "daemonsets.apps":
+            daemonsets.prepare_create(obj)
 
     def update(
         self,
@@ -525,6 +551,15 @@ class Store:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+        elif subresource in podviews.VIEWS:
+            new = podviews.changed(subresource, old.clone(), obj)
+            apply_defaults(rt.key, new)
+        elif subresource == "binding":
+            # A pod's binding writes its node and PodScheduled condition together, as
+            # kube's binding storage does, past the pod's update rules.
+            new = old.clone()
+            new["spec"] = obj.get("spec") or {}
+            new["status"] = obj.get("status") or {}
         else:
             check_string_map(rt.group, rt.kind, name, md, "labels")
             check_string_map(rt.group, rt.kind, name, md, "annotations")
@@ -572,7 +607,11 @@ class Store:
                 validate_crd(self.types, new)
                 new["status"] = crd_status(new, self.clock.wall_rfc3339())
             apply_defaults(rt.key, new)
-            if rt.key == "namespaces":
+            if rt.key == "pods":
+                admit_pod_update(new)
+            elif rt.key == "daemonsets.apps":
+                daemonsets.prepare_update(new, old.obj)
+            elif rt.key == "namespaces":
                 _label_namespace(new)
             if rt.key == "services":
                 services.keep_allocated(new, old.obj, (e.obj for e in self.iter(rt)))
@@ -584,7 +623,11 @@ class Store:
             self._track(rt, old.obj, new, sent, writer)
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
-        if "generation" in old_md and _spec_part(new) != _spec_part(old.obj):
+        if (
+            "generation" in old_md
+            and subresource != "binding"
+            and _spec_part(new) != _spec_part(old.obj)
+        ):
             new_md["generation"] = int(old_md["generation"]) + 1
         new = _ordered(new)
         if new == old.obj:

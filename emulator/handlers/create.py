@@ -7,6 +7,7 @@ as kube's create handler does."""
 from __future__ import annotations
 
 from kubetrio.emulator import errors
+from kubetrio.emulator.binding import bind
 from kubetrio.emulator.eviction import evict
 from kubetrio.emulator.handlers.admit import admit
 from kubetrio.emulator.handlers.body import body_object, field_warnings, read_body
@@ -55,16 +56,5 @@ def _bind(backend: Backend, req: Request, t: Target, dry_run: bool) -> Response:
         raise errors.invalid(
             "", "Binding", t.name, [("FieldValueRequired", "target.name", "Required value")]
         )
-    ns = t.namespace or ""
-    pod = backend.store.get(t.rt, ns, t.name)
-    if (pod.obj.get("spec") or {}).get("nodeName"):
-        raise errors.conflict(
-            "",
-            "pods",
-            t.name,
-            f'pod {t.name} is already assigned to node "{pod.obj["spec"]["nodeName"]}"',
-        )
-    new = pod.clone()
-    new.setdefault("spec", {})["nodeName"] = node
-    backend.store.update(t.rt, ns, t.name, new, dry_run=dry_run)
+    bind(backend.store, t.rt, t.namespace or "", t.name, node, dry_run)
     return status_response(req, errors.success(201), 201)
