@@ -21,7 +21,10 @@ from urllib.parse import parse_qs
 
 import boto3
 import pytest
+import trio
 from moto.server import ThreadedMotoServer
+
+from kubetrio.runtime.util.inflight import request_in_flight
 
 REGION = "eu-west-1"
 PROFILE = "kubetrio-nodes"
@@ -174,3 +177,61 @@ def fault_proxy(moto_ec2: MotoEc2) -> Iterator[FaultProxy]:
     yield proxy
     server.shutdown()
     server.server_close()
+
+
+class MotoKubelets:
+    """What each instance's kubelet and the cloud controller would do for a cluster on moto:
+    a running instance registers its Node (named by its private DNS name, providerID
+    ``aws:///<zone>/<id>`` as the AWS cloud provider writes it) and reports Ready; a stopped
+    one stops reporting (Ready Unknown); a terminated one's Node is removed. Looks at moto every
+    ``period`` seconds of the test's clock, as a node's status heartbeat would."""
+
+    def __init__(self, emu: Any, ec2: MotoEc2, cluster: str, period: float = 20.0) -> None:
+        self.emu = emu
+        self.ec2 = ec2
+        self.cluster = cluster
+        self.period = period
+        self._client = ec2.client()
+
+    async def run(self) -> None:
+        while True:
+            await self.sync()
+            await trio.sleep(self.period)
+
+    async def sync(self) -> None:
+        with request_in_flight():
+            instances = await trio.to_thread.run_sync(self.ec2.instances, self.cluster)
+        for instance in instances:
+            name = instance.get("PrivateDnsName", "")
+            state = instance["State"]["Name"]
+            node = self.emu.get("v1", "Node", name) if name else None
+            if state in ("shutting-down", "terminated"):
+                if node is not None:
+                    self.emu.delete("v1", "Node", name)
+                continue
+            ready = "True" if state == "running" else "Unknown"
+            if node is None and state == "running":
+                zone = instance["Placement"]["AvailabilityZone"]
+                self.emu.create(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Node",
+                        "metadata": {
+                            "name": name,
+                            "labels": {
+                                "kubernetes.io/hostname": name,
+                                "topology.kubernetes.io/zone": zone,
+                            },
+                        },
+                        "spec": {"providerID": f"aws:///{zone}/{instance['InstanceId']}"},
+                    }
+                )
+            elif node is None:
+                continue
+            conditions = (self.emu.get("v1", "Node", name).get("status") or {}).get(
+                "conditions", []
+            )
+            if not any(c["type"] == "Ready" and c["status"] == ready for c in conditions):
+                self.emu.set_status(
+                    "v1", "Node", name, {"conditions": [{"type": "Ready", "status": ready}]}
+                )
