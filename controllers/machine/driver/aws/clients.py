@@ -70,7 +70,7 @@ def _first(secret: SecretData, *keys: str) -> str:
     return ""
 
 
-class _WebIdentity(CredentialProvider):  # type: ignore[misc]
+class _WebIdentity(CredentialProvider):
     """Credentials assumed through STS with the token in a file, refreshed before they expire."""
 
     METHOD = "assume-role-with-web-identity"
