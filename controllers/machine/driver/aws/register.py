@@ -5,7 +5,8 @@ from __future__ import annotations
 from kubetrio.controllers.machine.driver.aws.clients import Clients
 from kubetrio.controllers.machine.driver.aws.driver import AwsDriver
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
-from kubetrio.controllers.machine.provider_metrics import ProviderMetrics
+from kubetrio.controllers.machine.provider_metrics import ProviderMetrics, provider_metrics
+from kubetrio.runtime.manager.manager import Manager
 
 # kubetrio's name, and the one MCM's AWS MachineClasses carry, so they work unchanged.
 PROVIDERS = ("aws", "AWS")
@@ -22,3 +23,9 @@ def register_aws(
     for name in PROVIDERS:
         registry.register(name, driver)
     return driver
+
+
+def register_for_manager(registry: DriverRegistry, manager: Manager) -> None:
+    """The ``aws`` plug-in: AWS's EC2 endpoints, or the one ``AWS_ENDPOINT_URL_EC2`` names (an
+    EC2 double, a VPC endpoint), as boto3 resolves them."""
+    register_aws(registry, metrics=provider_metrics(manager.registry))
