@@ -4,10 +4,13 @@ validation_test.go expectations), and refusals before any request reaches EC2.""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+import kubetrio.config
 from kubetrio.controllers.machine.driver import Code, MachineError
 from kubetrio.controllers.machine.driver.aws.spec import decode_spec
 from kubetrio.controllers.machine.driver.aws.validation import spec_problems, validate
@@ -286,3 +289,14 @@ def test_a_spec_that_does_not_fit_is_internal() -> None:
         decode_spec(spec(ami=7))
     assert refused.value.code is Code.Internal
     assert "$.ami" in refused.value.message
+
+
+def test_the_shipped_sample_is_a_valid_class() -> None:
+    sample = Path(kubetrio.config.__file__).parent / "samples" / "aws_machineclass.yaml"
+    secret, machine_class, deployment = yaml.safe_load_all(sample.read_text())
+    data = {k: v.encode() for k, v in secret["stringData"].items()}
+    validate(decode_spec(machine_class["providerSpec"]), data)
+    assert machine_class["provider"] == "aws"
+    assert (
+        deployment["spec"]["template"]["spec"]["class"]["name"] == machine_class["metadata"]["name"]
+    )
