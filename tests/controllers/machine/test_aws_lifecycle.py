@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,12 +14,17 @@ import trio
 import trio.testing
 from prometheus_client import CollectorRegistry
 
-from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING
+from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, Machine
+from kubetrio.api.machineset import MachineDeployment
+from kubetrio.cmd.config import ManagerConfig
 from kubetrio.controllers.machine.driver import DriverRegistry
 from kubetrio.controllers.machine.driver.aws import register_aws
 from kubetrio.controllers.machine.provider_metrics import ProviderMetrics, provider_metrics
+from kubetrio.controllers.machinedeployment.setup import setup as deployment_setup
+from kubetrio.controllers.machineset.setup import setup as machineset_setup
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
+from tests.helpers.deployments import deployment_doc
 from tests.helpers.ec2 import KEYS, MotoEc2, MotoKubelets, moto_ec2, new_cluster
 from tests.helpers.machines import (
     MACHINE_API,
@@ -34,7 +39,9 @@ __all__ = ["moto_ec2"]
 CLASS = "aws-small"
 
 
-def seed_aws_class(emu: Emulator, ec2: MotoEc2, cluster: str, **overrides: Any) -> None:
+def seed_aws_class(
+    emu: Emulator, ec2: MotoEc2, cluster: str, name: str = CLASS, **overrides: Any
+) -> None:
     data = {
         "providerAccessKeyId": KEYS["aws_access_key_id"],
         "providerSecretAccessKey": KEYS["aws_secret_access_key"],
@@ -44,7 +51,7 @@ def seed_aws_class(emu: Emulator, ec2: MotoEc2, cluster: str, **overrides: Any) 
         {
             "apiVersion": "v1",
             "kind": "Secret",
-            "metadata": {"name": f"{CLASS}-secret", "namespace": "default"},
+            "metadata": {"name": f"{name}-secret", "namespace": "default"},
             "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items()},
         }
     )
@@ -52,10 +59,10 @@ def seed_aws_class(emu: Emulator, ec2: MotoEc2, cluster: str, **overrides: Any) 
         {
             "apiVersion": MACHINE_API,
             "kind": "MachineClass",
-            "metadata": {"name": CLASS, "namespace": "default"},
+            "metadata": {"name": name, "namespace": "default"},
             "provider": "aws",
             "providerSpec": ec2.provider_spec(cluster, **overrides),
-            "secretRef": {"name": f"{CLASS}-secret", "namespace": "default"},
+            "secretRef": {"name": f"{name}-secret", "namespace": "default"},
         }
     )
 
@@ -71,14 +78,17 @@ def aws_drivers(ec2: MotoEc2) -> Callable[[Manager], DriverRegistry]:
 
 @asynccontextmanager
 async def aws_world(
-    emu: Emulator, ec2: MotoEc2, **options: Any
+    emu: Emulator,
+    ec2: MotoEc2,
+    also: Sequence[Callable[[Manager, ManagerConfig], object]] = (),
+    **options: Any,
 ) -> AsyncIterator[tuple[Harness, MotoKubelets]]:
     install_crds(emu)
     cluster = new_cluster()
     seed_aws_class(emu, ec2, cluster)
     kubelets = MotoKubelets(emu, ec2, cluster)
     async with (
-        machine_manager(emu, drivers=aws_drivers(ec2), **options) as h,
+        machine_manager(emu, drivers=aws_drivers(ec2), also=also, **options) as h,
         trio.open_nursery() as nursery,
     ):
         nursery.start_soon(kubelets.run)
@@ -170,3 +180,51 @@ async def test_stopped_instance_fails_its_machine(
         failed = await h.wait_phase("m-1", PHASE_FAILED)
         assert 600 <= trio.current_time() - stopped_at <= 700  # MCM's health timeout
         assert failed.status.last_operation.description.startswith("Machine m-1 is not healthy")
+
+
+@pytest.mark.slow
+async def test_machine_deployment_replaces_a_failed_instance_and_rolls_to_another_ami(
+    emu: Emulator, mock_clock: trio.testing.MockClock, moto_ec2: MotoEc2
+) -> None:
+    async with aws_world(emu, moto_ec2, also=(machineset_setup, deployment_setup)) as (
+        h,
+        kubelets,
+    ):
+        emu.create(deployment_doc("pool", replicas=2, machine_class=CLASS))
+
+        def running(machines: list[Machine], class_name: str) -> bool:
+            ours = [m for m in machines if m.spec.class_.name == class_name]
+            return (
+                len(machines) == 2
+                and all(m.phase == PHASE_RUNNING for m in ours)
+                and len(ours) == 2
+            )
+
+        every = lambda: h.ctx.machines.list("default")  # noqa: E731
+        assert await h.ctx.machine_changes.wait_until(
+            lambda: running(every(), CLASS), trio.current_time() + 3600
+        )
+        first = {m.name for m in every()}
+
+        # An instance stopped behind the controller's back: Unknown, Failed, replaced.
+        victim = every()[0]
+        moto_ec2.client().stop_instances(InstanceIds=[victim.spec.provider_id.rsplit("/", 1)[1]])
+        assert await h.ctx.machine_changes.wait_until(
+            lambda: victim.name not in {m.name for m in every()} and running(every(), CLASS),
+            trio.current_time() + 3600,
+        )
+        assert len(first & {m.name for m in every()}) == 1
+
+        # A rolling update to a class on another AMI: every machine replaced, old instances gone.
+        seed_aws_class(emu, moto_ec2, kubelets.cluster, name="aws-next", ami=moto_ec2.other_ami)
+        await h.client.patch(
+            MachineDeployment,
+            "pool",
+            {"spec": {"template": {"spec": {"class": {"name": "aws-next"}}}}},
+            namespace="default",
+        )
+        assert await h.ctx.machine_changes.wait_until(
+            lambda: running(every(), "aws-next"), trio.current_time() + 3600
+        )
+        live = [i for i in moto_ec2.instances(kubelets.cluster) if i["State"]["Name"] == "running"]
+        assert sorted(i["ImageId"] for i in live) == [moto_ec2.other_ami] * 2
