@@ -121,6 +121,9 @@ class FaultProxy:
     faults: dict[str, list[Fault]] = field(default_factory=dict)
     actions: list[str] = field(default_factory=list)  # every action seen, in order
     url: str = ""
+    # Seconds (real time) an action's answer is held back: a slow or hanging EC2.
+    latency: dict[str, float] = field(default_factory=dict)
+    released: threading.Event = field(default_factory=threading.Event)
 
     def fail(self, action: str, code: str, status: int = 400, times: int = 1) -> None:
         self.faults.setdefault(action, []).extend(Fault(status, code) for _ in range(times))
@@ -135,6 +138,8 @@ def _handler(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             action = parse_qs(body.decode()).get("Action", [""])[0]
             proxy.actions.append(action)
+            if action in proxy.latency:
+                proxy.released.wait(proxy.latency[action])
             queued = proxy.faults.get(action)
             if queued:
                 fault = queued.pop(0)
@@ -175,6 +180,7 @@ def fault_proxy(moto_ec2: MotoEc2) -> Iterator[FaultProxy]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield proxy
+    proxy.released.set()
     server.shutdown()
     server.server_close()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from typing import Any
 
 import msgspec
@@ -281,12 +282,18 @@ async def test_describe_failure_on_status_is_internal(
     assert refused.value.code is Code.Internal
 
 
-async def test_a_call_can_be_abandoned(moto_ec2: MotoEc2, fault_proxy: FaultProxy) -> None:
+async def test_a_hanging_call_is_abandoned_when_cancelled(
+    moto_ec2: MotoEc2, fault_proxy: FaultProxy
+) -> None:
     driver = driver_for(fault_proxy.url)
     cls = machine_class(moto_ec2.provider_spec(new_cluster()))
-    with trio.move_on_after(0) as scope:
+    await driver.list_machines(cls, SECRET)  # the client made, the model loaded
+    fault_proxy.latency["DescribeInstances"] = 30.0
+    started = time.monotonic()
+    with trio.move_on_after(0.2) as scope:
         await driver.list_machines(cls, SECRET)
     assert scope.cancelled_caught
+    assert time.monotonic() - started < 5  # not the 30 s EC2 takes: the thread is left behind
 
 
 async def test_one_client_per_region_and_credential(moto_ec2: MotoEc2) -> None:
