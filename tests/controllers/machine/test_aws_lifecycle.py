@@ -30,6 +30,7 @@ from tests.helpers.machines import (
     MACHINE_API,
     USER_DATA,
     Harness,
+    event_reasons,
     install_crds,
     machine_doc,
     machine_manager,
@@ -127,6 +128,10 @@ async def test_machine_is_created_on_ec2_joins_and_is_deleted(
         await h.wait_gone("m-1")
         [instance] = moto_ec2.instances(kubelets.cluster)
         assert instance["State"]["Name"] in ("shutting-down", "terminated")
+        # The Node's providerID is the cloud provider's (aws:///<zone>/<id>), the machine's
+        # provider-aws's (aws:///<region>/<id>): the same VM, so drained and deleted as its own.
+        reasons = await event_reasons(h, "m-1")
+        assert "NodeDeleted" in reasons and "NodeKept" not in reasons
         done = aws_calls(h.manager.registry)
         assert created["RunInstances"] == 1 and done["TerminateInstances"] == 1
         print("EC2 requests per machine lifecycle:", done, "total", sum(done.values()))
