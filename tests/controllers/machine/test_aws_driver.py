@@ -28,12 +28,8 @@ from tests.helpers.ec2 import (
     SECRET,
     FaultProxy,
     MotoEc2,
-    fault_proxy,
-    moto_ec2,
     new_cluster,
 )
-
-__all__ = ["fault_proxy", "moto_ec2"]
 
 
 def machine_class(spec: dict[str, Any], name: str = "aws-small") -> MachineClass:

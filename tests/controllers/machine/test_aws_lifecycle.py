@@ -25,7 +25,7 @@ from kubetrio.controllers.machineset.setup import setup as machineset_setup
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
 from tests.helpers.deployments import deployment_doc
-from tests.helpers.ec2 import KEYS, MotoEc2, MotoKubelets, moto_ec2, new_cluster
+from tests.helpers.ec2 import KEYS, MotoEc2, MotoKubelets, new_cluster
 from tests.helpers.machines import (
     MACHINE_API,
     USER_DATA,
@@ -36,7 +36,6 @@ from tests.helpers.machines import (
     machine_manager,
 )
 
-__all__ = ["moto_ec2"]
 CLASS = "aws-small"
 
 
