@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
+import trio.testing
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.core import PersistentVolume
@@ -341,3 +342,40 @@ async def test_volume_ids_from_ebs_and_csi() -> None:
         "intree-short": "vol-3",
         "csi": "vol-5",
     }
+
+
+async def test_lookups_of_missing_instances_as_provider_aws(moto_ec2: MotoEc2) -> None:
+    driver = driver_for(moto_ec2.url)
+    cls = machine_class(moto_ec2.provider_spec(new_cluster()))
+    unknown = machine("m-1", "aws:///eu-west-1/i-00000000000000000")
+    with pytest.raises(MachineError) as gone:
+        await driver.get_machine_status(unknown, cls, SECRET)
+    assert str(gone.value) == (
+        "machine codes error: code = [NotFound] message = [AWS plugin is returning no VM "
+        "instances backing this machine object]"
+    )
+    with pytest.raises(MachineError) as uninitialized:
+        await driver.initialize_machine(machine("m-1"), cls, SECRET)
+    assert str(uninitialized.value) == (
+        "machine codes error: code = [Uninitialized] message = [machine codes error: code = "
+        "[NotFound] message = [No ProviderID found on the machine]]"
+    )
+    with pytest.raises(MachineError) as undecodable:
+        await driver.delete_machine(machine("m-1", "i-0abc"), cls, SECRET)
+    assert str(undecodable.value) == (
+        "machine codes error: code = [InvalidArgument] message = [unable to decode provider-ID]"
+    )
+
+
+async def test_create_waits_until_ec2_shows_the_new_instance(
+    moto_ec2: MotoEc2, fault_proxy: FaultProxy, mock_clock: trio.testing.MockClock
+) -> None:
+    driver = driver_for(fault_proxy.url)
+    cls = machine_class(moto_ec2.provider_spec(new_cluster()))
+    # EC2 is eventually consistent: right after RunInstances the instance may be unknown.
+    fault_proxy.fail("DescribeInstances", "InvalidInstanceID.NotFound", times=2)
+    started = trio.current_time()
+    created = await driver.create_machine(machine("m-1"), cls, SECRET)
+    assert created.node_name
+    assert fault_proxy.actions.count("DescribeInstances") == 3
+    assert 0.25 + 0.375 <= trio.current_time() - started <= 0.75 + 1.125 + 0.1  # the backoff
