@@ -147,14 +147,12 @@ class Ec2:
         self.client = client
         self.limiter = limiter
         self.metrics = metrics
-        self.calls = 0  # requests sent, for the benchmarks
 
     async def call(self, operation: str, **params: Any) -> dict[str, Any]:
         method = getattr(self.client, botocore.xform_name(operation))
         recorded: AbstractContextManager[None] = (
             nullcontext() if self.metrics is None else self.metrics.request(PROVIDER, operation)
         )
-        self.calls += 1
         with recorded, request_in_flight():
             answer: dict[str, Any] = await trio.to_thread.run_sync(
                 partial(method, **params), abandon_on_cancel=True, limiter=self.limiter
@@ -191,8 +189,3 @@ class Clients:
                 self._clients.popitem(last=False)
         self._clients.move_to_end(key)
         return ec2
-
-    @property
-    def calls(self) -> int:
-        """EC2 requests sent by the cached clients."""
-        return sum(ec2.calls for ec2 in self._clients.values())
