@@ -9,7 +9,7 @@ on the real clock, and once at the end of the run ``list_machines`` (the orphan 
 class per period). The first call of a run also loads boto3's EC2 model and builds the client:
 it is reported apart (``client_setup_s``) and left out of the per-call figures.
 
-    .venv/bin/python -m tests.bench.aws_driver --machines 50
+    .venv/bin/python tests/bench/aws_driver.py --machines 50
 
 prints one ``RESULT {json}`` line: requests per lifecycle by EC2 operation, wall milliseconds
 per create and delete (mean and p95), and driver CPU milliseconds per driver call.
@@ -17,16 +17,21 @@ per create and delete (mean and p95), and driver CPU milliseconds per driver cal
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# Run as a script, this folder would come first on sys.path and its queue.py shadow the stdlib's.
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
+
 import argparse
 import json
 import socket
 import statistics
 import subprocess
-import sys
 import time
 import urllib.request
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import boto3
