@@ -238,7 +238,10 @@ BOTH_SERVERS = {"informer", "reconcile", "drain"}
 HELPERS = {"realserver"}
 
 # Run on their own: what they measure takes real time that no size makes short.
-SEPARATE = {"leader_takeover": "lease expiries on the real clock, about a minute per round"}
+SEPARATE = {
+    "leader_takeover": "lease expiries on the real clock, about a minute per round",
+    "aws_driver": "figures without a baseline to divide by: EC2 requests and ms per lifecycle",
+}
 
 
 def run(bench: Bench, quick: bool) -> tuple[dict[str, Any] | None, float]:
