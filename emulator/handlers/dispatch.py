@@ -23,6 +23,7 @@ from kubetrio.emulator.handlers.scope import Backend, Target
 from kubetrio.emulator.handlers.update import update_resource
 from kubetrio.emulator.handlers.watch import serve_watch
 from kubetrio.emulator.http import Request, Response, StreamResponse
+from kubetrio.emulator.kinds import OBJECT_VIEWS
 from kubetrio.emulator.kubepb import rest as pb
 from kubetrio.runtime.util.inflight import waiting_on_simulated_time
 
@@ -52,7 +53,7 @@ async def serve_resource(backend: Backend, req: Request, t: Target) -> Response 
     if verb == "create":
         return await create_resource(backend, req, t, dry_run)
     if verb == "update":
-        _check_writable_sub(t, ("", "status", "finalize"))
+        _check_writable_sub(t, ("finalize",))
         return await update_resource(backend, req, t, dry_run)
     if verb == "patch":
         _check_writable_sub(t)
@@ -87,8 +88,9 @@ async def inject_fault(backend: Backend, verb: str, t: Target) -> Decision:
     )
 
 
-def _check_writable_sub(t: Target, writable: tuple[str, ...] = ("", "status")) -> None:
-    """Update and patch take a named object or its status (update also a Namespace's
-    finalize); other subresources refuse them."""
-    if not t.name or t.sub not in writable:
+def _check_writable_sub(t: Target, also: tuple[str, ...] = ()) -> None:
+    """Update and patch take a named object or a view of it (its status, a pod's ephemeral
+    containers or resources; update also a Namespace's finalize); other subresources refuse
+    them."""
+    if not t.name or (t.sub and t.sub not in OBJECT_VIEWS + also):
         raise errors.method_not_allowed()

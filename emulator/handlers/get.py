@@ -17,6 +17,7 @@ from kubetrio.emulator.handlers.response import object_response, wants_table
 from kubetrio.emulator.handlers.scope import Backend, Target
 from kubetrio.emulator.handlers.versions import raw_for, shown, wanted_version
 from kubetrio.emulator.http import Request, Response, json_response
+from kubetrio.emulator.kinds import OBJECT_VIEWS
 from kubetrio.emulator.kubepb import rest as pb
 from kubetrio.emulator.tables import table
 
@@ -24,7 +25,7 @@ _LIST_CACHE_SIZE = 64
 
 
 async def get_resource(backend: Backend, req: Request, t: Target) -> Response:
-    if t.sub not in ("", "status"):
+    if t.sub and t.sub not in OBJECT_VIEWS:
         raise errors.method_not_allowed()
     entry = await shown(backend, t, backend.store.get(t.rt, t.namespace or "", t.name))
     return object_response(req, t, entry, 200)

@@ -27,7 +27,8 @@ UpdateRules = Callable[[Obj, Obj, Causes], None]
 ON_CREATE: dict[str, CreateRules] = {}
 ON_UPDATE: dict[str, UpdateRules] = {}
 ON_STATUS_UPDATE: dict[str, UpdateRules] = {}
-# Other writable subresources' rules, by (store key, subresource); a module may list them in
+# Updates through other subresources that write the object (a pod's ephemeralcontainers and
+# resize, a Namespace's finalize), by (store key, subresource); a module lists them in
 # ``SUBRESOURCE_RULES``.
 ON_SUBRESOURCE_UPDATE: dict[tuple[str, str], UpdateRules] = {}
 
@@ -66,7 +67,8 @@ def check_create(rt: ResourceType, obj: Obj) -> None:
 
 def check_update(rt: ResourceType, new: Obj, old: Obj, subresource: str = "") -> None:
     """422 Invalid with every broken rule of an update (``status`` for the status
-    subresource's own rules), or nothing."""
+    subresource's own rules, other subresources' by name; a pod's ``binding`` has none),
+    or nothing. The metadata rules come first on an update of the object itself."""
     causes = Causes()
     if subresource == "status":
         rules = ON_STATUS_UPDATE.get(rt.key)

@@ -5,11 +5,14 @@ from __future__ import annotations
 from types import ModuleType
 
 from kubetrio.emulator.validation import (
+    apps,
+    batch,
     configmaps,
     events,
     leases,
     namespaces,
     nodes,
+    pods,
     policy,
     rbac,
     scheduling,
@@ -19,6 +22,9 @@ from kubetrio.emulator.validation import (
 )
 
 MODULES: tuple[ModuleType, ...] = (
+    pods,
+    apps,
+    batch,
     configmaps,
     events,
     leases,

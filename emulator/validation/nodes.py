@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from kubetrio.emulator.validation import names, objectmeta
-from kubetrio.emulator.validation.causes import Causes, Shown
+from kubetrio.emulator.validation.causes import Causes, GoValue
 
 Obj = dict[str, Any]
 
@@ -36,7 +36,7 @@ def _taints(obj: Obj, causes: Causes) -> None:
             shown["TimeAdded"] = taint.get("timeAdded")
             causes.duplicate(
                 at,
-                Shown(json.dumps(shown, separators=(",", ":"))),
+                GoValue(json.dumps(shown, separators=(",", ":"))),
                 "taints must be unique by key and effect pair",
             )
         seen.add((key, effect))

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from kubetrio.emulator.validation import names, objectmeta, selectors
-from kubetrio.emulator.validation.causes import Causes, Shown
+from kubetrio.emulator.validation.causes import Causes, GoValue
 
 Obj = dict[str, Any]
 
@@ -43,7 +43,7 @@ def create(obj: Obj, causes: Causes) -> None:
         }
         causes.invalid(
             "spec",
-            Shown(json.dumps(shown, separators=(",", ":"))),
+            GoValue(json.dumps(shown, separators=(",", ":"))),
             "minAvailable and maxUnavailable cannot be both set",
         )
     if least is not None:

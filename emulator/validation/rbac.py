@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kubetrio.emulator.validation import names, objectmeta, selectors
-from kubetrio.emulator.validation.causes import Causes, Shown
+from kubetrio.emulator.validation.causes import Causes, GoValue
 
 Obj = dict[str, Any]
 CreateRules = Callable[[Obj, Causes], None]
@@ -111,7 +111,7 @@ def _ref_frozen(new: Obj, old: Obj, causes: Causes) -> None:
         shown = {"APIGroup": ref.get("apiGroup", ""), "Kind": ref.get("kind", "")}
         shown["Name"] = ref.get("name", "")
         causes.invalid(
-            "roleRef", Shown(json.dumps(shown, separators=(",", ":"))), "cannot change roleRef"
+            "roleRef", GoValue(json.dumps(shown, separators=(",", ":"))), "cannot change roleRef"
         )
 
 

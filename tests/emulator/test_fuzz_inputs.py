@@ -83,7 +83,7 @@ POD = {
     "apiVersion": "v1",
     "kind": "Pod",
     "metadata": {"name": "p"},
-    "spec": {"containers": [{"name": "c"}], "nodeName": "n"},
+    "spec": {"containers": [{"name": "c", "image": "busybox"}], "nodeName": "n"},
 }
 NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}
 PDB = {

@@ -1,6 +1,7 @@
-"""The informer's initial LIST is paged (``limit=500`` with ``continue``), as client-go's
-reflector asks, and an expired continue token falls back to one full list, as client-go's pager
-does; the emulator answers a compacted continue with 410 Expired, as kube-apiserver does.
+"""Where the informer lists (a server without streaming lists, or ``streaming_lists=False``),
+its initial LIST is paged (``limit=500`` with ``continue``), as client-go's reflector asks, and
+an expired continue token falls back to one full list, as client-go's pager does; the emulator
+answers a compacted continue with 410 Expired, as kube-apiserver does.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ async def test_initial_list_is_paged_500_at_a_time(
     audit = tmp_path / "audit.log"
     async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         seed(emu, OBJECTS)
-        informer = Informer(Client.from_url(emu.url, token=emu.token), ConfigMap)
+        informer = Informer(
+            Client.from_url(emu.url, token=emu.token), ConfigMap, streaming_lists=False
+        )
         with trio.fail_after(60):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(informer.run)
@@ -72,7 +75,9 @@ async def test_expired_continue_token_falls_back_to_a_full_list(
         # The first two pages wait 10 s each in the emulator, so the history can be compacted
         # between page 1 and page 2 (a write, then every event before it forgotten).
         emu.faults.add(FaultRule(verb="list", resource="configmaps", latency=10.0, count=2))
-        informer = Informer(Client.from_url(emu.url, token=emu.token), ConfigMap)
+        informer = Informer(
+            Client.from_url(emu.url, token=emu.token), ConfigMap, streaming_lists=False
+        )
         with trio.fail_after(120):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(informer.run)
@@ -141,7 +146,9 @@ async def test_a_relist_after_an_expired_watch_is_one_unpaged_list(
     audit = tmp_path / "audit.log"
     async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         seed(emu, 3)
-        informer = Informer(Client.from_url(emu.url, token=emu.token), ConfigMap)
+        informer = Informer(
+            Client.from_url(emu.url, token=emu.token), ConfigMap, streaming_lists=False
+        )
         with trio.fail_after(60):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(informer.run)
