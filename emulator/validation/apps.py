@@ -9,7 +9,7 @@ import json
 import re
 from typing import Any
 
-from kubetrio.emulator.validation import identifiers, labelselector
+from kubetrio.emulator.validation import labelselector, objectmeta
 from kubetrio.emulator.validation.causes import Causes, GoValue
 from kubetrio.emulator.validation.podspec import dict_at, is_int, nonnegative, validate_pod_spec
 
@@ -29,8 +29,8 @@ _STS_MUTABLE = (
 
 def validate_template(template: Obj, path: str, causes: Causes) -> None:
     """ValidatePodTemplateSpec: the template's labels and its pod spec."""
-    identifiers.labels(
-        causes, f"{path}.metadata.labels", dict_at(template, "metadata").get("labels")
+    objectmeta.labels(
+        dict_at(template, "metadata").get("labels"), f"{path}.metadata.labels", causes
     )
     validate_pod_spec(dict_at(template, "spec"), f"{path}.spec", causes)
 

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from kubetrio.emulator.selectors import Requirement
-from kubetrio.emulator.validation import identifiers
+from kubetrio.emulator.validation import names, objectmeta
 from kubetrio.emulator.validation.causes import Causes, GoValue
 
 _OPS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
@@ -27,7 +27,7 @@ def _match_labels(selector: dict[str, Any]) -> dict[str, Any]:
 def validate(selector: Any, path: str, causes: Causes) -> None:
     if not isinstance(selector, dict):
         return
-    identifiers.labels(causes, f"{path}.matchLabels", selector.get("matchLabels"))
+    objectmeta.labels(selector.get("matchLabels"), f"{path}.matchLabels", causes)
     for i, expr in enumerate(_expressions(selector)):
         at = f"{path}.matchExpressions[{i}]"
         op = expr.get("operator")
@@ -46,8 +46,10 @@ def validate(selector: Any, path: str, causes: Causes) -> None:
         else:
             causes.invalid(f"{at}.operator", op, "not a valid selector operator")
         key = expr.get("key")
-        for problem in identifiers.label_key_problems(key if isinstance(key, str) else ""):
-            causes.invalid(f"{at}.key", key, problem)
+        causes.extend(f"{at}.key", key, names.qualified_name(key if isinstance(key, str) else ""))
+        for j, value in enumerate(values):
+            if isinstance(value, str):
+                causes.extend(f"{at}.values[{j}]", value, names.label_value(value))
 
 
 def convertible(selector: Any) -> bool:

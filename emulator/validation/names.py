@@ -4,6 +4,7 @@ server gives for the value (none when it is valid), for rules to attach to a fie
 
 from __future__ import annotations
 
+import functools
 import re
 
 _SUBDOMAIN_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
@@ -92,13 +93,19 @@ def port_name(value: str) -> list[str]:
 
 def qualified_name(value: str) -> list[str]:
     """A label key, annotation key, taint key or finalizer: ``[prefix/]name``."""
+    return list(_qualified_name(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _qualified_name(value: str) -> tuple[str, ...]:
+    """Cached: the same few keys come back on every object."""
     parts = value.split("/")
     if len(parts) > 2:
-        return [
+        return (
             "a valid label key "
             + _regex_error(_QUALIFIED_PART, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
+            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+        )
     errors: list[str] = []
     name = parts[-1]
     if len(parts) == 2:
@@ -116,10 +123,15 @@ def qualified_name(value: str) -> list[str]:
             "name part "
             + _regex_error(_QUALIFIED_PART, _QUALIFIED_FMT, "MyName", "my.name", "123-abc")
         )
-    return errors
+    return tuple(errors)
 
 
 def label_value(value: str) -> list[str]:
+    return list(_label_value(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_value(value: str) -> tuple[str, ...]:
     errors = ["must be no more than 63 bytes"] if len(value) > 63 else []
     if not _full(_LABEL_VALUE_FMT, value):
         errors.append(
@@ -132,7 +144,7 @@ def label_value(value: str) -> list[str]:
                 "12345",
             )
         )
-    return errors
+    return tuple(errors)
 
 
 def config_key(value: str) -> list[str]:
@@ -177,3 +189,13 @@ def path_segment(value: str) -> list[str]:
     if value in (".", ".."):
         return [f"may not be '{value}'"]
     return [f"may not contain '{c}'" for c in ("/", "%") if c in value]
+
+
+def env_var_name(value: str) -> list[str]:
+    """An environment variable's name: printable ASCII but '='."""
+    if _full(r"[ -<>-~]+", value):
+        return []
+    return [
+        "a valid environment variable name must consist only of printable ASCII characters "
+        "other than '='"
+    ]

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 from kubetrio.emulator import quantity
-from kubetrio.emulator.validation import identifiers
+from kubetrio.emulator.validation import names as formats
+from kubetrio.emulator.validation import objectmeta
 from kubetrio.emulator.validation.causes import Causes
 
 Obj = dict[str, Any]
@@ -129,7 +130,7 @@ def validate_pod_spec(spec: Obj, path: str, causes: Causes) -> None:
         causes.required(f"{path}.dnsPolicy")
     elif dns not in _DNS_POLICIES:
         causes.unsupported(f"{path}.dnsPolicy", dns, _DNS_POLICIES)
-    identifiers.labels(causes, f"{path}.nodeSelector", spec.get("nodeSelector"))
+    objectmeta.labels(spec.get("nodeSelector"), f"{path}.nodeSelector", causes)
     deadline = spec.get("activeDeadlineSeconds")
     if is_int(deadline) and not 1 <= deadline <= _INT32_MAX:
         causes.invalid(
@@ -140,7 +141,7 @@ def validate_pod_spec(spec: Obj, path: str, causes: Causes) -> None:
     for key in ("hostname", "subdomain"):
         value = spec.get(key)
         if isinstance(value, str) and value:
-            identifiers.dns_label(causes, f"{path}.{key}", value)
+            causes.extend(f"{path}.{key}", value, formats.dns_label(value))
     tolerations(list_at(spec, "tolerations"), f"{path}.tolerations", causes)
 
 
@@ -166,7 +167,7 @@ def _volumes(volumes: list[Any], path: str, causes: Causes) -> set[str]:
         if not name:
             found.required(f"{at}.name")
         elif isinstance(name, str):
-            identifiers.dns_label(found, f"{at}.name", name)
+            found.extend(f"{at}.name", name, formats.dns_label(name))
         if isinstance(name, str) and name in seen:
             found.duplicate(f"{at}.name", name)
         if found:
@@ -190,7 +191,7 @@ def _container(
     if not name:
         causes.required(f"{path}.name")
     elif isinstance(name, str):
-        identifiers.dns_label(causes, f"{path}.name", name)
+        causes.extend(f"{path}.name", name, formats.dns_label(name))
     if not c.get("image"):
         causes.required(f"{path}.image")
     policy = c.get("terminationMessagePolicy")
@@ -245,7 +246,7 @@ def _ports(ports: list[Any], path: str, causes: Causes) -> None:
         name = port.get("name")
         if isinstance(name, str) and name:
             before = len(causes.items)
-            identifiers.port_name(causes, f"{at}.name", name)
+            causes.extend(f"{at}.name", name, formats.port_name(name))
             if len(causes.items) == before:
                 if name in names:
                     causes.duplicate(f"{at}.name", name)
@@ -279,7 +280,7 @@ def _env(env: list[Any], path: str, causes: Causes) -> None:
         if not name:
             causes.required(f"{at}.name")
         elif isinstance(name, str):
-            identifiers.env_name(causes, f"{at}.name", name)
+            causes.extend(f"{at}.name", name, formats.env_var_name(name))
         source = var.get("valueFrom")
         if isinstance(source, dict):
             count = sum(1 for v in source.values() if v is not None)
@@ -350,8 +351,7 @@ def tolerations(items: list[Any], path: str, causes: Causes) -> None:
         value = tol.get("value") or ""
         effect = tol.get("effect") or ""
         if key:
-            for problem in identifiers.label_key_problems(key):
-                causes.invalid(f"{at}.key", key, problem)
+            causes.extend(f"{at}.key", key, formats.qualified_name(key))
         if not key and operator != "Exists":
             causes.invalid(
                 f"{at}.operator",
@@ -364,7 +364,7 @@ def tolerations(items: list[Any], path: str, causes: Causes) -> None:
                 f"{at}.effect", effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"
             )
         if operator in ("Equal", ""):
-            identifiers.label_value(causes, f"{at}.operator", value)
+            causes.extend(f"{at}.operator", value, formats.label_value(str(value)))
         elif operator == "Exists":
             if value:
                 causes.invalid(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kubetrio.emulator.validation import names, objectmeta, selectors
+from kubetrio.emulator.validation import labelselector, names, objectmeta
 from kubetrio.emulator.validation.causes import Causes, GoValue
 
 Obj = dict[str, Any]
@@ -50,7 +50,7 @@ def create(obj: Obj, causes: Causes) -> None:
         int_or_percent(least, "spec.minAvailable", causes)
     if most is not None:
         int_or_percent(most, "spec.maxUnavailable", causes)
-    selectors.label_selector(spec.get("selector"), "spec.selector", causes)
+    labelselector.validate(spec.get("selector"), "spec.selector", causes)
     policy = spec.get("unhealthyPodEvictionPolicy")
     if policy is not None and policy not in EVICTION_POLICIES:
         causes.unsupported("spec.unhealthyPodEvictionPolicy", policy, EVICTION_POLICIES)

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from kubetrio.emulator.validation import names, objectmeta, selectors
+from kubetrio.emulator.validation import labelselector, names, objectmeta
 from kubetrio.emulator.validation.causes import Causes, GoValue
 
 Obj = dict[str, Any]
@@ -56,7 +56,7 @@ def cluster_role(obj: Obj, causes: Causes) -> None:
     aggregation = obj.get("aggregationRule")
     if isinstance(aggregation, dict):
         for i, selector in enumerate(aggregation.get("clusterRoleSelectors") or []):
-            selectors.label_selector(selector, f"aggregationRule.clusterRoleSelectors[{i}]", causes)
+            labelselector.validate(selector, f"aggregationRule.clusterRoleSelectors[{i}]", causes)
 
 
 def _binding(obj: Obj, namespaced: bool, causes: Causes) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kubetrio.emulator.validation import names, objectmeta, selectors
+from kubetrio.emulator.validation import labelselector, names, objectmeta
 from kubetrio.emulator.validation.causes import Causes
 
 Obj = dict[str, Any]
@@ -108,7 +108,7 @@ def pv_update(new: Obj, old: Obj, causes: Causes) -> None:
 def pvc(obj: Obj, causes: Causes) -> None:
     spec = obj.get("spec") or {}
     _access_modes(spec, causes, "at least 1 access mode is required")
-    selectors.label_selector(spec.get("selector"), "spec.selector", causes)
+    labelselector.validate(spec.get("selector"), "spec.selector", causes)
     requests = (spec.get("resources") or {}).get("requests") or {}
     if "storage" not in requests:
         causes.required("spec.resources[storage]")
