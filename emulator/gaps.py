@@ -76,7 +76,8 @@ GAPS: tuple[Gap, ...] = (
     ),
     Gap(
         "API aggregation (APIService), API priority and fairness",
-        "not served (404); requests are not queued",
+        "APIServices are not served (404); FlowSchemas and PriorityLevelConfigurations are "
+        "stored, but requests are not queued",
         "aggregation",
     ),
     Gap(
