@@ -234,21 +234,11 @@ GAPS: tuple[Gap, ...] = (
         ),
     ),
     Gap(
-        "the answer to DELETE: a Status (Success, with name, kind and uid) when the object is "
-        "gone at once; the object itself while finalizers or a grace period hold it (an "
-        "unscheduled Pod: with deletionTimestamp, grace 0 and its generation bumped); a "
-        "Namespace without deletionGracePeriodSeconds",
-        "the object as it was, always (no deletion marks when it is gone at once); a deleted "
-        "Namespace carries deletionGracePeriodSeconds: 0",
+        "the answer to DELETE of a Namespace: without deletionGracePeriodSeconds; an "
+        "unscheduled Pod deleted at once: with deletionTimestamp, grace 0 and its generation "
+        "bumped",
+        "a deleted Namespace carries deletionGracePeriodSeconds: 0; the Pod as it was",
         conformance=(
-            "configmap.delete",
-            "widget.delete",
-            "delete.answer-is-status",
-            "delete.precondition-matches",
-            "delete.body-options",
-            "delete.dry-run",
-            "delete.background",
-            "node.create",
             "namespace.create",
             "namespace.terminating",
             "pod.delete-unscheduled",
