@@ -377,12 +377,6 @@ GAPS: tuple[Gap, ...] = (
         ),
     ),
     Gap(
-        "a watch from a resourceVersion older than the watch cache (for a custom resource: "
-        "older than its CRD) ends with a 410 Expired ERROR event",
-        "every event since the emulator started is replayed (up to --watch-window per resource)",
-        conformance=("watch.too-old-resourceversion",),
-    ),
-    Gap(
         "the binding subresource: the PodScheduled condition set, generation left alone; a "
         "second binding's Conflict names pods/binding",
         "no condition, generation bumped, the Conflict names pods",

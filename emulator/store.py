@@ -711,7 +711,11 @@ class Store:
     def _register_crd(self, obj: dict[str, Any]) -> None:
         rt = from_crd(obj)
         if rt.key != CRD_KEY:
+            new = self.types.by_key(rt.key) is None
             self.types.add(rt)
+            if new:
+                # Its watch cache starts now: a watch from an older resourceVersion is 410.
+                self.log_for(rt).expire(self.rv)
             for entry in list(self.iter(rt)):
                 self._default_stored(rt, entry)
 

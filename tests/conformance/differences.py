@@ -190,7 +190,6 @@ DIFFERS: dict[str, tuple[str, ...]] = {
         "2.body.items[0].kind",
         "2.body.items[1].kind",
     ),
-    "watch.too-old-resourceversion": ("0.events",),
     "patch.strategic-adds-container": (
         "1.body[0].image",
         "1.body[1].image",
