@@ -418,6 +418,8 @@ GAPS: tuple[Gap, ...] = (
             "discovery.apis",
             "discovery.core-v1",
             "discovery.apps-v1",
+            "discovery.aggregated-apis",
+            "discovery.aggregated-api",
             "discovery.missing-group",
             "widget.short-name-discovery",
             "openapi.v2",
@@ -425,13 +427,9 @@ GAPS: tuple[Gap, ...] = (
         ),
     ),
     Gap(
-        "aggregated discovery (Accept: "
-        "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList) and "
         "PartialObjectMetadata(List) answers",
-        "the legacy discovery documents and whole objects (clients fall back)",
+        "whole objects (clients fall back)",
         conformance=(
-            "discovery.aggregated-apis",
-            "discovery.aggregated-api",
             "table.partial-object-metadata-list",
             "table.partial-object-metadata",
         ),
