@@ -75,6 +75,11 @@ GENERATION_TRACKED = frozenset(
         "replicasets.apps",
         "statefulsets.apps",
         "deployments.apps",
+        "replicationcontrollers",
+        "podtemplates",
+        "networkpolicies.networking.k8s.io",
+        "ingressclasses.networking.k8s.io",
+        "endpointslices.discovery.k8s.io",
         CRD_KEY,
         "mutatingwebhookconfigurations.admissionregistration.k8s.io",
         "validatingwebhookconfigurations.admissionregistration.k8s.io",
@@ -102,6 +107,8 @@ CREATED_STATUS: dict[str, dict[str, Any]] = {
         "expectedPods": 0,
     },
     "persistentvolumeclaims": {"phase": "Pending"},
+    "horizontalpodautoscalers.autoscaling": {"currentMetrics": None, "desiredReplicas": 0},
+    "replicationcontrollers": {"replicas": 0},
 }
 
 

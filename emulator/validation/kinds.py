@@ -4,4 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-MODULES: tuple[ModuleType, ...] = ()
+from kubetrio.emulator.validation import watched
+
+MODULES: tuple[ModuleType, ...] = (watched,)
