@@ -337,6 +337,7 @@ GAPS: tuple[Gap, ...] = (
             "event.create",
             "event.bad-type",
             "widget.list",
+            "list.custom-resource-resourceversion-0-with-limit",
             "serviceaccount.token-request",
         ),
     ),

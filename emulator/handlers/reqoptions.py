@@ -66,8 +66,15 @@ def check_write(req: Request, verb: str) -> None:
 def _field_manager(manager: str, causes: Causes) -> None:
     if len(manager.encode()) > FIELD_MANAGER_MAX:
         causes.too_long("fieldManager", FIELD_MANAGER_MAX)
-    elif any(not ch.isprintable() for ch in manager):
-        causes.invalid("fieldManager", manager, "must only contain printable characters")
+        return
+    offset = 0
+    for ch in manager:
+        if not ch.isprintable():
+            causes.invalid(
+                "fieldManager", manager, f"invalid character U+{ord(ch):04X} (at position {offset})"
+            )
+            return
+        offset += len(ch.encode())
 
 
 def check_list(req: Request, watch: bool) -> None:
@@ -77,6 +84,11 @@ def check_list(req: Request, watch: bool) -> None:
     match = q.get("resourceVersionMatch", "")
     rv = q.get("resourceVersion", "")
     initial = "sendInitialEvents" in q
+    if watch and initial and match != "NotOlderThan":
+        causes.forbidden(
+            "resourceVersionMatch",
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        )
     if match:
         if watch:
             if not initial:
@@ -105,14 +117,8 @@ def check_list(req: Request, watch: bool) -> None:
                     "resourceVersionMatch",
                     'resourceVersionMatch "exact" is forbidden for resourceVersion "0"',
                 )
-    if initial:
-        if not watch:
-            causes.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list")
-        elif match != "NotOlderThan":
-            causes.forbidden(
-                "resourceVersionMatch",
-                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-            )
+    if initial and not watch:
+        causes.forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list")
     if causes:
         raise refused("ListOptions", causes)
     if rv and not rv.isdigit():

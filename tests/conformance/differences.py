@@ -176,6 +176,7 @@ DIFFERS: dict[str, tuple[str, ...]] = {
     "pvc.spec-immutable": ("1",),
     "pvc.storage-class": ("0.body.metadata.finalizers", "1.body.metadata.finalizers"),
     "list.bad-continue": ("0.body.message",),
+    "list.custom-resource-resourceversion-0-with-limit": ("2.body.metadata.continue",),
     "list.continue-with-resourceversion": (
         "4.body.items[0].apiVersion",
         "4.body.items[0].kind",

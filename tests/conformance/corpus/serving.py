@@ -251,4 +251,35 @@ PROBES = [
         "table.unsupported-accept",
         get(CMS, accept="application/json;as=Graph;g=meta.k8s.io;v=v1"),
     ),
+    # -- aggregated discovery: kubectl's Accept (v2 with the legacy fallback), v2beta1 alone
+    probe(
+        "discovery.aggregated-kubectl-accept",
+        get(
+            "/api",
+            accept=f"{AGGREGATED},application/json;g=apidiscovery.k8s.io;v=v2beta1;"
+            "as=APIGroupDiscoveryList,application/json",
+            view=lambda b: (b.get("kind"), b.get("apiVersion")),
+            headers=("Content-Type",),
+        ),
+    ),
+    probe(
+        "discovery.aggregated-v2beta1-only",
+        get(
+            "/apis",
+            accept="application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList",
+        ),
+    ),
+    probe(
+        "discovery.aggregated-storage-group",
+        get(
+            "/apis",
+            accept=AGGREGATED,
+            view=lambda b: [
+                i for i in b.get("items", []) if i["metadata"].get("name") == "storage.k8s.io"
+            ],
+        ),
+    ),
+    probe("discovery.storage-v1", get("/apis/storage.k8s.io/v1", view=resources)),
+    probe("discovery.discovery-v1", get("/apis/discovery.k8s.io/v1", view=resources)),
+    probe("discovery.networking-v1", get("/apis/networking.k8s.io/v1", view=resources)),
 ]
