@@ -296,6 +296,27 @@ def limitrange(obj: Obj, uid: str) -> None:
             item["defaultRequest"] = request
 
 
+def storageclass(obj: Obj, uid: str) -> None:
+    _fill(obj, (("reclaimPolicy", "Delete"), ("volumeBindingMode", "Immediate")))
+
+
+def csidriver(obj: Obj, uid: str) -> None:
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict):
+        _fill(
+            spec,
+            (
+                ("attachRequired", True),
+                ("podInfoOnMount", False),
+                ("volumeLifecycleModes", ["Persistent"]),
+                ("storageCapacity", False),
+                ("fsGroupPolicy", "ReadWriteOnceWithFSType"),
+                ("requiresRepublish", False),
+                ("seLinuxMount", False),
+            ),
+        )
+
+
 def csinode(obj: Obj, uid: str) -> None:
     # Stored as protobuf, where an empty list and none are one: it reads back as null.
     spec = _spec(obj)
@@ -323,6 +344,8 @@ DEFAULTERS: dict[str, Callable[[Obj, str], None]] = {
     "endpointslices.discovery.k8s.io": endpointslice,
     "limitranges": limitrange,
     "csinodes.storage.k8s.io": csinode,
+    "storageclasses.storage.k8s.io": storageclass,
+    "csidrivers.storage.k8s.io": csidriver,
     # Defaults and the checks a configuration must pass before any webhook is called with it.
     MUTATING: lambda obj, uid: admit_configuration(obj, mutating=True),
     VALIDATING: lambda obj, uid: admit_configuration(obj, mutating=False),

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..crd import WIDGETS, widget
 from ..runner import TABLE, Req, probe
+from .kinds import WATCHED
 from .objects import (
     CMS,
     DEPLOYMENTS,
@@ -14,6 +15,7 @@ from .objects import (
     PODS,
     SERVICES,
     cm,
+    delete,
     deployment,
     get,
     pod,
@@ -282,4 +284,14 @@ PROBES = [
     probe("discovery.storage-v1", get("/apis/storage.k8s.io/v1", view=resources)),
     probe("discovery.discovery-v1", get("/apis/discovery.k8s.io/v1", view=resources)),
     probe("discovery.networking-v1", get("/apis/networking.k8s.io/v1", view=resources)),
+    # -- the columns of the kinds controllers watch
+    *(
+        probe(
+            f"table.{plural}",
+            setup(post(base, body)),
+            tbl(f"{base}?fieldSelector=metadata.name%3D{body['metadata']['name']}"),
+            setup(delete(f"{base}/{body['metadata']['name']}")),
+        )
+        for plural, base, body in WATCHED
+    ),
 ]
