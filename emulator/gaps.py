@@ -320,8 +320,9 @@ GAPS: tuple[Gap, ...] = (
         ),
     ),
     Gap(
-        "events.k8s.io/v1 Events",
-        "not served (404; core/v1 Events are)",
+        "events.k8s.io/v1 Events and autoscaling/v1 HorizontalPodAutoscalers (the core/v1 "
+        "Events and autoscaling/v2 HPAs, converted between the shapes)",
+        "not served (404; core/v1 Events and autoscaling/v2 HPAs are)",
         conformance=(
             "event.new-api-create",
             "event.new-api-missing-fields",
