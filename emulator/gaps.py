@@ -255,11 +255,6 @@ GAPS: tuple[Gap, ...] = (
         ),
     ),
     Gap(
-        "an apply patch without fieldManager: 422 Invalid naming PatchOptions",
-        "400 BadRequest with another text",
-        conformance=("apply.no-field-manager",),
-    ),
-    Gap(
         "media types: 406 NotAcceptable for an unknown Accept transformation",
         "an unknown as= transformation is ignored",
         conformance=("table.unsupported-accept",),
