@@ -296,6 +296,36 @@ def limitrange(obj: Obj, uid: str) -> None:
             item["defaultRequest"] = request
 
 
+def _scaling_rules(rules: Any, window: int, policies: list[Obj]) -> Obj:
+    out = dict(rules) if isinstance(rules, dict) else {}
+    out.setdefault("stabilizationWindowSeconds", window)
+    out.setdefault("selectPolicy", "Max")
+    if not out.get("policies"):
+        out["policies"] = policies
+    return out
+
+
+def hpa(obj: Obj, uid: str) -> None:
+    """autoscaling/v2's SetDefaults_HorizontalPodAutoscaler: one replica at least, CPU at 80%
+    when no metric is named, and a given behavior's rules filled in."""
+    spec = _spec(obj)
+    if spec is None:
+        return
+    _fill(spec, (("minReplicas", 1),))
+    if not spec.get("metrics"):
+        cpu = {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}
+        spec["metrics"] = [{"type": "Resource", "resource": cpu}]
+    behavior = spec.get("behavior")
+    if isinstance(behavior, dict):
+        up = [
+            {"type": "Pods", "value": 4, "periodSeconds": 15},
+            {"type": "Percent", "value": 100, "periodSeconds": 15},
+        ]
+        down = [{"type": "Percent", "value": 100, "periodSeconds": 15}]
+        behavior["scaleUp"] = _scaling_rules(behavior.get("scaleUp"), 0, up)
+        behavior["scaleDown"] = _scaling_rules(behavior.get("scaleDown"), 300, down)
+
+
 def storageclass(obj: Obj, uid: str) -> None:
     _fill(obj, (("reclaimPolicy", "Delete"), ("volumeBindingMode", "Immediate")))
 
@@ -345,6 +375,7 @@ DEFAULTERS: dict[str, Callable[[Obj, str], None]] = {
     "limitranges": limitrange,
     "csinodes.storage.k8s.io": csinode,
     "storageclasses.storage.k8s.io": storageclass,
+    "horizontalpodautoscalers.autoscaling": hpa,
     "csidrivers.storage.k8s.io": csidriver,
     # Defaults and the checks a configuration must pass before any webhook is called with it.
     MUTATING: lambda obj, uid: admit_configuration(obj, mutating=True),

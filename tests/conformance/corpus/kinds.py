@@ -402,4 +402,21 @@ PROBES = [
         ),
         setup(delete(f"{HPAS}/h")),
     ),
+    probe(
+        "kinds.hpa-defaults",
+        post(
+            HPAS,
+            obj(
+                "autoscaling/v2",
+                "HorizontalPodAutoscaler",
+                "h",
+                spec={
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                    "maxReplicas": 4,
+                    "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}},
+                },
+            ),
+        ),
+        setup(delete(f"{HPAS}/h")),
+    ),
 ]
