@@ -124,10 +124,14 @@ _RETURNS_DELETED = frozenset(
 )
 
 
+# Built-ins served in more versions than their storage one (converted on the way in and out).
+_MORE_VERSIONS: dict[str, tuple[str, ...]] = {"horizontalpodautoscalers.autoscaling": ("v1",)}
+
+
 def from_kind_info(info: KindInfo) -> ResourceType:
     return ResourceType(
         group=info.group,
-        versions=(info.version,),
+        versions=(info.version, *_MORE_VERSIONS.get(info.group_resource, ())),
         kind=info.kind,
         plural=info.plural,
         singular=info.name_singular,

@@ -50,7 +50,7 @@ async def list_resource(backend: Backend, req: Request, t: Target) -> Response:
         await fresh_enough(backend.store, int(rv_asked))
     joined: bytes | None = None
     cache_key = (t.rt.key, t.namespace, t.version)
-    converting = crdconvert.webhook_of(backend.store, t.rt) is not None
+    converting = crdconvert.converts(backend.store, t.rt)
     plain = (
         not converting
         and pred is None

@@ -72,7 +72,7 @@ def serve_watch(
         initial_events=initial_events,
         encode_error=pb.watch_error if proto else None,
     )
-    if crdconvert.webhook_of(backend.store, t.rt) is not None:
+    if crdconvert.converts(backend.store, t.rt):
         store, rt, want = backend.store, t.rt, wanted_version(t)
 
         async def convert(entries: list[Entry]) -> list[Entry]:

@@ -177,6 +177,7 @@ DIFFERS: dict[str, tuple[str, ...]] = {
     "pvc.storage-class": ("0.body.metadata.finalizers", "1.body.metadata.finalizers"),
     "list.bad-continue": ("0.body.message",),
     "list.custom-resource-resourceversion-0-with-limit": ("2.body.metadata.continue",),
+    "kinds.hpa-v1-create": ("2.body.items[0].apiVersion", "2.body.items[0].kind"),
     "list.continue-with-resourceversion": (
         "4.body.items[0].apiVersion",
         "4.body.items[0].kind",
@@ -281,7 +282,7 @@ DIFFERS: dict[str, tuple[str, ...]] = {
         "0.body.resources.statefulsets/scale",
     ),
     # What the emulator does not serve: the admission policies, the scale and streaming
-    # subresources, Namespace finalize, autoscaling/v1, events.k8s.io, CSR approval.
+    # subresources, Namespace finalize, events.k8s.io, CSR approval.
     "discovery.aggregated-apis": (
         "0.body.admissionregistration.k8s.io.v1.mutatingadmissionpolicies",
         "0.body.admissionregistration.k8s.io.v1.mutatingadmissionpolicybindings",
@@ -290,7 +291,6 @@ DIFFERS: dict[str, tuple[str, ...]] = {
         "0.body.apps.v1.deployments.subresources",
         "0.body.apps.v1.replicasets.subresources",
         "0.body.apps.v1.statefulsets.subresources",
-        "0.body.autoscaling.v1",
         "0.body.certificates.k8s.io.v1.certificatesigningrequests.subresources",
         "0.body.events.k8s.io",
     ),

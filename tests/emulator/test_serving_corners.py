@@ -117,3 +117,38 @@ async def test_custom_resource_watch_cache_starts_with_its_crd(
         event = await w.next()
     assert event is not None and event["type"] == "ERROR"
     assert (event["object"]["code"], event["object"]["reason"]) == (410, "Expired")
+
+
+async def test_hpa_is_served_in_autoscaling_v1_and_v2(client: EmuClient) -> None:
+    v1 = "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers"
+    v2 = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers"
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}
+    body = {
+        "apiVersion": "autoscaling/v1",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "h"},
+        "spec": {"scaleTargetRef": target, "maxReplicas": 4, "targetCPUUtilizationPercentage": 70},
+    }
+    assert (await client.request("POST", v1, body)).status == 201
+    stored = (await client.get(f"{v2}/h")).json()
+    assert stored["apiVersion"] == "autoscaling/v2" and stored["spec"]["minReplicas"] == 1
+    cpu = stored["spec"]["metrics"][0]["resource"]
+    assert (cpu["name"], cpu["target"]["averageUtilization"]) == ("cpu", 70)
+    # A metric v1 cannot say travels in an annotation, and comes back whole.
+    memory = {"name": "memory", "target": {"type": "AverageValue", "averageValue": "1Gi"}}
+    patch = {"spec": {"metrics": [{"type": "Resource", "resource": memory}]}}
+    r = await client.request("PATCH", f"{v2}/h", patch, content_type="application/merge-patch+json")
+    assert r.status == 200
+    old = (await client.get(f"{v1}/h")).json()
+    assert "targetCPUUtilizationPercentage" not in old["spec"]
+    assert "memory" in old["metadata"]["annotations"]["autoscaling.alpha.kubernetes.io/metrics"]
+    r = await client.request(
+        "PATCH",
+        f"{v1}/h",
+        {"spec": {"maxReplicas": 6}},
+        content_type="application/merge-patch+json",
+    )
+    again = (await client.get(f"{v2}/h")).json()
+    assert again["spec"]["maxReplicas"] == 6
+    assert again["spec"]["metrics"] == [{"type": "Resource", "resource": memory}]
+    assert "annotations" not in again["metadata"]

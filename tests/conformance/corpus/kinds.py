@@ -33,6 +33,7 @@ LIMITRANGES = f"{NS}/limitranges"
 PODTEMPLATES = f"{NS}/podtemplates"
 REVISIONS = "/apis/apps/v1/namespaces/$ns/controllerrevisions"
 HPAS = "/apis/autoscaling/v2/namespaces/$ns/horizontalpodautoscalers"
+HPAS_V1 = "/apis/autoscaling/v1/namespaces/$ns/horizontalpodautoscalers"
 SLICES = "/apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices"
 NETPOLS = "/apis/networking.k8s.io/v1/namespaces/$ns/networkpolicies"
 INGRESSCLASSES = "/apis/networking.k8s.io/v1/ingressclasses"
@@ -417,6 +418,61 @@ PROBES = [
                 },
             ),
         ),
+        setup(delete(f"{HPAS}/h")),
+    ),
+    # -- autoscaling/v1: the same objects, converted as kube converts them
+    probe(
+        "kinds.hpa-v1-create",
+        post(
+            HPAS_V1,
+            obj(
+                "autoscaling/v1",
+                "HorizontalPodAutoscaler",
+                "h",
+                spec={
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                    "maxReplicas": 4,
+                    "targetCPUUtilizationPercentage": 70,
+                },
+            ),
+        ),
+        get(f"{HPAS}/h"),
+        get(f"{HPAS_V1}?fieldSelector=metadata.name%3Dh"),
+        setup(delete(f"{HPAS}/h")),
+    ),
+    probe(
+        "kinds.hpa-v2-read-as-v1",
+        setup(
+            post(
+                HPAS,
+                obj(
+                    "autoscaling/v2",
+                    "HorizontalPodAutoscaler",
+                    "h",
+                    spec={
+                        "scaleTargetRef": {
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "name": "d",
+                        },
+                        "maxReplicas": 4,
+                        "metrics": [
+                            {
+                                "type": "Resource",
+                                "resource": {
+                                    "name": "memory",
+                                    "target": {"type": "AverageValue", "averageValue": "100Mi"},
+                                },
+                            }
+                        ],
+                        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}},
+                    },
+                ),
+            )
+        ),
+        get(f"{HPAS_V1}/h"),
+        merge(f"{HPAS_V1}/h", {"spec": {"maxReplicas": 5}}),
+        get(f"{HPAS}/h"),
         setup(delete(f"{HPAS}/h")),
     ),
 ]
