@@ -5,8 +5,8 @@ Dev-time only (CI never runs it: the source spec is not in the repository). Usag
     python tools/trim_openapi.py /path/to/swagger.json [emulator/builtin-openapi.json.gz]
 
 Keeps the definitions of the kinds the emulator serves (every version of its built-ins), their
-lists, the shared meta types every API publishes, and everything those reach through ``$ref`` -- with
-their descriptions, since ``kubectl explain`` prints them. Paths are not kept: the emulator
+lists, the shared meta types every API publishes, and everything those reach through ``$ref``
+-- with their descriptions, since ``kubectl explain`` prints them. Paths are not kept: the emulator
 builds its operations from what it actually serves.
 """
 
