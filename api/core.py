@@ -114,6 +114,10 @@ class CSIPersistentVolumeSource(Model, kw_only=True):
     volume_handle: str
 
 
+class AWSElasticBlockStoreVolumeSource(Model, kw_only=True):
+    volume_id: str = msgspec.field(name="volumeID")
+
+
 class ObjectReference(Model, kw_only=True):
     api_version: str = ""
     kind: str = ""
@@ -125,6 +129,7 @@ class ObjectReference(Model, kw_only=True):
 
 class PersistentVolumeSpec(Model, kw_only=True):
     csi: CSIPersistentVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
     claim_ref: ObjectReference | None = None
     storage_class_name: str = ""
 

@@ -41,6 +41,8 @@ SCHEMA_OF = "kubetrio.schema_of"  # key in Meta.extra: the Struct whose schema a
 PreserveUnknownFields = msgspec.Meta(
     extra_json_schema={"x-kubernetes-preserve-unknown-fields": True}
 )
+"""Marks a field whose unmodelled contents the API server keeps
+(``x-kubernetes-preserve-unknown-fields``)."""
 # A map or struct replaced as a whole by server-side apply (``x-kubernetes-map-type: atomic``).
 Atomic = msgspec.Meta(extra_json_schema={"x-kubernetes-map-type": "atomic"})
 

@@ -32,6 +32,10 @@ class OwnerReference(Model, kw_only=True):
 
 
 class ObjectMeta(Model, kw_only=True):
+    """The ``metadata`` every object has: name, namespace, labels, annotations, owner
+    references, finalizers and the server's bookkeeping (uid, resourceVersion, generation,
+    timestamps)."""
+
     name: str = ""
     generate_name: str = ""
     namespace: str = ""

@@ -87,7 +87,15 @@ class KindInfo:
 BUILTIN_KINDS: tuple[KindInfo, ...] = (
     KindInfo("v1", "Namespace", "namespaces", False, ("ns",), ("status",)),
     KindInfo("v1", "Node", "nodes", False, ("no",), ("status",)),
-    KindInfo("v1", "Pod", "pods", True, ("po",), ("status", "eviction", "binding"), ("all",)),
+    KindInfo(
+        "v1",
+        "Pod",
+        "pods",
+        True,
+        ("po",),
+        ("status", "eviction", "binding", "ephemeralcontainers", "resize"),
+        ("all",),
+    ),
     KindInfo("v1", "PersistentVolume", "persistentvolumes", False, ("pv",), ("status",)),
     KindInfo("v1", "PersistentVolumeClaim", "persistentvolumeclaims", True, ("pvc",), ("status",)),
     KindInfo("v1", "Secret", "secrets", True),
@@ -122,9 +130,13 @@ BUILTIN_KINDS: tuple[KindInfo, ...] = (
     KindInfo("storage.k8s.io/v1", "VolumeAttachment", "volumeattachments", False, (), ("status",)),
     KindInfo("coordination.k8s.io/v1", "Lease", "leases", True),
     KindInfo("apps/v1", "DaemonSet", "daemonsets", True, ("ds",), ("status",), ("all",)),
-    KindInfo("apps/v1", "ReplicaSet", "replicasets", True, ("rs",), ("status",), ("all",)),
-    KindInfo("apps/v1", "StatefulSet", "statefulsets", True, ("sts",), ("status",), ("all",)),
-    KindInfo("apps/v1", "Deployment", "deployments", True, ("deploy",), ("status",), ("all",)),
+    KindInfo("apps/v1", "ReplicaSet", "replicasets", True, ("rs",), ("status", "scale"), ("all",)),
+    KindInfo(
+        "apps/v1", "StatefulSet", "statefulsets", True, ("sts",), ("status", "scale"), ("all",)
+    ),
+    KindInfo(
+        "apps/v1", "Deployment", "deployments", True, ("deploy",), ("status", "scale"), ("all",)
+    ),
     KindInfo("apps/v1", "ControllerRevision", "controllerrevisions", True),
     KindInfo(
         "autoscaling/v2",

@@ -166,6 +166,8 @@ async def convert(
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "ConversionReview",
         "request": {"uid": uid, "desiredAPIVersion": api_version, "objects": sent},
+        # As kube-apiserver sends it: an empty response, its nil list written as null.
+        "response": {"uid": "", "convertedObjects": None, "result": {"metadata": {}}},
     }
     try:
         with waiting_on_simulated_time() if answering else contextlib.nullcontext():

@@ -84,7 +84,11 @@ def _containers(spec: Obj, key: str) -> None:
 
 def pod_spec(spec: Obj) -> None:
     _fill(spec, _POD_SPEC)
-    for key in ("initContainers", "containers"):
+    for volume in spec.get("volumes") or []:
+        # A volume naming no source is an emptyDir (SetDefaults_Volume).
+        if isinstance(volume, dict) and set(volume) <= {"name"}:
+            volume["emptyDir"] = {}
+    for key in ("initContainers", "containers", "ephemeralContainers"):
         _containers(spec, key)
 
 
@@ -169,9 +173,11 @@ def job(obj: Obj, uid: str) -> None:
     spec.setdefault("completionMode", "NonIndexed")
     spec.setdefault("suspend", False)
     spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
-    name = (obj.get("metadata") or {}).get("name")
+    md = obj.get("metadata") or {}
+    name = md.get("name")
     if uid and not spec.get("manualSelector") and "selector" not in spec:
         spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+        spec["manualSelector"] = False
         template = _dict(spec, "template")
         metadata = _dict(template, "metadata") if template is not None else None
         labels = _dict(metadata, "labels") if metadata is not None else None
@@ -183,6 +189,10 @@ def job(obj: Obj, uid: str) -> None:
                 ("job-name", name),
             ):
                 labels.setdefault(key, value)
+    # A job without labels of its own is labelled as its pods are.
+    template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+    if isinstance(md, dict) and template_labels and not md.get("labels"):
+        md["labels"] = dict(template_labels)
     _pod_template(spec)
 
 
@@ -194,13 +204,13 @@ def cronjob(obj: Obj, uid: str) -> None:
     spec.setdefault("suspend", False)
     spec.setdefault("successfulJobsHistoryLimit", 3)
     spec.setdefault("failedJobsHistoryLimit", 1)
+    # The job template's own fields are left to the Job made from it (SetDefaults_Job takes
+    # a Job); only its pod template is defaulted.
     template = _dict(spec, "jobTemplate")
+    if template is not None:
+        _dict(template, "metadata")
     job_spec = _dict(template, "spec") if template is not None else None
     if job_spec is not None:
-        job_spec.setdefault("backoffLimit", 6)
-        job_spec.setdefault("completionMode", "NonIndexed")
-        job_spec.setdefault("suspend", False)
-        job_spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
         _pod_template(job_spec)
 
 
@@ -226,12 +236,29 @@ def persistentvolumeclaim(obj: Obj, uid: str) -> None:
         spec.setdefault("volumeMode", "Filesystem")
 
 
+def _requests_from_limits(spec: Obj) -> None:
+    """A container's unset requests are its limits (SetDefaults_Pod)."""
+    for key in ("initContainers", "containers"):
+        for c in spec.get(key) or []:
+            resources = c.get("resources") if isinstance(c, dict) else None
+            if not isinstance(resources, dict):
+                continue
+            limits = resources.get("limits")
+            if not isinstance(limits, dict) or not limits:
+                continue
+            requests = resources.setdefault("requests", {})
+            if isinstance(requests, dict):
+                for name, value in limits.items():
+                    requests.setdefault(name, value)
+
+
 def pod(obj: Obj, uid: str) -> None:
     spec = _spec(obj)
     if spec is not None:
         pod_spec(spec)
         # Defaulted on the Pod itself (SetDefaults_Pod), never in a workload's pod template.
         _fill(spec, (("enableServiceLinks", True),))
+        _requests_from_limits(spec)
 
 
 def podtemplate(obj: Obj, uid: str) -> None:

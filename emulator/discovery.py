@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrio.emulator.kinds import ResourceType, ResourceTypes
+from kubetrio.emulator.kinds import OBJECT_VIEWS, ResourceType, ResourceTypes
 
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -66,10 +66,10 @@ def _resource(rt: ResourceType) -> list[dict[str, Any]]:
         main["categories"] = list(rt.categories)
     out = [main]
     for sub in rt.subresources:
-        if sub == "status":
+        if sub in OBJECT_VIEWS:
             out.append(
                 {
-                    "name": f"{rt.plural}/status",
+                    "name": f"{rt.plural}/{sub}",
                     "singularName": "",
                     "namespaced": rt.namespaced,
                     "kind": rt.kind,

@@ -23,6 +23,11 @@ class PrinterColumn:
     description: str = ""
 
 
+# Subresources that read and write the object itself, each changing only its own part: the
+# status, a pod's ephemeral containers and its containers' resources.
+OBJECT_VIEWS = ("status", "ephemeralcontainers", "resize")
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceType:
     group: str

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kubetrio.emulator.kinds import ResourceType
+from kubetrio.emulator.kinds import OBJECT_VIEWS, ResourceType
 from kubetrio.emulator.openapi_schemas import META, builtin_name, definition_name
 
 _PARAM_DOCS = {
@@ -250,8 +250,8 @@ def resource_paths(rt: ResourceType, version: str, v3: bool) -> dict[str, Any]:
             }
             continue
         # status reads and writes the object itself; scale an autoscaling/v1 Scale.
-        sub_gvk = gvk if sub == "status" else ("autoscaling", "v1", "Scale")
-        result = obj if sub == "status" else builtin_name(*sub_gvk) or "Scale"
+        sub_gvk = gvk if sub in OBJECT_VIEWS else ("autoscaling", "v1", "Scale")
+        result = obj if sub in OBJECT_VIEWS else builtin_name(*sub_gvk) or "Scale"
         paths[f"{item}/{sub}"] = {
             "parameters": named_params,
             "get": o.build("get", f"read{tag}{ns}{kind}{cap}", sub_gvk, [], result),

@@ -1,8 +1,11 @@
-"""The ``scale`` subresource of custom resources, as kube-apiserver serves it.
+"""The ``scale`` subresource, as kube-apiserver serves it for custom resources and for
+Deployments, ReplicaSets and StatefulSets.
 
 A CRD that declares ``subresources.scale`` gets an ``autoscaling/v1`` Scale view of each object:
 ``spec.replicas`` read from and written to ``specReplicasPath``, ``status.replicas`` read from
-``statusReplicasPath`` and ``status.selector`` from ``labelSelectorPath``. Writes through the
+``statusReplicasPath`` and ``status.selector`` from ``labelSelectorPath``. The apps workloads'
+Scale reads ``spec.replicas`` and ``status.replicas``, and shows ``spec.selector`` in its text
+form (``app=web``). Writes through the
 view change only the replicas of the object itself (``kubectl scale``, autoscalers), so they go
 through the normal update path: generation, resourceVersion, admission and watch events alike.
 """
@@ -16,6 +19,7 @@ from typing import Any
 from kubetrio.emulator import errors
 from kubetrio.emulator.meta import check_type_meta
 from kubetrio.emulator.patch import json_patch, merge_patch
+from kubetrio.emulator.validation import labelselector
 
 SCALE_API_VERSION = "autoscaling/v1"
 SCALE_KIND = "Scale"
@@ -26,6 +30,19 @@ class ScalePaths:
     spec_replicas: tuple[str, ...]
     status_replicas: tuple[str, ...]
     label_selector: tuple[str, ...] | None
+    # The selector at label_selector is a metav1.LabelSelector to show as text (built-ins),
+    # not a string already (custom resources).
+    structured_selector: bool = False
+
+
+# The apps workloads' Scale: replicas and the pod selector, and strategic merge patches too.
+WORKLOAD_PATHS = ScalePaths(
+    ("spec", "replicas"), ("status", "replicas"), ("spec", "selector"), True
+)
+
+
+def paths_for(builtin: bool, crd: dict[str, Any] | None) -> ScalePaths:
+    return WORKLOAD_PATHS if builtin else scale_paths(crd)
 
 
 def scale_paths(crd: dict[str, Any] | None) -> ScalePaths:
@@ -64,6 +81,8 @@ def to_scale(paths: ScalePaths, obj: dict[str, Any]) -> dict[str, Any]:
     status: dict[str, Any] = {"replicas": _int(_get(obj, paths.status_replicas))}
     if paths.label_selector is not None:
         selector = _get(obj, paths.label_selector)
+        if paths.structured_selector:
+            selector = labelselector.text(selector)
         if isinstance(selector, str) and selector:
             status["selector"] = selector
     return {
@@ -79,9 +98,15 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def patched_scale(current: dict[str, Any], content_type: str, body: Any) -> dict[str, Any]:
-    """The Scale after a merge or JSON patch (the patch types a custom resource's scale takes)."""
-    if content_type == "application/merge-patch+json":
+def patched_scale(
+    current: dict[str, Any], content_type: str, body: Any, strategic: bool = False
+) -> dict[str, Any]:
+    """The Scale after a merge or JSON patch (the patch types a custom resource's scale takes;
+    a built-in's takes a strategic merge patch too, the same as a merge patch for a Scale)."""
+    merge_types = ["application/merge-patch+json"]
+    if strategic:
+        merge_types.append("application/strategic-merge-patch+json")
+    if content_type in merge_types:
         if not isinstance(body, dict):
             raise errors.bad_request("a JSON merge patch must be a JSON object")
         new = merge_patch(copy.deepcopy(current), body)

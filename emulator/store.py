@@ -20,7 +20,7 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.emulator import errors, services
+from kubetrio.emulator import daemonsets, errors, podviews, services
 from kubetrio.emulator.clock import EmuClock
 from kubetrio.emulator.crd import crd_status, validate_crd
 from kubetrio.emulator.defaults import apply_defaults
@@ -30,6 +30,7 @@ from kubetrio.emulator.gc.policy import deletion_finalizers
 from kubetrio.emulator.gc.validation import check_gc_metadata
 from kubetrio.emulator.jsoncopy import json_copy
 from kubetrio.emulator.kinds import ResourceType, ResourceTypes, from_crd
+from kubetrio.emulator.managedfields import MISSING, Writer, record_update, schema_for
 from kubetrio.emulator.meta import (
     check_finalizers,
     check_name,
@@ -39,6 +40,8 @@ from kubetrio.emulator.meta import (
     metadata_of,
     new_uid,
 )
+from kubetrio.emulator.podadmission import admit as admit_pod
+from kubetrio.emulator.podadmission import admit_update as admit_pod_update
 from kubetrio.emulator.schema_admit import admit, default_stored
 from kubetrio.emulator.validation import check_create, check_update
 
@@ -338,9 +341,16 @@ class Store:
     # ----------------------------------------------------------------- writes
 
     def create(
-        self, rt: ResourceType, ns: str, obj: dict[str, Any], dry_run: bool = False
+        self,
+        rt: ResourceType,
+        ns: str,
+        obj: dict[str, Any],
+        dry_run: bool = False,
+        writer: Writer | None = None,
     ) -> Entry:
+        """``writer``: who creates, recorded in managedFields (None: the body's are kept)."""
         md = metadata_of(obj)
+        sent = md.get("managedFields", MISSING)
         if rt.builtin:
             check_object_fields(rt.kind, obj)
         name = md.get("name")
@@ -382,11 +392,18 @@ class Store:
         md["creationTimestamp"] = self.clock.wall_rfc3339()
         if not rt.builtin or rt.key in GENERATION_TRACKED:
             md["generation"] = 1
+        if writer is not None and rt.builtin:
+            # The creator owns what it sent, defaulted as decoding defaults it; not what
+            # the create itself fills in next (allocated IPs, a namespace's finalizer).
+            apply_defaults(rt.key, obj)
+            self._track(rt, None, obj, sent, writer)
         self._prepare_create(rt, obj)
         if rt.builtin:
             check_create(rt, obj)
         else:
             admit(self.crd_of(rt), rt.group, rt.kind, obj)
+        if writer is not None and not rt.builtin:
+            self._track(rt, None, obj, sent, writer)
         if dry_run:
             return Entry(obj, 0)
         md["resourceVersion"] = str(self._next_rv())
@@ -395,6 +412,45 @@ class Store:
         if rt.key == CRD_KEY:
             self._register_crd(entry.obj)
         return entry
+
+    def _track(
+        self,
+        rt: ResourceType,
+        old: dict[str, Any] | None,
+        new: dict[str, Any],
+        sent: Any,
+        writer: Writer,
+    ) -> None:
+        """Record ``writer``'s fields in ``new``'s managedFields (or set the entries an
+        apply computed)."""
+        if writer.result is not None:
+            if writer.result:
+                new["metadata"]["managedFields"] = writer.result
+            else:
+                new["metadata"].pop("managedFields", None)
+            return
+        version = str(new.get("apiVersion", "")).rpartition("/")[2]
+        schema = schema_for(rt, None if rt.builtin else self.crd_of(rt), version)
+        # Writes through scale are recorded without a time, as the apiserver's scale handler
+        # records them.
+        now = None if writer.subresource == "scale" else self.clock.wall_rfc3339()
+        record_update(schema, old, new, sent, writer, now)
+
+    def _service_account(self, ns: str, name: str) -> dict[str, Any] | None:
+        accounts = self.types.lookup("", "v1", "serviceaccounts")
+        entry = self.find(accounts, ns, name) if accounts is not None else None
+        return entry.obj if entry is not None else None
+
+    def _priority_class(self, name: str) -> dict[str, Any] | None:
+        classes = self.types.lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        entry = self.find(classes, "", name) if classes is not None else None
+        return entry.obj if entry is not None else None
+
+    def _priority_classes(self) -> Iterator[dict[str, Any]]:
+        classes = self.types.lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        if classes is not None:
+            for entry in self.iter(classes):
+                yield entry.obj
 
     def _check_namespace(self, rt: ResourceType, ns: str, md: dict[str, Any], name: str) -> None:
         if not rt.namespaced:
@@ -424,7 +480,13 @@ class Store:
         """Kind-specific defaults the apiserver applies on create (PrepareForCreate)."""
         apply_defaults(rt.key, obj)
         if rt.key == "pods":
-            obj["status"] = {"phase": "Pending"}
+            admit_pod(
+                obj,
+                obj["metadata"]["namespace"],
+                self._service_account,
+                self._priority_class,
+                self._priority_classes,
+            )
         elif rt.key == "services":
             services.allocate(obj, (e.obj for e in self.iter(rt)))
         elif rt.key == "namespaces":
@@ -443,6 +505,8 @@ class Store:
             }
         elif not rt.builtin and rt.has_status:
             obj.pop("status", None)
+        if rt.key == "daemonsets.apps":
+            daemonsets.prepare_create(obj)
 
     def update(
         self,
@@ -452,9 +516,13 @@ class Store:
         obj: dict[str, Any],
         subresource: str = "",
         dry_run: bool = False,
+        writer: Writer | None = None,
     ) -> Entry:
+        """``writer``: who updates, recorded in managedFields (None: the body's are kept,
+        or the old object's on a status write)."""
         old = self.get(rt, ns, name)
         md = metadata_of(obj)
+        sent = md.get("managedFields", MISSING)
         if rt.builtin:
             check_object_fields(rt.kind, obj)
         body_name = md.get("name")
@@ -490,6 +558,15 @@ class Store:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
+        elif subresource in podviews.VIEWS:
+            new = podviews.changed(subresource, old.clone(), obj)
+            apply_defaults(rt.key, new)
+        elif subresource == "binding":
+            # A pod's binding writes its node and PodScheduled condition together, as
+            # kube's binding storage does, past the pod's update rules.
+            new = old.clone()
+            new["spec"] = obj.get("spec") or {}
+            new["status"] = obj.get("status") or {}
         else:
             check_string_map(rt.group, rt.kind, name, md, "labels")
             check_string_map(rt.group, rt.kind, name, md, "annotations")
@@ -537,7 +614,11 @@ class Store:
                 validate_crd(self.types, new)
                 new["status"] = crd_status(new, self.clock.wall_rfc3339())
             apply_defaults(rt.key, new)
-            if rt.key == "namespaces":
+            if rt.key == "pods":
+                admit_pod_update(new)
+            elif rt.key == "daemonsets.apps":
+                daemonsets.prepare_update(new, old.obj)
+            elif rt.key == "namespaces":
                 _label_namespace(new)
             if rt.key == "services":
                 services.keep_allocated(new, old.obj, (e.obj for e in self.iter(rt)))
@@ -545,9 +626,15 @@ class Store:
             check_update(rt, new, old.obj, subresource)
         else:
             admit(self.crd_of(rt), rt.group, rt.kind, new, old.obj)
+        if writer is not None:
+            self._track(rt, old.obj, new, sent, writer)
         new_md = new["metadata"]
         new_md["resourceVersion"] = old_md.get("resourceVersion")
-        if "generation" in old_md and _spec_part(new) != _spec_part(old.obj):
+        if (
+            "generation" in old_md
+            and subresource != "binding"
+            and _spec_part(new) != _spec_part(old.obj)
+        ):
             new_md["generation"] = int(old_md["generation"]) + 1
         new = _ordered(new)
         if new == old.obj:

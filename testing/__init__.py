@@ -13,7 +13,8 @@ Installing kubetrio registers a pytest plugin (``kubetrio.testing.plugin``, entr
 
 And helpers: ``install_crds`` (from files, dicts or declared kinds; returns once served),
 ``run_manager`` (your controllers on a manager, caches synced, crashes fail the test),
-``wait_for``/``wait_gone``/``eventually`` (woken by the informers' changes, never polling).
+``wait_for``/``wait_gone``/``eventually`` (woken by the informers' changes, never polling),
+``tcp_link`` (a connection to the server the test can cut: a network partition on demand).
 
 A test of a controller that owns a ConfigMap per Greeting::
 
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kubetrio.testing.crds import install_crds
     from kubetrio.testing.kubectl import Kubectl, find_kubectl
+    from kubetrio.testing.link import tcp_link
     from kubetrio.testing.manager import run_manager
     from kubetrio.testing.waiting import eventually, wait_for, wait_gone
 
@@ -48,6 +50,7 @@ _EXPORTS = {
     "find_kubectl": "kubectl",
     "install_crds": "crds",
     "run_manager": "manager",
+    "tcp_link": "link",
     "wait_for": "waiting",
     "wait_gone": "waiting",
 }
@@ -58,6 +61,7 @@ __all__ = [
     "find_kubectl",
     "install_crds",
     "run_manager",
+    "tcp_link",
     "wait_for",
     "wait_gone",
 ]

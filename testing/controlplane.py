@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -31,7 +32,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import yaml
 from cryptography.hazmat.primitives import serialization
@@ -55,6 +56,13 @@ START_TIMEOUT: Final = 90.0  # etcd + kube-apiserver take ~5 s here; a loaded ma
 STOP_GRACE: Final = 20.0
 _CONTEXT: Final = "kubetrio-control-plane"
 ADMIN_TOKEN_USER: Final = "kubetrio-admin"
+# Every request at Metadata level (no bodies), logged once answered.
+AUDIT_POLICY: Final = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [{"level": "Metadata"}],
+}
 
 
 class ControlPlaneUnavailable(Exception):
@@ -115,13 +123,19 @@ class ControlPlane:
     (the admin's, ``system:masters``), ``cp.ca_pem``, ``cp.kubeconfig_path`` are set once it
     serves. ``apiserver_flags`` are added to kube-apiserver's command line (for example
     ``--audit-policy-file=...``); ``controllers`` are kube-controller-manager's ``--controllers``
-    (none: it does not run)."""
+    (none: it does not run). ``audit`` has the server log every request's metadata (who, verb,
+    resource, answer; one JSON event per line, once answered) to ``audit_log_path``: what a
+    test asserts on to know what a controller did to the server. ``etcd_url`` is etcd's client
+    URL: ``compact_etcd`` drops its history as etcd's periodic compaction would, so a watch
+    from before answers 410 Gone."""
 
     controllers: Sequence[str] = ()
     apiserver_flags: Sequence[str] = ()
+    audit: bool = False
     assets: dict[str, Path] | None = None
     workdir: Path | None = None
     url: str = ""
+    etcd_url: str = ""
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     ca_pem: bytes = b""
     kubeconfig_path: Path = field(default_factory=Path)
@@ -143,8 +157,8 @@ class ControlPlane:
             self._own_workdir = True
         work = self.workdir
         try:
-            etcd_url = self._start_etcd(assets["etcd"], work)
-            self._start_apiserver(assets["kube-apiserver"], work, etcd_url)
+            self.etcd_url = self._start_etcd(assets["etcd"], work)
+            self._start_apiserver(assets["kube-apiserver"], work, self.etcd_url)
             if self.controllers:
                 self._start_controller_manager(assets["kube-controller-manager"], work)
         except BaseException:
@@ -214,6 +228,7 @@ class ControlPlane:
                 f"--service-account-key-file={work / 'sa.pub'}",
                 f"--service-account-signing-key-file={work / 'sa.key'}",
                 "--allow-privileged=true",
+                *self._audit_flags(work),
                 *self.apiserver_flags,
             ],
         )
@@ -222,6 +237,22 @@ class ControlPlane:
         self.ca_pem = (work / "certs" / "apiserver.crt").read_bytes()
         self.kubeconfig_path = work / "kubeconfig"
         self.kubeconfig_path.write_text(yaml.safe_dump(self.kubeconfig()))
+
+    @property
+    def audit_log_path(self) -> Path:
+        """The audit log (``audit=True``): one JSON ``audit.k8s.io/v1`` Event a line."""
+        assert self.workdir is not None, "the control plane is not started"
+        return self.workdir / "audit.log"
+
+    def _audit_flags(self, work: Path) -> list[str]:
+        if not self.audit:
+            return []
+        (work / "audit-policy.yaml").write_text(yaml.safe_dump(AUDIT_POLICY))
+        return [
+            f"--audit-policy-file={work / 'audit-policy.yaml'}",
+            f"--audit-log-path={self.audit_log_path}",
+            "--audit-log-format=json",
+        ]
 
     def _start_controller_manager(self, binary: Path, work: Path) -> None:
         port = _free_port()
@@ -260,6 +291,32 @@ class ControlPlane:
             ],
             "current-context": _CONTEXT,
         }
+
+    def _etcd(self, call: str, body: dict[str, object]) -> dict[str, Any]:
+        """One call to etcd's v3 JSON gateway (``/v3/kv/...`` on the client URL)."""
+        request = urllib.request.Request(
+            f"{self.etcd_url}/v3/kv/{call}",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            answer: dict[str, Any] = json.load(response)
+        return answer
+
+    def etcd_revision(self) -> int:
+        """etcd's current revision (what the API server calls the latest resourceVersion)."""
+        # A range over one key no object has: the answer's header carries the revision.
+        answer = self._etcd("range", {"key": base64.b64encode(b"\0").decode()})
+        return int(answer["header"]["revision"])
+
+    def compact_etcd(self, revision: int | None = None) -> int:
+        """Compact etcd's history up to ``revision`` (default: the current one) and return it:
+        watches and exact reads from before it then answer 410 Gone, as in a cluster whose
+        API server or etcd compacts every few minutes."""
+        if revision is None:
+            revision = self.etcd_revision()
+        self._etcd("compaction", {"revision": revision, "physical": True})
+        return revision
 
     def _await_ready(
         self, process: _Process, url: str, ca_file: Path | None, *, verify: bool = True

@@ -64,6 +64,9 @@ def kubectl_env(kubeconfig: str | Path, home: Path) -> dict[str, str]:
 
 @dataclass
 class Kubectl:
+    """A kubectl binary and the environment it runs in (kubeconfig, HOME); every call is
+    recorded in ``calls``, and a failure raises with kubectl's output."""
+
     binary: str
     env: dict[str, str]
     timeout: float = 60.0
@@ -105,11 +108,14 @@ class Kubectl:
         return proc
 
     async def out(self, *args: str) -> str:
+        """Run kubectl with ``args``; its standard output."""
         return (await self.run(*args)).stdout.decode()
 
     async def json(self, *args: str) -> Any:
+        """Run kubectl with ``args`` and ``-o json``; the decoded answer."""
         return msgspec.json.decode((await self.run(*args, "-o", "json")).stdout)
 
     async def apply(self, docs: Sequence[dict[str, Any]]) -> str:
+        """``kubectl apply -f -`` of ``docs`` (as one YAML stream); kubectl's output."""
         text = yaml.safe_dump_all(docs).encode()
         return (await self.run("apply", "-f", "-", stdin=text)).stdout.decode()

@@ -32,6 +32,11 @@ NS = 'namespace=~"$namespace"'
 CTRL = 'namespace=~"$namespace", controller=~"$controller"'
 JOB = 'namespace=~"$namespace", job=~"$job"'
 RATE = "$__rate_interval"
+# Driver failures per operation and MCM error code.
+DRIVER_FAILURES = (
+    f"sum by (operation, error_code) (rate(mcm_cloud_api_driver_requests_failed_total{{{NS}}}"
+    f"[{RATE}]))"
+)
 
 
 # --- building blocks ---------------------------------------------------------------------
@@ -889,11 +894,13 @@ def machines() -> dict[str, Any]:
         timeseries(
             "Driver errors/s",
             "mcm_cloud_api_driver_requests_failed_total by operation and MCM error code "
-            "(ResourceExhausted, Unavailable, NotFound, …).",
+            "(ResourceExhausted, Unavailable, NotFound, …); 0 for an operation that has not "
+            "failed (the counter has no series before its first failure).",
             [
                 target(
-                    f"sum by (operation, error_code) (rate("
-                    f"mcm_cloud_api_driver_requests_failed_total{{{NS}}}[{RATE}]))",
+                    f"{DRIVER_FAILURES} or (sum by (operation) (0 * rate("
+                    f"mcm_cloud_api_driver_request_duration_seconds_count{{{NS}}}[{RATE}])) "
+                    f"unless on (operation) {DRIVER_FAILURES})",
                     "{{operation}} {{error_code}}",
                 )
             ],
@@ -1114,7 +1121,7 @@ def expand(expr: str, values: dict[str, str], rate_interval: str = "1m") -> str:
 
 ROOT = HERE.parent.parent
 RULES = ROOT / "config" / "prometheus" / "rules.yaml"
-README = ROOT / "README.md"
+MONITORING = ROOT / "docs" / "monitoring.md"
 IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 # Words in PromQL that are not metric names.
 PROMQL_WORDS = {
@@ -1172,11 +1179,11 @@ def covered(family: str, names: set[str]) -> bool:
 
 
 def undashboarded() -> set[str]:
-    """The README's list of metrics intentionally on no dashboard."""
-    text = README.read_text()
+    """The monitoring page's list of metrics intentionally on no dashboard."""
+    text = MONITORING.read_text()
     block = re.search(r"<!-- undashboarded:start -->(.*?)<!-- undashboarded:end -->", text, re.S)
     if block is None:
-        raise LookupError("README lost its list of intentionally undashboarded metrics")
+        raise LookupError("docs/monitoring.md lost its list of intentionally undashboarded metrics")
     return set(re.findall(r"^- `([a-zA-Z_:][a-zA-Z0-9_:]*)`", block.group(1), re.M))
 
 

@@ -38,6 +38,7 @@ from kubetrio.controllers.machine.bootstrap import (
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, MachineError
 from kubetrio.controllers.machine.driver.driver import SecretData
+from kubetrio.controllers.machine.driver.providerid import same_vm
 from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.retry import LongRetry, MediumRetry, ShortRetry
 from kubetrio.controllers.machine.status import (
@@ -252,7 +253,7 @@ def _foreign_node(
     if any(m.name != machine.name for m in ctx.machines_on_node(node_name)):
         return True
     node_id = node.spec.provider_id
-    return node_id != provider_id if (fresh or node_id) else False
+    return not same_vm(node_id, provider_id) if (fresh or node_id) else False
 
 
 async def _point_at_vm(

@@ -33,6 +33,7 @@ from kubetrio.controllers.machine.context import ATTACHMENT_NODE_INDEX, MachineC
 from kubetrio.controllers.machine.drain.drain import DrainOptions, DrainResult
 from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, MachineError
 from kubetrio.controllers.machine.driver.driver import SecretData
+from kubetrio.controllers.machine.driver.providerid import same_vm
 from kubetrio.controllers.machine.health import is_healthy
 from kubetrio.controllers.machine.options import (
     FORCE_DRAIN_TIMEOUT,
@@ -189,7 +190,7 @@ def _may_adopt(flow: Deletion, node_name: str, provider_id: str) -> bool:
     (a leftover of the same name, which the VM could not register over)."""
     node = flow.ctx.nodes.get("", node_name)
     theirs = node.spec.provider_id if node is not None else ""
-    return not (theirs and provider_id and theirs != provider_id)
+    return not (theirs and provider_id and not same_vm(theirs, provider_id))
 
 
 def force_reason(flow: Deletion, machine: Machine, node: Node) -> str | None:
@@ -429,7 +430,7 @@ async def delete_node(flow: Deletion, machine: Machine) -> tuple[Machine | None,
 def _own_node(machine: Machine, node: Node) -> bool:
     """A node this machine may delete: not one that carries another VM's providerID."""
     mine, theirs = machine.spec.provider_id, node.spec.provider_id
-    return not (mine and theirs and mine != theirs)
+    return not (mine and theirs and not same_vm(mine, theirs))
 
 
 async def remove_finalizer(flow: Deletion, machine: Machine) -> tuple[Machine | None, float | None]:

@@ -38,13 +38,11 @@ from kubetrio.controllers.machine.drain.drain import UNSCHEDULABLE_TAINT, Draine
 from kubetrio.controllers.machine.drain.metrics import drain_metrics
 from kubetrio.controllers.machine.drain.volumes import VolumeIdResolver
 from kubetrio.controllers.machine.driver.fenced import FencedDriver
+from kubetrio.controllers.machine.driver.plugins import load_drivers
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
-from kubetrio.controllers.machine.driver.sim import PROVIDER as SIM_PROVIDER
-from kubetrio.controllers.machine.driver.sim import SimDriver
 from kubetrio.controllers.machine.failing import MACHINE_SET_INDEX, machine_set_of
 from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetrics
 from kubetrio.controllers.machine.options import MachineOptions
-from kubetrio.controllers.machine.provider_metrics import provider_metrics
 from kubetrio.controllers.machine.reconciler import MachineReconciler
 from kubetrio.controllers.machine.retry import ShortRetry
 from kubetrio.controllers.machine.status import (
@@ -56,7 +54,6 @@ from kubetrio.controllers.safety.apiserver import control_cluster, target_cluste
 from kubetrio.controllers.safety.setup import setup_machine_safety
 from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.cache.store import Lister
-from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.predicates import Predicate, on_events
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.controller.ratelimit import default_controller_rate_limiter
@@ -165,17 +162,9 @@ def by_index(machines: Lister[Machine], index: str, value: Any) -> Any:
 
 
 def default_drivers(manager: Manager) -> DriverRegistry:
-    """The drivers this build ships: ``sim``, the simulated cloud behind the target cluster's API
-    server URL (its VMs join that cluster). Its calls share the connection pool but not the
-    Kubernetes client's rate limit (a cloud's API has its own), nor its ``rest_client_*``
-    metrics."""
-    target = manager.cluster(TARGET).client
-    cloud = Client(target.wire, qps=0, timeout=target.timeout)
-    if manager.fence is not None:
-        cloud = cloud.fenced(manager.fence)  # VM changes leave only while the lease is proven
-    drivers = DriverRegistry()
-    drivers.register(SIM_PROVIDER, SimDriver(cloud, metrics=provider_metrics(manager.registry)))
-    return drivers
+    """The drivers of every available plug-in (``driver.plugins``): ``sim``, ``aws`` when
+    boto3 is installed, and those other packages contribute."""
+    return load_drivers(manager)
 
 
 def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) -> MachineContext:

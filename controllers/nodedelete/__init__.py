@@ -16,6 +16,7 @@ from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.nodedelete.predicate import deleted_storage_nodes, is_storage_node
 from kubetrio.controllers.nodedelete.reconciler import (
     RETRY_CAP,
+    STUCK_AFTER,
     NodeDeleteReconciler,
     retry_limiter,
 )
@@ -37,6 +38,7 @@ log = get_logger("kubetrio.nodedelete")
 __all__ = [
     "NAME",
     "RETRY_CAP",
+    "STUCK_AFTER",
     "NodeDeleteReconciler",
     "add_node_delete_controller",
     "deleted_storage_nodes",

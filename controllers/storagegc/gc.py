@@ -18,7 +18,7 @@ import trio
 
 from kubetrio.api.core import Node
 from kubetrio.controllers.storage.backend import StorageBackend
-from kubetrio.controllers.storage.errors import NodeNotFound, StorageError
+from kubetrio.controllers.storage.errors import NodeInUse, NodeLocked, NodeNotFound, StorageError
 from kubetrio.controllers.storage.metrics import StorageMetrics, delete_result
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.leaderelection.fence import NotLeader
@@ -127,7 +127,12 @@ class StorageGC:
                 refused.add(name)
                 self.metrics.node_deletes.labels(delete_result(error)).inc()
                 self.metrics.gc_errors.inc()
-                log.warning("storage GC could not delete a node", node=name, reason=error.reason)
+                # In use or locked is the backend holding a node as it should (the next pass
+                # tries again); anything else is the backend failing.
+                expected = isinstance(error, NodeInUse | NodeLocked)
+                (log.info if expected else log.warning)(
+                    "storage GC could not delete a node", node=name, reason=error.reason
+                )
                 continue
             self.metrics.node_deletes.labels(delete_result(None)).inc()
             self.metrics.gc_deleted.inc()

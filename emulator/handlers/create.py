@@ -7,9 +7,11 @@ as kube's create handler does."""
 from __future__ import annotations
 
 from kubetrio.emulator import errors
+from kubetrio.emulator.binding import bind
 from kubetrio.emulator.eviction import evict
 from kubetrio.emulator.handlers.admit import admit
 from kubetrio.emulator.handlers.body import body_object, field_warnings, read_body
+from kubetrio.emulator.handlers.managers import check_options, writer_for
 from kubetrio.emulator.handlers.response import object_response, status_response
 from kubetrio.emulator.handlers.scope import Backend, Target
 from kubetrio.emulator.handlers.versions import shown, to_storage
@@ -34,12 +36,14 @@ async def create_resource(backend: Backend, req: Request, t: Target, dry_run: bo
         return _bind(backend, req, t, dry_run)
     if t.name:
         raise errors.method_not_allowed()
+    check_options(req, "CreateOptions")
     obj = body_object(req, t)
     warnings = field_warnings(backend, req, t, obj, "create", req.body)
     backend.access.check_write(t.rt, ns, t.user, obj)
     obj, warnings = await admit(backend, t, None, obj, dry_run, warnings)
     obj = await to_storage(backend, t, obj)
-    entry = await shown(backend, t, backend.store.create(t.rt, ns, obj, dry_run=dry_run))
+    made = backend.store.create(t.rt, ns, obj, dry_run=dry_run, writer=writer_for(req, t))
+    entry = await shown(backend, t, made)
     return object_response(req, t, entry, 201, warnings)
 
 
@@ -52,16 +56,5 @@ def _bind(backend: Backend, req: Request, t: Target, dry_run: bool) -> Response:
         raise errors.invalid(
             "", "Binding", t.name, [("FieldValueRequired", "target.name", "Required value")]
         )
-    ns = t.namespace or ""
-    pod = backend.store.get(t.rt, ns, t.name)
-    if (pod.obj.get("spec") or {}).get("nodeName"):
-        raise errors.conflict(
-            "",
-            "pods",
-            t.name,
-            f'pod {t.name} is already assigned to node "{pod.obj["spec"]["nodeName"]}"',
-        )
-    new = pod.clone()
-    new.setdefault("spec", {})["nodeName"] = node
-    backend.store.update(t.rt, ns, t.name, new, dry_run=dry_run)
+    bind(backend.store, t.rt, t.namespace or "", t.name, node, dry_run)
     return status_response(req, errors.success(201), 201)

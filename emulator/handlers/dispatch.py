@@ -24,6 +24,7 @@ from kubetrio.emulator.handlers.scope import Backend, Target
 from kubetrio.emulator.handlers.update import update_resource
 from kubetrio.emulator.handlers.watch import serve_watch
 from kubetrio.emulator.http import Request, Response, StreamResponse
+from kubetrio.emulator.kinds import OBJECT_VIEWS
 from kubetrio.emulator.kubepb import rest as pb
 from kubetrio.runtime.util.inflight import waiting_on_simulated_time
 
@@ -88,6 +89,7 @@ async def inject_fault(backend: Backend, verb: str, t: Target) -> Decision:
 
 
 def _check_writable_sub(t: Target) -> None:
-    """Update and patch take a named object or its status; other subresources refuse them."""
-    if not t.name or t.sub not in ("", "status"):
+    """Update and patch take a named object or a view of it (its status, a pod's ephemeral
+    containers or resources); other subresources refuse them."""
+    if not t.name or (t.sub and t.sub not in OBJECT_VIEWS):
         raise errors.method_not_allowed()

@@ -19,7 +19,7 @@ from kubetrio.emulator.handlers.response import object_response, wants_table
 from kubetrio.emulator.handlers.scope import Backend, Target
 from kubetrio.emulator.handlers.versions import raw_for, shown, wanted_version
 from kubetrio.emulator.http import Request, Response, json_response
-from kubetrio.emulator.kinds import ResourceType
+from kubetrio.emulator.kinds import OBJECT_VIEWS, ResourceType
 from kubetrio.emulator.kubepb import rest as pb
 from kubetrio.emulator.store import Store
 from kubetrio.emulator.tables import table
@@ -30,7 +30,7 @@ FRESHNESS_WAIT = 3.0  # seconds the watch cache waits for a resourceVersion it h
 
 
 async def get_resource(backend: Backend, req: Request, t: Target) -> Response:
-    if t.sub not in ("", "status"):
+    if t.sub and t.sub not in OBJECT_VIEWS:
         raise errors.method_not_allowed()
     entry = await shown(backend, t, backend.store.get(t.rt, t.namespace or "", t.name))
     return object_response(req, t, entry, 200)

@@ -26,6 +26,9 @@ UpdateRules = Callable[[Obj, Obj, Causes], None]
 ON_CREATE: dict[str, CreateRules] = {}
 ON_UPDATE: dict[str, UpdateRules] = {}
 ON_STATUS_UPDATE: dict[str, UpdateRules] = {}
+# Updates through other subresources that write the object (a pod's ephemeralcontainers and
+# resize), by (store key, subresource).
+ON_SUBRESOURCE_UPDATE: dict[tuple[str, str], UpdateRules] = {}
 
 
 def _register() -> None:
@@ -40,6 +43,7 @@ def _register() -> None:
                 ON_UPDATE[key] = update
             if status is not None:
                 ON_STATUS_UPDATE[key] = status
+        ON_SUBRESOURCE_UPDATE.update(getattr(module, "SUBRESOURCE_RULES", {}))
 
 
 def _raise(rt: ResourceType, obj: Obj, causes: Causes) -> None:
@@ -59,9 +63,12 @@ def check_create(rt: ResourceType, obj: Obj) -> None:
 
 def check_update(rt: ResourceType, new: Obj, old: Obj, subresource: str = "") -> None:
     """422 Invalid with every broken rule of an update (``status`` for the status
-    subresource's own rules), or nothing."""
-    table = ON_STATUS_UPDATE if subresource == "status" else ON_UPDATE
-    rules = table.get(rt.key)
+    subresource's own rules, other subresources' by name; a pod's ``binding`` has none),
+    or nothing."""
+    if subresource in ("", "status"):
+        rules = (ON_STATUS_UPDATE if subresource else ON_UPDATE).get(rt.key)
+    else:
+        rules = ON_SUBRESOURCE_UPDATE.get((rt.key, subresource))
     if rules is not None:
         causes = Causes()
         rules(new, old, causes)

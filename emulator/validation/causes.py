@@ -7,8 +7,18 @@ import json
 from typing import Any
 
 
+class GoValue(str):
+    """A value already rendered as field.Error prints it (a Go struct marshalled with its Go
+    field names, say), shown as it stands."""
+
+
 def _go_value(value: Any) -> str:
-    """A value as field.Error prints it (``%#v``-like for strings, ``%v`` otherwise)."""
+    """A value as field.Error prints it: strings quoted, numbers and booleans bare, maps and
+    lists as compact JSON with sorted keys (Go's json.Marshal), nil as null."""
+    if isinstance(value, GoValue):
+        return str(value)
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
     if isinstance(value, str):
         return json.dumps(value)
     if isinstance(value, bool):
@@ -47,6 +57,9 @@ class Causes:
 
     def forbidden(self, field: str, detail: str) -> None:
         self.items.append(("FieldValueForbidden", field, _join("Forbidden", detail)))
+
+    def not_found(self, field: str, value: Any) -> None:
+        self.items.append(("FieldValueNotFound", field, f"Not found: {_go_value(value)}"))
 
     def duplicate(self, field: str, value: Any) -> None:
         self.items.append(("FieldValueDuplicate", field, f"Duplicate value: {_go_value(value)}"))

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from kubetrio.emulator.validation import watched
+from kubetrio.emulator.validation import apps, batch, pods, watched
 
-MODULES: tuple[ModuleType, ...] = (watched,)
+MODULES: tuple[ModuleType, ...] = (pods, apps, batch, watched)

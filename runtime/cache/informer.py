@@ -2,7 +2,15 @@
 
 The reflector loop (client-go semantics):
 
-* LIST, then WATCH from the list's resourceVersion with bookmarks and a randomised
+* a streaming list where the server has them (``sendInitialEvents``, as client-go ≥ 1.35
+  does): one WATCH that first sends every existing object, then a bookmark marking the end of
+  that initial state, then goes on as a watch. Objects are decoded as they arrive, so the sync
+  never holds a whole list's JSON — a real kube-apiserver answers an informer's first LIST
+  unpaged from its watch cache (it ignores ``limit`` at ``resourceVersion=0``), which for 10 000
+  pods is one 90 MB body. A server that refuses streaming lists (400/422: older servers, or the
+  feature turned off) gets LIST+WATCH from then on; any other failure before the end bookmark
+  falls back to one LIST;
+* otherwise LIST, then WATCH from the list's resourceVersion with bookmarks and a randomised
   ``timeoutSeconds``; a watch that ends cleanly or is cut mid-stream (a flaky load balancer)
   is resumed from the last resourceVersion seen at once — waiting there would only make the
   cache stale;
@@ -86,8 +94,11 @@ class Informer(Generic[T]):
         field_selector: str | None = None,
         resync_period: float | None = None,
         transform: Callable[[T], T] | None = None,
+        streaming_lists: bool = True,
     ) -> None:
         self.client = client
+        # Cleared for good once the server refuses a streaming list.
+        self.streaming_lists = streaming_lists
         self.kind = kind
         self.namespace = namespace
         self.label_selector = label_selector
@@ -145,8 +156,11 @@ class Informer(Generic[T]):
 
     async def _list_and_watch(self) -> None:
         need_list = True
+        list_instead = False  # a streaming list just failed: this round lists
         while True:
-            if need_list:
+            streaming = need_list and self.streaming_lists and not list_instead
+            list_instead = False
+            if need_list and not streaming:
                 try:
                     await self._relist()
                 except ApiError as error:
@@ -159,7 +173,12 @@ class Informer(Generic[T]):
                     continue
                 need_list = False
             started = trio.current_time()
-            outcome, delivered = await self._watch_once()
+            outcome, delivered, listed = await self._watch_once(streaming)
+            if streaming:
+                if not listed:
+                    list_instead = self._streaming_failed(outcome)
+                    continue
+                need_list = False
             healthy = delivered or trio.current_time() - started >= HEALTHY_WATCH_SECONDS
             if healthy:
                 self._backoff.reset()
@@ -173,6 +192,14 @@ class Informer(Generic[T]):
                 continue
             log.warning("watch failed kind=%s error=%s", self.name, outcome)
             await self._backoff.wait()
+
+    def _streaming_failed(self, outcome: ApiError | None) -> bool:
+        """A streaming list ended before its initial state was complete: whether to fall
+        back to one LIST (True), after turning streaming off for good if it was refused."""
+        if outcome is not None and outcome.status in (400, 422):
+            self.streaming_lists = False
+            log.info("no streaming lists on this server, listing kind=%s", self.name)
+        return True
 
     async def _relist(self) -> None:
         """LIST at the last RV (or from scratch) and reconcile the store with the result."""
@@ -235,13 +262,15 @@ class Informer(Generic[T]):
             if gone is not None:
                 self._emit_delete(DeletedFinalStateUnknown(key, gone))
 
-    async def _watch_once(self) -> tuple[ApiError | None, bool]:
-        """One watch request: None when it ended cleanly, else the error that ended it; and
-        whether it delivered any event (a sign of a healthy watch)."""
+    async def _watch_once(self, initial: bool = False) -> tuple[ApiError | None, bool, bool]:
+        """One watch request: None when it ended cleanly, else the error that ended it;
+        whether it delivered any event (a sign of a healthy watch); and, for a streaming list
+        (``initial``), whether its initial state was complete and replaced the store."""
         send, receive = trio.open_memory_channel[list[WatchEvent[T]]](16)
         timeout = int(MIN_WATCH_TIMEOUT * (1 + random.random()))
         failure: ApiError | None = None
         delivered = False
+        state = _InitialState[T]() if initial else None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
                 functools.partial(
@@ -253,6 +282,7 @@ class Informer(Generic[T]):
                     label_selector=self.label_selector,
                     field_selector=self.field_selector,
                     timeout_seconds=timeout,
+                    send_initial_events=initial,
                 )
             )
             async with receive:
@@ -263,8 +293,15 @@ class Informer(Generic[T]):
                             nursery.cancel_scope.cancel()
                             break
                         delivered = True
-                        self._apply(event)
-        return failure, delivered
+                        if state is None or state.done:
+                            self._apply(event)
+                        elif state.take(event, self._ingest):
+                            self._replace(list(state.objects.values()), state.poisons)
+                            self.last_resource_version = state.resource_version
+                            self.relists += 1
+                            self._synced.set()
+                            self._settled.set()
+        return failure, delivered, state is not None and state.done
 
     def _apply(self, event: WatchEvent[T]) -> None:
         if event.resource_version:
@@ -354,3 +391,33 @@ class Informer(Generic[T]):
             callback(*args)
         except Exception:
             log.exception("event handler failed kind=%s", self.name)
+
+
+class _InitialState(Generic[T]):
+    """A streaming list's initial events, gathered until the bookmark that ends them; the
+    informer's resourceVersion moves only then, so a stream cut short resumes nothing."""
+
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str], T] = {}
+        self.poisons: list[Undecodable] = []
+        self.resource_version = ""
+        self.done = False
+
+    def take(self, event: WatchEvent[T], ingest: Callable[[T], T]) -> bool:
+        """Gather one event; True when it was the end of the initial state."""
+        if event.resource_version:
+            self.resource_version = event.resource_version
+        if event.type == "BOOKMARK":
+            self.done = event.initial_events_end
+            return self.done
+        if event.undecodable is not None:
+            self.poisons.append(event.undecodable)
+            return False
+        if event.obj is not None:
+            obj = ingest(event.obj)
+            key = (obj.metadata.namespace, obj.metadata.name)
+            if event.type == "DELETED":
+                self.objects.pop(key, None)
+            else:
+                self.objects[key] = obj
+        return False

@@ -352,6 +352,8 @@ class Client:
         children[1].observe(took)
 
     def decoder(self, type_: Any) -> msgspec.json.Decoder[Any]:
+        """The JSON decoder for ``type_``, built once per client: building one costs far more
+        than a decode."""
         decoder = self._decoders.get(type_)
         if decoder is None:
             decoder = self._decoders[type_] = msgspec.json.Decoder(type_)
@@ -370,10 +372,13 @@ class Client:
     # -- typed verbs ----------------------------------------------------------------------
 
     async def get(self, kind: type[T], name: str, *, namespace: str = "") -> T:
+        """Read one object from the API server (not the cache); a missing one raises
+        ``ApiError`` with status 404."""
         path = object_path(kind_of(kind), namespace, name)
         return self.decode(kind, await self.request("GET", path), path)
 
     async def get_or_none(self, kind: type[T], name: str, *, namespace: str = "") -> T | None:
+        """``get``, with ``None`` for an object that does not exist."""
         try:
             return await self.get(kind, name, namespace=namespace)
         except ApiError as error:
@@ -482,6 +487,8 @@ class Client:
         namespace: str | None = None,
         dry_run: bool = False,
     ) -> T:
+        """Create an object from a typed view or a plain dict (apiVersion and kind are filled
+        in); ``namespace`` defaults to the body's. Returns the object as stored."""
         document = _with_type_meta(kind_of(kind), body)
         ns = namespace if namespace is not None else document.get("metadata", {}).get("namespace")
         path = object_path(kind_of(kind), ns)
@@ -525,6 +532,8 @@ class Client:
         propagation_policy: Literal["Orphan", "Background", "Foreground"] | None = None,
         missing_ok: bool = False,
     ) -> None:
+        """Delete an object (kube's DeleteOptions: grace period, preconditions, propagation);
+        ``missing_ok`` treats an object already gone as deleted."""
         info = kind if isinstance(kind, KindInfo) else kind_of(kind)
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if grace_period_seconds is not None:
@@ -566,19 +575,27 @@ class Client:
         field_selector: str | None = None,
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
     ) -> None:
         """Stream events into ``send`` in batches (whatever arrived together), then close it.
 
         Never raises except on cancellation: a failure to start or a broken stream arrives as
         a final ERROR event, so the consumer handles every outcome in one loop. The stream
         ends by itself after ``timeout_seconds``.
+
+        ``send_initial_events`` asks for a streaming list: every object existing at (or after)
+        ``resource_version`` as an ADDED event, then a bookmark with ``initial_events_end``,
+        then the watch goes on. A server without streaming lists refuses the request (400).
         """
         path = object_path(kind_of(kind), namespace)
         params = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
         if resource_version:
             params["resourceVersion"] = resource_version
-        if allow_bookmarks:
+        if allow_bookmarks or send_initial_events:
             params["allowWatchBookmarks"] = "true"
+        if send_initial_events:
+            params["sendInitialEvents"] = "true"
+            params["resourceVersionMatch"] = "NotOlderThan"
         if label_selector:
             params["labelSelector"] = label_selector
         if field_selector:
@@ -674,6 +691,8 @@ def _with_type_meta(kind: KindInfo, body: KubeObject | Mapping[str, Any]) -> dic
 
 
 WATCH_CUT = "WatchCut"  # the reason of a watch that was established and then broke
+# The annotation of the bookmark that ends a streaming list's initial events.
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
 class WatchEvent(Generic[T]):
@@ -684,7 +703,7 @@ class WatchEvent(Generic[T]):
     history is gone and the caller must relist).
     """
 
-    __slots__ = ("error", "obj", "resource_version", "type", "undecodable")
+    __slots__ = ("error", "initial_events_end", "obj", "resource_version", "type", "undecodable")
 
     def __init__(
         self,
@@ -693,12 +712,15 @@ class WatchEvent(Generic[T]):
         resource_version: str = "",
         error: ApiError | None = None,
         undecodable: Undecodable | None = None,
+        initial_events_end: bool = False,
     ) -> None:
         self.type = type
         self.obj = obj
         self.resource_version = resource_version
         self.error = error
         self.undecodable = undecodable  # set instead of ``obj`` when the object does not fit
+        # The bookmark of a streaming list that says every existing object has been sent.
+        self.initial_events_end = initial_events_end
 
     def __repr__(self) -> str:
         what = self.error if self.error else self.resource_version
@@ -712,6 +734,7 @@ class _RawWatchEvent(msgspec.Struct):
 
 class _BookmarkMeta(msgspec.Struct, rename="camel"):
     resource_version: str = ""
+    annotations: dict[str, str] = {}
 
 
 class _Bookmark(msgspec.Struct):
@@ -762,8 +785,11 @@ def decode_watch_line(line: bytes, decoder: msgspec.json.Decoder[T]) -> WatchEve
         error = ApiError(status.code or 500, status.reason or "Unknown", status.message)
         return WatchEvent("ERROR", error=error)
     if raw.type == "BOOKMARK":
-        bookmark = _bookmark_decoder.decode(raw.object)
-        return WatchEvent("BOOKMARK", resource_version=bookmark.metadata.resource_version)
+        meta = _bookmark_decoder.decode(raw.object).metadata
+        end = meta.annotations.get(INITIAL_EVENTS_END) == "true"
+        return WatchEvent(
+            "BOOKMARK", resource_version=meta.resource_version, initial_events_end=end
+        )
     try:
         obj = decoder.decode(raw.object)
     except msgspec.ValidationError as error:

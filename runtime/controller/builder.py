@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 
 def object_key(obj: KubeObject) -> Iterable[ObjectKey]:
+    """Map an object to its own key: what ``for_`` watches with."""
     return (ObjectKey(obj.metadata.namespace, obj.metadata.name),)
 
 
@@ -123,10 +124,13 @@ class ControllerBuilder:
         return self
 
     def workers(self, count: int) -> Self:
+        """Reconcile up to ``count`` keys at once (never one key twice); 1 by default."""
         self._workers = count
         return self
 
     def rate_limiter(self, limiter: RateLimiter) -> Self:
+        """How failed keys are retried; by default client-go's
+        (``kubetrio.runtime.controller.ratelimit.default_controller_rate_limiter``)."""
         self._rate_limiter = limiter
         return self
 
@@ -136,6 +140,8 @@ class ControllerBuilder:
         return self
 
     def complete(self, reconciler: Reconciler[ObjectKey]) -> Controller[ObjectKey]:
+        """Register the controller with the manager, which starts it once the caches synced
+        (and, unless ``without_leader_election``, once elected)."""
         if not self._sources:
             raise ValueError(f"controller {self._name}: nothing to watch (call for_/watches)")
         manager = self._manager

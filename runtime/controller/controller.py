@@ -86,7 +86,10 @@ class Reconciler(Protocol[K_contra]):
     a ``Result`` (``requeue_after`` to look again later) or raise to be retried with backoff
     (``TerminalError``: not retried)."""
 
-    async def reconcile(self, key: K_contra) -> Result: ...
+    async def reconcile(self, key: K_contra) -> Result:
+        """Make the world match what ``key``'s object asks for; called again on every change
+        and on failure, so it must be safe to run any number of times."""
+        ...
 
 
 Mapper = Callable[[Any], Iterable[K]]
@@ -250,7 +253,14 @@ class Controller(Generic[K]):
     def _log_failure(self, key: K, error: Exception) -> None:
         retries = self.queue.num_requeues(key)
         if isinstance(error, ApiError):
-            # Expected in a distributed system (conflicts, throttling): one line, no traceback.
+            # Expected in a distributed system: one line, no traceback. A conflict is routine
+            # optimistic concurrency (the object changed since the cache read it; the retry
+            # reads it afresh), so it is no reason for a person to look.
+            if error.status == 409 and error.reason == "Conflict":
+                self._log.info(
+                    "object changed while reconciling, will retry", key=str(key), retries=retries
+                )
+                return
             self._log.warning(
                 "reconcile failed, will retry", key=str(key), error=str(error), retries=retries
             )

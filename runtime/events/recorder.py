@@ -63,6 +63,8 @@ DROP_REASONS = ("queue_full", "rate_limited", "send_failed")
 
 
 def dropped_counter(registry: CollectorRegistry | None) -> Counter:
+    """``kubetrio_events_dropped_total{reason}``: Events recording gave up on, which a
+    reconcile never waits for, so they must at least be counted."""
     counter = Counter(
         "kubetrio_events_dropped_total",
         "Events not written to the API server, by why: queue_full, rate_limited, send_failed.",
@@ -116,9 +118,12 @@ class EventSender:
         self._observed: LRU[EventKey, Observed] = LRU()
 
     def recorder(self, component: str, host: str = "") -> EventRecorder:
+        """A recorder writing as ``component`` (on ``host``) through this sender."""
         return EventRecorder(self, component, host)
 
     def enqueue(self, key: EventKey, event: Event) -> None:
+        """Queue ``event`` without waiting: folded into a pending one with the same key, or
+        dropped (and counted) when the queue is full or the sender closed."""
         key = self._aggregator.aggregate(key)
         if key.message != event.message:  # combined: one Event for all similar ones
             event.message = (key.message + event.message)[:MAX_MESSAGE]
@@ -137,6 +142,7 @@ class EventSender:
             self._wake.set()
 
     def close(self) -> None:
+        """Accept no more Events; ``run`` returns once the queued ones are written."""
         self._closed = True
         self._wake.set()
 
@@ -145,6 +151,8 @@ class EventSender:
         await self._idle.wait()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Write queued Events, ``writers`` at a time and one at a time per subject, until
+        closed and drained."""
         slots = trio.Semaphore(self.writers)
         async with trio.open_nursery() as nursery:
             task_status.started()

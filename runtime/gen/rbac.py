@@ -167,6 +167,7 @@ class RolePair(msgspec.Struct, frozen=True):
     namespace: str
 
     def cluster_role(self) -> dict[str, Any]:
+        """The ClusterRole ``kubetrio-manager-role`` as a manifest."""
         return {
             "apiVersion": RBAC_API_VERSION,
             "kind": "ClusterRole",
@@ -175,6 +176,8 @@ class RolePair(msgspec.Struct, frozen=True):
         }
 
     def role(self) -> dict[str, Any]:
+        """The Role ``kubetrio-leader-election-role`` (what the manager needs in its own
+        namespace: its Lease) as a manifest."""
         return {
             "apiVersion": RBAC_API_VERSION,
             "kind": "Role",

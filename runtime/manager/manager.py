@@ -195,6 +195,8 @@ class Manager:
     # -- registration ---------------------------------------------------------------------
 
     def controller(self, name: str) -> ControllerBuilder:
+        """Start declaring the controller ``name``: ``.for_(Kind)``, ``.owns``, ``.watches``,
+        predicates, ``.workers(n)``, then ``.complete(reconciler)`` registers it."""
         return ControllerBuilder(self, name)
 
     def webhook(self, kind: type[K]) -> WebhookBuilder[K]:
@@ -205,6 +207,8 @@ class Manager:
         return WebhookBuilder(self.webhooks, kind)
 
     def add(self, runnable: Runnable) -> None:
+        """Run ``runnable`` with the manager: started once the caches synced (and, when it
+        needs leadership, once elected), stopped with it."""
         self._runnables.append(runnable)
 
     def add_cluster(self, name: str, client: Client) -> Cluster:
@@ -247,6 +251,7 @@ class Manager:
         return sender.recorder(name)
 
     def workers_for(self, name: str) -> int:
+        """How many workers controller ``name`` gets: the ``workers`` mapping's, else 1."""
         return self._workers.get(name, 1)
 
     @property

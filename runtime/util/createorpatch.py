@@ -32,6 +32,7 @@ from kubetrio.runtime.util.mergepatch import merge_patch
 
 K = TypeVar("K", bound=KubeObject)
 OperationResult = Literal["created", "patched", "unchanged"]
+"""What ``create_or_patch`` did, as controller-runtime's ``OperationResult`` says it."""
 
 
 async def create_or_patch(

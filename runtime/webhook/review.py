@@ -23,6 +23,7 @@ __all__ = [
     "ConversionRequest",
     "ConversionResponse",
     "ConversionReview",
+    "ConversionReviewSent",
     "GroupVersionKind",
     "GroupVersionResource",
     "Operation",
@@ -126,3 +127,13 @@ class ConversionReview(Model, kw_only=True, omit_defaults=False):
     kind: str = "ConversionReview"
     request: ConversionRequest | None = None
     response: ConversionResponse | None = None
+
+
+class ConversionReviewSent(Model, kw_only=True):
+    """A ConversionReview as kube-apiserver sends it, read for its request only: the envelope
+    also carries an empty ``response`` whose nil list Go writes as ``"convertedObjects": null``,
+    which ``ConversionResponse`` (what the webhook answers) rightly does not accept."""
+
+    api_version: str = "apiextensions.k8s.io/v1"
+    kind: str = "ConversionReview"
+    request: ConversionRequest | None = None

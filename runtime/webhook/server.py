@@ -53,6 +53,7 @@ from kubetrio.runtime.webhook.review import (
     AdmissionResponse,
     AdmissionReview,
     ConversionReview,
+    ConversionReviewSent,
 )
 
 __all__ = ["DEFAULT_BIND_ADDRESS", "DEFAULT_TIMEOUT", "AdmissionHandler", "WebhookServer"]
@@ -271,7 +272,7 @@ class WebhookServer:
 
     async def _convert(self, request: Request) -> Response:
         try:
-            review = msgspec.json.decode(request.body, type=ConversionReview)
+            review = msgspec.json.decode(request.body, type=ConversionReviewSent)
         except (msgspec.ValidationError, msgspec.DecodeError) as error:
             return _review_json(400, ConversionReview(response=failed("", str(error))))
         if review.request is None or review.api_version != "apiextensions.k8s.io/v1":

@@ -1,6 +1,7 @@
 """The scheduler: binds each pending pod to the Ready, schedulable node it fits with the fewest
-pods (node selector equality, taints and tolerations, cordoned nodes excluded), as a Binding
-would: ``spec.nodeName`` set, PodScheduled=True. A pod nothing fits gets PodScheduled=False
+pods (node selector equality, taints and tolerations, cordoned nodes excluded) through the
+binding subresource's own path (``emulator/binding.py``): ``spec.nodeName`` and
+PodScheduled=True in one write. A pod nothing fits gets PodScheduled=False
 (Unschedulable) and is retried whenever a node changes (or the pod does).
 
 The cost of a pass is the pending pods', not the cluster's: each node's load and the
@@ -12,11 +13,14 @@ least loaded node is placed in O(log nodes)::
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from sortedcontainers import SortedList
 
+from kubetrio.emulator.binding import bind
+from kubetrio.emulator.errors import ApiError
 from kubetrio.emulator.eventlog import WatchEvent
 from kubetrio.emulator.kinds import ResourceType
 from kubetrio.emulator.store import Key
@@ -30,6 +34,8 @@ from kubetrio.sim.cluster.objects import (
     set_condition,
 )
 from kubetrio.sim.cluster.options import ClusterSimulation
+
+log = logging.getLogger("kubetrio.emulator.cluster")
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
@@ -203,18 +209,12 @@ class Scheduler:
 
     def _bind(self, pod: Obj, node: str) -> bool:
         """Whether the binding was written (its own event then adds the load)."""
-        bound = self.objs.mutate(
-            self.objs.pods, pod, lambda p: p.setdefault("spec", {}).update(nodeName=node)
-        )
-        if bound is None:
+        md = pod["metadata"]
+        try:
+            bind(self.objs.store, self.objs.pods, md.get("namespace", ""), md["name"], node)
+        except ApiError as exc:
+            log.info("simulated binding refused pod=%s err=%s", md["name"], exc)
             return False
-        now = self.objs.clock.now_rfc3339()
-        self.objs.mutate(
-            self.objs.pods,
-            bound,
-            lambda p: set_condition(p, "PodScheduled", "True", "Scheduled", now),
-            status=True,
-        )
         return True
 
     def _unschedulable(self, pod: Obj, total: int) -> None:

@@ -17,7 +17,9 @@ Example::
 Each benchmark's own output is passed through as it runs; the summary table follows, then
 ``RESULT {json}`` (every benchmark's ``RESULT`` by name). The exit status is non-zero when any
 benchmark failed; the others still run. Needs the ``bench`` extra (kopf, kubernetes) and
-kubectl 1.33 (see ``tests/bench/drain.py``).
+kubectl 1.33 (see ``tests/bench/drain.py``), and a real control plane in ``KUBEBUILDER_ASSETS``
+for the benchmarks that run both servers (informer, reconcile, drain: ``realserver.py``;
+without it they leave the real half out, except under CI, where they fail).
 """
 
 from __future__ import annotations
@@ -26,16 +28,23 @@ import sys
 from pathlib import Path
 
 # Run as ``python tests/bench/all.py``: keep this folder (queue.py!) from shadowing stdlib.
+# Its helpers (realserver.py) still import, from the end of the path (also when loaded by path).
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
     del sys.path[0]
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.append(str(Path(__file__).resolve().parent))
 
 import argparse
+import contextlib
 import json
+import os
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from realserver import SHARED, real_server
 
 HERE = Path(__file__).resolve().parent
 
@@ -98,28 +107,59 @@ BENCHES = (
             "memory by RSS kt / dict": key("kt_over_dict_rss"),
             "kt KiB per pod by RSS": lambda r: r["kt_rss_bytes_per_pod"] / 1024,
             "kt sync peak / steady RSS": key("kt_peak_over_steady_rss"),
+            "through the API, emulator: sync time kt / dict": key("emulator_kt_over_dict_time"),
+            "through the API, real: sync time kt / dict": key("real_kt_over_dict_time"),
+            "through the API, emulator: kt KiB per pod by RSS": key("emulator_kt_kib_per_pod"),
+            "through the API, real: kt KiB per pod by RSS": key("real_kt_kib_per_pod"),
+            "through the API, emulator: kt sync peak / steady RSS": key(
+                "emulator_kt_peak_over_steady_rss"
+            ),
+            "through the API, real: kt sync peak / steady RSS": key("real_kt_peak_over_steady_rss"),
+            "through the API, real: kt peak above steady (MiB)": key(
+                "real_kt_peak_above_steady_mib"
+            ),
+            "through the API, real: kt_stream (streaming list) peak above steady (MiB)": key(
+                "real_kt_stream_peak_above_steady_mib"
+            ),
+            "through the API, real: sync peak growth kt_stream / kt": key(
+                "real_kt_stream_over_kt_peak"
+            ),
+            "through the API, emulator: sync peak growth kt_stream / kt": key(
+                "emulator_kt_stream_over_kt_peak"
+            ),
         },
     ),
     Bench(
         "reconcile",
-        ("--objects", "2000", "--repeat", "1", "--min-window", "0"),
+        ("--objects", "2000", "--repeat", "1", "--min-window", "0", "--cross-objects", "500"),
         (),
         {
             "e2e / kopf (burst)": key("e2e_over_kopf"),
             "e2e / kopf (streamed)": key("e2e_streamed_over_kopf"),
             "e2e / kopf (initial)": key("e2e_initial_over_kopf"),
             "CPU per object kopf / e2e (burst)": key("kopf_cpu_over_e2e"),
+            "written->reconciled CPU per event real / emulator": key("real_over_emulator_cpu_us"),
+            "written->reconciled latency p50 real / emulator": key(
+                "real_over_emulator_latency_p50_ms"
+            ),
+            "written->reconciled latency p99 real / emulator": key(
+                "real_over_emulator_latency_p99_ms"
+            ),
         },
     ),
     Bench(
         "drain",
-        ("--pods", "20", "--pv-pods", "2"),
+        ("--pods", "20", "--pv-pods", "2", "--xs-pods", "20"),
         (),
         {
             "wall kt / kubectl": key("wall_ratio"),
             "wall kt / kubectl at equal rate limits": key("equal_limits_wall_ratio"),
             "all requests kt / kubectl": key("all_requests_ratio"),
             "volume drain wall / floor": lambda r: r["pv_wall_s"] / r["pv_floor_s"],
+            "with PDBs: wall real / emulator": key("real_over_emulator_pdb_wall_s"),
+            "with PDBs: requests per pod real / emulator": key(
+                "real_over_emulator_pdb_requests_per_pod"
+            ),
         },
     ),
     Bench(
@@ -190,8 +230,18 @@ BENCHES = (
     ),
 )
 
+# These run the same work on the emulator and on a real control plane, which is started once
+# for all of them (``realserver.py``).
+BOTH_SERVERS = {"informer", "reconcile", "drain"}
+
+# Modules the benchmarks share, not benchmarks.
+HELPERS = {"realserver"}
+
 # Run on their own: what they measure takes real time that no size makes short.
-SEPARATE = {"leader_takeover": "lease expiries on the real clock, about a minute per round"}
+SEPARATE = {
+    "leader_takeover": "lease expiries on the real clock, about a minute per round",
+    "aws_driver": "figures without a baseline to divide by: EC2 requests and ms per lifecycle",
+}
 
 
 def run(bench: Bench, quick: bool) -> tuple[dict[str, Any] | None, float]:
@@ -258,9 +308,16 @@ def main() -> None:
         )
     results: dict[str, dict[str, Any] | None] = {}
     seconds: dict[str, float] = {}
-    for bench in BENCHES:
-        if bench.name in wanted:
-            results[bench.name], seconds[bench.name] = run(bench, args.quick)
+    with contextlib.ExitStack() as stack:
+        if BOTH_SERVERS & set(wanted) and not os.environ.get(SHARED):
+            started = time.monotonic()
+            real = stack.enter_context(real_server())
+            if real is not None:
+                os.environ[SHARED] = str(real)
+                seconds["real server start"] = time.monotonic() - started
+        for bench in BENCHES:
+            if bench.name in wanted:
+                results[bench.name], seconds[bench.name] = run(bench, args.quick)
     print("\n=== summary\n" + table(results, seconds), flush=True)
     print("RESULT " + json.dumps(results), flush=True)
     if any(result is None for result in results.values()):

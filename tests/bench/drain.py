@@ -1,5 +1,8 @@
 """Node drain: kubetrio's ``Drainer`` against ``kubectl drain`` on the simulated cluster.
 
+Servers: the emulator with the simulated cluster for (a) and (b); the emulator and a real
+kube-apiserver side by side for (c), a node of pods under PodDisruptionBudgets.
+
 Everything runs on the real clock: the emulator (with ``ClusterSimulation``: kubelet,
 scheduler, ReplicaSet/StatefulSet controllers, CSI attach/detach) and kubetrio's informer cache
 and drain in this process's trio run, kubectl 1.33 as a child process against the same
@@ -32,14 +35,29 @@ emulator.
     drain waits for the attachment, not for the pod to run) and the StatefulSet is Parallel so
     no replacement waits for a lower ordinal to be Ready.
 
+(c) **Both servers**, the emulator and a real kube-apiserver (etcd + kube-apiserver and
+    kube-controller-manager's ``disruption`` controller, from ``KUBEBUILDER_ASSETS``,
+    ``tests/bench/realserver.py``), the same work in the same run: a node of ``--xs-pods`` pods
+    (default 100) bound to it, owned by ReplicaSets, Running and Ready, with one
+    PodDisruptionBudget ``minAvailable: 1`` per 10 pods (each group has one more pod on a spare
+    node, so a budget never blocks the drain but every eviction is checked against it and
+    counted in its status); ``Drainer.drain`` with the default client and ``DrainOptions()``.
+    There is no kubelet on the real server (nor a scheduler or ReplicaSet controller; the
+    emulator runs only its disruption controller, ``SIM_PDB_ONLY``, in a process of its own):
+    **the benchmark acts as the kubelet**, deleting with grace 0 each pod whose deletion began
+    (``deletionTimestamp`` set), on both servers alike; no replacements are made. Compared side
+    by side and as real/emulator: the drain's wall time and its requests per pod, counted by the
+    drainer's own client (``rest_client_requests_total``, so the same count on both servers),
+    and its informers' sync LISTs. kubectl is not run here; (a) compares it on the emulator.
+
 Why both rate limits: kubectl drain polls each evicted pod until it is gone while kubetrio's
 waits read its cache, so requests per pod compare the two designs; wall time at unequal client
 rate limits mostly compares the limits, which the run at kubectl's limits separates out. What
 it measured, when and on what machine: ``docs/performance.md``.
 
 ``python tests/bench/drain.py [--pods N] [--pv-pods P]``; last line ``RESULT {json}``, a ratio
-line with pass/miss per target before it. CI size: ``--pods 20`` (most of its time is the
-serial volume drain's own floor).
+line with pass/miss per target before it. CI size: ``--pods 20 --pv-pods 2 --xs-pods 20``
+(most of its time is the serial volume drain's own floor and starting the real server).
 """
 
 from __future__ import annotations
@@ -48,27 +66,34 @@ import sys
 from pathlib import Path
 
 # Run as ``python tests/bench/drain.py``: keep this folder from shadowing stdlib modules.
+# Its helpers (realserver.py) still import, from the end of the path.
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
+    sys.path.append(sys.path.pop(0))
 
 import argparse
 import json
+import math
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import trio
+from prometheus_client import CollectorRegistry
+from realserver import SHARED, available, real_server
 
 from kubetrio.api.core import PersistentVolume
 from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.drain import Drainer, DrainOptions, DrainResult
 from kubetrio.emulator import Emulator
+from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
@@ -451,6 +476,251 @@ async def bench_pv(pv_pods: int) -> dict[str, Any]:
         }
 
 
+# --------------------------------------------------------------------------- (c) both servers
+
+XS_NS = "drain"
+XS_NODE, XS_SPARE = "xs-node", "xs-spare"
+XS_GROUP = 10  # pods per PodDisruptionBudget
+XS_SETUP_WRITERS = 8
+# The emulator with nothing of the simulated cluster but its disruption controller: what a real
+# control plane running kube-controller-manager's ``disruption`` controller has.
+SIM_PDB_ONLY = ClusterSimulation(
+    kubelet=False,
+    scheduler=False,
+    attach_detach=False,
+    provisioner=False,
+    replicasets=False,
+    statefulsets=False,
+    daemonsets=False,
+    deployments=False,
+    disruption=True,
+    node_lifecycle=False,
+)
+
+
+def serve_emulator_child(kubeconfig: str) -> None:
+    """``--serve-emulator``: the emulator with ``SIM_PDB_ONLY`` in a process of its own, as the
+    real server has its own; prints ``url=...`` once it serves."""
+    from kubetrio.emulator import EmulatorOptions
+
+    async def serve() -> None:
+        options = EmulatorOptions(kubeconfig_path=Path(kubeconfig))
+        async with serve_world(options=options, simulate=SIM_PDB_ONLY) as emu:
+            print(f"url={emu.url}", flush=True)
+            await trio.sleep_forever()
+
+    trio.run(serve)
+
+
+def xs_pod(name: str, node_name: str, group: int, owner_uid: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": XS_NS,
+            "labels": {"app": "xs", "group": str(group)},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"xs-{group}",
+                    "uid": owner_uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "nodeName": node_name,
+            "terminationGracePeriodSeconds": 30,
+            "containers": [{"name": "c", "image": "web"}],
+        },
+    }
+
+
+RUNNING_READY = {
+    "status": {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }
+}
+
+
+async def xs_setup(client: Client, pods: int) -> None:
+    """The nodes, a ReplicaSet per group (the pods' controller: a drain refuses unmanaged
+    pods), ``pods`` pods bound to ``XS_NODE`` and one anchor per group on ``XS_SPARE``, all
+    Running and Ready, and per group a PodDisruptionBudget ``minAvailable: 1``."""
+    from kubetrio.api.core import Namespace, Pod
+    from kubetrio.api.core import Node as NodeKind
+
+    await client.create(Namespace, {"metadata": {"name": XS_NS}})
+    for name in (XS_NODE, XS_SPARE):
+        await client.create(NodeKind, node(name, "xs"))
+    groups = -(-pods // XS_GROUP)
+    owners: dict[int, str] = {}
+    for g in range(groups):
+        labels = {"app": "xs", "group": str(g)}
+        rs = replicaset(f"xs-{g}", 0, "xs")
+        rs["metadata"]["namespace"] = XS_NS
+        rs["spec"]["selector"] = {"matchLabels": labels}
+        rs["spec"]["template"]["metadata"]["labels"] = labels
+        answer = await client.request(
+            "POST", f"/apis/apps/v1/namespaces/{XS_NS}/replicasets", body=json.dumps(rs).encode()
+        )
+        owners[g] = json.loads(answer)["metadata"]["uid"]
+    todo = iter(
+        [(f"p-{i}", XS_NODE, i // XS_GROUP) for i in range(pods)]
+        + [(f"anchor-{g}", XS_SPARE, g) for g in range(groups)]
+    )
+
+    async def writer() -> None:
+        for name, node_name, g in todo:
+            await client.create(Pod, xs_pod(name, node_name, g, owners[g]))
+            await client.patch(Pod, name, RUNNING_READY, namespace=XS_NS, subresource="status")
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(XS_SETUP_WRITERS):
+            nursery.start_soon(writer)
+    for g in range(groups):
+        pdb = {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"xs-{g}", "namespace": XS_NS},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"group": str(g)}}},
+        }
+        await client.request(
+            "POST",
+            f"/apis/policy/v1/namespaces/{XS_NS}/poddisruptionbudgets",
+            body=json.dumps(pdb).encode(),
+        )
+
+
+async def act_as_kubelet(client: Client, ready: trio.Event) -> None:
+    """The kubelet's one job here: a pod whose deletion began (``deletionTimestamp`` set) is
+    deleted with grace 0, as a kubelet does once its containers stopped. Runs until cancelled."""
+    from kubetrio.api.core import Pod
+    from kubetrio.runtime.cache.informer import EventHandler, Informer
+
+    send, receive = trio.open_memory_channel[str](math.inf)
+    informer = Informer(client, Pod, namespace=XS_NS)
+
+    def deleting(pod: Pod) -> None:
+        if pod.metadata.deletion_timestamp is not None:
+            send.send_nowait(pod.name)
+
+    informer.add_handler(
+        EventHandler(on_add=lambda pod, _: deleting(pod), on_update=lambda _, pod: deleting(pod))
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(informer.run)
+        await informer.wait_for_sync()
+        ready.set()
+        async for name in receive:
+            nursery.start_soon(
+                partial(
+                    client.delete,
+                    Pod,
+                    name,
+                    namespace=XS_NS,
+                    grace_period_seconds=0,
+                    missing_ok=True,
+                )
+            )
+
+
+def requests_made(registry: CollectorRegistry) -> Counter[str]:
+    """The client's requests so far, by method (its ``rest_client_requests_total``)."""
+    made: Counter[str] = Counter()
+    for family in registry.collect():
+        for sample in family.samples:
+            if sample.name == "rest_client_requests_total":
+                made[sample.labels["method"]] += int(sample.value)
+    return made
+
+
+async def xs_drain(kubeconfig: str, pods: int) -> dict[str, Any]:
+    """Set up on the server ``kubeconfig`` names, then drain ``XS_NODE`` with the default
+    client and ``DrainOptions()``; wall time and the drainer's requests."""
+    from kubetrio.api.core import Pod
+    from kubetrio.api.policy import PodDisruptionBudget
+
+    harness = Client.from_kubeconfig(kubeconfig, qps=0)
+    await xs_setup(harness, pods)
+    registry = CollectorRegistry()
+    client = Client.from_kubeconfig(kubeconfig, registry=registry)
+    cache = InformerCache(client)
+    view = DrainCache.from_cache(cache)
+    budgets = cache.informer(PodDisruptionBudget)
+    groups = -(-pods // XS_GROUP)
+    async with trio.open_nursery() as nursery:
+        kubelet_ready = trio.Event()
+        nursery.start_soon(act_as_kubelet, harness, kubelet_ready)
+        await nursery.start(cache.run)
+        await cache.wait_for_sync()
+        await kubelet_ready.wait()
+        deadline = trio.current_time() + SETUP_TIMEOUT
+
+        def budgets_computed() -> bool:
+            found = [b for b in budgets.lister.list(XS_NS) if b.status is not None]
+            return len(found) == groups and all(
+                b.status.observed_generation >= b.metadata.generation
+                and b.status.current_healthy == b.status.expected_pods
+                for b in found
+            )
+
+        if not await InformerChanges.of(budgets).wait_until(budgets_computed, deadline):
+            raise SystemExit("setup: the disruption budgets' status was not computed in time")
+        synced = requests_made(registry)
+        drainer = Drainer(client, view, sim_volume_ids)
+        started = time.perf_counter()
+        result = await drainer.drain(XS_NODE, DrainOptions())
+        wall = time.perf_counter() - started
+        made = requests_made(registry) - synced
+        check(result, "kubetrio (both servers)")
+        if len(result.pods) != pods or view.pods_on(XS_NODE):
+            raise SystemExit(f"drained {len(result.pods)} of {pods}; left {view.pods_on(XS_NODE)}")
+        # Leave no pods behind for the next benchmark on a shared server (no kubelet: grace 0).
+        for g in range(groups):
+            await harness.delete(Pod, f"anchor-{g}", namespace=XS_NS, grace_period_seconds=0)
+        nursery.cancel_scope.cancel()
+    phases: Counter[str] = Counter()
+    for report in result.pods:
+        phases.update(report.phases)
+    return {
+        "phases_s": {phase: round(seconds, 2) for phase, seconds in phases.items()},
+        "wall_s": wall,
+        "requests": sum(made.values()),
+        "by_method": dict(made),
+        "sync_requests": sum(synced.values()),
+    }
+
+
+def xs_emulator(pods: int) -> dict[str, Any]:
+    """``xs_drain`` against a fresh ``--serve-emulator`` child."""
+    with tempfile.TemporaryDirectory(prefix="kubetrio-bench-drain-xs-") as tmp:
+        kubeconfig = str(Path(tmp) / "kubeconfig")
+        command = [sys.executable, __file__, "--serve-emulator", kubeconfig]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as proc:
+            try:
+                assert proc.stdout is not None
+                line = proc.stdout.readline().strip()
+                if not line.startswith("url="):
+                    raise SystemExit(f"the emulator did not start: {line!r}")
+                return trio.run(xs_drain, kubeconfig, pods)
+            finally:
+                proc.terminate()
+                proc.wait(30)
+
+
+def both_servers(pods: int) -> dict[str, dict[str, Any]]:
+    out = {"emulator": xs_emulator(pods)}
+    with real_server() as real:
+        if real is not None:
+            out["real"] = trio.run(xs_drain, str(real), pods)
+    return out
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -458,7 +728,7 @@ def verdict(ok: bool) -> str:
     return "pass" if ok else "MISS"
 
 
-async def main(args: argparse.Namespace) -> None:
+async def main(args: argparse.Namespace) -> dict[str, Any]:
     kubectl = find_kubectl()
     if kubectl is None:
         raise SystemExit("kubectl 1.33 not found: set $KUBECTL (see tests/helpers/kube.py)")
@@ -532,15 +802,60 @@ async def main(args: argparse.Namespace) -> None:
         "pv_wall_s": round(pv["wall_s"], 3),
         "pv_floor_s": round(pv["floor_s"], 3),
     }
-    print("RESULT " + json.dumps(result))
+    return result
+
+
+XS_FIGURES = {
+    "wall_s": "wall time (s)",
+    "requests_per_pod": "drain requests per pod",
+    "sync_requests": "informer sync requests",
+}
+
+
+def cross_server(pods: int, result: dict[str, Any]) -> None:
+    """(c): run it, print both servers side by side, add the figures to ``result``."""
+    started = time.monotonic()
+    xs = both_servers(pods)
+    for figures in xs.values():
+        figures["requests_per_pod"] = figures["requests"] / pods
+    print(
+        f"(c) {pods} pods with PodDisruptionBudgets (minAvailable 1 per {XS_GROUP}), the harness "
+        f"acting as the kubelet (grace 0 once deletion began), {time.monotonic() - started:.0f} s:"
+    )
+    print(f"  {'':26}" + "".join(f"{server:>10}" for server in xs))
+    for figure, label in XS_FIGURES.items():
+        print(f"  {label:<26}" + "".join(f"{xs[server][figure]:10.2f}" for server in xs))
+        for server in xs:
+            result[f"{server}_pdb_{figure}"] = round(xs[server][figure], 3)
+    for server in xs:
+        print(
+            f"  {server}: drain requests by method {xs[server]['by_method']}, sum of per-pod "
+            f"phases (s) {xs[server]['phases_s']}"
+        )
+    if "real" in xs:
+        for figure in ("wall_s", "requests_per_pod"):
+            over = xs["real"][figure] / xs["emulator"][figure]
+            result[f"real_over_emulator_pdb_{figure}"] = round(over, 3)
 
 
 def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=100, help="pods per drained node in (a)")
     parser.add_argument("--pv-pods", type=int, default=10, help="volume pods in (b)")
+    parser.add_argument(
+        "--xs-pods", type=int, default=100, help="pods drained on both servers in (c) (0: none)"
+    )
+    parser.add_argument("--serve-emulator", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    trio.run(main, args)
+    if args.serve_emulator:
+        serve_emulator_child(args.serve_emulator)
+        return
+    if args.xs_pods and not os.environ.get(SHARED):
+        available()  # under CI, fail before the work
+    result = trio.run(main, args)
+    if args.xs_pods:
+        cross_server(args.xs_pods, result)
+    print("RESULT " + json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,8 @@
 """Informer initial sync: kubetrio against pykube-ng, a plain-dict cache and the official client.
 
+Servers: the emulator for every variant; then kubetrio and the plain-dict cache on the emulator
+and on a real kube-apiserver side by side ("Both servers" below).
+
 What is compared. N realistic pods (~4 KB of JSON each) are written straight into an emulator
 state file. For **every measurement a fresh emulator** is started from that file (a child
 process, so the measuring process sees only the client side) and warmed by one identical
@@ -9,9 +12,11 @@ followed by ``continue`` pages (client-go's reflector's initial LIST, which kube
 now issues too), and keeps every pod in memory, keyed by ``namespace/name``, the way a cache
 would:
 
-* ``kt``: ``Informer(Client.from_kubeconfig(...), Pod)`` until ``wait_for_sync()`` returns: typed
-  msgspec structs in a ``Store`` (the default client: its 20 qps / burst 30 rate limit applies
-  to the 100 pages at 50k pods, so about 3.5 s of this is waiting on the limiter);
+* ``kt``: ``Informer(Client.from_kubeconfig(...), Pod, streaming_lists=False)`` until
+  ``wait_for_sync()`` returns: typed msgspec structs in a ``Store`` (the default client: its
+  20 qps / burst 30 rate limit applies to the 100 pages at 50k pods, so about 3.5 s of this is
+  waiting on the limiter). ``streaming_lists=False`` keeps it to the same requests as the
+  others; the informer's default, a streaming list, is ``kt_stream`` in "Both servers";
 * ``kt_unthrottled``: the same with ``Client(qps=0)`` (no client rate limit, like the others);
 * ``dict``: pykube-ng's ``api.get`` + ``requests``' JSON, each item kept as the one ``dict``
   JSON decoding made: the minimum a Python cache of whole objects can hold;
@@ -29,6 +34,26 @@ shared with another variant's garbage): **RSS growth** (``VmRSS`` after the sync
 rounds are interleaved (``--repeat``) and reported as medians; a ``kt`` breakdown (HTTP only,
 decode only, store only) follows.
 
+**Both servers**, the emulator and a real kube-apiserver (etcd + kube-apiserver from
+``KUBEBUILDER_ASSETS``, ``tests/bench/realserver.py``), in the same run: ``--server-pods`` of the
+same pods (CI: 1 000) are written to each **through its API** (namespaces, the owning
+ReplicaSets, a POST per pod and a ``pods/status`` patch, 16 writers at once; the real server
+runs without the ServiceAccount and Priority admission plugins, which would refuse these pods
+as written), the first LIST is made once to warm the server (the real one's watch cache), and
+then ``kt``, ``kt_stream`` (the informer as it syncs by default: one streaming-list WATCH,
+``sendInitialEvents``, no LIST) and ``dict`` run against it, each in its own process as above,
+the server staying up between them (plain HTTP to the emulator, TLS to the real server).
+Compared side by side: sync time, kt/dict by time and by RSS, kt's KiB per pod by RSS (and
+after glibc's ``malloc_trim(0)``, which hands back what the allocator holds free), kt's sync
+peak against its steady RSS, and the same for ``kt_stream``. The real server's objects are
+larger on the wire (``managedFields``, defaulted fields), which kt drops as it decodes and
+``dict`` keeps. **What the real server does to the peak**: it answers
+``LIST ?limit=500&resourceVersion=0`` from its watch cache **unpaged**, the whole list in one
+response, so the informer holds the whole body while it decodes, where the emulator's pages hold
+500 pods of JSON; the peak above steady (MiB) shows what that costs, and the freed body can stay
+in the steady RSS as holes below live objects until ``malloc_trim`` (the printed response counts
+say how each server answered).
+
 Why both memory measures: RSS is what the process costs, tracemalloc what Python holds; the
 difference between them is what showed that interning a list's strings only after decoding all
 of it left holes between the cached objects (``kubetrio.runtime.cache.intern`` now interns each
@@ -37,7 +62,7 @@ worth calling. What it measured, when and on what machine: ``docs/performance.md
 
 Example::
 
-    python tests/bench/informer.py --pods 5000          # CI size
+    python tests/bench/informer.py --quick              # CI size
     python tests/bench/informer.py                      # 50 000 pods, three rounds
 
 The last line is ``RESULT {json}``. Needs the ``bench`` extra (``kubernetes``).
@@ -49,14 +74,18 @@ import sys
 from pathlib import Path
 
 # Run as ``python tests/bench/informer.py``: keep this folder from shadowing stdlib modules.
+# Its helpers (realserver.py) still import, from the end of the path.
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
+    sys.path.append(sys.path.pop(0))
 
 import argparse
+import base64
+import ctypes
 import gc
 import hashlib
 import http.client
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -68,6 +97,7 @@ from typing import Any
 
 import msgspec
 import yaml
+from realserver import SHARED, available, real_server
 
 PAGE = 500
 NAMESPACES = 20
@@ -80,11 +110,19 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # --------------------------------------------------------------------------- the data set
 
 
+def owner_of(i: int) -> tuple[str, str, str]:
+    """Pod ``i``'s namespace, app and pod-template-hash (its ReplicaSet is ``app-hash``)."""
+    app = f"svc-{i % 250:03d}"
+    return (
+        f"team-{i % NAMESPACES:02d}",
+        app,
+        hashlib.sha1(f"{app}-{i % 3}".encode()).hexdigest()[:10],
+    )
+
+
 def make_pod(i: int, rng: random.Random, rv: int) -> dict[str, Any]:
     """One scheduled, running pod of about 4 KB, shaped like a Deployment's pod."""
-    ns = f"team-{i % NAMESPACES:02d}"
-    app = f"svc-{i % 250:03d}"
-    template_hash = hashlib.sha1(f"{app}-{i % 3}".encode()).hexdigest()[:10]
+    ns, app, template_hash = owner_of(i)
     suffix = "".join(rng.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
     name = f"{app}-{template_hash}-{suffix}"
     uid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
@@ -425,6 +463,183 @@ def paged_list(url: str) -> tuple[int, int]:
         conn.close()
 
 
+# --------------------------------------------------------------------------- both servers
+
+SERVER_VARIANTS = ("kt", "kt_stream", "dict")
+WRITERS = 16
+
+
+def load_via_api(kubeconfig: Path, pods: int) -> float:
+    """The data set written to a server through its API, as a cluster's controllers would have
+    written it: the namespaces (already there is fine), each pod's ReplicaSet (so the pods'
+    owner references name live owners, whatever garbage collector runs), then a POST per pod
+    and its status (which a create drops) by a merge patch of ``pods/status``. Seconds taken."""
+    import trio
+
+    from kubetrio.api.core import Namespace, Pod
+    from kubetrio.runtime.client.errors import ApiError
+    from kubetrio.runtime.client.typed import Client
+
+    async def main() -> None:
+        client = Client.from_kubeconfig(str(kubeconfig), qps=0)
+        for n in range(NAMESPACES):
+            try:
+                await client.create(Namespace, {"metadata": {"name": f"team-{n:02d}"}})
+            except ApiError as error:
+                if error.status != 409:
+                    raise
+        owners: dict[tuple[str, str], str] = {}
+        for i in range(pods):
+            ns, app, template_hash = owner_of(i)
+            name = f"{app}-{template_hash}"
+            if (ns, name) not in owners:
+                labels = {"app": app, "pod-template-hash": template_hash}
+                rs = {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {"name": name, "namespace": ns},
+                    "spec": {
+                        "replicas": 0,
+                        "selector": {"matchLabels": labels},
+                        "template": {
+                            "metadata": {"labels": labels},
+                            "spec": {"containers": [{"name": "app", "image": app}]},
+                        },
+                    },
+                }
+                answer = await client.request(
+                    "POST",
+                    f"/apis/apps/v1/namespaces/{ns}/replicasets",
+                    body=json.dumps(rs).encode(),
+                )
+                owners[(ns, name)] = json.loads(answer)["metadata"]["uid"]
+        rng = random.Random(20261123)
+        todo = iter(range(pods))
+
+        async def writer() -> None:
+            for i in todo:
+                pod = make_pod(i, rng, 0)
+                status = pod.pop("status")
+                md = pod["metadata"]
+                for field in ("uid", "resourceVersion", "creationTimestamp"):
+                    del md[field]
+                owner = md["ownerReferences"][0]
+                owner["uid"] = owners[(md["namespace"], owner["name"])]
+                await client.create(Pod, pod)
+                await client.patch(
+                    Pod,
+                    md["name"],
+                    {"status": status},
+                    namespace=md["namespace"],
+                    subresource="status",
+                )
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(WRITERS):
+                nursery.start_soon(writer)
+
+    started = time.perf_counter()
+    trio.run(main)
+    return time.perf_counter() - started
+
+
+def clear_pods(kubeconfig: Path) -> None:
+    """Delete the data set's pods at once (grace 0: no kubelet would end them), so a shared
+    server holds none of them for the next benchmark."""
+    import trio
+
+    from kubetrio.runtime.client.typed import Client
+
+    async def main() -> None:
+        client = Client.from_kubeconfig(str(kubeconfig), qps=0)
+        body = json.dumps({"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0})
+        for n in range(NAMESPACES):
+            path = f"/api/v1/namespaces/team-{n:02d}/pods"
+            await client.request("DELETE", path, body=body.encode())
+
+    trio.run(main)
+
+
+def first_list(kubeconfig: Path) -> tuple[int, int, int]:
+    """The informer's first request, ``LIST ?limit=500&resourceVersion=0``, and the pages that
+    follow: (pods, bytes, responses). A real server answers it from its watch cache, unpaged;
+    the emulator in pages of 500."""
+    import ssl
+    import urllib.parse
+    import urllib.request
+
+    doc = yaml.safe_load(kubeconfig.read_text())
+    cluster = doc["clusters"][0]["cluster"]
+    ca = cluster.get("certificate-authority-data")
+    context = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
+    auth = {"Authorization": f"Bearer {doc['users'][0]['user']['token']}"}
+    query = {"limit": str(PAGE), "resourceVersion": "0"}
+    count = size = responses = 0
+    while True:
+        url = f"{cluster['server']}/api/v1/pods?{urllib.parse.urlencode(query)}"
+        request = urllib.request.Request(url, headers=auth)
+        with urllib.request.urlopen(request, timeout=120, context=context) as response:
+            body = response.read()
+        page = json.loads(body)
+        count, size, responses = count + len(page["items"]), size + len(body), responses + 1
+        token = page["metadata"].get("continue")
+        if not token:
+            return count, size, responses
+        query = {"limit": str(PAGE), "continue": token}
+
+
+def server_child(variant: str, kubeconfig: Path, n: int) -> dict[str, Any]:
+    """One variant in its own process against a server that stays up (RSS, no tracemalloc)."""
+    command = [sys.executable, __file__, "--child", variant, "--kubeconfig", str(kubeconfig)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{variant} child failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    if result["pods"] != n:
+        raise RuntimeError(f"{variant} cached {result['pods']} pods, expected {n}")
+    return result
+
+
+def on_server(server: str, kubeconfig: Path, n: int, repeat: int) -> dict[str, Any]:
+    """Load the data set through the server's API, then the ``SERVER_VARIANTS`` against it,
+    each in its own process, rounds interleaved."""
+    loaded = load_via_api(kubeconfig, n)
+    count, size, responses = first_list(kubeconfig)  # the warm-up (a real server's watch cache)
+    if count != n:
+        raise RuntimeError(f"the {server} serves {count} pods, expected {n}")
+    print(
+        f"{server}: {n} pods written through the API in {loaded:.1f}s; LIST limit={PAGE}&"
+        f"resourceVersion=0 answered in {responses} response(s), {size / n:.0f} B per pod",
+        flush=True,
+    )
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in SERVER_VARIANTS}
+    for round_ in range(repeat):
+        order = SERVER_VARIANTS if round_ % 2 == 0 else SERVER_VARIANTS[::-1]
+        for variant in order:
+            runs[variant].append(server_child(variant, kubeconfig, n))
+    return {"runs": runs, "responses": responses, "json_bytes_per_pod": size / n}
+
+
+def both_servers(n: int, repeat: int) -> dict[str, dict[str, Any]]:
+    """``on_server`` on a fresh emulator, then on a real control plane (if there is one)."""
+    out: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="kubetrio-bench-informer-api-") as tmp:
+        state, kubeconfig = Path(tmp) / "state.json", Path(tmp) / "kubeconfig"
+        write_state(state, 0)
+        emulator = start_emulator(state, kubeconfig)
+        try:
+            out["emulator"] = on_server("emulator", kubeconfig, n, repeat)
+        finally:
+            stop_emulator(emulator)
+    with real_server() as real:
+        if real is not None:
+            try:
+                out["real"] = on_server("real server", real, n, repeat)
+            finally:
+                clear_pods(real)
+    return out
+
+
 # --------------------------------------------------------------------------- the variants
 # Each returns (seconds, objects cached); ``Probe`` records memory around the sync.
 
@@ -462,9 +677,14 @@ class Probe:
         peak = _status_kib("VmHWM") * KIB
         gc.collect()
         self.figures.update(rss_after=_status_kib("VmRSS") * KIB, rss_peak=peak)
+        # What glibc holds free but has not handed back (holes between live objects).
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+        self.figures["rss_trimmed"] = _status_kib("VmRSS") * KIB
 
 
-def run_kt(kubeconfig: Path, probe: Probe, qps: float | None) -> tuple[float, int]:
+def run_kt(
+    kubeconfig: Path, probe: Probe, qps: float | None, streaming: bool = False
+) -> tuple[float, int]:
     import trio
 
     from kubetrio.api.core import Pod
@@ -477,7 +697,7 @@ def run_kt(kubeconfig: Path, probe: Probe, qps: float | None) -> tuple[float, in
         options = {} if qps is None else {"qps": qps}
         client = Client.from_kubeconfig(str(kubeconfig), **options)
         probe.start()
-        informer = Informer(client, Pod)
+        informer = Informer(client, Pod, streaming_lists=streaming)
         async with trio.open_nursery() as nursery:
             started = time.perf_counter()
             nursery.start_soon(informer.run)
@@ -607,6 +827,8 @@ def child_main(args: argparse.Namespace) -> None:
         seconds, count = run_kt(kubeconfig, probe, None)
     elif args.child == "kt_unthrottled":
         seconds, count = run_kt(kubeconfig, probe, 0.0)
+    elif args.child == "kt_stream":
+        seconds, count = run_kt(kubeconfig, probe, None, streaming=True)
     elif args.child in ("dict", "pykube"):
         seconds, count = run_pykube(kubeconfig, probe, args.child == "pykube")
     elif args.child == "k8s_client":
@@ -663,6 +885,12 @@ def main() -> None:
         default=None,
         help="interleaved timing rounds, medians reported (default: 3 from 20000 pods, else 1)",
     )
+    parser.add_argument(
+        "--server-pods",
+        type=int,
+        default=None,
+        help="pods written through the API of both servers (default: --pods; --quick: 1000)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--kubeconfig", help=argparse.SUPPRESS)
     parser.add_argument("--memory", action="store_true", help=argparse.SUPPRESS)
@@ -672,6 +900,8 @@ def main() -> None:
         return
 
     n = args.pods or (2000 if args.quick else 50_000)
+    if not os.environ.get(SHARED):
+        available()  # under CI, fail before the work
     variants = [v for v in VARIANTS if not (args.quick and v == "k8s_client")]
     memory_variants = [v for v in MEMORY_VARIANTS if v in variants]
     if args.repeat is None:
@@ -693,6 +923,10 @@ def main() -> None:
             )
         traced = {v: in_child(v, state, n, memory=True) for v in memory_variants}
         breakdown = None if args.quick else in_child("kt_breakdown", state, n)
+    server_n = args.server_pods or (1000 if args.quick else n)
+    started = time.perf_counter()
+    servers = both_servers(server_n, args.repeat)
+    both_s = time.perf_counter() - started
 
     def median(variant: str, figure: str) -> float:
         return statistics.median(r[figure] for r in runs[variant])
@@ -747,7 +981,67 @@ def main() -> None:
         f"kt {rss['kt'] / KIB:.2f} KiB/pod by RSS (target <= 2), {mem['kt'] / KIB:.2f} by "
         f"tracemalloc; kt sync peak/steady RSS {kt_peak_ratio:.3f} (target <= 1.25)"
     )
+    side = {server: server_figures(found["runs"], server_n) for server, found in servers.items()}
+    for server, found in servers.items():
+        result[f"{server}_list_responses"] = found["responses"]
+        result[f"{server}_json_bytes_per_pod"] = round(found["json_bytes_per_pod"])
+    print(
+        f"both servers, the same {server_n} pods written through the API, the same LIST "
+        f"(limit={PAGE}&resourceVersion=0), {both_s:.0f} s:"
+    )
+    result["server_pods"] = server_n
+    print(f"  {'':34}" + "".join(f"{server:>10}" for server in side))
+    for figure, label in SERVER_FIGURES.items():
+        values = [f"{side[server][figure]:10.3f}" for server in side]
+        print(f"  {label:<34}{''.join(values)}")
+        for server, figures in side.items():
+            result[f"{server}_{figure}"] = round(figures[figure], 3)
     print("RESULT " + json.dumps(result))
+
+
+SERVER_FIGURES = {
+    "kt_stream_sync_s": "kt_stream sync (s)",
+    "kt_stream_kib_per_pod": "kt_stream KiB per pod by RSS",
+    "kt_stream_peak_above_steady_mib": "kt_stream peak above steady (MiB)",
+    "kt_stream_over_kt_peak": "sync peak kt_stream / kt (growth)",
+    "kt_sync_s": "kt sync (s)",
+    "dict_sync_s": "dict sync (s)",
+    "kt_over_dict_time": "sync time kt / dict",
+    "kt_kib_per_pod": "kt KiB per pod by RSS",
+    "kt_over_dict_rss": "memory by RSS kt / dict",
+    "kt_peak_over_steady_rss": "kt sync peak / steady RSS",
+    "kt_peak_above_steady_mib": "kt sync peak above steady (MiB)",
+    "kt_trimmed_kib_per_pod": "kt KiB per pod after malloc_trim",
+}
+
+
+def server_figures(runs: dict[str, list[dict[str, Any]]], n: int) -> dict[str, float]:
+    """The figures compared across servers, from the ``kt`` and ``dict`` runs on one."""
+
+    def median(variant: str, figure: str) -> float:
+        return statistics.median(r[figure] for r in runs[variant])
+
+    sync = {v: median(v, "seconds") for v in SERVER_VARIANTS}
+    rss = {v: median(v, "rss_after") - median(v, "rss_before") for v in SERVER_VARIANTS}
+    peak, steady = median("kt", "rss_peak"), median("kt", "rss_after")
+    stream_peak, stream_steady = median("kt_stream", "rss_peak"), median("kt_stream", "rss_after")
+    return {
+        "kt_stream_sync_s": sync["kt_stream"],
+        "kt_stream_kib_per_pod": rss["kt_stream"] / n / KIB,
+        "kt_stream_peak_above_steady_mib": (stream_peak - stream_steady) / 2**20,
+        "kt_stream_over_kt_peak": (stream_peak - median("kt_stream", "rss_before"))
+        / (peak - median("kt", "rss_before")),
+        "kt_sync_s": sync["kt"],
+        "dict_sync_s": sync["dict"],
+        "kt_over_dict_time": sync["kt"] / sync["dict"],
+        "kt_kib_per_pod": rss["kt"] / n / KIB,
+        "kt_over_dict_rss": rss["kt"] / rss["dict"],
+        "kt_peak_over_steady_rss": peak / steady,
+        "kt_peak_above_steady_mib": (peak - steady) / 2**20,
+        "kt_trimmed_kib_per_pod": (median("kt", "rss_trimmed") - median("kt", "rss_before"))
+        / n
+        / KIB,
+    }
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """Reconcile throughput: kubetrio in-process, kubetrio end to end, and kopf on the same objects.
 
+Servers: the emulator for (1)-(3); the emulator and a real kube-apiserver side by side for (4).
+
 (1) ``inprocess``: ``Controller`` (metrics on, private ``CollectorRegistry``, ``--workers``)
     with a no-op reconciler; the clock runs from adding N distinct ``ObjectKey``s to its queue
     until the workers reconciled all of them. No HTTP. Median of ``--rounds`` (default 5).
@@ -27,6 +29,23 @@
     the handler counts distinct names in memory and prints ``time.monotonic()`` when it has
     seen the N-th (CLOCK_MONOTONIC is one system-wide clock on Linux, so the parent can
     compare it with the emulator's and its own). The probe object plays the role of "synced".
+
+(4) ``written->reconciled`` on **both servers**, the emulator and a real kube-apiserver
+    (etcd + kube-apiserver from ``KUBEBUILDER_ASSETS``, ``tests/bench/realserver.py``), the
+    same work on each in the same run: the same ``Manager`` as in (2) syncs on an empty
+    namespace and reconciles a probe; then a writer child process POSTs ``--cross-objects``
+    ConfigMaps one after the other over HTTP (the emulator is no longer driven from inside:
+    the real server cannot be), noting when each answer arrived. Compared, per server and as
+    real/emulator: the **latency** of each object from its POST being sent to its first
+    reconcile (p50, p99; the write's own time included: on the real server the watch event
+    often outruns the POST's answer, so the time from the answer, also printed, goes negative),
+    and the consumer's
+    **CPU per event** (from the first written object's reconcile to the N-th's, over N - 1).
+    The writer sets
+    the pace (the real server takes writes slower, so its window is longer and the manager's
+    idle cost, a few ms per second, weighs a little more per event); its rate is printed.
+    The real server's events are larger too: its objects carry ``managedFields``, and it
+    speaks only TLS. kopf is not run here; (3) compares it on the emulator.
 
 Each e2e/kopf scenario runs ``--repeat`` times (default 3), interleaved; medians are reported.
 ``e2e_over_kopf`` compares the headline (burst) figures; the other two ratios are printed too.
@@ -91,7 +110,7 @@ Fairness of the kopf side (kopf 1.x, asyncio, standalone):
   and import time are excluded (as they are for kubetrio).
 
 ``python tests/bench/reconcile.py [--objects N] [--min-window S]`` (default 10 000 and 2 s, i.e.
-N grows to fill 2 s; CI: ``--objects 2000 --repeat 1 --min-window 0``).
+N grows to fill 2 s; CI: ``--objects 2000 --repeat 1 --min-window 0 --cross-objects 500``).
 Prints the targets (in-process >= 150 000/s; e2e >= 25x kopf) with pass/MISS and the
 CPU ratio; last line ``RESULT {json}``. Needs the ``bench`` extra (``kopf``); ``--skip-kopf``
 runs without it.
@@ -103,8 +122,9 @@ import sys
 from pathlib import Path
 
 # Run as ``python tests/bench/reconcile.py``: keep this folder (queue.py!) from shadowing stdlib.
+# Its helpers (realserver.py) still import, from the end of the path.
 if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    del sys.path[0]
+    sys.path.append(sys.path.pop(0))
 
 import argparse
 import contextlib
@@ -128,6 +148,13 @@ E2E_OVER_KOPF_TARGET = 25.0
 TIMEOUT = 600.0
 MODES = ("burst", "streamed", "initial")
 SUFFIX = {"burst": "", "streamed": "_streamed", "initial": "_initial"}
+CROSS_FIGURES = {
+    "cpu_us": "CPU µs per event",
+    "latency_p50_ms": "latency p50 (ms)",
+    "latency_p99_ms": "latency p99 (ms)",
+    "after_answer_p50_ms": "after the answer p50 (ms)",
+    "written_per_s": "written per second",
+}
 
 gc_mode = "tuned"  # --gc default: leave both consumers' collectors as CPython sets them
 
@@ -442,6 +469,125 @@ def kopf_run(emu: Emulator, n: int, mode: str) -> dict[str, float]:
     return out
 
 
+# --------------------------------------------------------------------------- both servers
+
+
+class Stamping(Counting):
+    """``Counting``, and when each name was first reconciled (``time.monotonic()``); CPU is
+    counted from the first written object's reconcile (the writer process's start-up before
+    it is no work of the consumer's)."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.stamps: dict[str, float] = {}
+        self.cpu_written = 0.0
+
+    async def reconcile(self, key: Any) -> Any:
+        name = key.name
+        if name not in self.stamps:
+            self.stamps[name] = time.monotonic()
+            if not self.cpu_written and name.startswith(PREFIX):
+                self.cpu_written = time.process_time()
+        return await super().reconcile(key)
+
+
+def write_child(kubeconfig: str, namespace: str, n: int) -> None:
+    """The writer: N ConfigMaps POSTed one after the other (each waits for the one before it
+    to be answered, as a client writing what it computed would); prints, as JSON, the
+    ``time.monotonic()`` at which each request was sent and its answer arrived."""
+    import trio
+
+    from kubetrio.api.core import ConfigMap
+    from kubetrio.runtime.client.typed import Client
+
+    async def main() -> None:
+        client = Client.from_kubeconfig(kubeconfig, qps=0)
+        written: list[tuple[float, float]] = []
+        for i in range(n):
+            body = configmap(f"{PREFIX}{i}", i)
+            body["metadata"]["namespace"] = namespace
+            sent = time.monotonic()
+            await client.create(ConfigMap, body)
+            written.append((sent, time.monotonic()))
+        print(json.dumps(written), flush=True)
+
+    trio.run(main)
+
+
+async def written_to_reconciled(kubeconfig: str, namespace: str, n: int, workers: int) -> Any:
+    """One round of the cross-server scenario on the server ``kubeconfig`` names (see the
+    docstring): per-object latency from written to reconciled, and CPU per event."""
+    import trio
+
+    from kubetrio.api.core import ConfigMap, Namespace
+    from kubetrio.runtime.client.typed import Client
+    from kubetrio.runtime.manager.manager import Manager
+
+    counter = Stamping(n)
+    client = Client.from_kubeconfig(kubeconfig)
+    await client.create(Namespace, {"metadata": {"name": namespace}})
+    manager = Manager(
+        client, metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0"
+    )
+    manager.controller("bench").for_(ConfigMap, namespace=namespace).workers(workers).complete(
+        counter
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        probe = {"metadata": {"name": "probe-0", "namespace": namespace}}
+        await client.create(ConfigMap, probe)  # reconciled: the watch is open
+        with trio.fail_after(TIMEOUT):
+            await counter.first.wait()
+        command = [sys.executable, __file__, "--write-child", kubeconfig, namespace, str(n)]
+        with trio.fail_after(TIMEOUT):
+            writer = await trio.run_process(command, capture_stdout=True)
+            await counter.done.wait()
+        manager.stop()
+    written: list[tuple[float, float]] = json.loads(writer.stdout)
+    reconciled = [counter.stamps[f"{PREFIX}{i}"] for i in range(n)]
+    from_sent = sorted(r - sent for r, (sent, _) in zip(reconciled, written, strict=True))
+    from_answer = sorted(r - answer for r, (_, answer) in zip(reconciled, written, strict=True))
+    return {
+        "written_per_s": n / (written[-1][1] - written[0][0]),
+        "cpu_us": (counter.cpu_done - counter.cpu_written) / (n - 1) * 1e6,
+        "latency_p50_ms": statistics.median(from_sent) * 1e3,
+        "latency_p99_ms": from_sent[min(n - 1, int(n * 0.99))] * 1e3,
+        "after_answer_p50_ms": statistics.median(from_answer) * 1e3,
+    }
+
+
+def both_servers(n: int, workers: int, repeat: int) -> dict[str, dict[str, float]]:
+    """The cross-server scenario, rounds interleaved: a fresh emulator each round, one real
+    control plane for all (a namespace of its own each round); medians per server."""
+    import trio
+    from realserver import real_server
+
+    rounds: dict[str, list[dict[str, float]]] = {}
+    with real_server() as real:
+        for round_ in range(repeat):
+            namespace = f"written-{round_}"
+            with Emulator(n) as emu, consumer_gc():
+                f = trio.run(written_to_reconciled, emu.kubeconfig, namespace, n, workers)
+            rounds.setdefault("emulator", []).append(f)
+            if real is not None:
+                with consumer_gc():
+                    f = trio.run(written_to_reconciled, str(real), namespace, n, workers)
+                rounds.setdefault("real", []).append(f)
+            for server, fs in rounds.items():
+                f = fs[-1]
+                print(
+                    f"[{round_ + 1}/{repeat}] written->reconciled, {server}: "
+                    f"{f['cpu_us']:.1f} CPU µs per event, latency p50 "
+                    f"{f['latency_p50_ms']:.2f} ms p99 {f['latency_p99_ms']:.2f} ms "
+                    f"(written {f['written_per_s']:,.0f}/s)",
+                    flush=True,
+                )
+    return {
+        server: {k: statistics.median(f[k] for f in fs) for k in fs[0]}
+        for server, fs in rounds.items()
+    }
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -475,7 +621,14 @@ def main() -> None:
         default="tuned",
         help="collector settings of both consumers during a round (default: tuned, see above)",
     )
+    parser.add_argument(
+        "--cross-objects",
+        type=int,
+        default=2000,
+        help="objects written in the written->reconciled scenario on both servers (0: none)",
+    )
     parser.add_argument("--serve-emulator", nargs=2, metavar=("KUBECONFIG", "WINDOW"))
+    parser.add_argument("--write-child", nargs=3, metavar=("KUBECONFIG", "NAMESPACE", "N"))
     parser.add_argument("--kopf-child", type=int, metavar="N")
     args = parser.parse_args()
     global gc_mode
@@ -486,12 +639,20 @@ def main() -> None:
     if args.kopf_child:
         kopf_child(args.kopf_child)
         return
+    if args.write_child:
+        write_child(args.write_child[0], args.write_child[1], int(args.write_child[2]))
+        return
 
     import trio
 
     from kubetrio.runtime.util.log import configure_logging
 
     configure_logging(level="warning")
+    if args.cross_objects:
+        from realserver import SHARED, available
+
+        if not os.environ.get(SHARED):
+            available()  # under CI, fail before the work
     n, workers = args.objects, args.workers
     print(f"objects={n} workers={workers} cores={os.cpu_count()} gc={args.gc}", flush=True)
 
@@ -582,6 +743,25 @@ def main() -> None:
             result[f"e2e{SUFFIX[mode]}_over_kopf"] = round(ours / theirs["per_s"], 1)
             cpu = theirs["cpu_us"] / figures["e2e" + SUFFIX[mode]]["cpu_us"]
             result[f"kopf{SUFFIX[mode]}_cpu_over_e2e"] = round(cpu, 1)
+    if args.cross_objects:
+        started = time.monotonic()
+        cross = both_servers(args.cross_objects, workers, args.repeat)
+        result["cross_objects"] = args.cross_objects
+        print(
+            f"written->reconciled, {args.cross_objects} objects, medians "
+            f"({time.monotonic() - started:.0f} s):"
+        )
+        print(f"  {'':24}{'emulator':>12}{'real':>12}{'real/emulator':>15}")
+        for figure, label in CROSS_FIGURES.items():
+            row = {server: cross[server][figure] for server in cross}
+            for server, value in row.items():
+                result[f"{server}_{figure}"] = round(value, 3)
+            over = row["real"] / row["emulator"] if "real" in row else None
+            if over is not None and figure in ("cpu_us", "latency_p50_ms", "latency_p99_ms"):
+                result[f"real_over_emulator_{figure}"] = round(over, 3)
+            real = f"{row['real']:12.2f}" if "real" in row else f"{'-':>12}"
+            shown = f"{over:15.3f}" if over is not None else ""
+            print(f"  {label:<24}{row['emulator']:12.2f}{real}{shown}")
     verdict = "pass" if inproc >= INPROCESS_TARGET else "MISS"
     print(f"target inprocess >= {INPROCESS_TARGET:,.0f}/s: {verdict}")
     if ratio is not None:

@@ -406,7 +406,7 @@ async def test_eviction_rules(
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": "pend", "namespace": "default", "labels": {"app": "u"}},
-            "spec": {"containers": [{"name": "c"}]},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
         }
     )
     assert (await client.request("POST", f"{PODS}/pend/eviction", eviction("pend"))).status == 201

@@ -72,7 +72,8 @@ async def test_apply_that_creates_needs_create(
     r = await bob.request("PATCH", f"{CMS}/fresh?fieldManager=bob", body, content_type=APPLY)
     assert r.status == 403, r.body
     assert 'cannot create resource "configmaps"' in r.json()["message"]
-    await ok(client.request("POST", CMS, {"metadata": {"name": "fresh"}, "data": {"a": "0"}}))
+    # The same value as the applied one: shared ownership, no conflict with the creator.
+    await ok(client.request("POST", CMS, {"metadata": {"name": "fresh"}, "data": {"a": "1"}}))
     r = await bob.request("PATCH", f"{CMS}/fresh?fieldManager=bob", body, content_type=APPLY)
     assert r.status == 200, r.body  # updating what exists needs only patch
 

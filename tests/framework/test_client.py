@@ -165,10 +165,13 @@ async def test_undecodable_object_is_a_clear_error(
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": "odd"},
-            "spec": {"containers": [{"name": "c", "image": "i"}], "priority": "high"},
+            "spec": {
+                "containers": [{"name": "c", "image": "i"}],
+                "terminationGracePeriodSeconds": "high",
+            },
         }
     )
-    with pytest.raises(ApiError, match=r"cannot decode Pod .*priority"):
+    with pytest.raises(ApiError, match=r"cannot decode Pod .*terminationGracePeriodSeconds"):
         await kube.get(Pod, "odd", namespace="default")
 
 

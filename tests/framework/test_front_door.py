@@ -1,5 +1,5 @@
 """``kubetrio.runtime`` is the front door: the names a controller author needs import from it,
-each says what it is for, and the README's and tutorial's code use it rather than the
+each says what it is for, and the documentation's code uses it rather than the
 packages behind it."""
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ import kubetrio.runtime
 ROOT = Path(__file__).resolve().parents[2]
 # Documents whose code a newcomer copies; they may reach behind the door only for RBAC
 # declarations, which have a package of their own.
-COPIED = ("README.md", "docs/tutorial.md")
+COPIED = (
+    "docs/tutorial.md",
+    "docs/writing-controllers.md",
+    "docs/how-to/time.md",
+    "docs/coming-from-kopf.md",
+)
 ALLOWED_BEHIND = {"kubetrio.runtime.gen.rbac"}
 
 

@@ -112,7 +112,10 @@ async def test_each_listed_object_is_ingested_before_the_next_is_decoded(
         return obj
 
     informer = await synced(
-        Client.from_url(emu.url, token=emu.token), CountingPod, transform=transform
+        Client.from_url(emu.url, token=emu.token),
+        CountingPod,
+        transform=transform,
+        streaming_lists=False,
     )
     assert len(informer.store) == PODS
     # The i-th object is ingested when exactly i objects were decoded: over all three pages,
@@ -137,15 +140,15 @@ async def test_list_applies_each_to_every_item_in_order(
     assert names == [f"web-5d8f9c7b6-{i:05d}" for i in range(3)]
 
 
-class PriorityAsText(Model, kw_only=True):
-    priority: str = ""
+class DeadlineAsText(Model, kw_only=True):
+    active_deadline_seconds: str = ""
 
 
 class OddPod(KubeObject, kw_only=True):
-    """A view that a pod with a numeric priority does not fit."""
+    """A view that a pod with a numeric deadline does not fit."""
 
     KIND: ClassVar[KindInfo] = lookup("v1", "Pod")
-    spec: PriorityAsText = msgspec.field(default_factory=PriorityAsText)
+    spec: DeadlineAsText = msgspec.field(default_factory=DeadlineAsText)
 
 
 async def test_list_with_each_still_refuses_an_item_that_does_not_fit(
@@ -155,7 +158,7 @@ async def test_list_with_each_still_refuses_an_item_that_does_not_fit(
     it, the item goes there and ``each`` sees only the others."""
     emu.create(pod("web-5d8f9c7b6-00000"))
     numeric = pod("web-5d8f9c7b6-00001")
-    numeric["spec"]["priority"] = 7
+    numeric["spec"]["activeDeadlineSeconds"] = 7
     emu.create(numeric)
     client = Client.from_url(emu.url, token=emu.token)
     with pytest.raises(ApiError, match="cannot decode Pod list"):

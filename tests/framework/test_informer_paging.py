@@ -1,5 +1,6 @@
-"""The informer's initial LIST asks for pages (``limit=500`` at ``resourceVersion=0``), as
-client-go's reflector asks, and is answered whole, as the watch cache answers it; a paged list
+"""Where the informer lists (a server without streaming lists, or ``streaming_lists=False``),
+its initial LIST asks for pages (``limit=500`` at ``resourceVersion=0``), as client-go's
+reflector asks, and is answered whole, as the watch cache answers it; a paged list
 whose continue token expires falls back to one full list, as client-go's pager does; the
 emulator answers a compacted continue with 410 Expired, as kube-apiserver does.
 """
@@ -52,7 +53,9 @@ async def test_initial_list_asks_pages_and_the_watch_cache_answers_it_whole(
     audit = tmp_path / "audit.log"
     async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         seed(emu, OBJECTS)
-        informer = Informer(Client.from_url(emu.url, token=emu.token), ConfigMap)
+        informer = Informer(
+            Client.from_url(emu.url, token=emu.token), ConfigMap, streaming_lists=False
+        )
         with trio.fail_after(60):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(informer.run)
@@ -146,7 +149,9 @@ async def test_a_relist_after_an_expired_watch_is_one_unpaged_list(
     audit = tmp_path / "audit.log"
     async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         seed(emu, 3)
-        informer = Informer(Client.from_url(emu.url, token=emu.token), ConfigMap)
+        informer = Informer(
+            Client.from_url(emu.url, token=emu.token), ConfigMap, streaming_lists=False
+        )
         with trio.fail_after(60):
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(informer.run)

@@ -26,6 +26,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,16 +36,19 @@ import pytest
 import trio
 
 from kubetrio.api.coordination import Lease
+from kubetrio.api.core import ConfigMap
 from kubetrio.emulator import EmulatorOptions, FaultRule
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import FENCED_AUDIT_ID_PREFIX, Client
 from kubetrio.sim import serve_world
-from tests.helpers.cli import FAST_LEASE, PLUGIN, Watcher, config_map, environment, run_args
+from kubetrio.testing.controlplane import ControlPlane, find_assets
+from tests.helpers.cli import FAST_LEASE, PLUGIN, Watcher, config_map, environment, kubetrio
 from tests.helpers.plugins import install_plugin
 
 LEASE = "kubetrio-leader"
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 ROUNDS = 3
+REAL_ROUNDS = 2  # the real server's run costs a control plane's start; two handovers suffice
 LEASE_SECONDS = 4.0  # FAST_LEASE's
 LOAD_INTERVAL = 0.05  # a ConfigMap to stamp every 50 ms: writes flow all the time
 SLOW_WRITE = 6.0  # seconds a few writes spend in the server: longer than a takeover
@@ -111,6 +115,133 @@ def identity_of(user_agent: str) -> str:
     return user_agent.rsplit(" ", 1)[-1]
 
 
+async def freeze_rounds(
+    kubeconfig: Path,
+    create: Callable[[dict[str, Any]], Awaitable[object]],
+    client: Client,
+    plugins: Path,
+    tmp_path: Path,
+    rounds_wanted: int,
+) -> tuple[list[Round], list[Manager]]:
+    """Three ``kubetrio run --leader-elect`` on ``kubeconfig`` under a steady load of
+    ConfigMaps to stamp (made with ``create``); ``rounds_wanted`` times the leader is frozen
+    until another holds the Lease, then resumed: it must exit with its one line. Ends with a
+    fresh manager taking over and stopping cleanly."""
+    leases = Watcher(Informer(client, Lease, namespace="default"))
+    managers: list[Manager] = []
+    rounds: list[Round] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(leases.informer.run)
+
+        async def start_manager() -> Manager:
+            log = tmp_path / f"manager-{len(managers)}.log"
+            args = kubetrio(
+                "run",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--metrics-bind-address",
+                "127.0.0.1:0",
+                "--health-probe-bind-address",
+                "127.0.0.1:0",
+                "--controllers",
+                "stamp",
+                "--log-format",
+                "json",
+                *FAST_LEASE,
+            )
+            with log.open("wb") as stderr:
+                process = await nursery.start(
+                    functools.partial(
+                        trio.run_process,
+                        args,
+                        env=environment(plugins),
+                        check=False,
+                        stdout=subprocess.DEVNULL,
+                        stderr=stderr,
+                    )
+                )
+            manager = Manager(process, log, time.monotonic())
+            managers.append(manager)
+            return manager
+
+        for _ in range(3):
+            await start_manager()
+
+        async def load() -> None:
+            n = 0
+            while True:
+                await create(config_map(f"cm-{n:05d}", stamp="yes"))
+                n += 1
+                await trio.sleep(LOAD_INTERVAL)
+
+        nursery.start_soon(load)
+
+        def holder() -> str:
+            lease = leases.informer.lister.get("default", LEASE)
+            return (lease.spec.holder_identity or "") if lease is not None else ""
+
+        def by_identity(identity: str) -> Manager:
+            for manager in managers:
+                if manager.identity() == identity:
+                    return manager
+            raise AssertionError(f"no manager logged identity {identity}")
+
+        for _ in range(rounds_wanted):
+            await leases.wait_for(lambda: holder() != "", seconds=30)
+            leader_identity = holder()
+            leader = by_identity(leader_identity)
+            stopped_at = await freeze(leader.pid)
+            frozen = leader_identity
+            await leases.wait_for(lambda: holder() not in ("", frozen), seconds=20)  # noqa: B023
+            takeover = time.monotonic() - stopped_at
+            successor = holder()
+            resumed_at = time.monotonic()
+            os.kill(leader.pid, signal.SIGCONT)
+            with trio.fail_after(15):
+                code = await leader.process.wait()
+            lines = leader.log.read_text(errors="replace").strip().splitlines()
+            assert code == 1, lines[-5:]
+            assert not any("Traceback" in line for line in lines), "\n".join(lines)
+            rounds.append(
+                Round(
+                    leader_identity,
+                    stopped_at,
+                    resumed_at,
+                    takeover,
+                    successor,
+                    refused_locally=sum("not the leader" in line for line in lines),
+                    exit_line=lines[-1],
+                )
+            )
+            await start_manager()  # three candidates again
+
+        # A fresh manager takes over: all but the newest are killed outright.
+        newest = managers[-1]
+        for manager in managers[:-1]:
+            if manager.process.returncode is None:
+                manager.process.kill()
+        await leases.wait_for(
+            lambda: newest.identity() is not None and holder() == newest.identity(),
+            seconds=30,
+        )
+        newest.process.terminate()
+        with trio.fail_after(15):
+            assert await newest.process.wait() == 0
+        nursery.cancel_scope.cancel()
+    return rounds, managers
+
+
+def check_rounds(report: dict[str, Any], rounds: list[Round]) -> None:
+    print("RESULT", json.dumps(report))
+    for r in rounds:
+        # Woken past its deadline, or seeing the successor first: either way, one line.
+        assert r.exit_line.startswith("kubetrio: lease default/kubetrio-leader: "), r.exit_line
+        assert r.exit_line.endswith("; exiting so a restart can campaign again"), r.exit_line
+    # The server's own log shows each frozen leader's Lease taken by another identity.
+    assert report["handed_over"] == sorted(r.frozen for r in rounds), report
+    assert report["violations"] == [], report["violations"]
+
+
 @pytest.mark.process
 @pytest.mark.slow
 async def test_a_frozen_leader_writes_nothing_after_the_handover(
@@ -121,104 +252,45 @@ async def test_a_frozen_leader_writes_nothing_after_the_handover(
         emu.faults.add(
             FaultRule(verb="patch", resource="configmaps", latency=SLOW_WRITE, probability=0.05)
         )
+
+        async def create(doc: dict[str, Any]) -> None:
+            emu.create(doc)
+
         client = Client.from_url(emu.url, token=emu.token)
-        leases = Watcher(Informer(client, Lease, namespace="default"))
-        managers: list[Manager] = []
-        rounds: list[Round] = []
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(leases.informer.run)
-
-            async def start_manager() -> Manager:
-                log = tmp_path / f"manager-{len(managers)}.log"
-                with log.open("wb") as stderr:
-                    process = await nursery.start(
-                        functools.partial(
-                            trio.run_process,
-                            run_args(
-                                emu, "--controllers", "stamp", "--log-format", "json", *FAST_LEASE
-                            ),
-                            env=environment(plugins),
-                            check=False,
-                            stdout=subprocess.DEVNULL,
-                            stderr=stderr,
-                        )
-                    )
-                manager = Manager(process, log, time.monotonic())
-                managers.append(manager)
-                return manager
-
-            for _ in range(3):
-                await start_manager()
-
-            async def load() -> None:
-                n = 0
-                while True:
-                    emu.create(config_map(f"cm-{n:05d}", stamp="yes"))
-                    n += 1
-                    await trio.sleep(LOAD_INTERVAL)
-
-            nursery.start_soon(load)
-
-            def holder() -> str:
-                lease = leases.informer.lister.get("default", LEASE)
-                return (lease.spec.holder_identity or "") if lease is not None else ""
-
-            def by_identity(identity: str) -> Manager:
-                for manager in managers:
-                    if manager.identity() == identity:
-                        return manager
-                raise AssertionError(f"no manager logged identity {identity}")
-
-            for _ in range(ROUNDS):
-                await leases.wait_for(lambda: holder() != "", seconds=30)
-                leader_identity = holder()
-                leader = by_identity(leader_identity)
-                stopped_at = await freeze(leader.pid)
-                frozen = leader_identity
-                await leases.wait_for(lambda: holder() not in ("", frozen), seconds=20)  # noqa: B023
-                takeover = time.monotonic() - stopped_at
-                successor = holder()
-                resumed_at = time.monotonic()
-                os.kill(leader.pid, signal.SIGCONT)
-                with trio.fail_after(15):
-                    code = await leader.process.wait()
-                lines = leader.log.read_text(errors="replace").strip().splitlines()
-                assert code == 1, lines[-5:]
-                assert not any("Traceback" in line for line in lines), "\n".join(lines)
-                rounds.append(
-                    Round(
-                        leader_identity,
-                        stopped_at,
-                        resumed_at,
-                        takeover,
-                        successor,
-                        refused_locally=sum("not the leader" in line for line in lines),
-                        exit_line=lines[-1],
-                    )
-                )
-                await start_manager()  # three candidates again
-
-            # A fresh manager takes over: all but the newest are killed outright.
-            newest = managers[-1]
-            for manager in managers[:-1]:
-                if manager.process.returncode is None:
-                    manager.process.kill()
-            await leases.wait_for(
-                lambda: newest.identity() is not None and holder() == newest.identity(),
-                seconds=30,
-            )
-            newest.process.terminate()
-            with trio.fail_after(15):
-                assert await newest.process.wait() == 0
-            nursery.cancel_scope.cancel()
-
+        rounds, managers = await freeze_rounds(
+            emu.kubeconfig_path, create, client, plugins, tmp_path, ROUNDS
+        )
     report = replay(audit_path, rounds, {m.identity() or "" for m in managers})
-    print("RESULT", json.dumps(report))
-    for r in rounds:
-        # Woken past its deadline, or seeing the successor first: either way, one line.
-        assert r.exit_line.startswith("kubetrio: lease default/kubetrio-leader: "), r.exit_line
-        assert r.exit_line.endswith("; exiting so a restart can campaign again"), r.exit_line
-    assert report["violations"] == [], report["violations"]
+    check_rounds(report, rounds)
+
+
+@pytest.mark.process
+@pytest.mark.slow
+async def test_a_frozen_leader_writes_nothing_after_the_handover_on_a_real_server(
+    plugins: Path, tmp_path: Path
+) -> None:
+    """The same on a real kube-apiserver, from its own audit log: the Audit-ID each fenced
+    write carries is the one the server logs, the User-Agent names the manager, and the Lease
+    writes it accepted say who held it when."""
+    with ControlPlane(audit=True, assets=find_assets()) as plane:
+        client = Client.from_kubeconfig(str(plane.kubeconfig_path))
+
+        async def create(doc: dict[str, Any]) -> None:
+            await client.create(ConfigMap, doc, namespace="default")
+
+        rounds, managers = await freeze_rounds(
+            plane.kubeconfig_path, create, client, plugins, tmp_path, REAL_ROUNDS
+        )
+        report = replay(plane.audit_log_path, rounds, {m.identity() or "" for m in managers})
+        lease = await client.get(Lease, LEASE, namespace="default")
+    check_rounds(report, rounds)
+    # The server's Lease counted every change of holder: each round's, and the newest's
+    # taking over at the end; the newest released it when it stopped.
+    assert (lease.spec.lease_transitions or 0) >= REAL_ROUNDS + 1, lease.spec
+    assert not lease.spec.holder_identity, lease.spec
+    # The real server's log saw the handovers: each frozen leader's successor took the Lease.
+    assert all(r["takeover_seconds"] >= LEASE_SECONDS - 1 for r in report["rounds"]), report
+    assert len(report["accepted_writes_by_manager"]) >= 2, report
 
 
 def _instant(timestamp: str) -> datetime:
@@ -295,6 +367,7 @@ def replay(audit_path: Path, rounds: list[Round], identities: set[str]) -> dict[
         ],
         "accepted_writes_by_manager": sorted(stamped_by.values()),
         "accepted_in_flight_not_frozen": other_in_flight,
+        "handed_over": sorted(handed_over),  # the frozen whose Lease another took, per the log
         "violations": violations,
     }
 

@@ -197,7 +197,7 @@ async def test_metrics_name_every_family_and_readyz_waits_for_sync(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     emu.create(config_map("m"))
-    emu.faults.add(FaultRule(verb="list", resource="configmaps", latency=20, count=1))
+    emu.faults.add(FaultRule(resource="configmaps", latency=20, count=1))
     client = Client.from_kubeconfig(str(emu.kubeconfig_path), registry=None)
     manager = Manager(
         client, metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0"
@@ -237,7 +237,7 @@ async def test_metrics_name_every_family_and_readyz_waits_for_sync(
 async def test_stop_while_caches_cannot_sync_returns_promptly(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    emu.faults.add(FaultRule(verb="list", resource="configmaps", status=503))
+    emu.faults.add(FaultRule(resource="configmaps", status=503))
     client = Client.from_kubeconfig(str(emu.kubeconfig_path))
     manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
     manager.controller("recording").for_(ConfigMap).complete(Recording(manager))
@@ -287,7 +287,7 @@ async def test_a_forbidden_list_fails_the_sync_naming_the_service_account(
 async def test_a_sync_that_never_completes_times_out_with_one_plain_error(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    emu.faults.add(FaultRule(verb="list", resource="configmaps", status=503))
+    emu.faults.add(FaultRule(resource="configmaps", status=503))
     client = Client.from_kubeconfig(str(emu.kubeconfig_path))
     manager = Manager(
         client, metrics_bind_address="0", health_probe_bind_address="0", cache_sync_timeout=20

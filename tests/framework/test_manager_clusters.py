@@ -110,7 +110,7 @@ async def test_without_a_second_cluster_every_name_is_the_primary_cluster(
 async def test_readyz_names_the_cluster_whose_informers_have_not_synced(
     emu: Emulator, other: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    other.faults.add(FaultRule(verb="list", resource="configmaps", latency=60, count=1))
+    other.faults.add(FaultRule(resource="configmaps", latency=60, count=1))
     manager = two_cluster_manager(emu, other)
     seen = Seen(manager)
     manager.controller("seen").for_(ConfigMap).watches(
@@ -137,7 +137,7 @@ async def test_a_list_refused_in_the_target_cluster_fails_the_sync_naming_it(
     emu: Emulator, other: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     """At once, even while the primary cluster is still listing (it is waited on alongside)."""
-    emu.faults.add(FaultRule(verb="list", resource="configmaps", latency=600))
+    emu.faults.add(FaultRule(resource="configmaps", latency=600))
     manager = two_cluster_manager(emu, other)
     manager.cache.informer(ConfigMap)
     manager.cluster("target").cache.informer(Machine, namespace="default")  # no CRD there
@@ -153,7 +153,7 @@ async def test_a_list_refused_in_the_target_cluster_fails_the_sync_naming_it(
 async def test_a_sync_timeout_names_the_cluster_of_each_pending_informer(
     emu: Emulator, other: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    other.faults.add(FaultRule(verb="list", resource="configmaps", status=503))
+    other.faults.add(FaultRule(resource="configmaps", status=503))
     manager = two_cluster_manager(emu, other, cache_sync_timeout=20)
     manager.cache.informer(ConfigMap)
     manager.cluster("target").cache.informer(ConfigMap)

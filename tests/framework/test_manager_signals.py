@@ -29,14 +29,14 @@ README_CONSTRUCTION = "Manager(load_client())"
 
 
 def readme_script(tmp_path: Path) -> Path:
-    """The README's example as the user would save it; only its ports change, to free ones,
-    because tests share this machine's 8080 and 8081."""
+    """The documentation's controller example as the user would save it; only its ports
+    change, to free ones, because tests share this machine's 8080 and 8081."""
     block = re.search(
         r"<!-- readme-controller:start -->\n```python\n(.*?)```\n<!-- readme-controller:end -->",
         README.read_text(),
         re.S,
     )
-    assert block is not None, "README lost its controller example"
+    assert block is not None, f"{README.name} lost its controller example"
     source = block.group(1)
     assert source.count(README_CONSTRUCTION) == 1, "the example builds its manager elsewhere"
     source = source.replace(

@@ -164,6 +164,20 @@ async def test_server_side_apply_creates_then_merges_under_a_field_manager(
     assert applied.data == {"greeting": "hi", "theirs": "x"}
     assert applied.metadata.labels == {"app": "greeter"}
     assert emu.counters.get("patch", "configmaps") == 3  # two applies, one merge patch
+    # The server keeps who owns what; the typed view decodes without it.
+    stored = emu.store.get(emu.store.types.lookup("", "v1", "configmaps"), "default", "g").obj
+    owners = {(e["manager"], e["operation"]) for e in stored["metadata"]["managedFields"]}
+    assert owners >= {("greeter", "Apply"), ("kubetrio", "Update")}
+    # Another controller applying a field "greeter" owns, unforced, meets a conflict.
+    rival = msgspec.structs.replace(desired, data={"greeting": "yo"})
+    with pytest.raises(ApiError) as caught:
+        await server_side_apply(kube, rival, field_manager="rival", force=False)
+    assert caught.value.status == 409
+    assert caught.value.message == (
+        'Apply failed with 1 conflict: conflict with "greeter": .data.greeting'
+    )
+    taken = await server_side_apply(kube, rival, field_manager="rival")
+    assert taken.data["greeting"] == "yo"
     with pytest.raises(ValueError, match="field_manager must name"):
         await server_side_apply(kube, desired, field_manager="")
 

@@ -16,6 +16,7 @@ from kubetrio.api.machine import PHASE_RUNNING, Machine
 from kubetrio.cmd.assets import crd_documents
 from kubetrio.cmd.config import ManagerConfig
 from kubetrio.controllers.machine.context import MachineContext
+from kubetrio.controllers.machine.driver import DriverRegistry
 from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.setup import setup
 from kubetrio.emulator import Emulator
@@ -124,15 +125,17 @@ async def machine_manager(
     *,
     workers: int = 5,
     also: Sequence[Callable[[Manager, ManagerConfig], object]] = (),
+    drivers: Callable[[Manager], DriverRegistry] | None = None,
     **machine_options: Any,
 ) -> AsyncIterator[Harness]:
     """A manager running the machine controller (and the setups in ``also``), through the
-    testing kit's ``run_manager``; stopped (gracefully) on exit."""
+    testing kit's ``run_manager``; stopped (gracefully) on exit. ``drivers`` makes the
+    manager's machine drivers (default: the build's, i.e. ``sim``)."""
     config = ManagerConfig(machine=MachineOptions(**machine_options), workers={"machine": workers})
     contexts: list[MachineContext] = []
 
     def machine(manager: Manager, config: ManagerConfig) -> None:
-        contexts.append(setup(manager, config))
+        contexts.append(setup(manager, config, None if drivers is None else drivers(manager)))
 
     async with run_manager(emu, machine, *also, config=config, workers=config.workers) as manager:
         yield Harness(emu, manager.client, manager, contexts[0])

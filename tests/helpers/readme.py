@@ -1,5 +1,6 @@
-"""The README, and its controller example loaded as a module: the README's tests run it as
-printed, and the tests on both API servers run the same code on each."""
+"""The documentation's complete controller example (docs/writing-controllers.md) loaded as a
+module: tests/packaging/test_readme.py runs it as printed, and the tests on both API servers run
+the same code on each."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+# The page the example lives on (it was the README's until the documentation site).
+README = Path(__file__).resolve().parents[2] / "docs" / "writing-controllers.md"
 
 
 def readme_controller(tmp_path: Path) -> ModuleType:
@@ -18,7 +20,7 @@ def readme_controller(tmp_path: Path) -> ModuleType:
         text,
         re.S,
     )
-    assert block is not None, "README lost its controller example"
+    assert block is not None, f"{README.name} lost its controller example"
     source = tmp_path / "readme_controller.py"
     source.write_text(block.group(1))
     spec = importlib.util.spec_from_file_location("readme_controller", source)

@@ -107,6 +107,7 @@ SHIPPED = {
 SOURCES = (
     "pyproject.toml",
     "README.md",
+    "LICENSE",
     *tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-dir"
     ].values(),
@@ -149,6 +150,12 @@ def test_the_wheel_ships_the_crds_dashboards_rules_and_kit(wheel: Path) -> None:
     (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[pytest11]\nkubetrio = kubetrio.testing.plugin" in text
+    # Every package is typed for its users' type checkers, and the licence travels along.
+    mapped = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    for package in mapped["package-dir"]:
+        if package != "kubetrio.config":  # data only
+            assert f"{package.replace('.', '/')}/py.typed" in names, package
+    assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], "no LICENSE"
 
 
 @pytest.mark.process

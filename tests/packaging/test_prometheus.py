@@ -7,7 +7,7 @@ dashboard variable, every recording rule and every alert's signal is evaluated t
 API over the run: each must parse and return at least one number (a histogram quantile over
 an idle window is NaN: that does not count). A query that may legitimately be empty is listed
 below with the reason. Every metric family the manager exports must be on a dashboard or in the
-README's list of undashboarded metrics.
+monitoring page's list of undashboarded metrics.
 
 Both processes run on real time; the test waits on conditions (Prometheus ready, queries with
 data) by polling Prometheus's API, under one deadline.
@@ -348,7 +348,9 @@ async def test_dashboards_and_rules_have_data_in_a_real_prometheus(tmp_path: Pat
             or family in listed
             or f"{family}_total" in listed
         ):
-            problems.append(f"metric {family} is on no dashboard and not in the README's list")
+            problems.append(
+                f"metric {family} is on no dashboard and not in docs/monitoring.md's list"
+            )
     report = [
         f"{len(items)} checks, {sum(bool(i.points) for i in items)} with data, waited {waited:.0f}s"
     ]

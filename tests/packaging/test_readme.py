@@ -1,4 +1,5 @@
-"""The README's controller example and its run command work as printed."""
+"""The complete controller example (docs/writing-controllers.md) and the README's demo command
+work as printed."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from tests.helpers.kube import Kubectl
 from tests.helpers.readme import readme_controller
 
 
-async def test_readme_controller_labels_scheduled_pods(
+async def test_documented_controller_labels_scheduled_pods(
     emu: Emulator, tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     example = readme_controller(tmp_path)
@@ -50,6 +51,22 @@ async def test_readme_controller_labels_scheduled_pods(
         with trio.fail_after(30):
             await labelled.wait()
         manager.stop()
+
+
+def test_readme_has_the_first_visit_and_links_into_the_site() -> None:
+    """The README is the way in: the set-up and the two commands, and links to pages that
+    exist (the site's build checks the links between pages)."""
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    for command in (
+        "python3 -m venv .venv && .venv/bin/pip install -e '.[test]'",
+        ".venv/bin/kubetrio run --embedded",
+        ".venv/bin/python -m pytest -n 4",
+    ):
+        assert command in readme, command
+    links = re.findall(r"\]\((docs/[^)#]*)", readme)
+    assert "docs/tutorial.md" in links and "docs/quickstart.md" in links, links
+    assert [link for link in links if not (root / link).exists()] == []
 
 
 @pytest.mark.kubectl

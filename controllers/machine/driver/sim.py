@@ -19,12 +19,14 @@ import msgspec
 
 from kubetrio.api.core import PersistentVolume
 from kubetrio.api.machine import Machine, MachineClass
+from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.driver.codes import Code, MachineError
 from kubetrio.controllers.machine.driver.driver import CreateResult, SecretData, StatusResult
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
-from kubetrio.controllers.machine.provider_metrics import ProviderMetrics
+from kubetrio.controllers.machine.provider_metrics import ProviderMetrics, provider_metrics
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.manager.manager import Manager
 
 PROVIDER = "sim"
 CSI_DRIVER = "sim.csi.kubetrio.io"
@@ -167,3 +169,14 @@ def register_sim(
 ) -> None:
     """Register the ``sim`` driver, talking to the cloud behind ``client``'s API server URL."""
     registry.register(PROVIDER, SimDriver(client, prefix, metrics))
+
+
+def register_for_manager(registry: DriverRegistry, manager: Manager) -> None:
+    """The ``sim`` plug-in: the simulated cloud behind the target cluster's API server URL (its
+    VMs join that cluster). Its calls share the connection pool but not the Kubernetes client's
+    rate limit (a cloud's API has its own), nor its ``rest_client_*`` metrics."""
+    target = manager.cluster(TARGET).client
+    cloud = Client(target.wire, qps=0, timeout=target.timeout)
+    if manager.fence is not None:
+        cloud = cloud.fenced(manager.fence)  # VM changes leave only while the lease is proven
+    registry.register(PROVIDER, SimDriver(cloud, metrics=provider_metrics(manager.registry)))

@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 from ..runner import Probe
-from . import auth, core, custom, deletion, kinds, listwatch, patching, pods, serving, workloads
+from . import (
+    apply,
+    auth,
+    core,
+    custom,
+    deletion,
+    kinds,
+    listwatch,
+    patching,
+    pods,
+    serving,
+    workloads,
+)
 
 AREAS: dict[str, list[Probe]] = {
+    "apply": apply.PROBES,
     "auth": auth.PROBES,
     "core": core.PROBES,
     "custom": custom.PROBES,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..runner import probe
 from .objects import (
+    ACCOUNTS,
     PODS,
     SERVICES,
     container,
@@ -20,6 +23,18 @@ from .objects import (
 
 P = f"{PODS}/p"
 S = f"{SERVICES}/s"
+PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
+
+
+def priority_class(value: int) -> dict[str, Any]:
+    """A class of this probe's own (cluster-scoped: named after the probe's namespace)."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "pc-$ns"},
+        "value": value,
+    }
+
 
 PROBES = [
     # -- Pod create and defaults
@@ -135,6 +150,345 @@ PROBES = [
     ),
     probe("pod.unknown-subresource", setup(post(PODS, pod("p"))), get(f"{P}/bogus")),
     probe("pod.status-of-missing", get(f"{PODS}/nope/status")),
+    # -- Pod spec rules
+    probe(
+        "pod.init-container-name-taken",
+        post(PODS, pod("p", initContainers=[container("c")])),
+    ),
+    probe(
+        "pod.bad-ports",
+        post(
+            PODS,
+            pod(
+                "p",
+                container(
+                    ports=[
+                        {"containerPort": 0},
+                        {"containerPort": 80, "protocol": "XX", "name": "Bad_Name"},
+                        {"containerPort": 81, "hostPort": 70000},
+                    ]
+                ),
+            ),
+        ),
+    ),
+    probe(
+        "pod.duplicate-port-names",
+        post(
+            PODS,
+            pod(
+                "p",
+                container(
+                    ports=[{"containerPort": 80, "name": "a"}, {"containerPort": 81, "name": "a"}]
+                ),
+            ),
+        ),
+    ),
+    probe(
+        "pod.bad-env",
+        post(
+            PODS,
+            pod(
+                "p",
+                container(
+                    env=[
+                        {"name": ""},
+                        {"name": "1=A", "value": "x"},
+                        {
+                            "name": "A",
+                            "value": "x",
+                            "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+                        },
+                    ]
+                ),
+            ),
+        ),
+    ),
+    probe("pod.bad-dns-policy", post(PODS, pod("p", dnsPolicy="Bogus"))),
+    probe(
+        "pod.bad-tolerations",
+        post(
+            PODS,
+            pod(
+                "p",
+                tolerations=[
+                    {"key": "a", "operator": "Bogus"},
+                    {"key": "b", "operator": "Exists", "value": "x"},
+                    {"key": "c", "effect": "Bad"},
+                    {"operator": "Equal", "value": "v"},
+                    {"key": "d", "effect": "NoSchedule", "tolerationSeconds": 5},
+                ],
+            ),
+        ),
+    ),
+    probe(
+        "pod.bad-volumes",
+        post(
+            PODS,
+            pod(
+                "p",
+                container(volumeMounts=[{"name": "x", "mountPath": "/x"}]),
+                volumes=[
+                    {"name": "v", "emptyDir": {}},
+                    {"name": "v", "emptyDir": {}},
+                    {"name": "Bad_", "emptyDir": {}},
+                    {"name": "x", "emptyDir": {}, "hostPath": {"path": "/x"}},
+                ],
+            ),
+        ),
+    ),
+    probe(
+        "pod.volume-sources-missing-fields",
+        post(
+            PODS,
+            pod(
+                "p",
+                volumes=[
+                    {"name": "a", "secret": {}},
+                    {"name": "b", "configMap": {}},
+                    {"name": "c", "persistentVolumeClaim": {}},
+                    {"name": "d", "hostPath": {}},
+                ],
+            ),
+        ),
+    ),
+    probe(
+        "pod.bad-probes",
+        post(
+            PODS,
+            pod(
+                "p",
+                container(
+                    livenessProbe={},
+                    readinessProbe={
+                        "exec": {"command": ["x"]},
+                        "httpGet": {"port": 80},
+                        "periodSeconds": -1,
+                    },
+                ),
+            ),
+        ),
+    ),
+    probe(
+        "pod.volume-without-source",
+        post(
+            PODS,
+            pod(
+                "p",
+                container(volumeMounts=[{"name": "w", "mountPath": "/w"}]),
+                volumes=[{"name": "w"}],
+            ),
+        ),
+    ),
+    probe(
+        "pod.negative-quantities",
+        post(
+            PODS,
+            pod(
+                "p",
+                container(resources={"requests": {"cpu": "-1"}, "limits": {"memory": "-1Gi"}}),
+            ),
+        ),
+    ),
+    probe(
+        "pod.unknown-resource-name",
+        post(PODS, pod("p", container(resources={"requests": {"foo": "1"}}))),
+    ),
+    probe(
+        "pod.bad-pull-and-message-policies",
+        post(
+            PODS,
+            pod("p", container(imagePullPolicy="Sometimes", terminationMessagePolicy="X")),
+        ),
+    ),
+    probe("pod.bad-node-selector", post(PODS, pod("p", nodeSelector={"a/b/c": "x"}))),
+    probe("pod.bad-hostname", post(PODS, pod("p", hostname="Bad_", subdomain="x_y"))),
+    probe("pod.zero-active-deadline", post(PODS, pod("p", activeDeadlineSeconds=0))),
+    # -- Pod admission: ServiceAccount, Priority, DefaultTolerationSeconds, QoS
+    probe("pod.missing-service-account", post(PODS, pod("p", serviceAccountName="robot"))),
+    probe(
+        "pod.named-service-account",
+        setup(
+            post(
+                ACCOUNTS,
+                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}},
+            )
+        ),
+        post(PODS, pod("p", serviceAccountName="robot")),
+    ),
+    probe(
+        "pod.account-pull-secrets",
+        setup(
+            post(
+                ACCOUNTS,
+                {
+                    "apiVersion": "v1",
+                    "kind": "ServiceAccount",
+                    "metadata": {"name": "puller"},
+                    "imagePullSecrets": [{"name": "registry"}],
+                    "automountServiceAccountToken": False,
+                },
+            )
+        ),
+        post(PODS, pod("p", serviceAccountName="puller")),
+    ),
+    probe("pod.no-automount", post(PODS, pod("p", automountServiceAccountToken=False))),
+    probe(
+        "pod.own-token-mount",
+        post(
+            PODS,
+            pod(
+                "p",
+                container(
+                    volumeMounts=[
+                        {"name": "t", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+                    ]
+                ),
+                container("d"),
+                volumes=[{"name": "t", "emptyDir": {}}],
+            ),
+        ),
+    ),
+    probe(
+        "pod.init-container-token-mount",
+        post(PODS, pod("p", initContainers=[container("init")])),
+    ),
+    probe(
+        "pod.priority-class",
+        setup(post(PRIORITY_CLASSES, priority_class(1000))),
+        post(PODS, pod("p", priorityClassName="pc-$ns")),
+        setup(delete(f"{PRIORITY_CLASSES}/pc-$ns")),
+    ),
+    probe(
+        "pod.system-priority-class",
+        post(PODS, pod("p", priorityClassName="system-cluster-critical")),
+    ),
+    probe("pod.missing-priority-class", post(PODS, pod("p", priorityClassName="nope"))),
+    probe("pod.priority-given", post(PODS, pod("p", priority=5))),
+    probe(
+        "pod.own-not-ready-toleration",
+        post(
+            PODS,
+            pod(
+                "p",
+                tolerations=[
+                    {
+                        "key": "node.kubernetes.io/not-ready",
+                        "operator": "Exists",
+                        "effect": "NoExecute",
+                    }
+                ],
+            ),
+        ),
+    ),
+    probe("pod.tolerates-everything", post(PODS, pod("p", tolerations=[{"operator": "Exists"}]))),
+    probe(
+        "pod.burstable",
+        post(PODS, pod("p", container(resources={"limits": {"cpu": "1"}}))),
+    ),
+    # -- Pod updates: what may change
+    probe(
+        "pod.update-add-toleration",
+        setup(post(PODS, pod("p"))),
+        strategic(P, {"spec": {"tolerations": [{"key": "x", "operator": "Exists"}]}}),
+    ),
+    probe(
+        "pod.update-active-deadline",
+        setup(post(PODS, pod("p", activeDeadlineSeconds=100))),
+        merge(P, {"spec": {"activeDeadlineSeconds": 50}}),
+        merge(P, {"spec": {"activeDeadlineSeconds": 200}}),
+    ),
+    probe(
+        "pod.update-add-container",
+        setup(post(PODS, pod("p"))),
+        strategic(P, {"spec": {"containers": [{"name": "d", "image": "busybox"}]}}),
+    ),
+    probe(
+        "pod.update-removes-default-toleration",
+        setup(post(PODS, pod("p"))),
+        merge(P, {"spec": {"tolerations": [{"key": "x", "operator": "Exists"}]}}),
+    ),
+    # -- ephemeralcontainers and resize: one part of the pod changed, the rest ignored
+    probe(
+        "pod.ephemeral-containers",
+        setup(post(PODS, pod("p"))),
+        get(f"{P}/ephemeralcontainers"),
+        strategic(
+            f"{P}/ephemeralcontainers",
+            {
+                "spec": {
+                    "ephemeralContainers": [
+                        {"name": "dbg", "image": "busybox", "stdin": True, "tty": True}
+                    ],
+                    "containers": [{"name": "c", "image": "ignored"}],
+                }
+            },
+        ),
+    ),
+    probe(
+        "pod.ephemeral-container-with-ports",
+        setup(post(PODS, pod("p"))),
+        strategic(
+            f"{P}/ephemeralcontainers",
+            {
+                "spec": {
+                    "ephemeralContainers": [
+                        {"name": "dbg", "image": "busybox", "ports": [{"containerPort": 80}]}
+                    ]
+                }
+            },
+        ),
+    ),
+    probe(
+        "pod.ephemeral-container-name-taken",
+        setup(post(PODS, pod("p"))),
+        strategic(
+            f"{P}/ephemeralcontainers",
+            {"spec": {"ephemeralContainers": [{"name": "c", "image": "busybox"}]}},
+        ),
+    ),
+    probe(
+        "pod.resize",
+        setup(
+            post(
+                PODS,
+                pod(
+                    "p",
+                    container(resources={"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}),
+                ),
+            )
+        ),
+        strategic(
+            f"{P}/resize",
+            {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "ignored",
+                            "resources": {"requests": {"cpu": "150m"}},
+                        }
+                    ]
+                }
+            },
+        ),
+        strategic(
+            f"{P}/resize",
+            {"spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "300m"}}}]}},
+        ),
+        strategic(
+            f"{P}/resize",
+            {
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "resources": {"limits": {"cpu": None}, "requests": {"cpu": None}},
+                        }
+                    ]
+                }
+            },
+        ),
+    ),
     # -- Pod deletion
     probe("pod.delete-unscheduled", setup(post(PODS, pod("p"))), delete(P), get(P)),
     probe(

@@ -330,9 +330,21 @@ async def csi_volumes(specs: Sequence[PersistentVolume]) -> Mapping[str, str]:
     }
 
 
-def claimed_pod(name: str, claim: str, priority: int = 0) -> dict[str, Any]:
+def claimed_pod(emu: Emulator, name: str, claim: str, priority: int = 0) -> dict[str, Any]:
+    """A pod of the given priority: through a PriorityClass of that value, as a cluster's
+    Priority admission requires."""
+    klass = f"prio-{priority}"
+    if emu.get("scheduling.k8s.io/v1", "PriorityClass", klass) is None:
+        emu.create(
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": klass},
+                "value": priority,
+            }
+        )
     doc = pod(name)
-    doc["spec"]["priority"] = priority
+    doc["spec"]["priorityClassName"] = klass
     doc["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
     return doc
 
@@ -398,7 +410,7 @@ async def test_reattach_is_seen_at_once_through_a_flood_of_attachment_events(
 ) -> None:
     emu.create(node("n1"))
     volume_objects(emu, "data-db-0", "pv-db-0", "vol-1")
-    emu.create(claimed_pod("db-0", "data-db-0"))
+    emu.create(claimed_pod(emu, "db-0", "data-db-0"))
     set_attached(emu, "n1", ["vol-1"])
     attach(emu, "pv-db-0", "n1", "va-old")
     async with drainer(emu) as (d, _):
@@ -436,8 +448,8 @@ async def test_detach_timeout_fails_and_reattach_timeout_only_warns(
     emu.create(node("n1"))
     volume_objects(emu, "c-stuck", "pv-stuck", "vol-stuck")
     volume_objects(emu, "c-lonely", "pv-lonely", "vol-lonely")
-    emu.create(claimed_pod("stuck", "c-stuck", priority=10))
-    emu.create(claimed_pod("lonely", "c-lonely", priority=1))
+    emu.create(claimed_pod(emu, "stuck", "c-stuck", priority=10))
+    emu.create(claimed_pod(emu, "lonely", "c-lonely", priority=1))
     set_attached(emu, "n1", ["vol-stuck", "vol-lonely"])
     async with drainer(emu) as (d, _):
         d.resolve_volume_ids = csi_volumes
@@ -471,7 +483,7 @@ async def test_node_disappearing_mid_drain_finishes_the_rest(
     emu.create(node("n1"))
     for i in range(3):
         volume_objects(emu, f"c-{i}", f"pv-{i}", f"vol-{i}")
-        emu.create(claimed_pod(f"db-{i}", f"c-{i}", priority=i))
+        emu.create(claimed_pod(emu, f"db-{i}", f"c-{i}", priority=i))
     set_attached(emu, "n1", ["vol-0", "vol-1", "vol-2"])
     async with drainer(emu) as (d, _):
         d.resolve_volume_ids = csi_volumes
@@ -516,8 +528,8 @@ async def test_shared_volume_pods_skip_detach_wait_and_same_name_recreation_coun
 ) -> None:
     emu.create(node("n1"))
     volume_objects(emu, "shared", "pv-shared", "vol-shared")
-    emu.create(claimed_pod("reader-1", "shared"))
-    emu.create(claimed_pod("reader-2", "shared"))
+    emu.create(claimed_pod(emu, "reader-1", "shared"))
+    emu.create(claimed_pod(emu, "reader-2", "shared"))
     emu.create(pod("phoenix"))
     set_attached(emu, "n1", ["vol-shared"])  # stays attached: nothing here detaches it
     async with drainer(emu) as (d, _):

@@ -20,6 +20,7 @@ from kubetrio.controllers.machine.driver import (
     parse_machine_error,
 )
 from kubetrio.controllers.machine.driver.driver import SecretData
+from kubetrio.controllers.machine.driver.providerid import same_vm
 
 
 def test_codes_match_mcm() -> None:
@@ -111,3 +112,20 @@ def test_registry_by_provider() -> None:
         registry.get("aws")
     with pytest.raises(ValueError, match="already registered"):
         registry.register("fake", driver)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ("aws:///eu-west-1/i-0abc", "aws:///eu-west-1a/i-0abc", True),  # provider-aws vs the CCM
+        ("aws:///eu-west-1/i-0abc", "aws:///eu-west-1/i-0def", False),
+        ("sim://eu-1/vm-1", "sim://eu-1/vm-1", True),
+        ("sim://eu-1/vm-1", "aws:///eu-1/vm-1", False),
+        ("sim://eu-1/vm-1", "", False),
+        ("", "", False),
+        ("opaque-1", "opaque-1", True),
+        ("opaque-1", "opaque-2", False),
+    ],
+)
+def test_provider_ids_name_one_vm_by_scheme_and_last_segment(a: str, b: str, same: bool) -> None:
+    assert same_vm(a, b) is same

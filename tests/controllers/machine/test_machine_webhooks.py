@@ -107,10 +107,10 @@ async def test_bad_objects_are_refused_at_the_door_and_defaults_are_set(
         ) in p.stderr.decode()
         assert p.stderr.decode().startswith("The request is invalid: ")  # 422, as kube's own
 
-        unknown = {**machine_class_doc("odd"), "provider": "aws"}
+        unknown = {**machine_class_doc("odd"), "provider": "gcp"}
         p = await kubectl_run(kubectl, "apply", "-f", "-", docs=[unknown])
         assert p.returncode == 1
-        assert 'provider: no machine driver for "aws" (known: sim)' in p.stderr.decode()
+        assert 'provider: no machine driver for "gcp" (known: AWS, aws, sim)' in p.stderr.decode()
 
         mismatched = deployment_doc("md-bad")
         mismatched["spec"]["selector"] = {"matchLabels": {"pool": "other"}}

@@ -10,12 +10,15 @@ from typing import Any, cast
 
 import msgspec
 import pytest
+import trio
+import trio.testing
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.core import Node
 from kubetrio.api.meta import KubeObject
 from kubetrio.controllers.nodedelete import (
     RETRY_CAP,
+    STUCK_AFTER,
     NodeDeleteReconciler,
     deleted_storage_nodes,
     is_storage_node,
@@ -218,3 +221,53 @@ def test_setup_without_a_backend_url_registers_nothing(caplog: pytest.LogCapture
     assert controller.workers == 5  # --node-delete-workers
     assert controller.needs_leader_election and gc.needs_leader_election
     assert (cast(storagegc.StorageGC, gc).delay, cast(storagegc.StorageGC, gc).interval) == (30, 60)
+
+
+def _levels(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    return [
+        (r.levelname, r.msg["event"])
+        for r in caplog.records
+        if r.name == "kubetrio.nodedelete" and isinstance(r.msg, dict)
+    ]
+
+
+async def test_expected_refusals_are_info_until_the_node_stays_pinned_too_long(
+    caplog: pytest.LogCaptureFixture, mock_clock: trio.testing.MockClock
+) -> None:
+    """The backend holding a node in use or locked is the normal course of a delete: info
+    lines, so a healthy run prints no warning; one warning once it lasts past STUCK_AFTER."""
+    caplog.set_level(logging.INFO, logger="kubetrio.nodedelete")
+    backend = ScriptedBackend(*[NodeInUse("n1")] * 4, NodeLocked("n1"), None)
+    rec, _, _ = reconciler(backend)
+    rec.deleted(node("n1", json.dumps({DRIVER: "1"})))
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)
+    assert _levels(caplog) == [("INFO", "storage node not deletable yet, will retry")] * 2
+    caplog.clear()
+    await trio.sleep(STUCK_AFTER + 1)
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)  # locked now: still the same wait, no second warning
+    assert _levels(caplog) == [
+        ("WARNING", "storage node still not deletable, will keep retrying"),
+        ("INFO", "storage node not deletable yet, will retry"),
+        ("INFO", "storage node not deletable yet, will retry"),
+    ]
+    assert await rec.reconcile(KEY) == Result()
+
+
+async def test_a_failing_backend_is_a_warning_when_its_reason_is_new(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="kubetrio.nodedelete")
+    down = BackendUnavailable("storage backend: down")
+    backend = ScriptedBackend(down, down, None)
+    rec, _, _ = reconciler(backend)
+    rec.deleted(node("n1", json.dumps({DRIVER: "1"})))
+    await rec.reconcile(KEY)
+    await rec.reconcile(KEY)
+    levels = _levels(caplog)
+    assert levels[:2] == [
+        ("WARNING", "storage node delete failed, will retry"),
+        ("INFO", "storage node delete failed, will retry"),
+    ]
