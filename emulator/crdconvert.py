@@ -23,7 +23,7 @@ import contextlib
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from kubetrio.emulator import errors
+from kubetrio.emulator import errors, hpaconvert
 from kubetrio.emulator.admission.caller import CallError, post_review
 from kubetrio.emulator.eventlog import Entry
 from kubetrio.emulator.kinds import ResourceType
@@ -33,6 +33,15 @@ if TYPE_CHECKING:  # the store validates CRDs with this module's checks
     from kubetrio.emulator.store import Store
 
 _TIMEOUT = 30  # seconds: kube-apiserver's fixed conversion webhook timeout
+
+
+HPA_KEY = "horizontalpodautoscalers.autoscaling"
+
+
+def converts(store: Store, rt: ResourceType) -> bool:
+    """Whether objects of ``rt`` change shape between versions (a CRD's conversion webhook,
+    or a built-in converted as kube converts it), rather than only their apiVersion."""
+    return rt.key == HPA_KEY or webhook_of(store, rt) is not None
 
 
 def webhook_of(store: Store, rt: ResourceType) -> dict[str, Any] | None:
@@ -144,6 +153,8 @@ async def convert(
     if not todo:
         return objs
     webhook = webhook_of(store, rt)
+    if webhook is None and rt.key == HPA_KEY:
+        return [hpaconvert.convert(o, api_version) for o in objs]
     if webhook is None:
         return [
             o if o.get("apiVersion") == api_version else {**o, "apiVersion": api_version}

@@ -334,6 +334,122 @@ def podtemplate(obj: Obj, uid: str) -> None:
     _pod_template(obj)
 
 
+def replicationcontroller(obj: Obj, uid: str) -> None:
+    """SetDefaults_ReplicationController: one replica, selector and labels from the
+    template's labels."""
+    spec = _spec(obj)
+    if spec is None:
+        return
+    template = _dict(spec, "template")
+    labels = (template.get("metadata") or {}).get("labels") if template is not None else None
+    if isinstance(labels, dict) and labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        md = obj.setdefault("metadata", {})
+        if isinstance(md, dict) and not md.get("labels"):
+            md["labels"] = dict(labels)
+    spec.setdefault("replicas", 1)
+    _pod_template(spec)
+
+
+def _protocols(ports: Any) -> None:
+    for port in ports if isinstance(ports, list) else []:
+        if isinstance(port, dict):
+            port.setdefault("protocol", "TCP")
+
+
+def endpoints(obj: Obj, uid: str) -> None:
+    for subset in obj.get("subsets") or []:
+        if isinstance(subset, dict):
+            _protocols(subset.get("ports"))
+
+
+def endpointslice(obj: Obj, uid: str) -> None:
+    """Ports default to TCP; an endpoint's conditions are a struct Go always writes."""
+    _protocols(obj.get("ports"))
+    for endpoint in obj.get("endpoints") or []:
+        if isinstance(endpoint, dict):
+            endpoint.setdefault("conditions", {})
+
+
+def limitrange(obj: Obj, uid: str) -> None:
+    """SetDefaults_LimitRangeItem for Container items: default limits from max, default
+    requests from the default limits, then from min."""
+    for item in (_spec(obj) or {}).get("limits") or []:
+        if not isinstance(item, dict) or item.get("type") != "Container":
+            continue
+        default = dict(item.get("default") or {})
+        request = dict(item.get("defaultRequest") or {})
+        for key, value in (item.get("max") or {}).items():
+            default.setdefault(key, value)
+        for key, value in default.items():
+            request.setdefault(key, value)
+        for key, value in (item.get("min") or {}).items():
+            request.setdefault(key, value)
+        if default:
+            item["default"] = default
+        if request:
+            item["defaultRequest"] = request
+
+
+def _scaling_rules(rules: Any, window: int, policies: list[Obj]) -> Obj:
+    out = dict(rules) if isinstance(rules, dict) else {}
+    out.setdefault("stabilizationWindowSeconds", window)
+    out.setdefault("selectPolicy", "Max")
+    if not out.get("policies"):
+        out["policies"] = policies
+    return out
+
+
+def hpa(obj: Obj, uid: str) -> None:
+    """autoscaling/v2's SetDefaults_HorizontalPodAutoscaler: one replica at least, CPU at 80%
+    when no metric is named, and a given behavior's rules filled in."""
+    spec = _spec(obj)
+    if spec is None:
+        return
+    _fill(spec, (("minReplicas", 1),))
+    if not spec.get("metrics"):
+        cpu = {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}
+        spec["metrics"] = [{"type": "Resource", "resource": cpu}]
+    behavior = spec.get("behavior")
+    if isinstance(behavior, dict):
+        up = [
+            {"type": "Pods", "value": 4, "periodSeconds": 15},
+            {"type": "Percent", "value": 100, "periodSeconds": 15},
+        ]
+        down = [{"type": "Percent", "value": 100, "periodSeconds": 15}]
+        behavior["scaleUp"] = _scaling_rules(behavior.get("scaleUp"), 0, up)
+        behavior["scaleDown"] = _scaling_rules(behavior.get("scaleDown"), 300, down)
+
+
+def storageclass(obj: Obj, uid: str) -> None:
+    _fill(obj, (("reclaimPolicy", "Delete"), ("volumeBindingMode", "Immediate")))
+
+
+def csidriver(obj: Obj, uid: str) -> None:
+    spec = obj.setdefault("spec", {})
+    if isinstance(spec, dict):
+        _fill(
+            spec,
+            (
+                ("attachRequired", True),
+                ("podInfoOnMount", False),
+                ("volumeLifecycleModes", ["Persistent"]),
+                ("storageCapacity", False),
+                ("fsGroupPolicy", "ReadWriteOnceWithFSType"),
+                ("requiresRepublish", False),
+                ("seLinuxMount", False),
+            ),
+        )
+
+
+def csinode(obj: Obj, uid: str) -> None:
+    # Stored as protobuf, where an empty list and none are one: it reads back as null.
+    spec = _spec(obj)
+    if spec is not None and spec.get("drivers") == []:
+        spec["drivers"] = None
+
+
 # Keyed by the store's resource key (plural.group).
 DEFAULTERS: dict[str, Callable[[Obj, str], None]] = {
     "pods": pod,
@@ -352,6 +468,15 @@ DEFAULTERS: dict[str, Callable[[Obj, str], None]] = {
     "cronjobs.batch": cronjob,
     "priorityclasses.scheduling.k8s.io": priorityclass,
     "services": lambda obj, uid: services.set_defaults(obj),
+    "podtemplates": podtemplate,
+    "replicationcontrollers": replicationcontroller,
+    "endpoints": endpoints,
+    "endpointslices.discovery.k8s.io": endpointslice,
+    "limitranges": limitrange,
+    "csinodes.storage.k8s.io": csinode,
+    "storageclasses.storage.k8s.io": storageclass,
+    "horizontalpodautoscalers.autoscaling": hpa,
+    "csidrivers.storage.k8s.io": csidriver,
     # Defaults and the checks a configuration must pass before any webhook is called with it.
     MUTATING: lambda obj, uid: admit_configuration(obj, mutating=True),
     VALIDATING: lambda obj, uid: admit_configuration(obj, mutating=False),

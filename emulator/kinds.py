@@ -44,6 +44,9 @@ class ResourceType:
     field_labels: tuple[str, ...] = field(default=())
     # Only these verbs (create-only reviews, never stored); empty: every usual verb.
     verbs: tuple[str, ...] = ()
+    # A DELETE that removes the object at once answers with it (kube's ReturnDeletedObject);
+    # otherwise with a Success Status naming it.
+    returns_deleted: bool = False
 
     @property
     def key(self) -> str:
@@ -95,13 +98,45 @@ _FIELD_LABELS: dict[str, tuple[str, ...]] = {
     "persistentvolumeclaims": ("status.phase",),
     "persistentvolumes": ("status.phase",),
     "replicasets": ("status.replicas",),
+    "replicationcontrollers": ("status.replicas",),
+    "certificatesigningrequests": ("spec.signerName",),
 }
+
+
+# Built-ins whose registry answers a DELETE with the deleted object rather than a Status
+# (ReturnDeletedObject in kube's storage for them), as a cluster answers.
+_RETURNS_DELETED = frozenset(
+    {
+        "pods",
+        "podtemplates",
+        "serviceaccounts",
+        "services",
+        "resourcequotas",
+        "persistentvolumes",
+        "persistentvolumeclaims",
+        "namespaces",
+        "customresourcedefinitions.apiextensions.k8s.io",
+        "storageclasses.storage.k8s.io",
+        "csidrivers.storage.k8s.io",
+        "csinodes.storage.k8s.io",
+        "volumeattachments.storage.k8s.io",
+        "volumeattributesclasses.storage.k8s.io",
+        "deviceclasses.resource.k8s.io",
+        "resourceclaims.resource.k8s.io",
+        "resourceclaimtemplates.resource.k8s.io",
+        "resourceslices.resource.k8s.io",
+    }
+)
+
+
+# Built-ins served in more versions than their storage one (converted on the way in and out).
+_MORE_VERSIONS: dict[str, tuple[str, ...]] = {"horizontalpodautoscalers.autoscaling": ("v1",)}
 
 
 def from_kind_info(info: KindInfo) -> ResourceType:
     return ResourceType(
         group=info.group,
-        versions=(info.version,),
+        versions=(info.version, *_MORE_VERSIONS.get(info.group_resource, ())),
         kind=info.kind,
         plural=info.plural,
         singular=info.name_singular,
@@ -110,6 +145,7 @@ def from_kind_info(info: KindInfo) -> ResourceType:
         categories=info.categories,
         subresources=info.subresources,
         field_labels=_FIELD_LABELS.get(info.plural, ()),
+        returns_deleted=info.group_resource in _RETURNS_DELETED,
     )
 
 

@@ -80,6 +80,11 @@ GENERATION_TRACKED = frozenset(
         "replicasets.apps",
         "statefulsets.apps",
         "deployments.apps",
+        "replicationcontrollers",
+        "podtemplates",
+        "networkpolicies.networking.k8s.io",
+        "ingressclasses.networking.k8s.io",
+        "endpointslices.discovery.k8s.io",
         CRD_KEY,
         "mutatingwebhookconfigurations.admissionregistration.k8s.io",
         "validatingwebhookconfigurations.admissionregistration.k8s.io",
@@ -112,6 +117,8 @@ CREATED_STATUS: dict[str, dict[str, Any]] = {
         "expectedPods": 0,
     },
     "persistentvolumeclaims": {"phase": "Pending"},
+    "horizontalpodautoscalers.autoscaling": {"currentMetrics": None, "desiredReplicas": 0},
+    "replicationcontrollers": {"replicas": 0},
 }
 
 
@@ -836,7 +843,11 @@ class Store:
     def _register_crd(self, obj: dict[str, Any]) -> None:
         rt = from_crd(obj)
         if rt.key != CRD_KEY:
+            new = self.types.by_key(rt.key) is None
             self.types.add(rt)
+            if new:
+                # Its watch cache starts now: a watch from an older resourceVersion is 410.
+                self.log_for(rt).expire(self.rv)
             for entry in list(self.iter(rt)):
                 self._default_stored(rt, entry)
 

@@ -508,6 +508,266 @@ _WEBHOOKS: tuple[list[Column], Callable[[dict[str, Any], dt.datetime], Row]] = (
     ],
 )
 
+
+def _labels_string(labels: Any) -> str:
+    """labels.FormatLabels: sorted key=value pairs, ``<none>`` when there are none."""
+    if not isinstance(labels, dict) or not labels:
+        return "<none>"
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def _at_most_three(items: list[str], empty: str) -> str:
+    """The first three joined, then how many more, as kube's printers shorten lists."""
+    if not items:
+        return empty
+    text = ",".join(items[:3])
+    return text + (f" + {len(items) - 3} more..." if len(items) > 3 else "")
+
+
+def _endpoints_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    shown: list[str] = []
+    for subset in o.get("subsets") or []:
+        ips = [str(a.get("ip", "")) for a in subset.get("addresses") or []]
+        ports = subset.get("ports") or []
+        if not ports:
+            shown += ips
+        for port in ports:
+            shown += [
+                f"[{ip}]:{port.get('port')}" if ":" in ip else f"{ip}:{port.get('port')}"
+                for ip in ips
+            ]
+    return [_md(o).get("name"), _at_most_three(shown, "<none>"), _age_of(o, now)]
+
+
+def _endpointslice_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    ports = [str(p["port"]) for p in o.get("ports") or [] if p.get("port") is not None]
+    addresses = [str(a) for e in o.get("endpoints") or [] for a in e.get("addresses") or []]
+    return [
+        _md(o).get("name"),
+        o.get("addressType"),
+        ",".join(ports) or "<unset>",
+        _at_most_three(addresses, "<unset>"),
+        _age_of(o, now),
+    ]
+
+
+def _hpa_target(metric: dict[str, Any]) -> str:
+    source = metric.get(str(metric.get("type", "")).lower() or "resource") or {}
+    target = source.get("target") or {}
+    if target.get("type") == "Utilization":
+        want = f"{target.get('averageUtilization')}%"
+    else:
+        want = str(target.get("averageValue") or target.get("value") or "<unknown>")
+    name = source.get("name") or (source.get("metric") or {}).get("name") or ""
+    return f"{name}: <unknown>/{want}" if name else f"<unknown>/{want}"
+
+
+def _hpa_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    spec = _spec(o)
+    ref = spec.get("scaleTargetRef") or {}
+    targets = [_hpa_target(m) for m in spec.get("metrics") or [] if isinstance(m, dict)]
+    minimum = spec.get("minReplicas")
+    return [
+        _md(o).get("name"),
+        f"{ref.get('kind')}/{ref.get('name')}",
+        _at_most_three(targets, "<none>").replace(",", ", "),
+        str(minimum) if minimum is not None else "<unset>",
+        spec.get("maxReplicas", 0),
+        _status(o).get("currentReplicas", 0),
+        _age_of(o, now),
+    ]
+
+
+def _owner_name(o: dict[str, Any]) -> str:
+    for ref in _md(o).get("ownerReferences") or []:
+        if ref.get("controller"):
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            kind = str(ref.get("kind", "")).lower() + (f".{group}" if group else "")
+            return f"{kind}/{ref.get('name')}"
+    return "<none>"
+
+
+def _storageclass_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    name = str(_md(o).get("name"))
+    annotations = _md(o).get("annotations") or {}
+    if "true" in (
+        annotations.get("storageclass.kubernetes.io/is-default-class"),
+        annotations.get("storageclass.beta.kubernetes.io/is-default-class"),
+    ):
+        name += " (default)"
+    return [
+        name,
+        o.get("provisioner"),
+        o.get("reclaimPolicy") or "Delete",
+        o.get("volumeBindingMode") or "Immediate",
+        bool(o.get("allowVolumeExpansion")),
+        _age_of(o, now),
+    ]
+
+
+def _csidriver_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    spec = _spec(o)
+    audiences = [str(t.get("audience", "")) for t in spec.get("tokenRequests") or []]
+    return [
+        _md(o).get("name"),
+        spec.get("attachRequired", True),
+        bool(spec.get("podInfoOnMount")),
+        bool(spec.get("storageCapacity")),
+        ",".join(audiences) or "<unset>",
+        bool(spec.get("requiresRepublish")),
+        ",".join(spec.get("volumeLifecycleModes") or []) or "<none>",
+        _age_of(o, now),
+    ]
+
+
+def _ingressclass_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    params = _spec(o).get("parameters")
+    shown = "<none>"
+    if isinstance(params, dict):
+        group = params.get("apiGroup")
+        kind = f"{params.get('kind')}.{group}" if group else str(params.get("kind"))
+        shown = f"{kind}/{params.get('name')}"
+    return [_md(o).get("name"), _spec(o).get("controller"), shown, _age_of(o, now)]
+
+
+def _rc_row(o: dict[str, Any], now: dt.datetime) -> Row:
+    containers, images = _template_containers(_spec(o).get("template"))
+    st = _status(o)
+    return [
+        _md(o).get("name"),
+        _spec(o).get("replicas", 0),
+        st.get("replicas", 0),
+        st.get("readyReplicas", 0),
+        _age_of(o, now),
+        containers,
+        images,
+        _labels_string(_spec(o).get("selector")),
+    ]
+
+
+def _age_of(o: dict[str, Any], now: dt.datetime) -> str:
+    return age(_md(o).get("creationTimestamp"), now)
+
+
+# The kinds controllers commonly watch, as kube's printers print them.
+_WATCHED: dict[str, tuple[list[Column], Callable[[dict[str, Any], dt.datetime], Row]]] = {
+    "endpoints": (
+        [("Name", "string", 0), ("Endpoints", "string", 0), ("Age", "string", 0)],
+        _endpoints_row,
+    ),
+    "endpointslices.discovery.k8s.io": (
+        [
+            ("Name", "string", 0),
+            ("AddressType", "string", 0),
+            ("Ports", "string", 0),
+            ("Endpoints", "string", 0),
+            ("Age", "string", 0),
+        ],
+        _endpointslice_row,
+    ),
+    "horizontalpodautoscalers.autoscaling": (
+        [
+            ("Name", "string", 0),
+            ("Reference", "string", 0),
+            ("Targets", "string", 0),
+            ("MinPods", "string", 0),
+            ("MaxPods", "string", 0),
+            ("Replicas", "string", 0),
+            ("Age", "string", 0),
+        ],
+        _hpa_row,
+    ),
+    "controllerrevisions.apps": (
+        [
+            ("Name", "string", 0),
+            ("Controller", "string", 0),
+            ("Revision", "string", 0),
+            ("Age", "string", 0),
+        ],
+        lambda o, now: [_md(o).get("name"), _owner_name(o), o.get("revision", 0), _age_of(o, now)],
+    ),
+    "storageclasses.storage.k8s.io": (
+        [
+            ("Name", "string", 0),
+            ("Provisioner", "string", 0),
+            ("ReclaimPolicy", "string", 0),
+            ("VolumeBindingMode", "string", 0),
+            ("AllowVolumeExpansion", "string", 0),
+            ("Age", "string", 0),
+        ],
+        _storageclass_row,
+    ),
+    "csidrivers.storage.k8s.io": (
+        [
+            ("Name", "string", 0),
+            ("AttachRequired", "boolean", 0),
+            ("PodInfoOnMount", "boolean", 0),
+            ("StorageCapacity", "boolean", 0),
+            ("TokenRequests", "string", 0),
+            ("RequiresRepublish", "boolean", 0),
+            ("Modes", "string", 0),
+            ("Age", "string", 0),
+        ],
+        _csidriver_row,
+    ),
+    "csinodes.storage.k8s.io": (
+        [("Name", "string", 0), ("Drivers", "integer", 0), ("Age", "string", 0)],
+        lambda o, now: [
+            _md(o).get("name"),
+            len(_spec(o).get("drivers") or []),
+            _age_of(o, now),
+        ],
+    ),
+    "ingressclasses.networking.k8s.io": (
+        [
+            ("Name", "string", 0),
+            ("Controller", "string", 0),
+            ("Parameters", "string", 0),
+            ("Age", "string", 0),
+        ],
+        _ingressclass_row,
+    ),
+    "networkpolicies.networking.k8s.io": (
+        [("Name", "string", 0), ("Pod-Selector", "string", 0), ("Age", "string", 0)],
+        lambda o, now: [
+            _md(o).get("name"),
+            _selector_string(_spec(o).get("podSelector")),
+            _age_of(o, now),
+        ],
+    ),
+    "runtimeclasses.node.k8s.io": (
+        [("Name", "string", 0), ("Handler", "string", 0), ("Age", "string", 0)],
+        lambda o, now: [_md(o).get("name"), o.get("handler"), _age_of(o, now)],
+    ),
+    "podtemplates": (
+        [
+            ("Name", "string", 0),
+            ("Containers", "string", 0),
+            ("Images", "string", 0),
+            ("Pod Labels", "string", 0),
+        ],
+        lambda o, now: [
+            _md(o).get("name"),
+            *_template_containers(o.get("template")),
+            _labels_string(((o.get("template") or {}).get("metadata") or {}).get("labels")),
+        ],
+    ),
+    "replicationcontrollers": (
+        [
+            ("Name", "string", 0),
+            ("Desired", "integer", 0),
+            ("Current", "integer", 0),
+            ("Ready", "integer", 0),
+            ("Age", "string", 0),
+            *_TEMPLATE_COLUMNS,
+        ],
+        _rc_row,
+    ),
+    "limitranges": _CREATED_AT,
+    "csistoragecapacities.storage.k8s.io": _CREATED_AT,
+}
+_BUILTIN.update(_WATCHED)
+
 _BUILTIN.update(
     {
         "services": (

@@ -193,8 +193,9 @@ class Watch:
                 return
             await out.send(b"".join(self._line_initial(e) for e in initial))
             self.initial = []
-        if self.spec.initial_events:
+        if self.spec.initial_events and self.spec.bookmarks:
             # The state sent so far is as of the snapshot taken at open; later events follow.
+            # Only a client that takes bookmarks is told where it ends.
             await out.send(self._bookmark(initial_events_end=True))
         if self.error is not None:
             await out.send(self._expired(self.error))

@@ -34,6 +34,14 @@ API_GROUPS = [
     "authentication/v1",
     "authorization/v1",
     "admissionregistration/v1",
+    "autoscaling/v1",
+    "autoscaling/v2",
+    "certificates/v1",
+    "discovery/v1",
+    "events/v1",
+    "flowcontrol/v1",
+    "node/v1",
+    "resource/v1",
 ]
 APIEXTENSIONS = ["pkg/apis/apiextensions/v1"]
 MACHINERY = [

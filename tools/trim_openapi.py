@@ -4,9 +4,9 @@ Dev-time only (CI never runs it: the source spec is not in the repository). Usag
 
     python tools/trim_openapi.py /path/to/swagger.json [emulator/builtin-openapi.json.gz]
 
-Keeps the definitions of the kinds the emulator serves (``BUILTIN_KINDS``), their lists, the
-shared meta types every API publishes, and everything those reach through ``$ref`` -- with
-their descriptions, since ``kubectl explain`` prints them. Paths are not kept: the emulator
+Keeps the definitions of the kinds the emulator serves (every version of its built-ins), their
+lists, the shared meta types every API publishes, and everything those reach through ``$ref``
+-- with their descriptions, since ``kubectl explain`` prints them. Paths are not kept: the emulator
 builds its operations from what it actually serves.
 """
 
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kubetrio.api.registry import BUILTIN_KINDS
+from kubetrio.emulator.kinds import ResourceTypes
 
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 # Published by every group-version, or bodies of the subresources the emulator serves.
@@ -50,9 +50,11 @@ def _refs(node: Any, out: set[str]) -> None:
 
 def trim(spec: dict[str, Any]) -> dict[str, Any]:
     defs: dict[str, Any] = spec["definitions"]
-    served = {(k.group, k.version, k.kind) for k in BUILTIN_KINDS}
-    served |= {(k.group, k.version, k.kind + "List") for k in BUILTIN_KINDS}
-    groups = {(k.group, k.version) for k in BUILTIN_KINDS}
+    # Every version the emulator serves a built-in in (some more than their storage one).
+    versions = [(rt.group, v, rt.kind) for rt in ResourceTypes().all() for v in rt.versions]
+    served = {(g, v, kind) for g, v, kind in versions}
+    served |= {(g, v, kind + "List") for g, v, kind in versions}
+    groups = {(g, v) for g, v, _ in versions}
     roots = {
         name
         for name, d in defs.items()

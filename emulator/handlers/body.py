@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import yaml
 
 from kubetrio.emulator import errors, fieldcheck
 from kubetrio.emulator.handlers.scope import Backend, Target
@@ -33,9 +34,38 @@ def read_body(req: Request, rt: ResourceType, expect: tuple[str, str] | None = N
     ``expect`` names the kind an endpoint takes when it is not the resource's own (an
     Eviction, a Binding, DeleteOptions, a TokenRequest): a protobuf body without type meta
     decodes as that, as Go decodes "into" the handler's type."""
-    if pbneg.is_protobuf_body(req.header("content-type")):
+    ctype = req.header("content-type")
+    if pbneg.is_protobuf_body(ctype):
         return pb.read_body(req.body, rt, expect)
+    media = ctype.split(";")[0].strip().lower()
+    if media in ("application/yaml", "application/x-yaml", "text/yaml"):
+        return decode_yaml(req.body)
+    if media not in ("", "application/json", "*/*"):
+        raise unreadable(rt)
     return decode_json(req.body)
+
+
+def unreadable(rt: ResourceType) -> errors.ApiError:
+    """415 for a body in a media type the resource is not served in (custom resources take
+    no protobuf)."""
+    kinds = "application/json, application/yaml"
+    if rt.builtin:
+        kinds += ", application/vnd.kubernetes.protobuf"
+    return errors.ApiError(
+        415,
+        "UnsupportedMediaType",
+        f"the body of the request was in an unknown format - accepted media types include: {kinds}",
+    )
+
+
+def decode_yaml(body: bytes) -> Any:
+    """A YAML body, read as the JSON it stands for (the apiserver converts it so)."""
+    if not body:
+        raise errors.bad_request("the request body is empty")
+    try:
+        return yaml.safe_load(body)
+    except yaml.YAMLError as exc:
+        raise errors.bad_request(f"the request body is not valid YAML: {exc}") from None
 
 
 def body_object(req: Request, t: Target) -> dict[str, Any]:

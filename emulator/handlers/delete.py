@@ -16,7 +16,7 @@ from kubetrio.emulator.gc.policy import delete_warning
 from kubetrio.emulator.handlers.admit import admit
 from kubetrio.emulator.handlers.body import read_body
 from kubetrio.emulator.handlers.params import GO_BOOLS, int_param, selectors
-from kubetrio.emulator.handlers.response import object_response
+from kubetrio.emulator.handlers.response import object_response, status_response
 from kubetrio.emulator.handlers.scope import Backend, Target
 from kubetrio.emulator.handlers.versions import raw_for, shown, wanted_version
 from kubetrio.emulator.http import JSON, Request, Response
@@ -33,7 +33,7 @@ async def delete_resource(backend: Backend, req: Request, t: Target, dry_run: bo
     old = (await shown(backend, t, backend.store.get(t.rt, ns, t.name))).obj
     _, warnings = await admit(backend, t, old, None, dry_run, [])
     opts = _delete_options(req, t)
-    entry, _removed = backend.store.delete(
+    entry, removed = backend.store.delete(
         t.rt,
         ns,
         t.name,
@@ -45,7 +45,27 @@ async def delete_resource(backend: Backend, req: Request, t: Target, dry_run: bo
     )
     warning = delete_warning(t.rt, opts.propagation, opts.orphan_dependents)
     warnings = warnings + ([errors.warning(warning)] if warning else [])
+    if removed and not t.rt.returns_deleted:
+        return status_response(req, deleted_status(t, entry.obj), 200, warnings)
     return object_response(req, t, await shown(backend, t, entry), 200, warnings)
+
+
+def deleted_status(t: Target, obj: dict[str, Any]) -> dict[str, Any]:
+    """The Success Status a registry answers for an object gone at once: ``kind`` in its
+    details holds the resource (plural), as kube fills it."""
+    md = obj["metadata"]
+    details: dict[str, Any] = {"name": md["name"]}
+    if t.rt.group:
+        details["group"] = t.rt.group
+    details["kind"] = t.rt.plural
+    details["uid"] = md.get("uid", "")
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }
 
 
 async def delete_collection(backend: Backend, req: Request, t: Target, dry_run: bool) -> Response:

@@ -13,6 +13,7 @@ import trio
 from kubetrio.emulator import errors
 from kubetrio.emulator.errors import ApiError
 from kubetrio.emulator.faults import Decision, reason_for
+from kubetrio.emulator.handlers import reqoptions
 from kubetrio.emulator.handlers.create import create_resource
 from kubetrio.emulator.handlers.delete import delete_collection, delete_resource
 from kubetrio.emulator.handlers.get import get_resource, list_resource
@@ -38,13 +39,12 @@ async def serve_resource(backend: Backend, req: Request, t: Target) -> Response 
         # kube-apiserver opens the stream and says "too old" in it: an ERROR event.
         return serve_watch(backend, req, t, decision.cut_watch_after, expired=True)
     dry_run = req.query.get("dryRun") == "All"
-    if req.query.get("dryRun") not in (None, "", "All"):
-        raise errors.bad_request(
-            f'dryRun: Unsupported value: "{req.query["dryRun"]}": supported values: "All"'
-        )
+    reqoptions.check_write(req, verb)
     if verb == "watch":
+        reqoptions.check_list(req, watch=True)
         return serve_watch(backend, req, t, decision.cut_watch_after)
     if verb == "list":
+        reqoptions.check_list(req, watch=False)
         return await list_resource(backend, req, t)
     if t.sub == "scale" and verb in ("get", "update", "patch"):
         return serve_scale(backend, req, t, verb, dry_run)

@@ -10,18 +10,23 @@ import dataclasses
 from typing import Any
 
 import msgspec
+import trio
 
 from kubetrio.emulator import crdconvert, errors
+from kubetrio.emulator.eventlog import WatchEvent
 from kubetrio.emulator.handlers.params import int_param, selectors
 from kubetrio.emulator.handlers.response import object_response, wants_table
 from kubetrio.emulator.handlers.scope import Backend, Target
 from kubetrio.emulator.handlers.versions import raw_for, shown, wanted_version
 from kubetrio.emulator.http import Request, Response, json_response
-from kubetrio.emulator.kinds import OBJECT_VIEWS
+from kubetrio.emulator.kinds import OBJECT_VIEWS, ResourceType
 from kubetrio.emulator.kubepb import rest as pb
+from kubetrio.emulator.store import Store
 from kubetrio.emulator.tables import table
+from kubetrio.runtime.util.inflight import waiting_on_simulated_time
 
 _LIST_CACHE_SIZE = 64
+FRESHNESS_WAIT = 3.0  # seconds the watch cache waits for a resourceVersion it has not seen
 
 
 async def get_resource(backend: Backend, req: Request, t: Target) -> Response:
@@ -37,9 +42,15 @@ async def list_resource(backend: Backend, req: Request, t: Target) -> Response:
     cont = req.query.get("continue", "")
     table_wanted = wants_table(req)
     exact = _exact_rv(req)
+    rv_asked = req.query.get("resourceVersion", "")
+    if rv_asked == "0" and exact is None:
+        # The watch cache serves "any version" whole: it does not page.
+        limit = 0
+    elif rv_asked:
+        await fresh_enough(backend.store, int(rv_asked))
     joined: bytes | None = None
     cache_key = (t.rt.key, t.namespace, t.version)
-    converting = crdconvert.webhook_of(backend.store, t.rt) is not None
+    converting = crdconvert.converts(backend.store, t.rt)
     plain = (
         not converting
         and pred is None
@@ -104,6 +115,8 @@ async def list_resource(backend: Backend, req: Request, t: Target) -> Response:
 
 
 def _exact_rv(req: Request) -> int | None:
+    """The resourceVersion a list is served exactly at (the options are valid: see
+    ``reqoptions``); None for the newest state."""
     match = req.query.get("resourceVersionMatch", "")
     rv = req.query.get("resourceVersion", "")
     if not match:
@@ -112,20 +125,36 @@ def _exact_rv(req: Request) -> int | None:
         if rv in ("", "0") or not int_param(req, "limit") or req.query.get("continue"):
             return None
         match = "Exact"
-    if match not in ("Exact", "NotOlderThan"):
-        raise errors.bad_request(
-            f'resourceVersionMatch: Unsupported value: "{match}": supported values: '
-            '"Exact", "NotOlderThan"'
-        )
-    if not rv:
-        raise errors.bad_request(
-            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless "
-            "resourceVersion is provided"
-        )
+    return int(rv) if match == "Exact" else None
+
+
+async def fresh_enough(store: Store, rv: int) -> None:
+    """Wait (on the emulator's clock) until the store reaches ``rv``, as the watch cache waits
+    to catch up with a newer resourceVersion; 504 Too large resource version after
+    ``FRESHNESS_WAIT`` seconds, as kube answers."""
+    if rv <= store.rv:
+        return
+    reached = trio.Event()
+
+    def check(_rt: ResourceType, _ev: WatchEvent) -> None:
+        if store.rv >= rv:
+            reached.set()
+
+    unsubscribe = store.subscribe(check)
     try:
-        value = int(rv)
-    except ValueError:
-        raise errors.bad_request(
-            f'resourceVersion: Invalid value: "{rv}": must be a non-negative integer'
-        ) from None
-    return value if match == "Exact" else None
+        with trio.move_on_after(FRESHNESS_WAIT), waiting_on_simulated_time():
+            await reached.wait()
+    finally:
+        unsubscribe()
+    if not reached.is_set():
+        raise errors.ApiError(
+            504,
+            "Timeout",
+            f"Timeout: Too large resource version: {rv}, current: {store.rv}",
+            {
+                "causes": [
+                    {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+                ],
+                "retryAfterSeconds": 1,
+            },
+        )

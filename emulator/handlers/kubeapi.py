@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import msgspec
+
 from kubetrio.emulator import discovery, errors
 from kubetrio.emulator.admission.dispatch import Admission
 from kubetrio.emulator.audit import AuditLog, AuditRecord
@@ -92,6 +94,19 @@ class KubeApi:
                 }
             return status_response(req, status, exc.code, exc.headers)
 
+    def _root_discovery(self, req: Request, core: bool) -> Response:
+        """/api or /apis: aggregated (apidiscovery.k8s.io/v2) when the client asks for it,
+        else the legacy APIVersions or APIGroupList."""
+        form = discovery.negotiate(req.header("accept"))
+        if form is None:
+            return json_response(discovery.not_acceptable(), 406)
+        if form == "aggregated":
+            body = msgspec.json.encode(discovery.aggregated(self.types, core))
+            return Response(200, body, discovery.AGGREGATED, [("Vary", "Accept")])
+        if core:
+            return json_response(discovery.api_versions(self.settings.server_address))
+        return json_response(discovery.api_group_list(self.types))
+
     async def _handle(self, req: Request, record: AuditRecord | None) -> Response | StreamResponse:
         user = self.access.admit(req, record)  # 401/403 before anything else, as the apiserver
         parts = [p for p in req.path.split("/") if p]
@@ -104,13 +119,11 @@ class KubeApi:
             return Response(200, b"ok", "text/plain; charset=utf-8")
         if head == "openapi":
             return self.openapi.serve(req, parts[1:])
+        if head in ("api", "apis") and len(parts) == 1:
+            return self._root_discovery(req, head == "api")
         if head == "api":
-            if len(parts) == 1:
-                return json_response(discovery.api_versions(self.settings.server_address))
             group, version, rest = "", parts[1], parts[2:]
         elif head == "apis":
-            if len(parts) == 1:
-                return json_response(discovery.api_group_list(self.types))
             if len(parts) == 2:
                 doc = discovery.api_group(self.types, parts[1])
                 if doc is None:

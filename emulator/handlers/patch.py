@@ -36,9 +36,10 @@ async def patch_resource(backend: Backend, req: Request, t: Target, dry_run: boo
     check_options(req, "PatchOptions", apply=ctype == "application/apply-patch+yaml")
     if ctype == "application/apply-patch+yaml":
         return await _apply(backend, req, t, dry_run)
-    if ctype not in _PATCH_TYPES or (
-        ctype == "application/strategic-merge-patch+json" and not t.rt.builtin
-    ):
+    if ctype not in _PATCH_TYPES:
+        # Refused by the route before any handler runs: the HTTP router's own words.
+        raise errors.ApiError(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})
+    if ctype == "application/strategic-merge-patch+json" and not t.rt.builtin:
         raise errors.unsupported_media_type(ctype)
     current = await shown(backend, t, backend.store.get(t.rt, ns, t.name))
     patch_body = decode_json(req.body)

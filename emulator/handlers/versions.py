@@ -29,7 +29,7 @@ async def shown(backend: Backend, t: Target, entry: Entry) -> Entry:
 async def to_storage(backend: Backend, t: Target, obj: Any) -> Any:
     """A write in a version other than the storage version, converted by the CRD's
     conversion webhook (kept as written when the CRD has none)."""
-    if crdconvert.webhook_of(backend.store, t.rt) is None or not isinstance(obj, dict):
+    if not crdconvert.converts(backend.store, t.rt) or not isinstance(obj, dict):
         return obj
     storage = t.rt.api_version(t.rt.storage_version)
     return (await crdconvert.convert(backend.store, t.rt, [obj], storage, True))[0]

@@ -57,15 +57,8 @@ def serve_watch(
     elif proto:
         encode = pb.watch_encoder(t.rt, t.version)
 
+    # The options are valid (``reqoptions``): sendInitialEvents came with NotOlderThan.
     initial_events = bool_param(req.query.get("sendInitialEvents"))
-    if initial_events and (
-        req.query.get("resourceVersionMatch") != "NotOlderThan"
-        or not bool_param(req.query.get("allowWatchBookmarks"))
-    ):
-        raise errors.bad_request(
-            "sendInitialEvents: Forbidden: sendInitialEvents requires "
-            "resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true"
-        )
     spec = WatchSpec(
         rt=t.rt,
         namespace=t.namespace,
@@ -79,7 +72,7 @@ def serve_watch(
         initial_events=initial_events,
         encode_error=pb.watch_error if proto else None,
     )
-    if crdconvert.webhook_of(backend.store, t.rt) is not None:
+    if crdconvert.converts(backend.store, t.rt):
         store, rt, want = backend.store, t.rt, wanted_version(t)
 
         async def convert(entries: list[Entry]) -> list[Entry]:

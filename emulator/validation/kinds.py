@@ -19,6 +19,7 @@ from kubetrio.emulator.validation import (
     secrets,
     services,
     volumes,
+    watched,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -36,4 +37,5 @@ MODULES: tuple[ModuleType, ...] = (
     secrets,
     services,
     volumes,
+    watched,
 )

@@ -440,7 +440,8 @@ async def test_field_validation_strict_warn_and_default(
     assert reply.headers["warning"] == '299 - "unknown field \\"spec.foo\\""'
     assert "foo" not in reply.json()["spec"]
     reply = await raw.request("POST", WIDGETS + "?fieldValidation=Bogus", widget("w3"))
-    assert reply.status == 400
+    assert reply.status == 422  # invalid CreateOptions
+    assert reply.json()["details"]["causes"][0]["field"] == "fieldValidation"
     # Patches are checked on what they produce.
     reply = await raw.request(
         "PATCH",

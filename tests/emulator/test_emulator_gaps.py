@@ -143,12 +143,11 @@ async def yaml_as_json(client: EmuClient, emu: Emulator) -> None:
 
 
 async def aggregation(client: EmuClient, emu: Emulator) -> None:
-    for path in [
-        "/apis/apiregistration.k8s.io/v1/apiservices",
-        "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas",
-    ]:
-        r = await client.get(path)
-        assert r.status == 404 and r.json()["reason"] == "NotFound", path
+    r = await client.get("/apis/apiregistration.k8s.io/v1/apiservices")
+    assert r.status == 404 and r.json()["reason"] == "NotFound"
+    # Priority and fairness objects are kept, and nothing reads them.
+    r = await client.get("/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas")
+    assert r.status == 200 and r.json()["items"] == []
 
 
 async def jobs_not_run(client: EmuClient, emu: Emulator) -> None:

@@ -267,10 +267,13 @@ async def test_exact_list_and_streaming_initial_events(
     r = (await client.get(f"{CMS}?resourceVersion={first}&resourceVersionMatch=Exact")).json()
     assert [i["metadata"]["name"] for i in r["items"]] == ["one"]
     assert r["metadata"]["resourceVersion"] == first
+    # A resourceVersion the server has not reached: it waits for it (3 s), then gives up.
     r = await client.get(f"{CMS}?resourceVersion={emu.store.rv + 5}&resourceVersionMatch=Exact")
     assert r.status == 504
+    assert r.json()["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge"
     r = await client.get(f"{CMS}?resourceVersionMatch=Exact")
-    assert r.status == 400
+    assert r.status == 422
+    assert r.json()["details"]["kind"] == "ListOptions"
     query = (
         "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
     )
@@ -287,4 +290,5 @@ async def test_exact_list_and_streaming_initial_events(
             "three",
         )
     r = await client.get(f"{CMS}?watch=1&sendInitialEvents=true")
-    assert r.status == 400
+    assert r.status == 422
+    assert r.json()["details"]["causes"][0]["field"] == "resourceVersionMatch"

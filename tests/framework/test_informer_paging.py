@@ -1,7 +1,8 @@
 """Where the informer lists (a server without streaming lists, or ``streaming_lists=False``),
-its initial LIST is paged (``limit=500`` with ``continue``), as client-go's reflector asks, and
-an expired continue token falls back to one full list, as client-go's pager does; the emulator
-answers a compacted continue with 410 Expired, as kube-apiserver does.
+its initial LIST asks for pages (``limit=500`` at ``resourceVersion=0``), as client-go's
+reflector asks, and is answered whole, as the watch cache answers it; a paged list
+whose continue token expires falls back to one full list, as client-go's pager does; the
+emulator answers a compacted continue with 410 Expired, as kube-apiserver does.
 """
 
 from __future__ import annotations
@@ -44,9 +45,11 @@ def list_queries(audit: Path) -> list[tuple[int, dict[str, str]]]:
     return out
 
 
-async def test_initial_list_is_paged_500_at_a_time(
+async def test_initial_list_asks_pages_and_the_watch_cache_answers_it_whole(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
+    """client-go's reflector asks ``limit=500&resourceVersion=0``; the watch cache serves
+    "any version" unpaged, so the sync is one request."""
     audit = tmp_path / "audit.log"
     async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         seed(emu, OBJECTS)
@@ -60,42 +63,42 @@ async def test_initial_list_is_paged_500_at_a_time(
                 nursery.cancel_scope.cancel()
     assert len(informer.store) == OBJECTS
     lists = list_queries(audit)
-    assert [status for status, _ in lists] == [200, 200, 200], lists
-    assert all(q["limit"] == "500" for _, q in lists), lists
-    assert "continue" not in lists[0][1] and lists[0][1]["resourceVersion"] == "0"
-    assert all("continue" in q and "resourceVersion" not in q for _, q in lists[1:]), lists
+    assert [status for status, _ in lists] == [200], lists
+    assert lists[0][1] == {"limit": "500", "resourceVersion": "0"}, lists
 
 
 async def test_expired_continue_token_falls_back_to_a_full_list(
     tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
+    """A consistent list (no resourceVersion) is paged; a continue token compacted away
+    between pages makes the client list once more, whole."""
     audit = tmp_path / "audit.log"
     async with serve_world(options=EmulatorOptions(audit_log_path=audit)) as emu:
         seed(emu, OBJECTS)
         # The first two pages wait 10 s each in the emulator, so the history can be compacted
         # between page 1 and page 2 (a write, then every event before it forgotten).
         emu.faults.add(FaultRule(verb="list", resource="configmaps", latency=10.0, count=2))
-        informer = Informer(
-            Client.from_url(emu.url, token=emu.token), ConfigMap, streaming_lists=False
-        )
+        client = Client.from_url(emu.url, token=emu.token)
         with trio.fail_after(120):
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(informer.run)
-                await trio.sleep(15)  # page 1 served at 10 s; page 2 waits until 20 s
-                late = configmap("late", v="x")
-                late["metadata"]["namespace"] = "default"
-                emu.create(late)
-                emu.faults.expire_watch_history()
-                await informer.wait_for_sync()
-                nursery.cancel_scope.cancel()
+
+                async def compact() -> None:
+                    await trio.sleep(15)  # page 1 served at 10 s; page 2 waits until 20 s
+                    late = configmap("late", v="x")
+                    late["metadata"]["namespace"] = "default"
+                    emu.create(late)
+                    emu.faults.expire_watch_history()
+
+                nursery.start_soon(compact)
+                result = await client.list(ConfigMap, namespace="default")
     # The full list holds everything, the object written during the list included.
-    assert len(informer.store) == OBJECTS + 1
-    assert informer.store.get(("default", "late")) is not None
+    assert len(result.items) == OBJECTS + 1
+    assert "late" in {cm.metadata.name for cm in result.items}
     lists = list_queries(audit)
     assert [status for status, _ in lists] == [200, 410, 200], lists
     assert "continue" in lists[1][1]
     full = lists[2][1]
-    assert "limit" not in full and "continue" not in full and full["resourceVersion"] == "0"
+    assert "limit" not in full and "continue" not in full and "resourceVersion" not in full
 
 
 async def test_emulator_answers_410_expired_for_a_compacted_continue(

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..crd import WIDGETS, widget
 from ..runner import Poll, probe
 from .objects import (
     CMS,
+    DEPLOYMENTS,
+    NS,
     PDBS,
     PODS,
     cm,
     delete,
+    deployment,
     eviction,
     get,
     merge,
@@ -23,6 +27,10 @@ from .objects import (
 )
 
 CM = f"{CMS}/c"
+TEMPLATE = {
+    "metadata": {"labels": {"a": "b"}},
+    "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+}
 P = f"{PODS}/p"
 
 
@@ -224,5 +232,38 @@ PROBES = [
         setup(delete(P)),
         post(f"{P}/eviction", eviction("p")),
         setup(delete(f"{P}?gracePeriodSeconds=0")),
+    ),
+    # -- the answer per kind: a Status for most, the object where the registry returns it
+    probe(
+        "delete.secret-answers-status",
+        setup(post(f"{NS}/secrets", {"metadata": {"name": "s"}, "type": "Opaque"})),
+        delete(f"{NS}/secrets/s"),
+    ),
+    probe(
+        "delete.service-account-answers-object",
+        setup(post(f"{NS}/serviceaccounts", {"metadata": {"name": "sa"}})),
+        delete(f"{NS}/serviceaccounts/sa"),
+    ),
+    probe(
+        "delete.deployment-answers-status",
+        setup(post(DEPLOYMENTS, deployment("d"))),
+        delete(f"{DEPLOYMENTS}/d"),
+    ),
+    probe(
+        "delete.pod-template-answers-object",
+        setup(post(f"{NS}/podtemplates", {"metadata": {"name": "t"}, "template": TEMPLATE})),
+        delete(f"{NS}/podtemplates/t"),
+    ),
+    probe(
+        "delete.dry-run-answers-status",
+        setup(post(CMS, cm("c"))),
+        delete(f"{CM}?dryRun=All"),
+        get(CM, view=lambda b: b.get("metadata", {}).get("name")),
+    ),
+    probe(
+        "delete.custom-resource-answers-status",
+        setup(post(WIDGETS, widget("w"))),
+        delete(f"{WIDGETS}/w"),
+        crd=True,
     ),
 ]

@@ -1,5 +1,8 @@
 """The other built-in kinds the framework touches: PodDisruptionBudget, Lease, Event (both
-APIs), Node, PersistentVolume and PersistentVolumeClaim."""
+APIs), Node, PersistentVolume and PersistentVolumeClaim; and the kinds controllers commonly
+watch (Endpoints, EndpointSlice, storage classes and drivers, ControllerRevision, HPA,
+NetworkPolicy, ...): created, read, listed and deleted, each delete answered as its registry
+answers (the object or a Success Status)."""
 
 from __future__ import annotations
 
@@ -22,12 +25,28 @@ from .objects import (
     deployment,
     get,
     merge,
+    names,
     pdb,
     post,
     setup,
 )
 
 NODE = f"{NODES}/$ns-node"
+ENDPOINTS = f"{NS}/endpoints"
+LIMITRANGES = f"{NS}/limitranges"
+PODTEMPLATES = f"{NS}/podtemplates"
+REVISIONS = "/apis/apps/v1/namespaces/$ns/controllerrevisions"
+HPAS = "/apis/autoscaling/v2/namespaces/$ns/horizontalpodautoscalers"
+HPAS_V1 = "/apis/autoscaling/v1/namespaces/$ns/horizontalpodautoscalers"
+SLICES = "/apis/discovery.k8s.io/v1/namespaces/$ns/endpointslices"
+NETPOLS = "/apis/networking.k8s.io/v1/namespaces/$ns/networkpolicies"
+INGRESSCLASSES = "/apis/networking.k8s.io/v1/ingressclasses"
+RUNTIMECLASSES = "/apis/node.k8s.io/v1/runtimeclasses"
+STORAGE = "/apis/storage.k8s.io/v1"
+STORAGECLASSES = f"{STORAGE}/storageclasses"
+CSIDRIVERS = f"{STORAGE}/csidrivers"
+CSINODES = f"{STORAGE}/csinodes"
+CAPACITIES = f"{STORAGE}/namespaces/$ns/csistoragecapacities"
 # No protection controller runs beside the real server: drop its finalizer so the probe's
 # namespace (or the volume) can go.
 RELEASE = {"metadata": {"finalizers": None}}
@@ -80,6 +99,134 @@ def event(name: str, **fields: Any) -> dict[str, Any]:
 
 
 INVOLVED = {"kind": "Pod", "name": "p", "namespace": "$ns", "apiVersion": "v1"}
+
+
+def obj(api_version: str, kind: str, name: str, **fields: Any) -> dict[str, Any]:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, **fields}
+
+
+def revision(name: str) -> dict[str, Any]:
+    return obj("apps/v1", "ControllerRevision", name, revision=1, data={"a": 1})
+
+
+def slice_(name: str, **fields: Any) -> dict[str, Any]:
+    body = {
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.1"]}],
+        "ports": [{"name": "http", "port": 80, "protocol": "TCP"}],
+        **fields,
+    }
+    return obj("discovery.k8s.io/v1", "EndpointSlice", name, **body)
+
+
+def storageclass() -> dict[str, Any]:
+    return obj(
+        "storage.k8s.io/v1",
+        "StorageClass",
+        "$ns-sc",
+        provisioner="example.com/disk",
+        reclaimPolicy="Delete",
+        volumeBindingMode="WaitForFirstConsumer",
+    )
+
+
+def hpa(name: str) -> dict[str, Any]:
+    target = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}
+    cpu = {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}
+    return obj(
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        name,
+        spec={
+            "scaleTargetRef": target,
+            "minReplicas": 1,
+            "maxReplicas": 3,
+            "metrics": [{"type": "Resource", "resource": cpu}],
+        },
+    )
+
+
+POD_TEMPLATE = {
+    "metadata": {"labels": {"a": "b"}},
+    "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+}
+
+# (plural, collection path, object) of each kind a controller commonly watches.
+WATCHED: list[tuple[str, str, dict[str, Any]]] = [
+    (
+        "endpoints",
+        ENDPOINTS,
+        obj(
+            "v1",
+            "Endpoints",
+            "e",
+            subsets=[{"addresses": [{"ip": "10.0.0.1"}], "ports": [{"port": 80}]}],
+        ),
+    ),
+    (
+        "limitranges",
+        LIMITRANGES,
+        obj(
+            "v1",
+            "LimitRange",
+            "l",
+            spec={"limits": [{"type": "Container", "max": {"cpu": "1"}}]},
+        ),
+    ),
+    ("podtemplates", PODTEMPLATES, obj("v1", "PodTemplate", "t", template=POD_TEMPLATE)),
+    ("controllerrevisions", REVISIONS, revision("r")),
+    ("horizontalpodautoscalers", HPAS, hpa("h")),
+    ("endpointslices", SLICES, slice_("s")),
+    (
+        "networkpolicies",
+        NETPOLS,
+        obj(
+            "networking.k8s.io/v1",
+            "NetworkPolicy",
+            "np",
+            spec={"podSelector": {}, "policyTypes": ["Ingress"]},
+        ),
+    ),
+    (
+        "ingressclasses",
+        INGRESSCLASSES,
+        obj("networking.k8s.io/v1", "IngressClass", "$ns-ic", spec={"controller": "x.io/c"}),
+    ),
+    (
+        "runtimeclasses",
+        RUNTIMECLASSES,
+        obj("node.k8s.io/v1", "RuntimeClass", "$ns-rc", handler="runc"),
+    ),
+    ("storageclasses", STORAGECLASSES, storageclass()),
+    (
+        "csidrivers",
+        CSIDRIVERS,
+        obj(
+            "storage.k8s.io/v1",
+            "CSIDriver",
+            "$ns.csi.example.com",
+            spec={
+                "attachRequired": True,
+                "podInfoOnMount": False,
+                "requiresRepublish": False,
+                "storageCapacity": False,
+                "fsGroupPolicy": "ReadWriteOnceWithFSType",
+                "volumeLifecycleModes": ["Persistent"],
+                "seLinuxMount": False,
+            },
+        ),
+    ),
+    (
+        "csinodes",
+        CSINODES,
+        obj("storage.k8s.io/v1", "CSINode", "$ns-node", spec={"drivers": []}),
+    ),
+    (
+        "csistoragecapacities",
+        CAPACITIES,
+        obj("storage.k8s.io/v1", "CSIStorageCapacity", "cap", storageClassName="sc"),
+    ),
+]
 
 
 def node(name: str = "$ns-node", **spec: Any) -> dict[str, Any]:
@@ -391,5 +538,109 @@ PROBES = [
         merge(
             f"{ROLEBINDINGS}/b", {"roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "other"}}
         ),
+    ),
+    # -- the kinds controllers watch: create, get, list and delete each
+    *(
+        probe(
+            f"kinds.{plural}",
+            post(base, body),
+            get(f"{base}/{body['metadata']['name']}"),
+            get(f"{base}?fieldSelector=metadata.name%3D{body['metadata']['name']}", view=names),
+            delete(f"{base}/{body['metadata']['name']}"),
+        )
+        for plural, base, body in WATCHED
+    ),
+    probe(
+        "kinds.controllerrevision-immutable-data",
+        setup(post(REVISIONS, revision("r"))),
+        merge(f"{REVISIONS}/r", {"data": {"b": 2}}),
+    ),
+    probe("kinds.endpointslice-bad-address-type", post(SLICES, slice_("s", addressType="IPv5"))),
+    probe(
+        "kinds.storageclass-delete-answers-object",
+        setup(post(STORAGECLASSES, storageclass())),
+        delete(f"{STORAGECLASSES}/$ns-sc"),
+        get(f"{STORAGECLASSES}/$ns-sc"),
+    ),
+    probe(
+        "kinds.hpa-status",
+        setup(post(HPAS, hpa("h"))),
+        merge(
+            f"{HPAS}/h/status",
+            {"status": {"currentReplicas": 1, "desiredReplicas": 2}},
+        ),
+        setup(delete(f"{HPAS}/h")),
+    ),
+    probe(
+        "kinds.hpa-defaults",
+        post(
+            HPAS,
+            obj(
+                "autoscaling/v2",
+                "HorizontalPodAutoscaler",
+                "h",
+                spec={
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                    "maxReplicas": 4,
+                    "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}},
+                },
+            ),
+        ),
+        setup(delete(f"{HPAS}/h")),
+    ),
+    # -- autoscaling/v1: the same objects, converted as kube converts them
+    probe(
+        "kinds.hpa-v1-create",
+        post(
+            HPAS_V1,
+            obj(
+                "autoscaling/v1",
+                "HorizontalPodAutoscaler",
+                "h",
+                spec={
+                    "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"},
+                    "maxReplicas": 4,
+                    "targetCPUUtilizationPercentage": 70,
+                },
+            ),
+        ),
+        get(f"{HPAS}/h"),
+        get(f"{HPAS_V1}?fieldSelector=metadata.name%3Dh"),
+        setup(delete(f"{HPAS}/h")),
+    ),
+    probe(
+        "kinds.hpa-v2-read-as-v1",
+        setup(
+            post(
+                HPAS,
+                obj(
+                    "autoscaling/v2",
+                    "HorizontalPodAutoscaler",
+                    "h",
+                    spec={
+                        "scaleTargetRef": {
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "name": "d",
+                        },
+                        "maxReplicas": 4,
+                        "metrics": [
+                            {
+                                "type": "Resource",
+                                "resource": {
+                                    "name": "memory",
+                                    "target": {"type": "AverageValue", "averageValue": "100Mi"},
+                                },
+                            }
+                        ],
+                        "behavior": {"scaleDown": {"stabilizationWindowSeconds": 60}},
+                    },
+                ),
+            )
+        ),
+        get(f"{HPAS_V1}/h"),
+        merge(f"{HPAS_V1}/h", {"spec": {"maxReplicas": 5}}),
+        get(f"{HPAS}/h"),
+        setup(delete(f"{HPAS}/h")),
     ),
 ]

@@ -238,4 +238,45 @@ PROBES = [
         setup(post(CMS, cm("a"))),
         Watch(f"{CMS}?watch=true&resourceVersion=0", events=1, view=event_view),
     ),
+    probe(
+        "list.resourceversion-in-future-exact",
+        get(f"{CMS}?resourceVersion=99999999&resourceVersionMatch=Exact"),
+    ),
+    probe(
+        "list.resourceversion-in-future-paged",
+        get(f"{CMS}?resourceVersion=99999999&limit=1"),
+    ),
+    probe(
+        "list.resourceversion-match-with-continue",
+        *THREE,
+        get(f"{CMS}?{L}&limit=1", capture={"cont": "metadata.continue"}, view=names),
+        get(
+            f"{CMS}?{L}&limit=1&continue=$cont&resourceVersion=0&resourceVersionMatch=NotOlderThan"
+        ),
+    ),
+    probe(
+        "list.custom-resource-resourceversion-0-with-limit",
+        setup(post(WIDGETS, widget("a"))),
+        setup(post(WIDGETS, widget("b"))),
+        get(f"{WIDGETS}?limit=1&resourceVersion=0", view=names),
+        crd=True,
+    ),
+    probe(
+        "watch.send-initial-events-exact",
+        Watch(
+            f"{CMS}?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+            "&resourceVersionMatch=Exact"
+        ),
+    ),
+    probe(
+        "watch.send-initial-events-labelled",
+        *THREE,
+        setup(post(CMS, cm("d"))),
+        Watch(
+            f"{CMS}?watch=1&{L}&sendInitialEvents=true&allowWatchBookmarks=true"
+            "&resourceVersionMatch=NotOlderThan",
+            events=4,
+            view=event_view,
+        ),
+    ),
 ]

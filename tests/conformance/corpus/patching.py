@@ -220,6 +220,26 @@ PROBES = [
         setup(post(CMS, cm("c"))),
         merge(f"{CM}?fieldManager={'m' * 129}", {"data": {}}),
     ),
+    probe(
+        "options.force-false-on-merge-patch",
+        setup(post(CMS, cm("c"))),
+        merge(f"{CM}?force=false", {"data": {}}),
+    ),
+    probe("options.field-manager-non-printable", post(f"{CMS}?fieldManager=a%09b", cm("c"))),
+    probe(
+        "options.several-bad-options",
+        post(f"{CMS}?fieldManager={'m' * 129}&dryRun=Some&fieldValidation=Loose", cm("c")),
+    ),
+    probe(
+        "options.yaml-body-on-put",
+        setup(post(CMS, cm("c"))),
+        Req(
+            "PUT",
+            CM,
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  a: b\n",
+            ctype="application/yaml",
+        ),
+    ),
     probe("options.content-type-text-plain", post(CMS, "apiVersion: v1", ctype="text/plain")),
     probe(
         "options.patch-content-type-text-plain",

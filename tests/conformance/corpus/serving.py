@@ -7,6 +7,7 @@ from typing import Any
 
 from ..crd import WIDGETS, widget
 from ..runner import TABLE, Req, probe
+from .kinds import WATCHED
 from .objects import (
     CMS,
     DEPLOYMENTS,
@@ -14,6 +15,7 @@ from .objects import (
     PODS,
     SERVICES,
     cm,
+    delete,
     deployment,
     get,
     pod,
@@ -250,5 +252,46 @@ PROBES = [
     probe(
         "table.unsupported-accept",
         get(CMS, accept="application/json;as=Graph;g=meta.k8s.io;v=v1"),
+    ),
+    # -- aggregated discovery: kubectl's Accept (v2 with the legacy fallback), v2beta1 alone
+    probe(
+        "discovery.aggregated-kubectl-accept",
+        get(
+            "/api",
+            accept=f"{AGGREGATED},application/json;g=apidiscovery.k8s.io;v=v2beta1;"
+            "as=APIGroupDiscoveryList,application/json",
+            view=lambda b: (b.get("kind"), b.get("apiVersion")),
+            headers=("Content-Type",),
+        ),
+    ),
+    probe(
+        "discovery.aggregated-v2beta1-only",
+        get(
+            "/apis",
+            accept="application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList",
+        ),
+    ),
+    probe(
+        "discovery.aggregated-storage-group",
+        get(
+            "/apis",
+            accept=AGGREGATED,
+            view=lambda b: [
+                i for i in b.get("items", []) if i["metadata"].get("name") == "storage.k8s.io"
+            ],
+        ),
+    ),
+    probe("discovery.storage-v1", get("/apis/storage.k8s.io/v1", view=resources)),
+    probe("discovery.discovery-v1", get("/apis/discovery.k8s.io/v1", view=resources)),
+    probe("discovery.networking-v1", get("/apis/networking.k8s.io/v1", view=resources)),
+    # -- the columns of the kinds controllers watch
+    *(
+        probe(
+            f"table.{plural}",
+            setup(post(base, body)),
+            tbl(f"{base}?fieldSelector=metadata.name%3D{body['metadata']['name']}"),
+            setup(delete(f"{base}/{body['metadata']['name']}")),
+        )
+        for plural, base, body in WATCHED
     ),
 ]
