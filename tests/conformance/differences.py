@@ -173,7 +173,6 @@ DIFFERS: dict[str, tuple[str, ...]] = {
     "discovery.aggregated-api": (
         "0.body.core.v1.bindings",
         "0.body.core.v1.componentstatuses",
-        "0.body.core.v1.namespaces.subresources",
         "0.body.core.v1.namespaces.verbs",
         "0.body.core.v1.nodes.subresources",
         "0.body.core.v1.pods.subresources",
