@@ -158,18 +158,27 @@ def kubectl(emulator: Emulator, tmp_path: Path) -> Kubectl:
     return Kubectl(binary, kubectl_env(emulator.kubeconfig_path, tmp_path))
 
 
-@pytest.fixture(scope="session")
-def control_plane() -> Iterator[ControlPlane]:
-    """A real control plane for this test process (every test on it uses a namespace of its
-    own); skipped without ``KUBEBUILDER_ASSETS`` outside CI, a failure in CI."""
-    from kubetrio.testing.controlplane import ControlPlane, ControlPlaneUnavailable, find_assets
+def control_plane_assets() -> dict[str, Path]:
+    """The control plane's binaries, for a test that starts one of its own (``ControlPlane(
+    assets=control_plane_assets(), ...)``): the test is skipped without ``KUBEBUILDER_ASSETS``
+    outside CI, and fails in CI."""
+    from kubetrio.testing.controlplane import ControlPlaneUnavailable, find_assets
 
     try:
-        assets = find_assets()
+        return find_assets()
     except ControlPlaneUnavailable as missing:
         if in_ci():
             pytest.fail(f"{missing}; CI must run the real-server tests")
         pytest.skip(str(missing))
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[ControlPlane]:
+    """A real control plane for this test process (every test on it uses a namespace of its
+    own); skipped without ``KUBEBUILDER_ASSETS`` outside CI, a failure in CI."""
+    from kubetrio.testing.controlplane import ControlPlane
+
+    assets = control_plane_assets()
     with ControlPlane(controllers=CONTROL_PLANE_CONTROLLERS, assets=assets) as plane:
         yield plane
 

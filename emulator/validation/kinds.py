@@ -2,40 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
-from kubetrio.emulator.validation import (
-    apps,
-    batch,
-    configmaps,
-    events,
-    leases,
-    namespaces,
-    nodes,
-    pods,
-    policy,
-    rbac,
-    scheduling,
-    secrets,
-    services,
-    volumes,
-    watched,
+_NAMES = (
+    "pods",
+    "apps",
+    "batch",
+    "configmaps",
+    "events",
+    "leases",
+    "namespaces",
+    "nodes",
+    "policy",
+    "rbac",
+    "scheduling",
+    "secrets",
+    "services",
+    "volumes",
+    "watched",
 )
 
-MODULES: tuple[ModuleType, ...] = (
-    pods,
-    apps,
-    batch,
-    configmaps,
-    events,
-    leases,
-    namespaces,
-    nodes,
-    policy,
-    rbac,
-    scheduling,
-    secrets,
-    services,
-    volumes,
-    watched,
+MODULES: tuple[ModuleType, ...] = tuple(
+    importlib.import_module(f"kubetrio.emulator.validation.{name}") for name in _NAMES
 )

@@ -20,8 +20,9 @@ import pytest
 import trio
 
 from kubetrio.cmd.kustomize import render
-from kubetrio.testing.controlplane import ControlPlane, find_assets
+from kubetrio.testing.controlplane import ControlPlane
 from kubetrio.testing.kubectl import Kubectl, kubectl_env
+from kubetrio.testing.plugin import control_plane_assets
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.process, pytest.mark.slow]
 
@@ -38,7 +39,7 @@ VERSIONS = ["path", "1.27"]
 
 @pytest.fixture
 def plane() -> Iterator[ControlPlane]:
-    with ControlPlane(assets=find_assets()) as plane:
+    with ControlPlane(assets=control_plane_assets()) as plane:
         yield plane
 
 

@@ -29,9 +29,9 @@ from kubetrio.api.machineset import MachineSet
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.gen.rbac import PolicyRule, role_rules
-from kubetrio.testing.controlplane import ControlPlane, find_assets
+from kubetrio.testing.controlplane import ControlPlane
 from kubetrio.testing.kubectl import Kubectl, find_kubectl, kubectl_env
-from kubetrio.testing.plugin import CONTROL_PLANE_CONTROLLERS
+from kubetrio.testing.plugin import CONTROL_PLANE_CONTROLLERS, control_plane_assets
 from tests.helpers.machines import class_secret_doc, machine_class_doc
 from tests.helpers.rbac_scenario import (
     NAMESPACE,
@@ -58,7 +58,7 @@ Atom = tuple[str, str, str]  # (apiGroup, resource[/subresource] or URL, verb)
 def plane() -> Iterator[ControlPlane]:
     # The garbage collector deletes what the deployment owned, as in a cluster.
     with ControlPlane(
-        audit=True, controllers=CONTROL_PLANE_CONTROLLERS, assets=find_assets()
+        audit=True, controllers=CONTROL_PLANE_CONTROLLERS, assets=control_plane_assets()
     ) as plane:
         yield plane
 

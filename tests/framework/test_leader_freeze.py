@@ -41,7 +41,8 @@ from kubetrio.emulator import EmulatorOptions, FaultRule
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import FENCED_AUDIT_ID_PREFIX, Client
 from kubetrio.sim import serve_world
-from kubetrio.testing.controlplane import ControlPlane, find_assets
+from kubetrio.testing.controlplane import ControlPlane
+from kubetrio.testing.plugin import control_plane_assets
 from tests.helpers.cli import FAST_LEASE, PLUGIN, Watcher, config_map, environment, kubetrio
 from tests.helpers.plugins import install_plugin
 
@@ -272,7 +273,7 @@ async def test_a_frozen_leader_writes_nothing_after_the_handover_on_a_real_serve
     """The same on a real kube-apiserver, from its own audit log: the Audit-ID each fenced
     write carries is the one the server logs, the User-Agent names the manager, and the Lease
     writes it accepted say who held it when."""
-    with ControlPlane(audit=True, assets=find_assets()) as plane:
+    with ControlPlane(audit=True, assets=control_plane_assets()) as plane:
         client = Client.from_kubeconfig(str(plane.kubeconfig_path))
 
         async def create(doc: dict[str, Any]) -> None:

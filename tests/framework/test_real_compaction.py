@@ -23,8 +23,9 @@ from kubetrio.api.core import ConfigMap, Namespace
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.cache.store import DeletedFinalStateUnknown
 from kubetrio.runtime.client.typed import Client
-from kubetrio.testing.controlplane import ControlPlane, find_assets
+from kubetrio.testing.controlplane import ControlPlane
 from kubetrio.testing.link import tcp_link
+from kubetrio.testing.plugin import control_plane_assets
 
 pytestmark = [pytest.mark.process, pytest.mark.slow]
 
@@ -35,7 +36,7 @@ WITHIN = 30.0  # a bound on each wait, only so a broken run fails instead of han
 @pytest.fixture(scope="module")
 def plane() -> Iterator[ControlPlane]:
     with ControlPlane(
-        apiserver_flags=["--watch-cache-sizes=configmaps#0"], assets=find_assets()
+        apiserver_flags=["--watch-cache-sizes=configmaps#0"], assets=control_plane_assets()
     ) as plane:
         yield plane
 

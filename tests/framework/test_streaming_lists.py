@@ -15,8 +15,8 @@ from prometheus_client import CollectorRegistry
 from kubetrio.api.core import ConfigMap
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.client.typed import Client
-from kubetrio.testing.controlplane import ControlPlane, ControlPlaneUnavailable, find_assets
-from kubetrio.testing.plugin import in_ci
+from kubetrio.testing.controlplane import ControlPlane
+from kubetrio.testing.plugin import control_plane_assets
 from kubetrio.testing.servers import ApiServer, on_control_plane
 
 COUNT = 40
@@ -82,12 +82,7 @@ async def test_without_streaming_the_informer_lists(api_server: ApiServer) -> No
 @pytest.fixture(scope="module")
 def plane_without_watch_list() -> Iterator[ControlPlane]:
     """A kube-apiserver with streaming lists turned off (as servers before 1.27 are)."""
-    try:
-        assets = find_assets()
-    except ControlPlaneUnavailable as missing:
-        if in_ci():
-            pytest.fail(f"{missing}; CI must run the real-server tests")
-        pytest.skip(str(missing))
+    assets = control_plane_assets()
     with ControlPlane(assets=assets, apiserver_flags=["--feature-gates=WatchList=false"]) as plane:
         yield plane
 
