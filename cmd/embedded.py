@@ -44,6 +44,7 @@ class EmbeddedCluster:
     kubeconfig: Path
     workdir: Path
     storage: bool = False  # the emulator serves the simulated storage service
+    ec2_url: str | None = None  # the EC2 double the emulator serves beside it, if asked for
 
     @property
     def storage_url(self) -> str:
@@ -52,10 +53,11 @@ class EmbeddedCluster:
 
 @asynccontextmanager
 async def embedded_cluster(
-    workdir: Path, *, simulate: bool = True
+    workdir: Path, *, simulate: bool = True, ec2_cluster: str | None = None
 ) -> AsyncIterator[EmbeddedCluster]:
     """Start ``kubetrio emulator`` with its state in ``workdir`` and the machine CRDs
-    installed; stop it on exit."""
+    installed; stop it on exit. With ``ec2_cluster``, it also serves an EC2 double whose
+    instances tagged for that cluster become its Nodes."""
     try:
         await trio.Path(workdir).mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -77,6 +79,8 @@ async def embedded_cluster(
         # The storage service's StorageOS timeline (offline after 20-30 s, lock 30 s more) at
         # a tenth, so a deleted machine's storage node is seen going within the demo's minute.
         *(["--simulate", "--storage-timeline-scale", "0.1"] if simulate else []),
+        # The instances' kubelets report every second: a stopped one is seen at once.
+        *(["--ec2-cluster", ec2_cluster, "--ec2-heartbeat", "1"] if ec2_cluster else []),
     ]
     log_file = (workdir / "emulator.log").open("wb")
     async with trio.open_nursery() as nursery:
@@ -96,11 +100,12 @@ async def embedded_cluster(
             )
         )
         try:
-            url = await _read_url(process)
+            announced = await _read_announcement(process)
+            url = announced["url"]
             client = Client.from_url(url, token=admin_token(kubeconfig))
             await install_crds(client)
             storage = await serves_storage(client)
-            yield EmbeddedCluster(url, kubeconfig, workdir, storage)
+            yield EmbeddedCluster(url, kubeconfig, workdir, storage, announced.get("ec2-endpoint"))
         finally:
             process.terminate()
             with trio.move_on_after(5) as scope:
@@ -135,16 +140,18 @@ def admin_token(kubeconfig: Path) -> str:
     return str(doc["users"][0]["user"]["token"])
 
 
-async def _read_url(process: trio.Process) -> str:
-    """The URL the emulator announces on stdout once it listens."""
+async def _read_announcement(process: trio.Process) -> dict[str, str]:
+    """What the emulator announces on stdout up to its URL, which it prints once it listens:
+    ``key=value`` words (``url``, and ``ec2-endpoint`` before it when it serves one)."""
     assert process.stdout is not None
     buffer = b""
     with trio.move_on_after(STARTUP_TIMEOUT):
         async for chunk in process.stdout:
             buffer += chunk
-            for line in buffer.decode(errors="replace").splitlines():
-                if "url=" in line:
-                    return line.split("url=", 1)[1].split()[0]
+            text = buffer.decode(errors="replace")
+            if "url=" in text and text.endswith("\n"):
+                words = (word.partition("=") for word in text.split())
+                return {key: value for key, sep, value in words if sep}
     raise EmbeddedClusterError(
         f"the embedded API server did not start within {STARTUP_TIMEOUT:g}s "
         f"(exit code {process.returncode}); see emulator.log"

@@ -99,6 +99,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
     parser.add_argument(
+        "--ec2-cluster",
+        default=None,
+        metavar="NAME",
+        help=(
+            "also serve an EC2 double (moto's server, on its own loopback port, announced as "
+            "ec2-endpoint=<url>) and play the kubelet of each of its instances tagged "
+            "kubernetes.io/cluster/NAME: a running one registers its Node (private DNS name, "
+            "providerID aws:///<zone>/<id>) and is Ready, a stopped one Unknown, a terminated "
+            "one's Node is removed; needs pip install 'kubetrio[aws]' 'moto[server]'"
+        ),
+    )
+    parser.add_argument(
+        "--ec2-heartbeat",
+        type=_positive_float,
+        default=20.0,
+        metavar="SECONDS",
+        help="how often the EC2 instances' kubelets look at their instances (with --ec2-cluster)",
+    )
+    parser.add_argument(
         "--audit-log-path",
         type=Path,
         default=None,
@@ -139,7 +158,7 @@ def _positive_float(text: str) -> float:
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    from kubetrio.emulator import EmulatorOptions
+    from kubetrio.emulator import EmulatorOptions, ExtensionFactory
     from kubetrio.sim import serve_world
     from kubetrio.sim.cluster import ClusterSimulation
 
@@ -155,8 +174,16 @@ async def _serve(args: argparse.Namespace) -> None:
     )
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         simulate = ClusterSimulation.realistic() if args.simulate else None
-        world = serve_world(options=options, simulate=simulate)
-        async with world as emu, contextlib.AsyncExitStack() as stack:
+        async with contextlib.AsyncExitStack() as stack:
+            extensions: list[ExtensionFactory] = []
+            if args.ec2_cluster is not None:
+                from kubetrio.sim.ec2 import ec2_kubelets, moto_server
+
+                ec2_url = stack.enter_context(moto_server())
+                extensions.append(ec2_kubelets(ec2_url, args.ec2_cluster, args.ec2_heartbeat))
+                print(f"ec2-endpoint={ec2_url}", flush=True)
+            world = serve_world(options=options, simulate=simulate, extensions=extensions)
+            emu = await stack.enter_async_context(world)
             storage = args.storage_sim or args.simulate
             if storage:  # mounted before the URL is announced: usable as soon as it is
                 from kubetrio.sim.storage import serve_storage_sim, storage_url
@@ -187,6 +214,13 @@ async def _serve(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.ec2_cluster is not None:
+        from kubetrio.sim.ec2 import missing_packages
+
+        if missing := missing_packages():
+            packages = " ".join(f"'{package}'" for package in missing)
+            print(f"kubetrio: --ec2-cluster: needs pip install {packages}", file=sys.stderr)
+            return 2
     audit = args.audit_log_path
     if audit is not None and str(audit) != "-":
         try:

@@ -29,6 +29,7 @@ from kubetrio.cmd.config import (
     load_config,
 )
 from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
+from kubetrio.cmd.demo.clouds import EC2_CLUSTER, PROVIDERS
 from kubetrio.cmd.demo.view import kubectl_hint
 from kubetrio.cmd.demo.webhooks import with_webhooks
 from kubetrio.cmd.embedded import embedded_cluster, embedded_workdir
@@ -92,6 +93,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "3 minutes)",
     )
     demo.add_argument(
+        "--provider",
+        choices=PROVIDERS,
+        default=None,
+        help="the cloud the demo's machines live in: the simulated one (sim, the default) or "
+        "an EC2 double (aws: moto's EC2 server started beside the cluster, driven by the aws "
+        "driver; needs pip install 'kubetrio[aws]' 'moto[server]')",
+    )
+    demo.add_argument(
         "--keep-running",
         action="store_true",
         help="after the demo, keep the cluster and the manager up for kubectl; Ctrl-C stops",
@@ -129,10 +138,17 @@ def run(args: argparse.Namespace) -> int:
             "--machines": args.machines is not None,
             "--duration": args.duration is not None,
             "--keep-running": args.keep_running,
+            "--provider": args.provider is not None,
         }
         given = [flag for flag, present in demo_flags.items() if present]
         if given:
             return fail(f"{', '.join(given)}: only with --embedded (the demo's options)", 2)
+    if args.provider == "aws":
+        from kubetrio.sim.ec2.server import missing_packages
+
+        if missing := missing_packages():
+            packages = " ".join(f"'{package}'" for package in missing)
+            return fail(f"--provider aws: needs boto3 and moto's server: pip install {packages}", 2)
     try:
         registry = ControllerRegistry(BUILTIN_CONTROLLERS)
         config = load_config(args, os.environ, registry.names())
@@ -216,7 +232,11 @@ async def serve_embedded_in(
     if config.webhooks and config.webhook_bind_address == ":9443":
         config = msgspec.structs.replace(config, webhook_bind_address="127.0.0.1:0")
     live = sys.stdout.isatty()
-    async with embedded_cluster(workdir) as cluster:
+    aws = args.provider == "aws"
+    async with embedded_cluster(workdir, ec2_cluster=EC2_CLUSTER if aws else None) as cluster:
+        if cluster.ec2_url is not None:
+            # The aws driver's boto3 clients go to the EC2 double, as boto3 resolves endpoints.
+            os.environ["AWS_ENDPOINT_URL_EC2"] = cluster.ec2_url
         kubeconfig = str(cluster.kubeconfig)
         print(f"kubeconfig: {kubeconfig}", flush=True)
         print(f"  try: {kubectl_hint(kubeconfig)}", flush=True)
@@ -250,6 +270,7 @@ async def serve_embedded_in(
                 # The embedded cluster runs the storage timeline at a tenth (see embedded.py),
                 # so the deleted machines' storage nodes are seen removed within the minute.
                 wait_for_storage=True,
+                ec2_url=cluster.ec2_url,
             ),
             kubeconfig=kubeconfig,
         )

@@ -9,13 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-import msgspec
 import trio
 from rich.console import Group, RenderableType
 from rich.text import Text
 
 from kubetrio.api.machine import PHASE_RUNNING, Machine
 from kubetrio.cmd.demo import seed
+from kubetrio.cmd.demo.clouds import DemoCloud, Ec2Cloud, SimCloud
 from kubetrio.cmd.demo.cluster import ClusterView
 from kubetrio.cmd.demo.output import Output
 from kubetrio.cmd.demo.summary import (
@@ -48,7 +48,6 @@ from kubetrio.cmd.demo.view import (
 from kubetrio.controllers.storage.client import HttpStorageBackend
 from kubetrio.controllers.storage.errors import StorageError
 from kubetrio.runtime.cache.informer import EventHandler
-from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
 
@@ -56,7 +55,6 @@ from kubetrio.runtime.manager.manager import Manager
 HARD_CAP = 180.0
 DEFAULT_MACHINES = 4
 STORAGE_POLL = 1.0
-CLOUD_VMS_PATH = "/_cloud/v1/vms"
 
 
 class DemoFailed(Exception):
@@ -74,6 +72,8 @@ class DemoOptions:
     # After the scale-down, also wait until the storage service forgot the deleted machines'
     # nodes (what the nodedelete controller achieves once the service allows it).
     wait_for_storage: bool = False
+    # The EC2 double the machines live in (the ``aws`` provider); None: the simulated cloud.
+    ec2_url: str | None = None
 
 
 class Demo:
@@ -92,6 +92,9 @@ class Demo:
         self.options = options
         self.kubeconfig = kubeconfig
         self.view = ClusterView(client)
+        self.cloud: DemoCloud = (
+            Ec2Cloud(options.ec2_url) if options.ec2_url else SimCloud(client, options.boot_seconds)
+        )
         self.timeline = Timeline()
         self.out = Output(options.live, stream if stream is not None else sys.stdout)
         self.storage: list[StorageRow] | None = None  # None: no storage service (yet)
@@ -266,9 +269,11 @@ class Demo:
         )
 
     def gone_nodes(self) -> set[str]:
-        """Nodes of the machines that went."""
+        """Nodes of the machines that went, except a name a machine that stays has now (a
+        cloud may give a new instance the private address, and so the name, of a gone one)."""
         present = {m.name for m in self.view.machine_list()}
-        return {node for name, node in self.machine_nodes.items() if name not in present}
+        gone = {node for name, node in self.machine_nodes.items() if name not in present}
+        return gone - self.live_nodes()
 
     def _workloads_placed(self, machines: int) -> bool:
         """Every pod of the workload Running, on a node of a machine that stays."""
@@ -299,6 +304,7 @@ class Demo:
     # -- the scenario ---------------------------------------------------------------------
 
     async def scenario(self, manager: Manager | None = None) -> None:
+        await self.cloud.prepare()  # while the manager starts
         if manager is not None:
             await self._manager_ready(manager)
             self.event("manager ready")
@@ -308,19 +314,20 @@ class Demo:
             "create",
             "creating the deployment",
             deployment=seed.DEPLOYMENT,
-            machine_class=seed.CLASS_NAME,
+            machine_class=self.cloud.class_name,
             replicas=first,
             max_surge=seed.MAX_SURGE,
             max_unavailable=seed.MAX_UNAVAILABLE,
         )
-        await seed.seed_deployment(self.client, first, self.options.boot_seconds)
-        await self.until(lambda: self._settled(first, seed.CLASS_NAME))
+        classes = await self.cloud.documents()
+        await seed.seed_deployment(self.client, first, classes, self.cloud.class_name)
+        await self.until(lambda: self._settled(first, self.cloud.class_name))
         self._end("deployment ready", replicas=first)
 
         if total > first:
             self._begin("scale-up", "scaling up", replicas=total)
             await seed.scale(self.client, total)
-            await self.until(lambda: self._settled(total, seed.CLASS_NAME))
+            await self.until(lambda: self._settled(total, self.cloud.class_name))
             self._end("scaled up", replicas=total)
         else:
             self.event("scale-up skipped", reason="one machine only")
@@ -328,11 +335,11 @@ class Demo:
         self._begin(
             "rolling-update",
             "rolling update",
-            machine_class=f"{seed.CLASS_NAME}->{seed.NEW_CLASS_NAME}",
+            machine_class=f"{self.cloud.class_name}->{self.cloud.new_class_name}",
         )
-        await seed.change_class(self.client, seed.NEW_CLASS_NAME)
-        await self.until(lambda: self._settled(total, seed.NEW_CLASS_NAME))
-        self._end("rolled out", machine_class=seed.NEW_CLASS_NAME)
+        await seed.change_class(self.client, self.cloud.new_class_name)
+        await self.until(lambda: self._settled(total, self.cloud.new_class_name))
+        self._end("rolled out", machine_class=self.cloud.new_class_name)
 
         await self._failure(total)
 
@@ -380,13 +387,13 @@ class Demo:
             health_timeout=seed.HEALTH_TIMEOUT,
         )
         broke = trio.current_time()
-        await seed.fail_vm(self.client, victim.spec.provider_id)
+        await self.cloud.break_vm(victim.spec.provider_id)
         times = self.timeline.machines[victim.name]
         await self.until(lambda: times.failed is not None or times.gone is not None)
         failed_after = (times.failed if times.failed is not None else trio.current_time()) - broke
         self.event("machine failed", machine=victim.name, after=f"{failed_after:.1f}s")
         await self.until(
-            lambda: times.gone is not None and self._settled(total, seed.NEW_CLASS_NAME)
+            lambda: times.gone is not None and self._settled(total, self.cloud.new_class_name)
         )
         self.timeline.end(trio.current_time(), failed_after=failed_after)
         replacements = sorted(
@@ -410,7 +417,7 @@ class Demo:
         self._begin("scale-down", "scaling down", replicas=last)
         await seed.scale(self.client, last)
         await self.until(
-            lambda: self._settled(last, seed.NEW_CLASS_NAME) and self._workloads_placed(total)
+            lambda: self._settled(last, self.cloud.new_class_name) and self._workloads_placed(total)
         )
         left = nodes_before - self.live_nodes()
         evicted = {pod: node for pod, node in placed_before.items() if node in left}
@@ -429,15 +436,10 @@ class Demo:
         )
 
     async def _check_orphans(self) -> None:
-        """Nothing outlived its owner: no node without a machine, no VM at the simulated cloud
-        without one. A leftover is a controller bug the demo must not hide."""
+        """Nothing outlived its owner: no node without a machine, no VM at the cloud without
+        one. A leftover is a controller bug the demo must not hide."""
         live = {m.spec.provider_id for m in self.view.machine_list()}
-        try:
-            listed = msgspec.json.decode(await self.client.request("GET", CLOUD_VMS_PATH))
-        except (ApiError, msgspec.DecodeError):
-            listed = {}  # no simulated cloud to ask (not the embedded cluster)
-        items = listed.get("items") if isinstance(listed, dict) else None
-        vms = sorted(str(vm.get("providerID")) for vm in items or () if isinstance(vm, dict))
+        vms = await self.cloud.vms()
         nodes = self.orphan_nodes()
         orphan_vms = [vm for vm in vms if vm not in live]
         self.event("orphans", nodes=len(nodes), vms=len(orphan_vms))

@@ -1,8 +1,9 @@
-"""What the embedded demo puts into the cluster and changes there, as a user would: two sim
-MachineClasses with their user-data Secret, a MachineDeployment (``demo``) of the first class, its
-scale and its class; and a workload that makes a scale-down interesting — a StatefulSet whose pods
-hold volumes (so the drain moves data), a Deployment and a PodDisruptionBudget the drain has to
-respect. It also breaks one VM at the simulated cloud, which is the cloud's doing, not a user's.
+"""What the embedded demo puts into the cluster and changes there, as a user would: two
+MachineClasses with their Secret (the sim ones here, the aws ones in ``clouds``), a
+MachineDeployment (``demo``) of the first class, its scale and its class; and a workload that
+makes a scale-down interesting — a StatefulSet whose pods hold volumes (so the drain moves data),
+a Deployment and a PodDisruptionBudget the drain has to respect. It also breaks one VM at the
+simulated cloud, which is the cloud's doing, not a user's.
 
 Manifests are plain dicts built by pure functions (so tests can check them without a cluster),
 and everything is written with create-if-missing, so a rerun on a kept ``--embedded-dir`` state
@@ -98,7 +99,7 @@ def machine_classes(boot_seconds: float = BOOT_SECONDS) -> list[dict[str, Any]]:
     ]
 
 
-def machine_deployment(replicas: int) -> dict[str, Any]:
+def machine_deployment(replicas: int, class_name: str = CLASS_NAME) -> dict[str, Any]:
     return {
         "apiVersion": MACHINE_API,
         "kind": "MachineDeployment",
@@ -113,7 +114,7 @@ def machine_deployment(replicas: int) -> dict[str, Any]:
             "template": {
                 "metadata": {"labels": {"name": DEPLOYMENT}},
                 "spec": {
-                    "class": {"kind": "MachineClass", "name": CLASS_NAME},
+                    "class": {"kind": "MachineClass", "name": class_name},
                     "nodeTemplate": {"metadata": {"labels": {"pool": DEPLOYMENT}}},
                     "machineConfiguration": {"healthTimeout": HEALTH_TIMEOUT},
                 },
@@ -204,11 +205,13 @@ async def create_if_missing(client: Client, document: Mapping[str, Any]) -> bool
 
 
 async def seed_deployment(
-    client: Client, replicas: int, boot_seconds: float = BOOT_SECONDS
+    client: Client, replicas: int, classes: list[dict[str, Any]], class_name: str
 ) -> None:
-    for document in (class_secret(), *machine_classes(boot_seconds)):
+    """``classes`` (the class Secret and MachineClasses), then the deployment of
+    ``class_name``."""
+    for document in classes:
         await create_if_missing(client, document)
-    await create_if_missing(client, machine_deployment(replicas))
+    await create_if_missing(client, machine_deployment(replicas, class_name))
 
 
 async def seed_workloads(client: Client, machines: int) -> None:

@@ -1,7 +1,7 @@
 """An EC2 for tests: moto's server as a separate HTTP endpoint (boto3 talks to it unchanged),
-the account it starts with (default VPC, subnet, security group, AMIs) plus an instance profile,
-and a fault proxy in front of it for what the double cannot script (EC2 error codes, 5xx,
-latency).
+the account it starts with (default VPC, subnet, security group, AMIs) plus an instance profile
+(``kubetrio.sim.ec2``, which also plays its instances' kubelets), and a fault proxy in front of
+it for what the double cannot script (EC2 error codes, 5xx, latency).
 
 One server per test process: its AMI catalogue takes seconds to load, so tests share it and
 keep apart by their own cluster tag rather than by resetting it.
@@ -9,7 +9,6 @@ keep apart by their own cluster tag rather than by resetting it.
 
 from __future__ import annotations
 
-import logging
 import threading
 import urllib.request
 import uuid
@@ -19,16 +18,20 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
 
-import boto3
 import pytest
-import trio
-from moto.server import ThreadedMotoServer
 
-from kubetrio.runtime.util.inflight import request_in_flight
+from kubetrio.sim.ec2 import (
+    KEYS,
+    PROFILE,
+    REGION,
+    cluster_instances,
+    describe_account,
+    ec2_client,
+    moto_server,
+)
 
-REGION = "eu-west-1"
-PROFILE = "kubetrio-nodes"
-KEYS = {"aws_access_key_id": "AKIAKUBETRIOTEST", "aws_secret_access_key": "test-secret"}
+__all__ = ["KEYS", "FaultProxy", "MotoEc2", "new_cluster"]
+
 SECRET = {
     "providerAccessKeyId": b"AKIAKUBETRIOTEST",
     "providerSecretAccessKey": b"test-secret",
@@ -48,7 +51,7 @@ class MotoEc2:
 
     def client(self, url: str | None = None) -> Any:
         """A blocking boto3 EC2 client, for the test's own look at the account."""
-        return boto3.client("ec2", region_name=self.region, endpoint_url=url or self.url, **KEYS)
+        return ec2_client(url or self.url, self.region)
 
     def provider_spec(self, cluster: str, **overrides: Any) -> dict[str, Any]:
         """A valid provider-aws spec for this account, tagged for ``cluster``."""
@@ -69,10 +72,7 @@ class MotoEc2:
 
     def instances(self, cluster: str) -> list[dict[str, Any]]:
         """The cluster's instances in every state."""
-        answer = self.client().describe_instances(
-            Filters=[{"Name": "tag-key", "Values": [f"kubernetes.io/cluster/{cluster}"]}]
-        )
-        return [i for r in answer["Reservations"] for i in r["Instances"]]
+        return cluster_instances(self.client(), cluster)
 
 
 def new_cluster() -> str:
@@ -81,28 +81,16 @@ def new_cluster() -> str:
 
 @pytest.fixture(scope="session")
 def moto_ec2() -> Iterator[MotoEc2]:
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    boto3.client("iam", region_name=REGION, endpoint_url=url, **KEYS).create_instance_profile(
-        InstanceProfileName=PROFILE
-    )
-    ec2 = boto3.client("ec2", region_name=REGION, endpoint_url=url, **KEYS)
-    images = ec2.describe_images(Owners=["amazon"])["Images"]
-    rooted = [i["ImageId"] for i in images if i.get("RootDeviceName")]
-    subnet = ec2.describe_subnets()["Subnets"][0]
-    group = ec2.describe_security_groups()["SecurityGroups"][0]
-    yield MotoEc2(
-        url=url,
-        ami=rooted[0],
-        other_ami=rooted[1],
-        subnet=subnet["SubnetId"],
-        security_group=group["GroupId"],
-        zone=subnet["AvailabilityZone"],
-    )
-    server.stop()
+    with moto_server() as url:
+        account = describe_account(url)
+        yield MotoEc2(
+            url=url,
+            ami=account.ami,
+            other_ami=account.other_ami,
+            subnet=account.subnet,
+            security_group=account.security_group,
+            zone=account.zone,
+        )
 
 
 @dataclass
@@ -183,61 +171,3 @@ def fault_proxy(moto_ec2: MotoEc2) -> Iterator[FaultProxy]:
     proxy.released.set()
     server.shutdown()
     server.server_close()
-
-
-class MotoKubelets:
-    """What each instance's kubelet and the cloud controller would do for a cluster on moto:
-    a running instance registers its Node (named by its private DNS name, providerID
-    ``aws:///<zone>/<id>`` as the AWS cloud provider writes it) and reports Ready; a stopped
-    one stops reporting (Ready Unknown); a terminated one's Node is removed. Looks at moto every
-    ``period`` seconds of the test's clock, as a node's status heartbeat would."""
-
-    def __init__(self, emu: Any, ec2: MotoEc2, cluster: str, period: float = 20.0) -> None:
-        self.emu = emu
-        self.ec2 = ec2
-        self.cluster = cluster
-        self.period = period
-        self._client = ec2.client()
-
-    async def run(self) -> None:
-        while True:
-            await self.sync()
-            await trio.sleep(self.period)
-
-    async def sync(self) -> None:
-        with request_in_flight():
-            instances = await trio.to_thread.run_sync(self.ec2.instances, self.cluster)
-        for instance in instances:
-            name = instance.get("PrivateDnsName", "")
-            state = instance["State"]["Name"]
-            node = self.emu.get("v1", "Node", name) if name else None
-            if state in ("shutting-down", "terminated"):
-                if node is not None:
-                    self.emu.delete("v1", "Node", name)
-                continue
-            ready = "True" if state == "running" else "Unknown"
-            if node is None and state == "running":
-                zone = instance["Placement"]["AvailabilityZone"]
-                self.emu.create(
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Node",
-                        "metadata": {
-                            "name": name,
-                            "labels": {
-                                "kubernetes.io/hostname": name,
-                                "topology.kubernetes.io/zone": zone,
-                            },
-                        },
-                        "spec": {"providerID": f"aws:///{zone}/{instance['InstanceId']}"},
-                    }
-                )
-            elif node is None:
-                continue
-            conditions = (self.emu.get("v1", "Node", name).get("status") or {}).get(
-                "conditions", []
-            )
-            if not any(c["type"] == "Ready" and c["status"] == ready for c in conditions):
-                self.emu.set_status(
-                    "v1", "Node", name, {"conditions": [{"type": "Ready", "status": ready}]}
-                )

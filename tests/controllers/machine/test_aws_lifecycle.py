@@ -1,6 +1,6 @@
 """The machine controller end to end on AWS EC2 as moto serves it: MachineClass provider
 ``aws``, machines created as EC2 instances, joined by the Nodes their kubelets register
-(``MotoKubelets``), deleted with their instances, orphans swept, failed instances replaced."""
+(``Ec2Kubelets``), deleted with their instances, orphans swept, failed instances replaced."""
 
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ from kubetrio.controllers.machinedeployment.setup import setup as deployment_set
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
+from kubetrio.sim.ec2 import Ec2Kubelets
 from tests.helpers.deployments import deployment_doc
-from tests.helpers.ec2 import KEYS, MotoEc2, MotoKubelets, new_cluster
+from tests.helpers.ec2 import KEYS, MotoEc2, new_cluster
 from tests.helpers.machines import (
     MACHINE_API,
     USER_DATA,
@@ -82,11 +83,11 @@ async def aws_world(
     ec2: MotoEc2,
     also: Sequence[Callable[[Manager, ManagerConfig], object]] = (),
     **options: Any,
-) -> AsyncIterator[tuple[Harness, MotoKubelets]]:
+) -> AsyncIterator[tuple[Harness, Ec2Kubelets]]:
     install_crds(emu)
     cluster = new_cluster()
     seed_aws_class(emu, ec2, cluster)
-    kubelets = MotoKubelets(emu, ec2, cluster)
+    kubelets = Ec2Kubelets(emu, ec2.url, cluster)
     async with (
         machine_manager(emu, drivers=aws_drivers(ec2), also=also, **options) as h,
         trio.open_nursery() as nursery,

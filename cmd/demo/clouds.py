@@ -1,0 +1,180 @@
+"""The cloud the demo's machines live in, as far as the demo itself deals with it: the class
+Secret and the two MachineClasses a user would write for it, how one VM is broken there (the
+cloud's doing, not a user's), and which VMs it still has for the final orphans check.
+
+``sim`` is the simulated cloud served by the embedded emulator; ``aws`` is moto's EC2 server it
+starts beside it (``kubetrio emulator --ec2-cluster``), which the ``aws`` driver talks to through
+boto3 as to AWS. boto3 is imported only for ``aws``.
+"""
+
+from __future__ import annotations
+
+import base64
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
+import trio
+
+from kubetrio.cmd.demo import seed
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
+
+if TYPE_CHECKING:
+    from kubetrio.sim.ec2 import Ec2Account
+
+PROVIDERS = ("sim", "aws")  # ``kubetrio run --embedded --provider``
+CLOUD_VMS_PATH = "/_cloud/v1/vms"
+# The cluster the demo's EC2 instances are tagged for (``kubernetes.io/cluster/<name>``): the
+# driver's orphan sweep, the instances' kubelets and the orphans check all find them by it.
+EC2_CLUSTER = "kubetrio-demo"
+EC2_SECRET = "demo-aws-credentials"
+EC2_GONE = ("shutting-down", "terminated")
+
+
+class DemoCloud(Protocol):
+    class_name: str  # the class the deployment starts with
+    new_class_name: str  # the one it is rolled to
+
+    async def prepare(self) -> None:
+        """Learn what the classes need from the cloud, before the first phase is timed."""
+        ...
+
+    async def documents(self) -> list[dict[str, Any]]:
+        """The class Secret and both MachineClasses."""
+        ...
+
+    async def break_vm(self, provider_id: str) -> None:
+        """The VM's kubelet stops reporting: its Node's Ready turns Unknown."""
+        ...
+
+    async def vms(self) -> list[str]:
+        """The provider IDs of the VMs the cloud still has (not deleted), as its driver
+        writes them."""
+        ...
+
+
+class SimCloud:
+    class_name = seed.CLASS_NAME
+    new_class_name = seed.NEW_CLASS_NAME
+
+    def __init__(self, client: Client, boot_seconds: float) -> None:
+        self.client = client
+        self.boot_seconds = boot_seconds
+
+    async def prepare(self) -> None:
+        return None
+
+    async def documents(self) -> list[dict[str, Any]]:
+        return [seed.class_secret(), *seed.machine_classes(self.boot_seconds)]
+
+    async def break_vm(self, provider_id: str) -> None:
+        await seed.fail_vm(self.client, provider_id)
+
+    async def vms(self) -> list[str]:
+        try:
+            listed = msgspec.json.decode(await self.client.request("GET", CLOUD_VMS_PATH))
+        except (ApiError, msgspec.DecodeError):
+            listed = {}  # no simulated cloud to ask (not the embedded cluster)
+        items = listed.get("items") if isinstance(listed, dict) else None
+        return sorted(str(vm.get("providerID")) for vm in items or () if isinstance(vm, dict))
+
+
+class Ec2Cloud:
+    """moto's EC2 at ``url``: the classes use two AMIs of its catalogue (the rolling update
+    moves to the other one and a bigger machine type), its default subnet and security group,
+    and the access key pair boto3 signs with."""
+
+    class_name = "demo-aws"
+    new_class_name = "demo-aws-v2"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self._client: Any = None
+        self._account: Ec2Account | None = None
+
+    def _ec2(self) -> Any:
+        from kubetrio.sim.ec2 import ec2_client
+
+        if self._client is None:
+            self._client = ec2_client(self.url)
+        return self._client
+
+    async def prepare(self) -> None:
+        """The account's AMIs, subnet and security group (moto's AMI catalogue takes seconds
+        to load on first use)."""
+        from kubetrio.sim.ec2 import describe_account
+
+        if self._account is None:
+            self._account = await trio.to_thread.run_sync(describe_account, self.url)
+
+    async def documents(self) -> list[dict[str, Any]]:
+        from kubetrio.sim.ec2 import KEYS
+
+        await self.prepare()
+        assert self._account is not None
+        account = self._account
+        data = {
+            "providerAccessKeyId": KEYS["aws_access_key_id"],
+            "providerSecretAccessKey": KEYS["aws_secret_access_key"],
+            "userData": seed.USER_DATA,
+        }
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": EC2_SECRET, "namespace": seed.NAMESPACE},
+            "type": "Opaque",
+            "data": {key: base64.b64encode(value.encode()).decode() for key, value in data.items()},
+        }
+        return [
+            secret,
+            self._machine_class(self.class_name, account, account.ami, "m5.large"),
+            self._machine_class(self.new_class_name, account, account.other_ami, "m5.xlarge"),
+        ]
+
+    def _machine_class(
+        self, name: str, account: Any, ami: str, machine_type: str
+    ) -> dict[str, Any]:
+        from kubetrio.sim.ec2 import PROFILE
+
+        return {
+            "apiVersion": seed.MACHINE_API,
+            "kind": "MachineClass",
+            "metadata": {"name": name, "namespace": seed.NAMESPACE},
+            "provider": "aws",
+            "providerSpec": {
+                "ami": ami,
+                "region": account.region,
+                "machineType": machine_type,
+                "iam": {"name": PROFILE},
+                "networkInterfaces": [
+                    {"subnetID": account.subnet, "securityGroupIDs": [account.security_group]}
+                ],
+                "blockDevices": [
+                    {"ebs": {"volumeSize": 50, "volumeType": "gp3", "encrypted": True}}
+                ],
+                "tags": {
+                    f"kubernetes.io/cluster/{EC2_CLUSTER}": "1",
+                    "kubernetes.io/role/node": "1",
+                },
+            },
+            "secretRef": {"name": EC2_SECRET, "namespace": seed.NAMESPACE},
+        }
+
+    async def break_vm(self, provider_id: str) -> None:
+        """The instance is stopped at EC2 (StopInstances): its kubelet stops with it."""
+        instance = provider_id.rsplit("/", 1)[-1]
+        await trio.to_thread.run_sync(partial(self._ec2().stop_instances, InstanceIds=[instance]))
+
+    async def vms(self) -> list[str]:
+        from kubetrio.sim.ec2 import cluster_instances
+
+        client = self._ec2()
+        instances = await trio.to_thread.run_sync(cluster_instances, client, EC2_CLUSTER)
+        # The driver's providerID names the region (provider-aws's encoding), not the zone.
+        region = client.meta.region_name
+        return sorted(
+            f"aws:///{region}/{i['InstanceId']}"
+            for i in instances
+            if i["State"]["Name"] not in EC2_GONE
+        )
