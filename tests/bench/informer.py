@@ -493,6 +493,17 @@ def load_via_api(kubeconfig: Path, pods: int) -> float:
             ns, app, template_hash = owner_of(i)
             name = f"{app}-{template_hash}"
             if (ns, name) not in owners:
+                # The pod's ServiceAccount must exist where ServiceAccount admission runs.
+                account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": app}}
+                try:
+                    await client.request(
+                        "POST",
+                        f"/api/v1/namespaces/{ns}/serviceaccounts",
+                        body=json.dumps(account).encode(),
+                    )
+                except ApiError as error:
+                    if error.status != 409:
+                        raise
                 labels = {"app": app, "pod-template-hash": template_hash}
                 rs = {
                     "apiVersion": "apps/v1",
@@ -523,6 +534,9 @@ def load_via_api(kubeconfig: Path, pods: int) -> float:
                 md = pod["metadata"]
                 for field in ("uid", "resourceVersion", "creationTimestamp"):
                     del md[field]
+                # Priority admission computes it (from a PriorityClass, else 0) and refuses a
+                # client's own value, as a kubelet's pods never carry one in the create.
+                pod["spec"].pop("priority", None)
                 owner = md["ownerReferences"][0]
                 owner["uid"] = owners[(md["namespace"], owner["name"])]
                 await client.create(Pod, pod)
