@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+import prometheus_client.metrics
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.metrics import disable_created_metrics, enable_created_metrics
@@ -43,6 +44,19 @@ def without_created() -> Iterator[None]:
         enable_created_metrics()  # type: ignore[no-untyped-call]
 
 
+@pytest.fixture
+def with_created() -> Iterator[None]:
+    """The ``*_created`` series on, whatever an earlier test in this process left (a Manager
+    turns them off for the whole process, as Go's client has none); the old state restored."""
+    was = prometheus_client.metrics._use_created
+    enable_created_metrics()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if not was:
+            disable_created_metrics()  # type: ignore[no-untyped-call]
+
+
 def exposition(counter: type, gauge: type, histogram: type) -> str:
     registry = CollectorRegistry()
     fill(registry, counter, gauge, histogram)
@@ -56,7 +70,7 @@ def test_exposition_is_byte_identical_without_created_series(without_created: No
     assert "_created" not in ours
 
 
-def test_exposition_matches_with_created_series() -> None:
+def test_exposition_matches_with_created_series(with_created: None) -> None:
     def mask(text: str) -> str:  # creation times differ by microseconds; their presence must not
         return re.sub(r"(_created\{[^}]*\}) \S+", r"\1 T", text)
 
