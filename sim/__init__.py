@@ -19,6 +19,7 @@ from kubetrio.emulator import Emulator, ExtensionFactory, serve_emulator
 from kubetrio.sim.cloud import PREFIX as CLOUD_PREFIX
 from kubetrio.sim.cloud import CloudApi, SimulatedCloud
 from kubetrio.sim.cluster import ClusterSimulation, SimulatedCluster
+from kubetrio.sim.cluster.storeobjects import StoreObjects
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -28,7 +29,7 @@ __all__ = ["cloud", "cluster", "serve_world"]
 
 def cloud(emu: Emulator) -> SimulatedCloud:
     """The simulated cloud, served at ``/_cloud/v1`` on ``emu``'s port."""
-    service = SimulatedCloud(emu.store)
+    service = SimulatedCloud(StoreObjects(emu.store))
     emu.mount(CLOUD_PREFIX, CloudApi(service))
     return service
 
@@ -38,7 +39,7 @@ def cluster(simulation: ClusterSimulation) -> ExtensionFactory:
     emulator."""
 
     def build(emu: Emulator) -> SimulatedCluster:
-        return SimulatedCluster(emu.store, simulation)
+        return SimulatedCluster(StoreObjects(emu.store), simulation)
 
     return build
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kubetrio.emulator.eventlog import WatchEvent
-from kubetrio.emulator.kinds import ResourceType
-from kubetrio.emulator.store import Key
+from kubetrio.api.registry import KindInfo
 from kubetrio.sim.cluster.loop import Deadlines
 from kubetrio.sim.cluster.objects import (
+    Change,
+    Key,
     Obj,
     Objects,
     condition,
@@ -42,9 +42,9 @@ class NodeLifecycle:
     _pods: set[Key] = field(default_factory=set)
     _nodes: set[str] = field(default_factory=set)
 
-    def changed(self, rt: ResourceType, ev: WatchEvent) -> None:
-        md = ev.entry.obj["metadata"]
-        if rt.key == "nodes":
+    def changed(self, rt: KindInfo, ev: Change) -> None:
+        md = ev.obj["metadata"]
+        if rt.group_resource == "nodes":
             self._nodes.add(md["name"])
             return
         self._pods.add((md.get("namespace", ""), md["name"]))
@@ -102,7 +102,7 @@ class NodeLifecycle:
         return deadlines.next
 
     def _mark_not_ready(self, pod: Obj) -> None:
-        stamp = self.objs.clock.now_rfc3339()
+        stamp = self.objs.now_rfc3339()
 
         def change(p: Obj) -> None:
             set_condition(p, "Ready", "False", "NodeNotReady", stamp)
@@ -116,7 +116,7 @@ class NodeLifecycle:
         want = bool(spec.get("unschedulable"))
         if has == want:
             return
-        stamp = self.objs.clock.now_rfc3339()
+        stamp = self.objs.now_rfc3339()
 
         def change(n: Obj) -> None:
             s = n.setdefault("spec", {})

@@ -14,6 +14,7 @@ from typing import Any
 import trio
 
 from kubetrio.emulator import Emulator
+from kubetrio.sim.cluster.storeobjects import StoreObjects
 from kubetrio.sim.storage.api import PREFIX, VERSION, StorageApi
 from kubetrio.sim.storage.faults import FaultError, FaultRule
 from kubetrio.sim.storage.service import (
@@ -50,7 +51,7 @@ def storage_url(emulator_url: str) -> str:
 async def serve_storage_sim(emu: Emulator, **options: Any) -> AsyncIterator[SimulatedStorage]:
     """Mount the service on ``emu`` and run it for the block (``options``: ``csi_driver``,
     ``offline_after``, ``lock_seconds``, ``seed``; see ``SimulatedStorage``)."""
-    storage = SimulatedStorage(emu.store, **options)
+    storage = SimulatedStorage(StoreObjects(emu.store), **options)
     emu.mount(PREFIX, StorageApi(storage))
     async with trio.open_nursery() as nursery:
         nursery.start_soon(storage.run)

@@ -89,7 +89,7 @@ class StorageApi:
                 offline=_bool(body, "offline"),
                 lock_expired=_bool(body, "lockExpired"),
             )
-            return node.to_json(storage.clock.monotonic()), 201
+            return node.to_json(trio.current_time()), 201
         if resource == "volumes" and not item and method == "GET":
             return {"items": [v.to_json() for v in storage.volumes.values()]}, 200
         if resource == "volumes" and not item and method == "POST":
