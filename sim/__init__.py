@@ -16,10 +16,12 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from kubetrio.emulator import Emulator, ExtensionFactory, serve_emulator
+from kubetrio.runtime.client.typed import Client
+from kubetrio.sim.apiview import ApiObjects
 from kubetrio.sim.cloud import PREFIX as CLOUD_PREFIX
 from kubetrio.sim.cloud import CloudApi, SimulatedCloud
 from kubetrio.sim.cluster import ClusterSimulation, SimulatedCluster
-from kubetrio.sim.cluster.storeobjects import StoreObjects
+from kubetrio.sim.cluster.objects import Objects
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -27,19 +29,35 @@ if TYPE_CHECKING:
 __all__ = ["cloud", "cluster", "serve_world"]
 
 
-def cloud(emu: Emulator) -> SimulatedCloud:
-    """The simulated cloud, served at ``/_cloud/v1`` on ``emu``'s port."""
-    service = SimulatedCloud(StoreObjects(emu.store))
-    emu.mount(CLOUD_PREFIX, CloudApi(service))
-    return service
+class ApiLink:
+    """The simulated world's connection to the emulator it runs beside: the world reads and
+    writes through the emulator's HTTP API, exactly as it would on any other API server."""
+
+    def __init__(self, emu: Emulator, objects: ApiObjects) -> None:
+        self.emu = emu
+        self.objects = objects
+
+    async def run(self) -> None:
+        client = Client.from_url(self.emu.url, token=self.emu.token, qps=0, max_concurrency=64)
+        await self.objects.run(client)
 
 
-def cluster(simulation: ClusterSimulation) -> ExtensionFactory:
-    """A factory of the simulated cluster's behaviours, tuned by ``simulation``, on an
-    emulator."""
+def cloud(objects: Objects) -> ExtensionFactory:
+    """A factory of the simulated cloud, served at ``/_cloud/v1`` on the emulator's port."""
+
+    def build(emu: Emulator) -> SimulatedCloud:
+        service = SimulatedCloud(objects)
+        emu.mount(CLOUD_PREFIX, CloudApi(service))
+        return service
+
+    return build
+
+
+def cluster(objects: Objects, simulation: ClusterSimulation) -> ExtensionFactory:
+    """A factory of the simulated cluster's behaviours, tuned by ``simulation``."""
 
     def build(emu: Emulator) -> SimulatedCluster:
-        return SimulatedCluster(StoreObjects(emu.store), simulation)
+        return SimulatedCluster(objects, simulation)
 
     return build
 
@@ -52,9 +70,14 @@ async def serve_world(
     **emulator: Any,
 ) -> AsyncIterator[Emulator]:
     """``serve_emulator`` (``emulator`` are its keyword arguments) with the simulated cloud
-    and, given ``simulate``, the simulated cluster; ``emu.extension(SimulatedCloud)`` and
-    ``emu.extension(SimulatedCluster)`` find them. ``extensions`` are served after those."""
-    world: list[ExtensionFactory] = [cluster(simulate)] if simulate is not None else []
-    world += [cloud, *extensions]
+    and, given ``simulate``, the simulated cluster, both clients of the emulator's API;
+    ``emu.extension(SimulatedCloud)`` and ``emu.extension(SimulatedCluster)`` find them.
+    ``extensions`` are served after those."""
+    # The cloud alone follows Nodes only; the simulated cluster reads everything it acts on.
+    objects = ApiObjects() if simulate is not None else ApiObjects(resources=(ApiObjects.nodes,))
+    world: list[ExtensionFactory] = [lambda emu: ApiLink(emu, objects)]
+    if simulate is not None:
+        world.append(cluster(objects, simulate))
+    world += [cloud(objects), *extensions]
     async with serve_emulator(extensions=world, **emulator) as emu:
         yield emu

@@ -238,7 +238,12 @@ class SimulatedCloud:
     # -- the VMs' kubelets
 
     async def run(self) -> None:
-        """Boot VMs and report their scripted conditions on time; until cancelled."""
+        """Boot VMs and report their scripted conditions on time; until cancelled. An idle
+        cloud reads nothing: the cluster is followed from the first VM on."""
+        while not self.vms:
+            self._wakeup = trio.Event()
+            await self._wakeup.wait()
+        await self.objects.ready()
         while True:
             self._wakeup = trio.Event()
             next_at = self.step(trio.current_time())

@@ -125,7 +125,8 @@ class Kubelet:
         in_use = {node: self._in_use(node) for node in report}
         for key, pod in visit:
             node = node_name(pod) if pod is not None else ""
-            if pod is None or node not in ready:
+            # A pod the server has not confirmed yet (no uid) is not there for a kubelet.
+            if pod is None or node not in ready or not pod["metadata"].get("uid"):
                 self._startable_since.pop(key, None)
                 self._finish_at.pop(key, None)
                 continue

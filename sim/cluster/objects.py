@@ -89,6 +89,10 @@ class Objects(ABC):
         # Set and fed by the simulated cluster (it hears of every change); None elsewhere.
         self.indexes: ClusterIndexes | None = None
 
+    async def ready(self) -> None:  # noqa: B027 - ready at once unless a backend waits
+        """Return once reads see the whole cluster (at once for a store; after the first
+        list of every resource for a client)."""
+
     # -- reads
 
     def pods_on(self, node: str) -> set[Key]:
@@ -213,7 +217,8 @@ def owners_with_children(
     """Each live owner with the children it controls. Children whose owner is gone are left to
     the garbage collector, as in a real cluster. With the ``controlled`` index: each owner's
     children only (same lists, in the same key order), not every child in the cluster."""
-    by_uid = {str(o["metadata"]["uid"]): o for o in objs.all(owners)}
+    # An owner the server has not confirmed yet (no uid) cannot own anything yet.
+    by_uid = {str(o["metadata"]["uid"]): o for o in objs.all(owners) if o["metadata"].get("uid")}
     index = (
         objs.indexes.controlled.get(children.group_resource) if objs.indexes is not None else None
     )

@@ -59,6 +59,7 @@ class SimulatedCluster:
 
     async def run(self) -> None:
         """Until cancelled."""
+        await self.objects.ready()
         unsubscribe = self.objects.subscribe(self._on_change)
         for rt in (self.objects.pods, self.objects.replicasets):  # indexes.CONTROLLED
             for obj in self.objects.all(rt):  # stored before: from here on the hook keeps it

@@ -14,7 +14,8 @@ from typing import Any
 import trio
 
 from kubetrio.emulator import Emulator
-from kubetrio.sim.cluster.storeobjects import StoreObjects
+from kubetrio.runtime.client.typed import Client
+from kubetrio.sim.apiview import ApiObjects
 from kubetrio.sim.storage.api import PREFIX, VERSION, StorageApi
 from kubetrio.sim.storage.faults import FaultError, FaultRule
 from kubetrio.sim.storage.service import (
@@ -50,10 +51,14 @@ def storage_url(emulator_url: str) -> str:
 @asynccontextmanager
 async def serve_storage_sim(emu: Emulator, **options: Any) -> AsyncIterator[SimulatedStorage]:
     """Mount the service on ``emu`` and run it for the block (``options``: ``csi_driver``,
-    ``offline_after``, ``lock_seconds``, ``seed``; see ``SimulatedStorage``)."""
-    storage = SimulatedStorage(StoreObjects(emu.store), **options)
+    ``offline_after``, ``lock_seconds``, ``seed``; see ``SimulatedStorage``). It follows the
+    emulator's Nodes through its API."""
+    objects = ApiObjects(resources=(ApiObjects.nodes,))
+    storage = SimulatedStorage(objects, **options)
     emu.mount(PREFIX, StorageApi(storage))
     async with trio.open_nursery() as nursery:
+        client = Client.from_url(emu.url, token=emu.token, qps=0)
+        await nursery.start(objects.run, client)
         nursery.start_soon(storage.run)
         try:
             yield storage

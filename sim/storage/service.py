@@ -189,12 +189,16 @@ class SimulatedStorage:
 
     async def run(self) -> None:
         """Register Ready nodes and notice lost ones as the store changes; until cancelled."""
+        await self.objects.ready()
 
         def on_change(rt: KindInfo, event: Change) -> None:
             if rt == self.objects.nodes:
                 if self._dirty is not None:
                     self._dirty.add(event.obj["metadata"]["name"])
                 self._wakeup.set()
+                # Waiters re-check too: what they wait for may be a Node this service wrote,
+                # now confirmed by the server.
+                self._notify()
 
         unsubscribe = self.objects.subscribe(on_change)
         try:
