@@ -35,15 +35,18 @@ def test_cmd_folder_never_shadows_the_standard_library() -> None:
 
 
 def test_every_package_folder_is_mapped_in_pyproject() -> None:
+    """src/kubetrio links each top-level folder; every folder with an __init__.py under one is
+    a listed package."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    listed = set(config["packages"])
-    folders = config["package-dir"]
-    expected = {"kubetrio.cmd"}
-    for package, folder in folders.items():
-        for init in (ROOT / folder).rglob("__init__.py"):
-            relative = init.parent.relative_to(ROOT / folder)
-            expected.add(".".join([package, *relative.parts]))
-    assert listed == expected
+    assert config["package-dir"] == {"": "src"}
+    namespace = ROOT / "src" / "kubetrio"
+    expected = {"kubetrio", "kubetrio.cmd"}
+    for link in namespace.iterdir():
+        assert link.is_symlink() and link.resolve() == ROOT / link.name, link
+        for init in link.resolve().rglob("__init__.py"):
+            relative = init.parent.relative_to(link.resolve())
+            expected.add(".".join(["kubetrio", link.name, *relative.parts]))
+    assert set(config["packages"]) == expected
 
 
 @pytest.mark.process
@@ -151,10 +154,9 @@ def test_the_wheel_ships_the_crds_dashboards_rules_and_kit(wheel: Path) -> None:
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[pytest11]\nkubetrio = kubetrio.testing.plugin" in text
     # Every package is typed for its users' type checkers, and the licence travels along.
-    mapped = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    for package in mapped["package-dir"]:
-        if package != "kubetrio.config":  # data only
-            assert f"{package.replace('.', '/')}/py.typed" in names, package
+    for link in (ROOT / "src" / "kubetrio").iterdir():
+        if link.name != "config":  # data only
+            assert f"kubetrio/{link.name}/py.typed" in names, link.name
     assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], "no LICENSE"
 
 
