@@ -4,7 +4,6 @@ ships what the commands read."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -16,6 +15,7 @@ import pytest
 import yaml
 
 from kubetrio.cmd.kustomize import render
+from tests.helpers.sources import copy_sources
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,16 +105,6 @@ SHIPPED = {
         )
     ),
 }
-# Copied into the wheel's build tree (the package folders as pyproject.toml maps them);
-# everything else of the checkout stays out.
-SOURCES = (
-    "pyproject.toml",
-    "README.md",
-    "LICENSE",
-    *tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-dir"
-    ].values(),
-)
 
 
 @pytest.fixture(scope="module")
@@ -122,14 +112,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel, built by pip as CI builds it, from a copy of the sources (a build writes
     build/ and *.egg-info beside them, which must not race another build of the checkout)."""
     base = tmp_path_factory.mktemp("wheel")
-    source = base / "src"
-    source.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, ignore=ignore)
-        else:
-            shutil.copy2(ROOT / name, source / name)
+    source = copy_sources(base / "src")
     out = base / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
