@@ -72,7 +72,9 @@ def recorded(controllers: list[str]) -> Recorder:
         raise PluginError(f"--controllers: unknown {', '.join(unknown)}; known: {', '.join(known)}")
     recorder = Recorder()
     for name in controllers:
-        package = registry.target(name).partition(":")[0].rpartition(".")[0]
+        package = _package_of(registry.target(name).partition(":")[0])
+        if not package:
+            continue  # a top-level module: no package to hold a webhooks module
         try:
             module = importlib.import_module(f"{package}.webhooks")
         except ModuleNotFoundError as error:
@@ -81,6 +83,12 @@ def recorded(controllers: list[str]) -> Recorder:
             continue  # a controller without webhooks
         module.register(recorder)
     return recorder
+
+
+def _package_of(module_name: str) -> str:
+    """The package a setup module belongs to: itself when it is one, else its parent."""
+    module = importlib.import_module(module_name)
+    return module_name if hasattr(module, "__path__") else module_name.rpartition(".")[0]
 
 
 def documents(controllers: list[str], namespace: str) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ are one line naming the flag, and the preflight names what a cluster or a user l
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,3 +105,76 @@ async def test_the_preflight_names_what_the_cluster_and_the_user_lack(emu: Emula
         "forbidden: get, create, patch clusterrolebindings.rbac.authorization.k8s.io "
         "cluster-wide (kubectl apply)",
     ]
+
+
+HOOKED = {
+    "__init__.py": "",
+    "api.py": """
+import msgspec
+from kubetrio.api import KubeObject, resource
+
+
+@resource(group="hooked.example.com", version="v1")
+class Widget(KubeObject, kw_only=True):
+    spec: dict[str, str] = msgspec.field(default_factory=dict)
+""",
+    "controller.py": """
+from kubetrio.runtime.gen.rbac import Permissions, cached
+
+from kt_hooked.api import Widget
+
+RBAC = Permissions(cluster=cached(Widget.KIND))
+
+
+def setup(manager, config):
+    pass
+""",
+    "webhooks.py": """
+from kubetrio.runtime.webhook.fields import FieldValidator
+
+from kt_hooked.api import Widget
+
+
+def register(webhooks):
+    webhooks.webhook(Widget).validator(FieldValidator(Widget, lambda widget: []))
+""",
+}
+
+
+def test_a_plugin_package_brings_its_crd_roles_and_webhooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An installed package's controller (an entry point): its kind's CRD, the roles from its
+    declaration and the webhook configuration its ``webhooks`` module registers."""
+    package = tmp_path / "kt_hooked"
+    package.mkdir()
+    for name, text in HOOKED.items():
+        (package / name).write_text(text)
+    info = tmp_path / "kt_hooked-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kt-hooked\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[kubetrio.controllers]\nhooked = kt_hooked.controller:setup\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    docs = manifests("--controllers", "hooked", "--webhooks")
+    by_kind: dict[str, list[str]] = {}
+    for doc in docs:
+        by_kind.setdefault(doc["kind"], []).append(doc["metadata"]["name"])
+    assert by_kind["CustomResourceDefinition"] == ["widgets.hooked.example.com"]
+    assert by_kind["ValidatingWebhookConfiguration"] == [
+        "kubetrio-validating-webhook-configuration"
+    ]
+    assert "MutatingWebhookConfiguration" not in by_kind
+    assert by_kind["Certificate"] == ["kubetrio-serving-cert"]
+    (validating,) = [d for d in docs if d["kind"] == "ValidatingWebhookConfiguration"]
+    (hook,) = validating["webhooks"]
+    assert hook["rules"][0]["resources"] == ["widgets"]
+    (cluster_role,) = [d for d in docs if d["metadata"]["name"] == "kubetrio-manager-role"]
+    assert cluster_role["rules"] == [
+        {"apiGroups": ["hooked.example.com"], "resources": ["widgets"], "verbs": ["list", "watch"]}
+    ]
+    (deployment,) = [d for d in docs if d["kind"] == "Deployment"]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--webhooks" in args and args[-1] == "--controllers=hooked"
