@@ -143,6 +143,15 @@ async def test_the_default_kit_applies_without_cert_manager_and_machine_classes_
         h["metadata"]["name"] for h in hooks["items"] if "kubetrio" in h["metadata"]["name"]
     ] == []
 
+    # Why: the kit with webhooks, applied here anyway, registers them (kubectl refuses only the
+    # Certificate and Issuer), and from then on every MachineClass write is refused.
+    half = await kubectl.run("apply", "-k", str(ROOT / "config" / "with-webhooks"), check=False)
+    assert half.returncode == 1 and b"Certificate" in half.stderr, half.stderr.decode()
+    other = yaml.safe_dump(machine_class_doc("other")).encode()
+    refused = await kubectl.run("apply", "-f", "-", stdin=other, check=False)
+    assert refused.returncode == 1, refused.stdout.decode()
+    assert "vmachineclass-v1alpha1.machine.sapcloud.io" in refused.stderr.decode()
+
 
 async def test_the_tutorial_controller_deploys_from_the_kit_under_its_own_account(
     server: Server, tmp_path: Path
