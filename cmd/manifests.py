@@ -86,6 +86,13 @@ def documents(args: argparse.Namespace) -> list[Document]:
 
 
 def run(args: argparse.Namespace) -> int:
+    for flag, value in (("--kubeconfig", args.kubeconfig), ("--context", args.context)):
+        if value is not None and not args.check:
+            print(
+                f"kubetrio: {flag}: only with --check (the manifests name no cluster)",
+                file=sys.stderr,
+            )
+            return 2
     try:
         docs = documents(args)
     except (KustomizeError, PluginError, CrdError) as error:

@@ -60,6 +60,7 @@ def test_one_built_in_controller_gets_only_what_it_needs() -> None:
             "kubetrio: --webhooks: storagegc register no admission webhooks",
         ),
         (("--image", "a@"), "kubetrio: --image: image 'a@': expected NAME[:TAG][@DIGEST]"),
+        (("--kubeconfig", "kc"), "kubetrio: --kubeconfig: only with --check"),
     ],
 )
 def test_mistakes_are_one_line_naming_the_flag(
