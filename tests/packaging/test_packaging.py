@@ -87,6 +87,10 @@ SHIPPED = {
     "kubetrio/config/prometheus/kustomization.yaml",
     "kubetrio/config/default/kustomization.yaml",
     "kubetrio/config/default/metrics_service.yaml",
+    "kubetrio/config/with-webhooks/kustomization.yaml",
+    "kubetrio/config/with-webhooks/manager_webhook_patch.yaml",
+    "kubetrio/config/webhook/manifests.yaml",
+    "kubetrio/config/certmanager/certificate.yaml",
     "kubetrio/config/manager/kustomization.yaml",
     "kubetrio/config/manager/manager.yaml",
     "kubetrio/config/kubetrio.example.yaml",
@@ -187,6 +191,8 @@ def test_the_installed_wheel_reads_its_assets_outside_the_checkout(
     kit = kubetrio("manifests")
     assert kit == render(ROOT / "config", "default")
     assert {d["kind"] for d in kit} >= {"Deployment", "ServiceMonitor", "ClusterRole"}
+    # The overlay with the webhooks, its JSON patch read from the wheel too.
+    assert kubetrio("manifests", "--webhooks") == render(ROOT / "config", "with-webhooks")
 
 
 # --- the image --------------------------------------------------------------------------------
