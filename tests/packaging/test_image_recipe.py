@@ -49,10 +49,11 @@ def world() -> Iterator[Path]:
     shutil.rmtree(top)
 
 
-def run(*args: str | Path, **options: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(a) for a in args], capture_output=True, text=True, timeout=300, **options
-    )  # type: ignore[call-overload, no-any-return]
+def run(
+    *args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    command = [str(a) for a in args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=cwd)
 
 
 def test_the_user_package_joins_kubetrio_in_its_virtualenv(world: Path) -> None:
