@@ -90,6 +90,8 @@ class Vm:
 
 
 class SimulatedCloud:
+    url = ""  # where its API answers, once served (``kubetrio.sim.serve_world``)
+
     def __init__(self, store: Store) -> None:
         self.objects = Objects(store)
         self.clock = store.clock

@@ -128,6 +128,8 @@ class RequestRecord:
 
 
 class SimulatedStorage:
+    url = ""  # its backend URL, once served (``serve_storage_sim``)
+
     def __init__(
         self,
         store: Store,
