@@ -243,6 +243,12 @@ async def serve_embedded_in(
         if "example" in controllers:
             await seed_demo(make_client(config, kubeconfig))
         config = with_services(config, cluster)
+        for name, url in (
+            ("sim cloud", config.machine.sim_cloud_url),
+            ("storage backend", config.storage.backend_url),
+        ):
+            if url is not None:
+                print(f"{name}: {url}", flush=True)
         if "machine" not in controllers:
             print("the demo needs the machine controller: running the manager only", flush=True)
             return await run_manager(
