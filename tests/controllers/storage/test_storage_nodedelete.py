@@ -1,5 +1,6 @@
 """The node-delete controller in a manager against the emulator and the simulated storage
-service, on the mock clock: which deletions reach the backend, retries, the StorageOS timeline."""
+service (on an address of its own, never the API server's), on the mock clock: which deletions
+reach the backend, retries, the StorageOS timeline."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import trio.testing
 
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.faults import FaultRule as ApiFault
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.sim.storage import (
     NODE_ID_ANNOTATION,
     FaultRule,
@@ -45,6 +47,12 @@ async def test_deleted_storage_node_is_removed_from_the_backend(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     async with serve_storage_sim(emu, **IMMEDIATE) as storage:
+        # The backend URL is the service's own address; the API server's serves no storage.
+        assert storage.url.startswith("http://127.0.0.1:") and storage.url.endswith("/v1")
+        assert not storage.url.startswith(emu.url)
+        api = EmuClient(emu.url, emu.token)
+        for path in ("/_storage/v1/nodes", "/v1/nodes"):
+            assert (await api.get(path)).status == 404, path
         add_ready_node(emu, "w1")
         add_ready_node(emu, "w2")
         await registered(storage, "w1", "w2")
