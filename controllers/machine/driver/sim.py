@@ -187,8 +187,9 @@ class SimDriver:
                         repeat_if_stale=op in _READS,
                     )
             except NoResponse as error:
+                # Without the address: it may be the class secret's.
                 raise MachineError(
-                    Code.Unavailable, f"the cloud API at {pool.origin} did not respond: {error}"
+                    Code.Unavailable, f"the cloud API did not respond: {error}"
                 ) from None
             if status >= 400:
                 raise machine_error(status, payload)
