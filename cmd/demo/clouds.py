@@ -20,6 +20,7 @@ import trio
 from kubetrio.cmd.demo import seed
 from kubetrio.runtime.http.errors import NoResponse
 from kubetrio.runtime.http.pool import ConnectionPool
+from kubetrio.runtime.util.inflight import request_in_flight
 
 if TYPE_CHECKING:
     from kubetrio.sim.ec2 import Ec2Account
@@ -98,9 +99,10 @@ class SimCloud:
         headers = {"Accept": "application/json", "Content-Type": "application/json"}
         payload = None if body is None else msgspec.json.encode(body)
         try:
-            status, _, _, answer = await ConnectionPool(self.url, max_idle=0).exchange(
-                method, path, headers, payload, read_timeout=CLOUD_TIMEOUT
-            )
+            with request_in_flight():  # a test's mock clock waits for the answer
+                status, _, _, answer = await ConnectionPool(self.url, max_idle=0).exchange(
+                    method, path, headers, payload, read_timeout=CLOUD_TIMEOUT
+                )
         except NoResponse as error:
             raise SimCloudError(f"{method} {self.url}{path}: no answer: {error}") from None
         if status >= 400:
