@@ -3,10 +3,11 @@ dynamic provisioner, workload, disruption and node lifecycle controllers (``clus
 simulated cloud the ``sim`` machine driver calls (``cloud/``) and the StorageOS-like storage
 service (``storage/``).
 
-Each part is an emulator extension: it is built from a served emulator, mounts its own HTTP
-API on the emulator's port and runs on the emulator's trio clock. ``serve_world`` is the
-emulator as the machine controllers and the demo know it: the simulated cloud always there
-(idle until a VM is created), the simulated cluster when asked for.
+Each part is an emulator extension: it is built from a served emulator and runs on the
+emulator's trio clock; the cloud and the storage service answer HTTP on addresses of their own
+(``kubetrio.sim.serving``), never through the API server's. ``serve_world`` is the emulator as
+the machine controllers and the demo know it: the simulated cloud always there (idle until a VM
+is created; ``emu.extension(SimulatedCloud).url``), the simulated cluster when asked for.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+import trio
+
 from kubetrio.emulator import Emulator, ExtensionFactory, serve_emulator
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim.apiview import ApiObjects
-from kubetrio.sim.cloud import PREFIX as CLOUD_PREFIX
 from kubetrio.sim.cloud import CloudApi, SimulatedCloud
 from kubetrio.sim.cluster import ClusterSimulation, SimulatedCluster
 from kubetrio.sim.cluster.objects import Objects
+from kubetrio.sim.serving import serve_api
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -43,12 +46,10 @@ class ApiLink:
 
 
 def cloud(objects: Objects) -> ExtensionFactory:
-    """A factory of the simulated cloud, served at ``/_cloud/v1`` on the emulator's port."""
+    """A factory of the simulated cloud (``serve_world`` serves its API)."""
 
     def build(emu: Emulator) -> SimulatedCloud:
-        service = SimulatedCloud(objects)
-        emu.mount(CLOUD_PREFIX, CloudApi(service))
-        return service
+        return SimulatedCloud(objects)
 
     return build
 
@@ -69,15 +70,21 @@ async def serve_world(
     extensions: Sequence[ExtensionFactory] = (),
     **emulator: Any,
 ) -> AsyncIterator[Emulator]:
-    """``serve_emulator`` (``emulator`` are its keyword arguments) with the simulated cloud
-    and, given ``simulate``, the simulated cluster, both clients of the emulator's API;
-    ``emu.extension(SimulatedCloud)`` and ``emu.extension(SimulatedCluster)`` find them.
-    ``extensions`` are served after those."""
+    """``serve_emulator`` (``emulator`` are its keyword arguments) with the simulated cloud,
+    its API on a loopback port of its own, and, given ``simulate``, the simulated cluster, all
+    clients of the emulator's API; ``emu.extension(SimulatedCloud)`` (its ``url`` the cloud's
+    address) and ``emu.extension(SimulatedCluster)`` find them. ``extensions`` are served after
+    those."""
     # The cloud alone follows Nodes only; the simulated cluster reads everything it acts on.
     objects = ApiObjects() if simulate is not None else ApiObjects(resources=(ApiObjects.nodes,))
     world: list[ExtensionFactory] = [lambda emu: ApiLink(emu, objects)]
     if simulate is not None:
         world.append(cluster(objects, simulate))
     world += [cloud(objects), *extensions]
-    async with serve_emulator(extensions=world, **emulator) as emu:
-        yield emu
+    async with serve_emulator(extensions=world, **emulator) as emu, trio.open_nursery() as nursery:
+        served = emu.extension(SimulatedCloud)
+        served.url = await nursery.start(serve_api, CloudApi(served), "the simulated cloud")
+        try:
+            yield emu
+        finally:
+            nursery.cancel_scope.cancel()

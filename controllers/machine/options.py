@@ -63,6 +63,9 @@ class MachineOptions(Options, kw_only=True, frozen=True):
     # False: no per-machine series (mcm_machine_current_status_phase, _info, _status_condition),
     # so a scrape stays small at 10 000s of machines; mcm_machine_items_total stays.
     metrics_per_machine: bool = True
+    # The simulated cloud the ``sim`` driver calls (a class secret's simCloudURL overrides it);
+    # unset: only classes whose secret names one can be served by it.
+    sim_cloud_url: str | None = msgspec.field(default=None, name="simCloudURL")
 
     def for_machine(self, machine: Machine) -> MachineOptions:
         """MCM's ``getEffective*``: a machine's ``machineConfiguration`` wins over the flags.

@@ -161,10 +161,10 @@ def by_index(machines: Lister[Machine], index: str, value: Any) -> Any:
     return mapper
 
 
-def default_drivers(manager: Manager) -> DriverRegistry:
+def default_drivers(manager: Manager, options: MachineOptions) -> DriverRegistry:
     """The drivers of every available plug-in (``driver.plugins``): ``sim``, ``aws`` when
     boto3 is installed, and those other packages contribute."""
-    return load_drivers(manager)
+    return load_drivers(manager, options=options)
 
 
 def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) -> MachineContext:
@@ -183,8 +183,8 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     attachment_informer = target.cache.informer(VolumeAttachment)
     attachment_informer.add_index(ATTACHMENT_NODE_INDEX, attachment_node)
     metrics = MachineMetrics(manager.registry, machines, per_machine=options.metrics_per_machine)
-    plain = drivers or default_drivers(manager)
-    instrumented = DriverRegistry(plain.default)
+    plain = drivers or default_drivers(manager, options)
+    instrumented = DriverRegistry(plain.default, options)
     for provider in plain:
         driver = plain.get(provider)
         if manager.fence is not None:

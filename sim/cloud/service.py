@@ -89,6 +89,8 @@ class Vm:
 
 
 class SimulatedCloud:
+    url = ""  # where its API answers, once served (``kubetrio.sim.serve_world``)
+
     def __init__(self, objects: Objects) -> None:
         self.objects = objects
         self.vms: dict[str, Vm] = {}

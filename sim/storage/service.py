@@ -126,6 +126,8 @@ class RequestRecord:
 
 
 class SimulatedStorage:
+    url = ""  # its backend URL, once served (``serve_storage_sim``)
+
     def __init__(
         self,
         objects: Objects,

@@ -51,7 +51,9 @@ async def two_cluster_machines(control: Emulator, target: Emulator) -> AsyncIter
         health_probe_bind_address="127.0.0.1:0",
     )
     manager.add_cluster(TARGET, Client.from_url(target.url, token=target.token, registry=registry))
-    config = ManagerConfig(machine=MachineOptions(), workers={"machine": 5})
+    # The target's cloud: its VMs join the target cluster.
+    cloud = target.extension(SimulatedCloud).url
+    config = ManagerConfig(machine=MachineOptions(sim_cloud_url=cloud), workers={"machine": 5})
     ctx = setup(manager, config)
     async with trio.open_nursery() as nursery:
         await nursery.start(manager.run)
