@@ -9,14 +9,17 @@ at once (optimistically) and queued for its object; writers send each object's q
   ``generateName`` are chosen here, with the API server's alphabet, so the object has its key
   at once; until the server answers it has no uid, and the controllers leave uid-less objects
   alone where a uid matters);
-- a **sync** sends the difference between the object as the server last showed it and as the
-  view holds it: a merge patch of metadata and spec, then one of status to the status
-  subresource, each guarded by the resourceVersion it was computed from;
+- a **change** (``mutate``) keeps the pass's change function: the writer applies the object's
+  queued changes, in order, to the version the server last showed and sends the difference (a
+  merge patch of metadata and spec, then one of status to the status subresource), each guarded
+  by that version's resourceVersion; a conflict reads the object afresh and applies the changes
+  again, as client-go's RetryOnConflict does, so a change is never computed from a stale copy
+  nor lost to another writer;
 - a **bind** posts ``pods/{name}/binding``; a **delete** deletes with the pass's grace.
 
-A write the server refuses is logged at info and undone: the view takes the server's object
-again (a 409 reads it afresh) and every controller decides again, as a real controller
-requeues. Once an object's queue is empty its view is the server's latest version.
+A write the server refuses otherwise is logged at info and undone: the view takes the server's
+object again and every controller decides again, as a real controller requeues. Once an
+object's queue is empty its view is the server's latest version.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import logging
 import random
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -42,13 +45,13 @@ from kubetrio.runtime.util.mergepatch import merge_patch
 from kubetrio.sim.apiview.reflector import Reflector
 from kubetrio.sim.cluster.objects import (
     RESOURCES,
-    Change,
     Key,
     Obj,
     Objects,
     Subscriber,
     key_of,
 )
+from kubetrio.sim.cluster.objects import Change as Event
 
 log = logging.getLogger("kubetrio.sim")
 
@@ -67,13 +70,21 @@ _SERVER_META = (
     "selfLink",
 )
 WRITERS = 16
+RETRY_TRANSIENT = 1.0  # seconds before a write that got no answer (or a 5xx) is sent again
 
 
-@dataclass(frozen=True, slots=True)
+Change = Callable[[Obj], None]
+# Conflicts one change meets before it is given up (the view then shows the server's object).
+CONFLICT_RETRIES = 5
+
+
+@dataclass(slots=True)
 class _Op:
-    verb: str  # create, sync, bind, delete
+    verb: str  # create, change, bind, delete
     node: str = ""
     grace: int | None = None
+    # For a change: the functions to apply, in order, with whether each is a status write.
+    changes: list[tuple[Change, bool]] = field(default_factory=list)
 
 
 def _version(obj: Obj | None) -> int:
@@ -199,8 +210,8 @@ class ApiObjects(Objects):
             md["namespace"] = ns
         else:
             md.pop("namespace", None)
-        for field in _SERVER_META:
-            md.pop(field, None)
+        for server_set in _SERVER_META:
+            md.pop(server_set, None)
         md["creationTimestamp"] = self.now_rfc3339()
         new["apiVersion"], new["kind"] = rt.api_version, rt.kind
         key = key_of(new)
@@ -223,7 +234,7 @@ class ApiObjects(Objects):
         if new == current:
             return current
         self._show(rt, key, new)
-        self._queue(rt, key, _Op("sync"))
+        self._queue(rt, key, _Op("change", changes=[(change, status)]))
         return new
 
     def delete(self, rt: KindInfo, obj: Obj, grace: int | None = None) -> None:
@@ -268,14 +279,14 @@ class ApiObjects(Objects):
             if prev is None:
                 return
             del view[key]
-            change = Change("DELETED", prev, prev)
+            event = Event("DELETED", prev, prev)
         else:
             if prev is obj:
                 return
             view[key] = obj
-            change = Change("ADDED" if prev is None else "MODIFIED", obj, prev)
+            event = Event("ADDED" if prev is None else "MODIFIED", obj, prev)
         for subscriber in list(self._subscribers):
-            subscriber(rt, change)
+            subscriber(rt, event)
 
     def _observed(self, rt: KindInfo, type_: str, obj: Obj) -> None:
         """An event of the server's watch."""
@@ -313,7 +324,9 @@ class ApiObjects(Objects):
         if queue is None:
             self._queues[(rt, key)] = deque([op])
             self._send.send_nowait((rt, key))
-        elif not (op.verb == "sync" and queue and queue[-1].verb == "sync"):
+        elif op.verb == "change" and queue and queue[-1].verb == "change" and len(queue) > 1:
+            queue[-1].changes += op.changes  # not the one being sent: one patch for both
+        else:
             queue.append(op)
 
     async def _writer(self) -> None:
@@ -322,11 +335,21 @@ class ApiObjects(Objects):
             while queue:
                 op = queue[0]
                 try:
-                    keep_going = await self._send_op(rt, key, op)
+                    go_on = await self._send_op(rt, key, op)
                 except ApiError as error:
-                    keep_going = await self._refused(rt, key, op, error)
+                    if _transient(error):
+                        log.info(
+                            "simulated %s failed kind=%s name=%s err=%s, retrying",
+                            op.verb,
+                            rt.kind,
+                            key[1],
+                            error,
+                        )
+                        await trio.sleep(RETRY_TRANSIENT)
+                        continue  # the same op again
+                    go_on = await self._refused(rt, key, op, error)
                 queue.popleft()
-                if not keep_going:
+                if not go_on:
                     queue.clear()
             del self._queues[(rt, key)]
             self._settle(rt, key)
@@ -344,8 +367,8 @@ class ApiObjects(Objects):
             )
             self._answered(rt, answer)
             return True
-        if op.verb == "sync":
-            return await self._sync(rt, key)
+        if op.verb == "change":
+            return await self._change(rt, key, op)
         if op.verb == "bind":
             self.writes += 1
             binding = {
@@ -375,13 +398,31 @@ class ApiObjects(Objects):
                 raise
         return True
 
-    async def _sync(self, rt: KindInfo, key: Key) -> bool:
+    async def _change(self, rt: KindInfo, key: Key, op: _Op) -> bool:
+        """Apply the changes to the server's latest version and send the difference; on a
+        conflict, read it afresh and apply them again."""
+        for _ in range(CONFLICT_RETRIES):
+            base = self._server[rt].get(key)
+            if base is None:
+                return False  # gone (or never created): nothing to change
+            try:
+                await self._patch(rt, key, base, op.changes)
+            except ApiError as error:
+                if error.status != 409:
+                    raise
+                await self._refresh(rt, key)
+                continue
+            return True
+        self.refused += 1
+        log.info("simulated change given up kind=%s name=%s: conflicts", rt.kind, key[1])
+        return False
+
+    async def _patch(
+        self, rt: KindInfo, key: Key, base: Obj, changes: list[tuple[Change, bool]]
+    ) -> None:
         ns, name = key
-        want = self._view[rt].get(key)
-        base = self._server[rt].get(key)
-        if want is None or base is None:
-            return False
-        patch = merge_patch(_main(base), _main(want))
+        new = _applied(base, changes)
+        patch = merge_patch(_main(base), _main(new))
         if patch:
             patch.setdefault("metadata", {})["resourceVersion"] = base["metadata"][
                 "resourceVersion"
@@ -396,11 +437,11 @@ class ApiObjects(Objects):
                     content_type="application/merge-patch+json",
                 ),
             )
-        status = merge_patch(base.get("status") or {}, want.get("status") or {})
-        if status:
+        delta = merge_patch(base.get("status") or {}, new.get("status") or {})
+        if delta:
             patch = {
                 "metadata": {"resourceVersion": base["metadata"]["resourceVersion"]},
-                "status": status,
+                "status": delta,
             }
             self.writes += 1
             self._answered(
@@ -412,7 +453,6 @@ class ApiObjects(Objects):
                     content_type="application/merge-patch+json",
                 ),
             )
-        return True
 
     def _answered(self, rt: KindInfo, payload: bytes) -> Obj:
         obj: Obj = msgspec.json.decode(payload)
@@ -433,16 +473,32 @@ class ApiObjects(Objects):
 
     async def _refused(self, rt: KindInfo, key: Key, op: _Op, error: ApiError) -> bool:
         """A write the server did not take: the view goes back to the server's object (read
-        afresh) and the pass that wrote it decides again. Transient failures are retried."""
-        if error.status == 0 or error.status >= 500:
-            log.info("simulated %s failed kind=%s name=%s err=%s", op.verb, rt.kind, key[1], error)
-            await trio.sleep(1.0)
-            self._queues[(rt, key)].appendleft(op)  # popped by the caller: sent again
-            return True
+        afresh) and the passes decide again."""
         self.refused += 1
         log.info("simulated %s refused kind=%s name=%s err=%s", op.verb, rt.kind, key[1], error)
         await self._refresh(rt, key)
         return False
+
+
+def _transient(error: ApiError) -> bool:
+    """No answer, or the server's own trouble: worth the same request again."""
+    return error.status == 0 or error.status >= 500
+
+
+def _applied(base: Obj, changes: list[tuple[Change, bool]]) -> Obj:
+    """``base`` with each change applied in order as the server would take it: a status
+    change moves only the status, any other change everything but the status."""
+    new = copy.deepcopy(base)
+    for change, to_status in changes:
+        before = copy.deepcopy(new)
+        change(new)
+        if to_status:
+            new = {**before, "status": new.get("status")} if "status" in new else before
+        elif "status" in before:
+            new["status"] = before["status"]
+        else:
+            new.pop("status", None)
+    return new
 
 
 def _grace(pod: Obj, grace: int | None) -> int:
