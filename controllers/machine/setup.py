@@ -50,10 +50,18 @@ from kubetrio.controllers.machine.status import (
     PRIORITY_ANNOTATION,
     StatusWriter,
 )
+from kubetrio.controllers.machine.termination import (
+    TERMINATION_CONTROLLER,
+    TerminationReconciler,
+    owned_by_main,
+    owned_by_termination,
+    routed,
+)
 from kubetrio.controllers.safety.apiserver import control_cluster, target_cluster
 from kubetrio.controllers.safety.setup import setup_machine_safety
 from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.controller.controller import Controller, Reconciler
 from kubetrio.runtime.controller.predicates import Predicate, on_events
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.controller.ratelimit import default_controller_rate_limiter
@@ -221,29 +229,19 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     # is healthy again a machine waits no longer than MCM would (it retries every error after
     # ShortRetry) — unless more keys failed than client-go's overall bucket passes (10 qps,
     # burst 100): then about keys ÷ 10 s, kept on purpose to spare a recovering API server.
-    machine_controller = manager.controller("machine").rate_limiter(
-        default_controller_rate_limiter(cap=ShortRetry)
+    reconciler = MachineReconciler(ctx)
+    _machine_controller(manager, ctx, "machine", reconciler, to_termination=False)
+    # MCM runs as many termination workers as machine workers.
+    termination_workers = getattr(config, "workers", {}).get(TERMINATION_CONTROLLER)
+    termination = _machine_controller(
+        manager,
+        ctx,
+        TERMINATION_CONTROLLER,
+        TerminationReconciler(ctx, reconciler.resolve_class),
+        to_termination=True,
+        workers=termination_workers or manager.workers_for("machine"),
     )
-    machine_controller.for_(Machine, machine_changed(), namespace=namespace).watches(
-        Node,
-        by_index(machines, MACHINE_NODE_INDEX, lambda node: node.name),
-        node_changed(),
-        cluster=target,
-    ).watches(
-        MachineClass,
-        by_index(machines, MACHINE_CLASS_INDEX, lambda c: c.name),
-        class_settings_changed(),
-        namespace=namespace,
-    ).watches(
-        Secret,
-        machines_of_secret(ctx),
-        on_events(delete=False),
-        namespace=namespace,
-    ).watches(
-        VolumeAttachment,
-        by_index(machines, MACHINE_NODE_INDEX, lambda a: a.spec.node_name),
-        cluster=target,
-    ).complete(MachineReconciler(ctx))
+    ctx.terminations = termination.queue
     manager.controller("machineclass").rate_limiter(
         default_controller_rate_limiter(cap=ShortRetry)
     ).for_(MachineClass, namespace=namespace).watches(
@@ -256,6 +254,61 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     if getattr(config, "webhooks", False):
         webhooks.register(manager, list(plain))
     return ctx
+
+
+def _machine_controller(
+    manager: Manager,
+    ctx: MachineContext,
+    name: str,
+    reconciler: Reconciler[ObjectKey],
+    *,
+    to_termination: bool,
+    workers: int | None = None,
+) -> Controller[ObjectKey]:
+    """One of the two machine queues, fed by the same sources; each event wakes a machine on
+    the queue that owns it (``termination``)."""
+    target = manager.cluster(TARGET)
+    namespace = ctx.options.namespace
+    machines = ctx.machines
+    owned = owned_by_termination(ctx) if to_termination else owned_by_main(ctx)
+
+    def route(mapper: Any) -> Any:
+        return routed(ctx, mapper, to_termination=to_termination)
+
+    # Failures back off from 5 ms but per key never past ShortRetry, so once the API server
+    # is healthy again a machine waits no longer than MCM would (it retries every error after
+    # ShortRetry) — unless more keys failed than client-go's overall bucket passes (10 qps,
+    # burst 100): then about keys ÷ 10 s, kept on purpose to spare a recovering API server.
+    builder = manager.controller(name).rate_limiter(default_controller_rate_limiter(cap=ShortRetry))
+    if workers is not None:
+        builder = builder.workers(workers)
+    return (
+        builder.for_(Machine, machine_changed(), owned, namespace=namespace)
+        .watches(
+            Node,
+            route(by_index(machines, MACHINE_NODE_INDEX, lambda node: node.name)),
+            node_changed(),
+            cluster=target,
+        )
+        .watches(
+            MachineClass,
+            route(by_index(machines, MACHINE_CLASS_INDEX, lambda c: c.name)),
+            class_settings_changed(),
+            namespace=namespace,
+        )
+        .watches(
+            Secret,
+            route(machines_of_secret(ctx)),
+            on_events(delete=False),
+            namespace=namespace,
+        )
+        .watches(
+            VolumeAttachment,
+            route(by_index(machines, MACHINE_NODE_INDEX, lambda a: a.spec.node_name)),
+            cluster=target,
+        )
+        .complete(reconciler)
+    )
 
 
 def volume_resolver(drivers: DriverRegistry) -> VolumeIdResolver:
