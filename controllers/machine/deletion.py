@@ -35,6 +35,7 @@ from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, Mac
 from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.driver.providerid import same_vm
 from kubetrio.controllers.machine.health import is_healthy
+from kubetrio.controllers.machine.nodes import release_node
 from kubetrio.controllers.machine.options import (
     FORCE_DRAIN_TIMEOUT,
     UNHEALTHY_NODE_FORCE_AFTER,
@@ -408,6 +409,15 @@ async def delete_node(flow: Deletion, machine: Machine) -> tuple[Machine | None,
             f"not this machine's: left alone. {INITIATE_FINALIZER_REMOVAL}"
         )
         return await flow.step_to(machine, description, reason="NodeKept"), None
+    if cached is not None:
+        try:
+            await release_node(flow.ctx, cached)
+        except ApiError as error:
+            description = (
+                f"Removal of finalizers from Node Object {go_quote(node_name)} failed due to "
+                f"error: {error}, Retrying. {INITIATE_NODE_DELETION}"
+            )
+            return await flow.failed(machine, description, "NodeDeletionFailed"), ShortRetry
     try:
         # A repeated deletion that did land answers 404, handled below.
         await retry_transient(flow.ctx.target.delete, Node, node_name)

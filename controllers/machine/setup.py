@@ -42,6 +42,14 @@ from kubetrio.controllers.machine.driver.plugins import load_drivers
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
 from kubetrio.controllers.machine.failing import MACHINE_SET_INDEX, machine_set_of
 from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetrics
+from kubetrio.controllers.machine.nodes import (
+    NODE_CONTROLLER,
+    DeletedNodes,
+    NodeReconciler,
+    node_label_changed,
+    node_of_machine,
+    node_pass_needed,
+)
 from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.reconciler import MachineReconciler
 from kubetrio.controllers.machine.retry import ShortRetry
@@ -242,6 +250,16 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         workers=termination_workers or manager.workers_for("machine"),
     )
     ctx.terminations = termination.queue
+    deleted_nodes = DeletedNodes()
+    target.cache.informer(Node).add_handler(deleted_nodes.handler())
+    node_controller = (
+        manager.controller(NODE_CONTROLLER)
+        .rate_limiter(default_controller_rate_limiter(cap=ShortRetry))
+        .for_(Node, node_pass_needed(), cluster=target)
+        .watches(Machine, node_of_machine, node_label_changed(), namespace=namespace)
+        .complete(NodeReconciler(ctx, deleted_nodes))
+    )
+    deleted_nodes.queue = node_controller.queue
     manager.controller("machineclass").rate_limiter(
         default_controller_rate_limiter(cap=ShortRetry)
     ).for_(MachineClass, namespace=namespace).watches(
