@@ -16,6 +16,7 @@ from kubetrio.controllers.machine.drain.discovery import eviction_supported
 from kubetrio.controllers.machine.drain.drain import Drainer
 from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
+from kubetrio.controllers.machine.durations import PoolDurations
 from kubetrio.controllers.machine.failing import FailurePermits
 from kubetrio.controllers.machine.metrics import MachineMetrics
 from kubetrio.controllers.machine.options import MachineOptions
@@ -67,6 +68,7 @@ class MachineContext:
     status: StatusWriter
     metrics: MachineMetrics
     sets: Lister[MachineSet]  # meltdown protection finds a machine's deployment through them
+    durations: PoolDurations  # MCM's per-pool step durations and failed joins
     permits: FailurePermits = field(default_factory=FailurePermits)
     freeze: ControllerFreeze = field(default_factory=ControllerFreeze)
     creating: CreationFlows = field(default_factory=CreationFlows)

@@ -255,7 +255,7 @@ async def drain(flow: Deletion, machine: Machine) -> tuple[Machine | None, float
                 f"Will retry in next sync. {INITIATE_DRAIN}"
             )
             return await flow.failed(machine, description, "DrainFailed"), ShortRetry
-    started = time.perf_counter()
+    started, began = time.perf_counter(), trio.current_time()
     if forced_by is None:
         result = await _drain_unless_forced(flow, machine, node_name, drain_options)
         if result is None:  # a reason to force came up meanwhile: drain again, by force
@@ -264,6 +264,7 @@ async def drain(flow: Deletion, machine: Machine) -> tuple[Machine | None, float
         result = await ctx.drainer.drain(node_name, drain_options, node=flow.written_node)
     ctx.metrics.drain.observe(time.perf_counter() - started)
     if result.succeeded:
+        ctx.durations.observe("drain", machine, trio.current_time() - began)
         if forced_by is not None:
             description = f"Force Drain successful. {DELETE_VOLUME_ATTACHMENTS}"
         else:
@@ -374,6 +375,9 @@ async def delete_vm(flow: Deletion, machine: Machine) -> tuple[Machine | None, f
     try:
         last_known_state = await driver.delete_machine(machine, flow.machine_class, flow.data)
         description = f"VM deletion was successful. {INITIATE_NODE_DELETION}"
+        took = seconds_since(parse_time(machine.metadata.deletion_timestamp))
+        if took is not None:
+            ctx.durations.observe("delete", machine, took)
     except MachineError as error:
         if error.code != Code.NotFound:
             retry = ShortRetry if error.code in TRANSIENT_CODES else LongRetry

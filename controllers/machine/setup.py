@@ -40,6 +40,7 @@ from kubetrio.controllers.machine.drain.volumes import VolumeIdResolver
 from kubetrio.controllers.machine.driver.fenced import FencedDriver
 from kubetrio.controllers.machine.driver.plugins import load_drivers
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
+from kubetrio.controllers.machine.durations import PoolDurations
 from kubetrio.controllers.machine.failing import MACHINE_SET_INDEX, machine_set_of
 from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetrics
 from kubetrio.controllers.machine.nodes import (
@@ -55,6 +56,7 @@ from kubetrio.controllers.machine.reconciler import MachineReconciler
 from kubetrio.controllers.machine.retry import ShortRetry
 from kubetrio.controllers.machine.status import (
     FINALIZER,
+    JOIN_DURATION_ANNOTATION,
     PRIORITY_ANNOTATION,
     StatusWriter,
 )
@@ -76,6 +78,7 @@ from kubetrio.runtime.controller.ratelimit import default_controller_rate_limite
 from kubetrio.runtime.manager.manager import Manager
 
 COMPONENT = "machine-controller"
+OWN_ANNOTATIONS = frozenset({PRIORITY_ANNOTATION, JOIN_DURATION_ANNOTATION})
 
 
 def _without_own(metadata: ObjectMeta, spec: MachineSpec) -> tuple[Any, ...]:
@@ -84,7 +87,7 @@ def _without_own(metadata: ObjectMeta, spec: MachineSpec) -> tuple[Any, ...]:
     node label counts: its arrival in the cache is what lets a node event that came first find
     this machine, so it earns the pass that looks at the node."""
     labels = metadata.labels
-    annotations = {k: v for k, v in metadata.annotations.items() if k != PRIORITY_ANNOTATION}
+    annotations = {k: v for k, v in metadata.annotations.items() if k not in OWN_ANNOTATIONS}
     finalizers = [f for f in metadata.finalizers if f != FINALIZER]
     return (
         labels,
@@ -199,6 +202,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     attachment_informer = target.cache.informer(VolumeAttachment)
     attachment_informer.add_index(ATTACHMENT_NODE_INDEX, attachment_node)
     metrics = MachineMetrics(manager.registry, machines, per_machine=options.metrics_per_machine)
+    classes = cache.informer(MachineClass, namespace=namespace).lister
     plain = drivers or default_drivers(manager)
     instrumented = DriverRegistry(plain.default)
     for provider in plain:
@@ -213,7 +217,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         options=options,
         drivers=instrumented,
         machines=machines,
-        classes=cache.informer(MachineClass, namespace=namespace).lister,
+        classes=classes,
         secrets=cache.informer(Secret, namespace=namespace).lister,
         tokens=target.cache.informer(
             Secret, namespace=TOKEN_NAMESPACE, label_selector=f"{TOKEN_LABEL}=true"
@@ -232,6 +236,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         status=StatusWriter(manager.client, events),
         metrics=metrics,
         sets=cache.informer(MachineSet, namespace=namespace).lister,
+        durations=PoolDurations(manager.registry, machines, classes),
     )
     # Failures back off from 5 ms but per key never past ShortRetry, so once the API server
     # is healthy again a machine waits no longer than MCM would (it retries every error after

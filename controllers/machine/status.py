@@ -26,6 +26,8 @@ FINALIZER = "machine.sapcloud.io/machine-controller-manager"
 NODE_LABEL = "node"
 DEPLOYMENT_LABEL = "name"
 PRIORITY_ANNOTATION = "machinepriority.machine.sapcloud.io"
+# How long the machine took to join (a Go duration), set once it first runs.
+JOIN_DURATION_ANNOTATION = "node.machine.sapcloud.io/machine-join-duration"
 DEFAULT_PRIORITY = "3"
 FORCE_DELETION_LABEL = "force-deletion"
 # On a machine's Node: its deletion waits for the machine's (a Node deleted out from under a
