@@ -244,15 +244,15 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     # burst 100): then about keys ÷ 10 s, kept on purpose to spare a recovering API server.
     reconciler = MachineReconciler(ctx)
     _machine_controller(manager, ctx, "machine", reconciler, to_termination=False)
-    # MCM runs as many termination workers as machine workers.
-    termination_workers = getattr(config, "workers", {}).get(TERMINATION_CONTROLLER)
+    # MCM runs every queue with the same number of workers (--concurrent-syncs).
+    workers = manager.workers_for("machine")
     termination = _machine_controller(
         manager,
         ctx,
         TERMINATION_CONTROLLER,
         TerminationReconciler(ctx, reconciler.resolve_class),
         to_termination=True,
-        workers=termination_workers or manager.workers_for("machine"),
+        workers=workers,
     )
     ctx.terminations = termination.queue
     deleted_nodes = DeletedNodes()
@@ -260,6 +260,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     node_controller = (
         manager.controller(NODE_CONTROLLER)
         .rate_limiter(default_controller_rate_limiter(cap=ShortRetry))
+        .workers(workers)
         .for_(Node, node_pass_needed(), cluster=target)
         .watches(Machine, node_of_machine, node_label_changed(), namespace=namespace)
         .complete(NodeReconciler(ctx, deleted_nodes))
