@@ -98,11 +98,17 @@ class NodeReconciler:
         ctx = self.ctx
         node = ctx.nodes.get("", key.name)
         gone = node is None and key.name in self.deleted.names
-        if node is not None and NOT_MANAGED_ANNOTATION in node.metadata.annotations:
-            return Result()
         if node is None and not gone:
             return Result()  # not registered yet: its arrival brings the next pass
         machines = ctx.machines_on_node(key.name)
+        if node is not None and (
+            NOT_MANAGED_ANNOTATION in node.metadata.annotations or not machines
+        ):
+            # Nothing of a machine's to hold: a deleted node keeps no finalizer of ours (its
+            # machine may have been removed by hand, flow and all).
+            if node.deleting:
+                await release_node(ctx, node)
+            return Result()
         if len(machines) != 1:
             if machines:
                 log.warning(

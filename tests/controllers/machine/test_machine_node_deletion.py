@@ -94,3 +94,15 @@ async def test_unmanaged_nodes_and_the_old_node_annotation_are_left_alone(
         assert machine is not None and not machine.deleting
         hand_joined = h.node("hand-joined")
         assert hand_joined is not None and not hand_joined.metadata.finalizers
+
+        # A node still holding the finalizer after its machine went by hand is let go.
+        emu.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": "leftover", "finalizers": [NODE_FINALIZER]},
+            }
+        )
+        await h.wait_node("leftover", lambda n: n is not None)
+        await h.client.delete(Node, "leftover")
+        await h.wait_node("leftover", lambda n: n is None)
