@@ -92,6 +92,9 @@ ALERT_SIGNALS: dict[str, list[str]] = {
     "KubetrioMachineFailed": ["max by (namespace, name) (mcm_machine_current_status_phase)"],
     "KubetrioMachineDrainOverdue": ["max by (namespace, name) (mcm_machine_current_status_phase)"],
     "KubetrioMachineControllerFrozen": ["max by (namespace) (mcm_machine_controller_frozen)"],
+    "KubetrioMachinesFailToJoin": [
+        "sum by (namespace, machine_deployment) (increase(mcm_machine_num_failed_join[1h]))"
+    ],
     "KubetrioMachineDeploymentReplicasMismatch": [
         "max by (namespace, name) (mcm_machine_deployment_status_available_replicas)",
         "max by (namespace, name) (mcm_machine_deployment_info_spec_replicas)",
