@@ -61,6 +61,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--storage", action="store_true", help="also serve the simulated storage service"
     )
     parser.add_argument(
+        "--storage-timeline-scale",
+        type=float,
+        default=1.0,
+        help="scale the storage service's StorageOS timeline (a node offline 20-30 s after its "
+        "Kubernetes Node goes, its lock 30 s later); 0.1: ten times as fast",
+    )
+    parser.add_argument(
         "--cloud-port", type=int, default=0, help="the cloud's port on 127.0.0.1 (0: pick one)"
     )
     parser.add_argument(
@@ -121,7 +128,12 @@ async def _simulate(args: argparse.Namespace, client: Any) -> None:
 
     world = build_world(simulation(args) if args.controllers else None)
     if args.storage:
-        world.parts.append(SimulatedStorage(world.objects))
+        scale = args.storage_timeline_scale
+        world.parts.append(
+            SimulatedStorage(
+                world.objects, offline_after=(20.0 * scale, 30.0 * scale), lock_seconds=30.0 * scale
+            )
+        )
     log = logging.getLogger("kubetrio.simulate")
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
