@@ -27,13 +27,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Runs on the kit's real control plane (``api_server``'s "real" run, ``real_server``, the
     conformance corpus's ``control_plane``) use etcd and kube-apiserver child processes: marked
     ``process`` here, as a test's own marks cannot single out one run of a fixture's
-    parameters."""
+    parameters.
+
+    Then the files with a ``slow`` test go first (each file kept whole and in order, so its
+    module fixtures are set up once): pytest-xdist hands tests out in this order, and a
+    half-minute test started last would leave the other processes idle at the end."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         real = callspec is not None and callspec.params.get("_real_plane") == "real"
         uses = set(getattr(item, "fixturenames", ()))
         if real or uses & {"real_server", "control_plane"}:
             item.add_marker(pytest.mark.process)
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # stable: otherwise as collected
 
 
 @pytest.fixture

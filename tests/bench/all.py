@@ -39,6 +39,7 @@ import contextlib
 import json
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,6 +64,10 @@ class Bench:
     quick: tuple[str, ...]
     full: tuple[str, ...]
     figures: dict[str, Figure] = field(default_factory=dict)
+    # A part that only waits on its own real clock (the embedded demo): its arguments for a
+    # second process of the same script, run while the next benchmark runs if that one is in
+    # SIMULATED_TIME (else on its own), its RESULT merged into this benchmark's.
+    beside: tuple[str, ...] = ()
 
 
 BENCHES = (
@@ -164,8 +169,8 @@ BENCHES = (
     ),
     Bench(
         "machines",
-        ("--machines", "100", "--waves", "5", "--demo"),
-        ("--demo",),
+        ("--machines", "100", "--waves", "5"),
+        (),
         {
             "wall / boot baseline": key("wall_over_baseline"),
             "requests / floor": key("requests_over_floor"),
@@ -174,6 +179,7 @@ BENCHES = (
             ),
             "embedded demo wall / the README's minute": key("demo_over_promise"),
         },
+        beside=("--demo-only",),
     ),
     Bench("soak", ("--quick",), (), {"time with 25 % faults / without": key("time_ratio")}),
     Bench(
@@ -234,6 +240,10 @@ BENCHES = (
 # for all of them (``realserver.py``).
 BOTH_SERVERS = {"informer", "reconcile", "drain"}
 
+# Their figures are in simulated seconds (trio's MockClock) and counts: a waiting process
+# beside them changes none of them.
+SIMULATED_TIME = {"soak"}
+
 # Modules the benchmarks share, not benchmarks.
 HELPERS = {"realserver"}
 
@@ -266,6 +276,52 @@ def run(bench: Bench, quick: bool) -> tuple[dict[str, Any] | None, float]:
     return result, time.monotonic() - started
 
 
+@dataclass
+class Beside:
+    """A benchmark's waiting part, running (``beside``)."""
+
+    bench: Bench
+    proc: subprocess.Popen[str]
+    output: Any  # the temporary file its output goes to
+    started: float
+
+    @classmethod
+    def start(cls, bench: Bench) -> Beside:
+        command = [sys.executable, str(HERE / f"{bench.name}.py"), *bench.beside]
+        print(f"\n=== {bench.name}, started to run beside: {' '.join(command[1:])}", flush=True)
+        output = tempfile.TemporaryFile("w+")  # noqa: SIM115 (closed by collect or stop)
+        proc = subprocess.Popen(command, stdout=output, text=True)
+        return cls(bench, proc, output, time.monotonic())
+
+    def stop(self) -> None:
+        """If all.py ends first: it ends too."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.output.close()
+
+    def collect(self, results: dict[str, dict[str, Any] | None]) -> float:
+        """Wait for it, pass its output through and merge its RESULT into its benchmark's;
+        the seconds it ran."""
+        code = self.proc.wait()
+        seconds = time.monotonic() - self.started
+        name = self.bench.name
+        print(f"\n=== {name}, run beside: {' '.join(self.bench.beside)}", flush=True)
+        self.output.seek(0)
+        result: dict[str, Any] | None = None
+        for line in self.output:
+            print(line, end="", flush=True)
+            if line.startswith("RESULT "):
+                result = json.loads(line.removeprefix("RESULT "))
+        self.output.close()
+        if code != 0 or result is None:
+            print(f"=== {name} (beside) FAILED (exit {code})", flush=True)
+            results[name] = None
+        elif (own := results.get(name)) is not None:
+            own.update(result)
+        return seconds
+
+
 def table(results: dict[str, dict[str, Any] | None], seconds: dict[str, float]) -> str:
     rows: list[tuple[str, str, str]] = []
     for bench in BENCHES:
@@ -285,7 +341,8 @@ def table(results: dict[str, dict[str, Any] | None], seconds: dict[str, float]) 
     lines = [f"{'benchmark':<{width[0]}}  {'figure (same run)':<{width[1]}}  value"]
     for name, label, value in rows:
         lines.append(f"{name:<{width[0]}}  {label:<{width[1]}}  {value}")
-    total = sum(seconds.values())
+    # A part run beside another benchmark took no time of its own.
+    total = sum(s for name, s in seconds.items() if " beside" not in name)
     lines.append(
         f"({len(results)} benchmarks in {total:.0f} s: "
         + ", ".join(f"{name} {s:.0f} s" for name, s in seconds.items())
@@ -315,9 +372,22 @@ def main() -> None:
             if real is not None:
                 os.environ[SHARED] = str(real)
                 seconds["real server start"] = time.monotonic() - started
+        beside: Beside | None = None
         for bench in BENCHES:
-            if bench.name in wanted:
-                results[bench.name], seconds[bench.name] = run(bench, args.quick)
+            if bench.name not in wanted:
+                continue
+            if beside is not None and bench.name not in SIMULATED_TIME:
+                seconds[f"{beside.bench.name} beside"] = beside.collect(results)
+                beside = None
+            results[bench.name], seconds[bench.name] = run(bench, args.quick)
+            if beside is not None:
+                seconds[f"{beside.bench.name} beside {bench.name}"] = beside.collect(results)
+                beside = None
+            if bench.beside:
+                beside = Beside.start(bench)
+                stack.callback(beside.stop)
+        if beside is not None:
+            seconds[f"{beside.bench.name} beside"] = beside.collect(results)
     print("\n=== summary\n" + table(results, seconds), flush=True)
     print("RESULT " + json.dumps(results), flush=True)
     if any(result is None for result in results.values()):

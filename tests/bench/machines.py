@@ -110,7 +110,7 @@ over the waves): ``docs/performance.md``.
 Example::
 
     python tests/bench/machines.py                   # 3 waves of 500
-    python tests/bench/machines.py --machines 100 --waves 5 --demo  # CI's (all.py --quick)
+    python tests/bench/machines.py --machines 100 --waves 5 --demo  # CI's figures (all.py --quick)
     python tests/bench/machines.py --waves 5 --workers 20 --qps 20 --burst 30
 
 The last line is ``RESULT {json}``, with a ratio line before it. ``--gc tuned|default`` sets
@@ -120,6 +120,8 @@ an A/B of ``kubetrio.runtime.manager.gctuning``.
 ``--demo``: also time the embedded demo as the README runs it (``kubetrio run --embedded``:
 its own emulator, simulated cluster and cloud as a child process, the real clock), from spawn
 to exit after its summary: ``demo_s``, and ``demo_over_promise`` against the README's minute.
+``--demo-only`` times the demo alone (``all.py`` runs it beside the soak benchmark, whose figures
+are in simulated seconds: the demo mostly waits on its own real clock).
 The demo's tests check what it does; how long it takes is measured here, where a loaded machine
 makes a figure, not a failure.
 
@@ -1116,6 +1118,11 @@ def main() -> None:
     parser.add_argument(
         "--demo", action="store_true", help="also time the embedded demo (the README's minute)"
     )
+    parser.add_argument(
+        "--demo-only",
+        action="store_true",
+        help="time the embedded demo and nothing else (all.py runs it beside a benchmark)",
+    )
     parser.add_argument("--emulator-child", type=int, metavar="WINDOW")
     parser.add_argument(
         "--manager-child", nargs=5, metavar=("URL", "CLOUD", "WORKERS", "QPS", "BURST")
@@ -1125,6 +1132,9 @@ def main() -> None:
         args.boot = 2.0 if args.rolling else 0.0
     if args.waves < 2:
         parser.error(f"--waves: {args.waves} is fewer than the 2 a slope needs")
+    if args.demo_only:
+        print("RESULT " + json.dumps(embedded_demo()), flush=True)
+        return
     if args.emulator_child:
         emulator_child(args.emulator_child, args.boot, args.simulate)
         return

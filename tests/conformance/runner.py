@@ -19,6 +19,7 @@ import json
 import re
 import ssl
 import string
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
@@ -134,18 +135,22 @@ class Server:
             with trio.move_on_after(seconds) as scope:
                 yield scope
             return
+        # The alarm thread is woken when the block ends: an abandoned sleeping thread would
+        # hold one of trio's default thread tokens (40) until its time ran out, and a run of
+        # many steps would then wait for tokens instead of for the server.
+        done = threading.Event()
         async with trio.open_nursery() as nursery:
             with trio.CancelScope() as scope:
 
                 async def alarm() -> None:
-                    await trio.to_thread.run_sync(time.sleep, seconds, abandon_on_cancel=True)
-                    scope.cancel()
+                    if not await trio.to_thread.run_sync(done.wait, seconds):
+                        scope.cancel()
 
                 nursery.start_soon(alarm)
                 try:
                     yield scope
                 finally:
-                    nursery.cancel_scope.cancel()
+                    done.set()
 
 
 @dataclass

@@ -78,6 +78,7 @@ async def run_probe(probe: Probe, plane: ControlPlane) -> Outcome:
     return compare(probe, on_emulator, on_real, DIFFERS.get(probe.id, ()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("area", sorted(AREAS))
 async def test_emulator_answers_as_kube_apiserver(
     area: str, control_plane: ControlPlane, mock_clock: trio.testing.MockClock

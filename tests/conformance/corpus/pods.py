@@ -26,6 +26,21 @@ S = f"{SERVICES}/s"
 PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 
 
+def causes_in_order(body: Any) -> Any:
+    """An Invalid Status with its causes, and the message's list of them, in one order: the
+    real server checks a resource list in Go's map order, which differs from call to call."""
+    if not isinstance(body, dict) or not isinstance(body.get("details"), dict):
+        return body
+    causes = body["details"].get("causes") or []
+    details = {
+        **body["details"],
+        "causes": sorted(causes, key=lambda c: (c["field"], c["message"])),
+    }
+    head, bracket, listed = str(body.get("message", "")).partition(": [")
+    message = head + bracket + ", ".join(sorted(listed.removesuffix("]").split(", "))) + "]"
+    return {**body, "details": details, "message": message if bracket else body.get("message")}
+
+
 def priority_class(value: int) -> dict[str, Any]:
     """A class of this probe's own (cluster-scoped: named after the probe's namespace)."""
     return {
@@ -287,6 +302,7 @@ PROBES = [
                 "p",
                 container(resources={"requests": {"cpu": "-1"}, "limits": {"memory": "-1Gi"}}),
             ),
+            view=causes_in_order,
         ),
     ),
     probe(
