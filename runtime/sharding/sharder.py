@@ -1,0 +1,331 @@
+"""The sharder: keeps a ring's objects assigned to its available shards.
+
+It runs on one replica at a time (a leader-only runnable of the manager, or a process of its
+own) and is itself a small controller over two kinds of key:
+
+* the ring: whenever a shard Lease changes, and when a state is due to change, it reads the
+  ring's Leases (``LeaseObserver``), takes over the Lease of a shard that stopped renewing
+  (so a restarted replica with that id must wait a whole lease duration before it acts
+  again, by which time its objects have moved), deletes Leases dead for a minute, labels each
+  Lease with its state, and rebuilds the ring from the available shards. A changed ring, and
+  every ``sync_period``, puts every object back in the queue;
+* an object: its desired shard is the ring's owner of its key (an object with a controller
+  owner follows the owner). Unassigned, or assigned to a shard that is dead or unknown, or
+  following its owner: it is labelled with the desired shard at once. Assigned to another
+  available shard: it gets the drain label, and only once that shard has let go (removed
+  both labels) is it assigned again.
+
+Every label write carries the resourceVersion the decision was made on, so a decision made on
+a stale cache fails with a conflict and is made again on the newer object.
+
+It lists and watches the sharded kinds metadata-only (``metaview``): its memory grows with the
+number of objects by one ObjectMeta each, never by their specs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+from prometheus_client import CollectorRegistry
+
+from kubetrio.api.coordination import Lease
+from kubetrio.api.meta import KubeObject, kind_of
+from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.cache.informercache import InformerCache
+from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.controller import Controller, Result, Source
+from kubetrio.runtime.leaderelection.elector import micro_time
+from kubetrio.runtime.sharding.labels import (
+    RING_LABEL,
+    STATE_LABEL,
+    drain_label,
+    object_key,
+    owner_key,
+    shard_label,
+)
+from kubetrio.runtime.sharding.metaview import metadata_view
+from kubetrio.runtime.sharding.metrics import ShardingMetrics, sharding_metrics
+from kubetrio.runtime.sharding.options import ShardingOptions
+from kubetrio.runtime.sharding.ring import Ring
+from kubetrio.runtime.sharding.shards import SHARDER_IDENTITY, LeaseObserver, Shard, ShardState
+from kubetrio.runtime.util.log import get_logger
+
+log = get_logger("kubetrio.sharding")
+
+RING_KEY: tuple[int, str, str] = (-1, "", "")
+COUNT_PERIOD = 5.0  # seconds between counts of objects per shard
+
+
+@dataclass(frozen=True, slots=True)
+class ShardedKind:
+    """A kind in the ring: a controller's primary kind, or one it owns (``controlled``), whose
+    objects follow their controller owner."""
+
+    kind: type[KubeObject]
+    controlled: bool = False
+
+
+class Sharder:
+    """See the module's docstring. ``reader`` lists and watches (any replica may);
+    ``writer`` labels objects and takes Leases over (the manager's leader-fenced client)."""
+
+    needs_leader_election = True
+
+    def __init__(
+        self,
+        reader: Client,
+        writer: Client,
+        options: ShardingOptions,
+        kinds: Sequence[ShardedKind],
+        *,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        if not kinds:
+            raise ValueError(f"sharder for ring {options.ring}: no sharded kinds")
+        self.reader = reader
+        self.writer = writer
+        self.options = options
+        self.kinds = list(kinds)
+        self.ring: Ring | None = None
+        self.shards: dict[str, Shard] = {}
+        self.registry = registry
+        self.metrics: ShardingMetrics | None = sharding_metrics(registry) if registry else None
+        self._observer = LeaseObserver()
+        self._shard_label = shard_label(options.ring)
+        self._drain_label = drain_label(options.ring)
+        self._drains_started: dict[tuple[int, str, str], float] = {}
+        self._next_full_sync = -math.inf
+        self._next_count = -math.inf
+        self._leases: Informer[Lease] | None = None
+        self._views: list[Informer[Any]] = []
+        self._controller: Controller[Hashable] | None = None
+        self._stopping = False
+        self.synced = trio.Event()
+        self._log = log.bind(ring=options.ring)
+
+    # -- running --------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        opts = self.options
+        cache = InformerCache(self.reader)
+        self._leases = cache.informer(
+            Lease, namespace=opts.namespace, label_selector=f"{RING_LABEL}={opts.ring}"
+        )
+        self._views = [cache.informer(metadata_view(k.kind)) for k in self.kinds]
+        controller: Controller[Hashable] = Controller(
+            f"sharder-{opts.ring}",
+            self,
+            workers=opts.concurrent_moves,
+            registry=self.registry,
+        )
+        controller.watch(Source(self._leases, lambda _lease: (RING_KEY,)))
+        for index, informer in enumerate(self._views):
+            controller.watch(Source(informer, _keys_of(index)))
+        self._controller = controller
+        async with trio.open_nursery() as nursery:
+            await nursery.start(cache.run)
+            await cache.wait_for_sync()
+            self.synced.set()
+            self._log.info("sharder started", kinds=[kind_of(k.kind).kind for k in self.kinds])
+            controller.queue.add(RING_KEY)
+            if not self._stopping:
+                await controller.run()
+            nursery.cancel_scope.cancel()
+
+    def stop(self) -> None:
+        self._stopping = True
+        if self._controller is not None:
+            self._controller.stop()
+
+    async def reconcile(self, key: Hashable) -> Result:
+        if key == RING_KEY:
+            return await self._sync_ring()
+        assert isinstance(key, tuple)
+        index: int = key[0]
+        namespace: str = key[1]
+        name: str = key[2]
+        await self._assign(index, namespace, name)
+        return Result()
+
+    # -- the ring -------------------------------------------------------------------------
+
+    async def _sync_ring(self) -> Result:
+        assert self._leases is not None
+        now = trio.current_time()
+        shards: dict[str, Shard] = {}
+        for lease in self._leases.lister.list():
+            shard = self._observer.shard(lease, now)
+            if shard.state is ShardState.UNCERTAIN and await self._take_over(lease):
+                shard = Shard(shard.id, ShardState.DEAD, 0.0)
+            elif shard.state is ShardState.ORPHANED:
+                await self._delete(lease)
+                continue
+            await self._label_state(lease, shard.state)
+            shards[shard.id] = shard
+        self.shards = shards
+        available = frozenset(s.id for s in shards.values() if s.state.available)
+        if self.ring is None or available != self.ring.members:
+            self._log.info("ring changed", shards=sorted(available))
+            self.ring = Ring(available)
+            if self.metrics is not None:
+                self.metrics.ring_calculations.labels(self.options.ring).inc()
+            self._enqueue_all()
+        elif now >= self._next_full_sync:
+            self._enqueue_all()
+        if now >= self._next_full_sync:
+            self._next_full_sync = now + self.options.sync_period
+        if now >= self._next_count:
+            self._next_count = now + COUNT_PERIOD
+            self._count(shards)
+        waits = [s.next_change for s in shards.values() if s.next_change > 0]
+        waits.append(min(self._next_full_sync, self._next_count) - now)
+        return Result(requeue_after=max(min(waits), 0.01))
+
+    def _enqueue_all(self) -> None:
+        assert self._controller is not None
+        add = self._controller.queue.add
+        for index, informer in enumerate(self._views):
+            for key in informer.store.keys():  # noqa: SIM118 (a Store, not a dict)
+                add((index, key.namespace, key.name))
+
+    def _count(self, shards: dict[str, Shard]) -> None:
+        metrics = self.metrics
+        if metrics is None:
+            return
+        counts = dict.fromkeys(shards, 0)
+        for informer in self._views:
+            for obj in informer.store.values():
+                owner = obj.metadata.labels.get(self._shard_label)
+                if owner is not None:
+                    counts[owner] = counts.get(owner, 0) + 1
+        for shard_id, count in counts.items():
+            metrics.objects.labels(self.options.ring, shard_id).set(count)
+        by_state = dict.fromkeys((s.value for s in ShardState), 0)
+        for shard in shards.values():
+            by_state[shard.state.value] += 1
+        for state, count in by_state.items():
+            metrics.shards.labels(self.options.ring, state).set(count)
+
+    async def _take_over(self, lease: Lease) -> bool:
+        """Hold a silent shard's Lease, so its objects can move without a drain."""
+        now = micro_time()
+        spec = lease.spec
+        try:
+            await self.writer.patch(
+                Lease,
+                lease.metadata.name,
+                [
+                    {
+                        "op": "test",
+                        "path": "/metadata/resourceVersion",
+                        "value": lease.metadata.resource_version,
+                    },
+                    {
+                        "op": "replace",
+                        "path": "/spec",
+                        "value": {
+                            "holderIdentity": SHARDER_IDENTITY,
+                            "leaseDurationSeconds": spec.lease_duration_seconds
+                            or round(self.options.lease_duration),
+                            "acquireTime": now,
+                            "renewTime": now,
+                            "leaseTransitions": (spec.lease_transitions or 0) + 1,
+                        },
+                    },
+                ],
+                namespace=lease.metadata.namespace,
+                patch_type="json",
+            )
+        except ApiError as error:
+            self._log.info(
+                "could not take over shard lease", shard=lease.metadata.name, error=str(error)
+            )
+            return False
+        self._log.warning("shard stopped renewing: took its lease over", shard=lease.metadata.name)
+        return True
+
+    async def _delete(self, lease: Lease) -> None:
+        try:
+            await self.writer.delete(Lease, lease.metadata.name, namespace=lease.metadata.namespace)
+        except ApiError as error:
+            if error.status != 404:
+                raise
+        self._observer.forget(lease.metadata.name)
+
+    async def _label_state(self, lease: Lease, state: ShardState) -> None:
+        if lease.metadata.labels.get(STATE_LABEL) == state.value:
+            return
+        try:
+            await self.writer.patch(
+                Lease,
+                lease.metadata.name,
+                {"metadata": {"labels": {STATE_LABEL: state.value}}},
+                namespace=lease.metadata.namespace,
+            )
+        except ApiError as error:
+            if error.status != 404:
+                raise
+
+    # -- objects --------------------------------------------------------------------------
+
+    def _available(self, shard_id: str) -> bool:
+        shard = self.shards.get(shard_id)
+        return shard is not None and shard.state.available
+
+    async def _assign(self, index: int, namespace: str, name: str) -> None:
+        sharded = self.kinds[index]
+        obj = self._views[index].lister.get(namespace, name)
+        item = (index, namespace, name)
+        if obj is None or self.ring is None:
+            self._drains_started.pop(item, None)
+            return
+        meta = obj.metadata
+        key = owner_key(meta) if sharded.controlled else object_key(sharded.kind, meta)
+        desired = self.ring.owner(key) if key is not None else None
+        if desired is None:
+            return  # no shard available, or not part of the ring (owned by nothing)
+        current = meta.labels.get(self._shard_label)
+        draining = self._drain_label in meta.labels
+        if current == desired:
+            return  # a drain asked for meanwhile is let go of and the object comes back here
+        info = kind_of(sharded.kind)
+        if current is not None and self._available(current) and not sharded.controlled:
+            if not draining:
+                await self._write(obj, {self._drain_label: "true"})
+                self._drains_started[item] = trio.current_time()
+                if self.metrics is not None:
+                    self.metrics.drains.labels(self.options.ring, info.group, info.plural).inc()
+            return
+        await self._write(obj, {self._shard_label: desired, self._drain_label: None})
+        if self.metrics is not None:
+            self.metrics.movements.labels(self.options.ring, info.group, info.plural).inc()
+            started = self._drains_started.pop(item, None)
+            if started is not None:
+                self.metrics.drain_duration.labels(self.options.ring).observe(
+                    trio.current_time() - started
+                )
+
+    async def _write(self, obj: KubeObject, labels: dict[str, str | None]) -> None:
+        meta = obj.metadata
+        try:
+            await self.writer.patch(
+                type(obj),
+                meta.name,
+                {"metadata": {"resourceVersion": meta.resource_version, "labels": labels}},
+                namespace=meta.namespace,
+            )
+        except ApiError as error:
+            if error.status != 404:
+                raise  # a conflict: retried, and the newer object comes through the watch
+
+
+def _keys_of(index: int) -> Any:
+    def keys(obj: KubeObject) -> tuple[tuple[int, str, str]]:
+        return ((index, obj.metadata.namespace, obj.metadata.name),)
+
+    return keys
