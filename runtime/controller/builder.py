@@ -184,9 +184,18 @@ class ControllerBuilder:
             needs_leader_election=self._needs_leader and shard is None,
         )
         primary: Any = None
+        ring_kinds: list[ShardedKind] = []
         for index, (kind, mapper, predicates, selection, cluster) in enumerate(self._sources):
             cache = cluster.cache if cluster is not None else manager.cache
             if shard is not None and (index == 0 or kind in self._owned) and cluster is None:
+                ring_kinds.append(
+                    ShardedKind(
+                        kind,
+                        controlled=index > 0,
+                        namespace=selection.get("namespace"),
+                        label_selector=selection.get("label_selector"),
+                    )
+                )
                 mine = f"{shard_label(shard.ring)}={shard.id}"
                 given = selection.get("label_selector")
                 selection = {**selection, "label_selector": f"{given},{mine}" if given else mine}
@@ -201,9 +210,8 @@ class ControllerBuilder:
                     f"controller {self._name}: a sharded controller's for_() kind must be in the "
                     "manager's own cluster (the sharder labels objects there)"
                 )
-            shard.shard_kind(ShardedKind(self._for))
-            for owned in self._owned:
-                shard.shard_kind(ShardedKind(owned, controlled=True))
+            for ring_kind in ring_kinds:
+                shard.shard_kind(ring_kind)
             controller.reconciler = ShardGate(
                 reconciler,
                 self._for,

@@ -57,8 +57,8 @@ class ShardMember:
         if kind.kind in {k.kind for k in self.kinds}:
             if kind not in self.kinds:
                 raise ValueError(
-                    f"sharding: {kind.kind.__name__} is both a primary and an owned kind of "
-                    "sharded controllers; a kind is sharded one way"
+                    f"sharding: {kind.kind.__name__} is sharded two ways (a primary and an owned "
+                    "kind, or with other namespaces or selectors); a kind is sharded one way"
                 )
             return
         self.kinds.append(kind)

@@ -64,10 +64,13 @@ COUNT_PERIOD = 5.0  # seconds between counts of objects per shard
 @dataclass(frozen=True, slots=True)
 class ShardedKind:
     """A kind in the ring: a controller's primary kind, or one it owns (``controlled``), whose
-    objects follow their controller owner."""
+    objects follow their controller owner; in ``namespace`` (all when None) and matching
+    ``label_selector``, as the controller watches them."""
 
     kind: type[KubeObject]
     controlled: bool = False
+    namespace: str | None = None
+    label_selector: str | None = None
 
 
 class Sharder:
@@ -116,7 +119,12 @@ class Sharder:
         self._leases = cache.informer(
             Lease, namespace=opts.namespace, label_selector=f"{RING_LABEL}={opts.ring}"
         )
-        self._views = [cache.informer(metadata_view(k.kind)) for k in self.kinds]
+        self._views = [
+            cache.informer(
+                metadata_view(k.kind), namespace=k.namespace, label_selector=k.label_selector
+            )
+            for k in self.kinds
+        ]
         controller: Controller[Hashable] = Controller(
             f"sharder-{opts.ring}",
             self,
