@@ -13,12 +13,18 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
+from kubetrio.api.coordination import Lease
 from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.gen.rbac import Permissions, on
 from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions, LeaderElector
 from kubetrio.runtime.leaderelection.fence import Fence
 from kubetrio.runtime.sharding.labels import RING_LABEL
 from kubetrio.runtime.sharding.options import ShardingOptions
 from kubetrio.runtime.sharding.sharder import ShardedKind
+
+# The shard's own Lease, as the leader Lease: read, made, renewed and released by JSON patches.
+# A shard's objects need ``patch`` on their kind besides (the drain acknowledgement).
+RBAC = Permissions(own_namespace=(on(Lease.KIND, "get", "create", "patch"),))
 
 
 class ShardMember:

@@ -39,6 +39,7 @@ from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Controller, Result, Source
+from kubetrio.runtime.gen.rbac import Permissions, on
 from kubetrio.runtime.leaderelection.elector import micro_time
 from kubetrio.runtime.sharding.labels import (
     RING_LABEL,
@@ -57,6 +58,9 @@ from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.sharding")
 
+# The ring's Leases in the shards' namespace: watched, taken over, labelled, deleted when orphaned.
+RBAC = Permissions(own_namespace=(on(Lease.KIND, "list", "watch", "patch", "delete"),))
+
 RING_KEY: tuple[int, str, str] = (-1, "", "")
 COUNT_PERIOD = 5.0  # seconds between counts of objects per shard
 
@@ -71,6 +75,13 @@ class ShardedKind:
     controlled: bool = False
     namespace: str | None = None
     label_selector: str | None = None
+
+
+def rbac_for(kinds: Sequence[ShardedKind]) -> Permissions:
+    """The sharder's needs for a ring of ``kinds``: its Leases, and every sharded kind listed,
+    watched (metadata only) and labelled."""
+    rules = tuple(on(kind_of(k.kind), "list", "watch", "patch") for k in kinds)
+    return RBAC + Permissions(cluster=rules)
 
 
 class Sharder:
