@@ -29,6 +29,11 @@ to readers the API server authenticates and authorizes, on its own listener; the
 plain HTTP. Bind addresses default to controller-runtime's: every interface, metrics on
 ``:8080`` (``:8443`` when secure), probes on ``:8081``.
 
+With ``sharding`` (``kubetrio.runtime.sharding``) every replica holds a shard Lease of its own
+in the ring and runs the controllers built ``.sharded()`` while it holds it, whether it leads or
+not; ``manager.shard.client`` is fenced by that Lease. Losing it ends ``run`` as losing the
+leader lease does. The ring's sharder runs as a leader-only runnable.
+
 ``manager.webhook(kind)`` registers admission and conversion webhooks
 (``kubetrio.runtime.webhook``); their HTTPS server (``webhook_bind_address``, ``:9443``) starts
 after the HTTP endpoints and before the caches, only when a webhook is registered, and

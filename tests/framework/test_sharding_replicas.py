@@ -244,6 +244,9 @@ async def test_replicas_share_configmaps_through_kill_join_and_leave(api_server:
             await replica.done.wait()
         nursery.cancel_scope.cancel()
     print(
+        server.kind,
+        "objects per shard at start:",
+        counts,
         "settle times:",
         {k: round(v, 2) for k, v in timings.items()},
         "reconciles:",
