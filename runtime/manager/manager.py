@@ -62,6 +62,7 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
+from kubetrio.api.coordination import Lease
 from kubetrio.api.meta import KubeObject
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.cache.metrics import report_undecodable, undecodable_detail
@@ -81,6 +82,7 @@ from kubetrio.runtime.manager.gctuning import GcMode, GcTuning
 from kubetrio.runtime.manager.stopsignals import STOP_SIGNALS, stop_on_signals, unclaimed
 from kubetrio.runtime.metrics.secure import SecureMetrics, SecureServing
 from kubetrio.runtime.metrics.server import ListenError, ManagerHTTPServer
+from kubetrio.runtime.sharding.labels import RING_LABEL
 from kubetrio.runtime.sharding.member import ShardMember
 from kubetrio.runtime.sharding.options import ShardingOptions
 from kubetrio.runtime.sharding.sharder import Sharder
@@ -475,8 +477,16 @@ class Manager:
             return
         if not shard.options.run_sharder:
             return
+        options = shard.options
         self.sharder = Sharder(
-            self.unfenced_client, self.client, shard.options, shard.kinds, registry=self.registry
+            self.unfenced_client,
+            self.client,
+            options,
+            shard.kinds,
+            registry=self.registry,
+            leases=self.cache.informer(
+                Lease, namespace=options.namespace, label_selector=f"{RING_LABEL}={options.ring}"
+            ),
         )
         self.add(self.sharder)
 

@@ -34,7 +34,7 @@ from prometheus_client import CollectorRegistry
 
 from kubetrio.api.coordination import Lease
 from kubetrio.api.meta import KubeObject, kind_of
-from kubetrio.runtime.cache.informer import Informer
+from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
@@ -98,7 +98,12 @@ class Sharder:
         kinds: Sequence[ShardedKind],
         *,
         registry: CollectorRegistry | None = None,
+        leases: Informer[Lease] | None = None,
     ) -> None:
+        """``leases``: the ring's Leases in a cache that runs on every replica (the manager's):
+        watched from the start, a replica that becomes leader already knows how long each
+        Lease has stood still, so a shard that died with the old leader is not given a
+        second lease duration."""
         if not kinds:
             raise ValueError(f"sharder for ring {options.ring}: no sharded kinds")
         self.reader = reader
@@ -115,7 +120,15 @@ class Sharder:
         self._drains_started: dict[tuple[int, str, str], float] = {}
         self._next_full_sync = -math.inf
         self._next_count = -math.inf
-        self._leases: Informer[Lease] | None = None
+        self._leases = leases
+        if leases is not None:
+            observe = self._observe
+            leases.add_handler(
+                EventHandler(
+                    on_add=lambda lease, _initial: observe(lease),
+                    on_update=lambda _old, new: observe(new),
+                )
+            )
         self._views: list[Informer[Any]] = []
         self._controller: Controller[Hashable] | None = None
         self._stopping = False
@@ -127,9 +140,10 @@ class Sharder:
     async def run(self) -> None:
         opts = self.options
         cache = InformerCache(self.reader)
-        self._leases = cache.informer(
-            Lease, namespace=opts.namespace, label_selector=f"{RING_LABEL}={opts.ring}"
-        )
+        if self._leases is None:
+            self._leases = cache.informer(
+                Lease, namespace=opts.namespace, label_selector=self.lease_selector
+            )
         self._views = [
             cache.informer(
                 metadata_view(k.kind), namespace=k.namespace, label_selector=k.label_selector
@@ -155,6 +169,13 @@ class Sharder:
             if not self._stopping:
                 await controller.run()
             nursery.cancel_scope.cancel()
+
+    @property
+    def lease_selector(self) -> str:
+        return f"{RING_LABEL}={self.options.ring}"
+
+    def _observe(self, lease: Lease) -> None:
+        self._observer.shard(lease, trio.current_time())
 
     def stop(self) -> None:
         self._stopping = True
