@@ -1,13 +1,16 @@
 """One replica of a sharded controller, as its own process, for the sharding process tests:
 
-    python -m tests.helpers.sharding_replica KUBECONFIG NAMESPACE SHARD_ID
+    python -m tests.helpers.sharding_replica KUBECONFIG NAMESPACE SHARD_ID [plain|fast]
 
 A manager with leader election and sharding (lease 4 s, renew deadline 3 s, retry 1 s) runs
 the ``stamp`` controller over the namespace's ConfigMaps: it writes ``data.seen = data.want``
 and ``data.shard = SHARD_ID`` through the shard's fenced client. Its client's User-Agent ends
 with the shard id (``<id>/shard`` for the shard's own writes), so the API server's audit log
 names the replica, and the role, of every request. SIGTERM
-stops it gracefully (exit 0); losing its shard Lease ends it with exit 1.
+stops it gracefully (exit 0); losing its shard Lease ends it with exit 1. ``plain`` runs the
+same controller unsharded (a leader-elected singleton: the benchmark's baseline); ``fast``
+and ``plain`` lift the client's rate limit, so a benchmark measures the replicas, not the
+limiter.
 """
 
 from __future__ import annotations
@@ -33,8 +36,9 @@ WORK = 0.05  # seconds a reconcile takes before it writes
 
 
 class Stamp:
-    def __init__(self, manager: Manager, namespace: str) -> None:
+    def __init__(self, manager: Manager, namespace: str, work: float = WORK) -> None:
         assert manager.shard is not None
+        self.work = work
         self.client = manager.shard.client
         self.shard_id = manager.shard.id
         self.informer = manager.cache.informer(
@@ -45,7 +49,8 @@ class Stamp:
         cm = self.informer.lister.get(key.namespace, key.name)
         if cm is None:
             return Result()
-        await trio.sleep(WORK)
+        if self.work:
+            await trio.sleep(self.work)
         want = cm.data.get("want", "")
         if cm.data.get("seen") != want or cm.data.get("shard") != self.shard_id:
             await self.client.patch(
@@ -57,8 +62,11 @@ class Stamp:
         return Result()
 
 
-async def main(kubeconfig: str, namespace: str, shard_id: str) -> int:
-    client = Client.from_kubeconfig(kubeconfig, component=shard_id)
+async def main(kubeconfig: str, namespace: str, shard_id: str, mode: str = "") -> int:
+    qps = 0.0 if mode in ("plain", "fast") else 20.0
+    client = Client.from_kubeconfig(kubeconfig, component=shard_id, qps=qps)
+    if mode == "plain":
+        return await singleton(client, namespace, shard_id)
     manager = Manager(
         client,
         metrics_bind_address="0",
@@ -76,7 +84,7 @@ async def main(kubeconfig: str, namespace: str, shard_id: str) -> int:
     assert manager.shard is not None
     manager.shard.client.user_agent = user_agent(f"{shard_id}/shard")
     manager.controller("stamp").for_(ConfigMap, namespace=namespace).workers(4).sharded().complete(
-        Stamp(manager, namespace)
+        Stamp(manager, namespace, 0.0 if mode == "fast" else WORK)
     )
     try:
         await manager.run()
@@ -86,5 +94,33 @@ async def main(kubeconfig: str, namespace: str, shard_id: str) -> int:
     return 0
 
 
+class Plain:
+    """``Stamp`` without a shard: the whole namespace, written through the leader's client."""
+
+    def __init__(self, manager: Manager, namespace: str, shard_id: str) -> None:
+        self.client = manager.client
+        self.shard_id = shard_id
+        self.work = 0.0
+        self.informer = manager.cache.informer(ConfigMap, namespace=namespace)
+
+    reconcile = Stamp.reconcile
+
+
+async def singleton(client: Client, namespace: str, shard_id: str) -> int:
+    manager = Manager(
+        client,
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        leader_election=LeaderElectionOptions(
+            namespace=namespace, name=LEADER_LEASE, identity=shard_id, **TIMING
+        ),
+    )
+    manager.controller("stamp").for_(ConfigMap, namespace=namespace).workers(4).complete(
+        Plain(manager, namespace, shard_id)  # type: ignore[arg-type]
+    )
+    await manager.run()
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(trio.run(main, *sys.argv[1:4]))
+    sys.exit(trio.run(main, *sys.argv[1:5]))
