@@ -86,6 +86,7 @@ from kubetrio.runtime.sharding.labels import RING_LABEL
 from kubetrio.runtime.sharding.member import ShardMember
 from kubetrio.runtime.sharding.options import ShardingOptions
 from kubetrio.runtime.sharding.sharder import Sharder
+from kubetrio.runtime.sharding.webhook import register as register_assigners
 from kubetrio.runtime.util.log import configure_default_logging, get_logger
 from kubetrio.runtime.webhook.builder import WebhookBuilder
 from kubetrio.runtime.webhook.server import DEFAULT_BIND_ADDRESS, WebhookServer
@@ -489,6 +490,10 @@ class Manager:
             ),
         )
         self.add(self.sharder)
+        if options.webhook:
+            if "webhook" not in self.http.readyz.names():
+                self.http.add_readyz_check("webhook", self.webhooks.started_check)
+            register_assigners(self.webhooks, self.sharder)
 
     async def _stop_when_asked(self) -> None:
         await self._stop_requested.wait()

@@ -37,6 +37,8 @@ class ShardingOptions:
     run_sharder: bool = True
     # At most this many labels written at once by the sharder (the reference's concurrentMoves).
     concurrent_moves: int = 100
+    # Serve the admission webhook that assigns objects at creation (``sharding.webhook``).
+    webhook: bool = False
 
     def __post_init__(self) -> None:
         if len(self.ring) > MAX_RING_NAME or not _LABEL_NAME.match(self.ring):

@@ -111,6 +111,7 @@ class Sharder:
         self.options = options
         self.kinds = list(kinds)
         self.ring: Ring | None = None
+        self._follower_ring: Ring | None = None
         self.shards: dict[str, Shard] = {}
         self.registry = registry
         self.metrics: ShardingMetrics | None = sharding_metrics(registry) if registry else None
@@ -173,6 +174,23 @@ class Sharder:
     @property
     def lease_selector(self) -> str:
         return f"{RING_LABEL}={self.options.ring}"
+
+    def current_ring(self) -> Ring:
+        """The ring as this replica sees it now: the leader's own, else one built from the
+        shared Lease watch (answers the admission webhook on every replica)."""
+        if self.ring is not None:
+            return self.ring
+        if self._leases is None:
+            return Ring(())
+        now = trio.current_time()
+        available = frozenset(
+            shard.id
+            for lease in self._leases.lister.list()
+            if (shard := self._observer.shard(lease, now)).state.available
+        )
+        if self._follower_ring is None or self._follower_ring.members != available:
+            self._follower_ring = Ring(available)
+        return self._follower_ring
 
     def _observe(self, lease: Lease) -> None:
         self._observer.shard(lease, trio.current_time())

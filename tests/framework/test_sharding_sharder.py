@@ -3,6 +3,8 @@ owned objects to their owner's shard, and counts objects per shard."""
 
 from __future__ import annotations
 
+import msgspec
+
 from kubetrio.api.coordination import Lease
 from kubetrio.api.core import ConfigMap, Secret
 from kubetrio.runtime.controller.controller import Result
@@ -10,6 +12,8 @@ from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.sharding.labels import RING_LABEL, STATE_LABEL, shard_label
 from kubetrio.runtime.sharding.options import ShardingOptions
+from kubetrio.runtime.sharding.webhook import configuration
+from kubetrio.runtime.webhook.manifest import as_url
 from kubetrio.testing.manager import run_manager
 from kubetrio.testing.servers import ApiServer
 from kubetrio.testing.waiting import eventually
@@ -74,3 +78,49 @@ async def test_objects_and_what_they_own_are_assigned(api_server: ApiServer) -> 
             assert value == config_maps + 1
 
         await eventually(counted, interval=1.0, on=[], timeout=30)
+
+
+async def test_the_webhook_assigns_at_creation(api_server: ApiServer) -> None:
+    namespace = api_server.namespace
+    admin = api_server.client()
+
+    def setup(manager: Manager, _config: object) -> None:
+        manager.controller("idle").for_(ConfigMap, namespace=namespace).owns(
+            Secret, namespace=namespace
+        ).sharded().complete(Idle())
+
+    options = ShardingOptions(ring=RING, namespace=namespace, shard_id="solo", webhook=True)
+    async with run_manager(
+        api_server, setup, sharding=options, webhook_bind_address="127.0.0.1:0"
+    ) as manager:
+        sharder = manager.sharder
+        assert sharder is not None and manager.webhooks.ca_pem is not None
+        doc = as_url(
+            configuration(sharder, ("unused", "unused")),
+            f"https://127.0.0.1:{manager.bound_ports['webhook']}",
+            manager.webhooks.ca_pem,
+        )
+        doc["metadata"]["name"] += f"-{namespace}"
+        path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+        await admin.request("POST", path, body=msgspec.json.encode(doc))
+        try:
+            await eventually(lambda: sharder.current_ring().members == {"solo"}, on=manager)
+            created = await admin.create(
+                ConfigMap, {"metadata": {"name": "born-assigned"}}, namespace=namespace
+            )
+            assert created.metadata.labels.get(SHARD) == "solo"
+            ref = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "name": "born-assigned",
+                "uid": created.metadata.uid,
+                "controller": True,
+            }
+            owned = await admin.create(
+                Secret,
+                {"metadata": {"generateName": "owned-", "ownerReferences": [ref]}},
+                namespace=namespace,
+            )
+            assert owned.metadata.labels.get(SHARD) == "solo"
+        finally:
+            await admin.request("DELETE", f"{path}/{doc['metadata']['name']}")
