@@ -9,11 +9,13 @@ own) and is itself a small controller over two kinds of key:
   again, by which time its objects have moved), deletes Leases dead for a minute, labels each
   Lease with its state, and rebuilds the ring from the available shards. A changed ring, and
   every ``sync_period``, puts every object back in the queue;
-* an object: its desired shard is the ring's owner of its key (an object with a controller
-  owner follows the owner). Unassigned, or assigned to a shard that is dead or unknown, or
-  following its owner: it is labelled with the desired shard at once. Assigned to another
+* an object: its desired shard is the ring's owner of its key. Unassigned, or assigned to a
+  shard that is dead or unknown: it is labelled with the desired shard at once, after the
+  objects it controls (so its new shard sees them as soon as it sees it). Assigned to another
   available shard: it gets the drain label, and only once that shard has let go (removed
-  both labels) is it assigned again.
+  both labels) is it assigned again;
+* an object with a controller owner follows the owner: it gets the owner's shard, and waits
+  while the owner is drained; an owner outside the ring's kinds is hashed by its key.
 
 Every label write carries the resourceVersion the decision was made on, so a decision made on
 a stale cache fails with a conflict and is made again on the newer object.
@@ -33,7 +35,8 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.coordination import Lease
-from kubetrio.api.meta import KubeObject, kind_of
+from kubetrio.api.meta import KubeObject, ObjectMeta, kind_of
+from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.errors import ApiError
@@ -62,7 +65,8 @@ log = get_logger("kubetrio.sharding")
 RBAC = Permissions(own_namespace=(on(Lease.KIND, "list", "watch", "patch", "delete"),))
 
 RING_KEY: tuple[int, str, str] = (-1, "", "")
-COUNT_PERIOD = 5.0  # seconds between counts of objects per shard
+COUNT_PERIOD = 5.0
+OWNER_INDEX = "sharding-owner"  # seconds between counts of objects per shard
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +155,9 @@ class Sharder:
             )
             for k in self.kinds
         ]
+        for sharded, view in zip(self.kinds, self._views, strict=True):
+            if sharded.controlled:
+                view.add_index(OWNER_INDEX, _by_owner)
         controller: Controller[Hashable] = Controller(
             f"sharder-{opts.ring}",
             self,
@@ -159,7 +166,7 @@ class Sharder:
         )
         controller.watch(Source(self._leases, lambda _lease: (RING_KEY,)))
         for index, informer in enumerate(self._views):
-            controller.watch(Source(informer, _keys_of(index)))
+            controller.watch(Source(informer, self._keys_of(index)))
         self._controller = controller
         async with trio.open_nursery() as nursery:
             await nursery.start(cache.run)
@@ -343,13 +350,17 @@ class Sharder:
             self._drains_started.pop(item, None)
             return
         meta = obj.metadata
-        key = owner_key(meta) if sharded.controlled else object_key(sharded.kind, meta)
-        desired = self.ring.owner(key) if key is not None else None
+        if sharded.controlled:
+            desired = self._owned_shard(meta)
+        else:
+            desired = self.ring.owner(object_key(sharded.kind, meta))
         if desired is None:
-            return  # no shard available, or not part of the ring (owned by nothing)
+            return  # no shard available, not in the ring, or waiting for its owner
         current = meta.labels.get(self._shard_label)
         draining = self._drain_label in meta.labels
         if current == desired:
+            if not draining:
+                self._drained(item)  # assigned anew, by the webhook as the shard let go
             return  # a drain asked for meanwhile is let go of and the object comes back here
         info = kind_of(sharded.kind)
         if current is not None and self._available(current) and not sharded.controlled:
@@ -359,14 +370,77 @@ class Sharder:
                 if self.metrics is not None:
                     self.metrics.drains.labels(self.options.ring, info.group, info.plural).inc()
             return
+        if not sharded.controlled:
+            # What it owns goes first: its new shard finds them in its cache when it first
+            # sees the owner, instead of taking them for missing.
+            await self._bring_owned(object_key(sharded.kind, meta), desired)
         await self._write(obj, {self._shard_label: desired, self._drain_label: None})
+        self._moved(info)
+        self._drained(item)
+
+    def _drained(self, item: tuple[int, str, str]) -> None:
+        started = self._drains_started.pop(item, None)
+        if started is not None and self.metrics is not None:
+            self.metrics.drain_duration.labels(self.options.ring).observe(
+                trio.current_time() - started
+            )
+
+    def _keys_of(self, index: int) -> Any:
+        """An object's key, and for an owner the keys of what it controls: they follow it."""
+        owned_views = [(i, view) for i, view in enumerate(self._views) if self.kinds[i].controlled]
+        sharded = self.kinds[index]
+
+        def keys(obj: KubeObject) -> list[tuple[int, str, str]]:
+            meta = obj.metadata
+            found = [(index, meta.namespace, meta.name)]
+            if not sharded.controlled and owned_views:
+                key = object_key(sharded.kind, meta)
+                for i, view in owned_views:
+                    for owned in view.store.values_by_index(OWNER_INDEX, key):
+                        found.append((i, owned.metadata.namespace, owned.metadata.name))
+            return found
+
+        return keys
+
+    def _owned_shard(self, meta: ObjectMeta) -> str | None:
+        """Where an owned object belongs: its owner's shard while the owner is in the ring
+        (None while the owner is being drained or waits for its assignment, which brings the
+        owned objects along); the ring's choice for its owner's key otherwise."""
+        key = owner_key(meta)
+        if key is None or self.ring is None:
+            return None  # owned by nothing: not part of the ring
+        for index, sharded in enumerate(self.kinds):
+            if sharded.controlled or not key.startswith(self._kind_prefix(sharded.kind)):
+                continue
+            ref = meta.controller_ref()
+            assert ref is not None
+            owner = self._views[index].lister.get(meta.namespace, ref.name)
+            if owner is None:
+                break
+            labels: dict[str, str] = owner.metadata.labels
+            if self._drain_label in labels:
+                return None
+            return labels.get(self._shard_label)
+        return self.ring.owner(key)
+
+    @staticmethod
+    def _kind_prefix(kind: type[KubeObject]) -> str:
+        info = kind_of(kind)
+        return f"{info.group}/{info.kind}/"
+
+    async def _bring_owned(self, key: str, shard: str) -> None:
+        for index, sharded in enumerate(self.kinds):
+            if not sharded.controlled:
+                continue
+            info = kind_of(sharded.kind)
+            for owned in self._views[index].store.values_by_index(OWNER_INDEX, key):
+                if owned.metadata.labels.get(self._shard_label) != shard:
+                    await self._write(owned, {self._shard_label: shard, self._drain_label: None})
+                    self._moved(info)
+
+    def _moved(self, info: KindInfo) -> None:
         if self.metrics is not None:
             self.metrics.movements.labels(self.options.ring, info.group, info.plural).inc()
-            started = self._drains_started.pop(item, None)
-            if started is not None:
-                self.metrics.drain_duration.labels(self.options.ring).observe(
-                    trio.current_time() - started
-                )
 
     async def _write(self, obj: KubeObject, labels: dict[str, str | None]) -> None:
         meta = obj.metadata
@@ -382,8 +456,6 @@ class Sharder:
                 raise  # a conflict: retried, and the newer object comes through the watch
 
 
-def _keys_of(index: int) -> Any:
-    def keys(obj: KubeObject) -> tuple[tuple[int, str, str]]:
-        return ((index, obj.metadata.namespace, obj.metadata.name),)
-
-    return keys
+def _by_owner(obj: KubeObject) -> list[str]:
+    key = owner_key(obj.metadata)
+    return [key] if key is not None else []
