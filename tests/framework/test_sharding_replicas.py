@@ -12,6 +12,7 @@ import contextlib
 import itertools
 from dataclasses import dataclass, field
 
+import pytest
 import trio
 
 from kubetrio.api.core import ConfigMap
@@ -26,6 +27,8 @@ from kubetrio.runtime.sharding.options import ShardingOptions
 from kubetrio.testing.link import Link, tcp_link
 from kubetrio.testing.servers import ApiServer
 from kubetrio.testing.waiting import eventually
+
+pytestmark = pytest.mark.slow
 
 RING = "stamps"
 OBJECTS = 24
