@@ -161,7 +161,7 @@ class Manager:
         self.registry = registry if registry is not None else process_registry()
         self.leader_election = leader_election
         self.elector = (
-            LeaderElector(client, leader_election, registry=self.registry)
+            LeaderElector(client.with_own_limits(), leader_election, registry=self.registry)
             if leader_election
             else None
         )

@@ -38,7 +38,7 @@ class ShardMember:
         self.id = options.shard_id
         self.ring = options.ring
         self.elector = LeaderElector(
-            client,
+            client.with_own_limits(),  # renewals never queue behind the controllers' requests
             LeaderElectionOptions(
                 namespace=options.namespace,
                 name=options.shard_id,

@@ -31,6 +31,8 @@ DEFAULT_LEASE_DURATION = 15.0
 
 
 class ShardState(enum.Enum):
+    """A shard's state as the sharder sees its Lease (the reference design's names)."""
+
     READY = "ready"
     EXPIRED = "expired"
     UNCERTAIN = "uncertain"
@@ -45,6 +47,8 @@ class ShardState(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Shard:
+    """One member of a ring: its id (its Lease's name) and state."""
+
     id: str
     state: ShardState
     # Seconds (trio clock) until the state may change without the Lease changing.

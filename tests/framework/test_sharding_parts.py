@@ -40,16 +40,16 @@ def test_shard_id_defaults_to_the_host_name() -> None:
     assert ShardingOptions(ring="r", namespace="ns").shard_id
 
 
-STAMP = micro_time()
+STAMP = [""]
 
 
-def lease(name: str, holder: str | None, renewed: int = 0) -> Lease:
+def lease(name: str, holder: str | None, renewed: int = 0, stamp: str = "") -> Lease:
     body = Lease(
         spec=LeaseSpec(
             holder_identity=holder,
             lease_duration_seconds=10,
-            renew_time=STAMP,
-            acquire_time=STAMP,
+            renew_time=stamp or STAMP[0],
+            acquire_time=stamp or STAMP[0],
             lease_transitions=renewed,
         )
     )
@@ -61,6 +61,7 @@ async def test_states_follow_what_this_process_observed(
     mock_clock: trio.testing.MockClock,
 ) -> None:
     observer = LeaseObserver()
+    STAMP[0] = micro_time()  # the same record every call: only the observer's clock moves
     start = trio.current_time()
     assert observer.shard(lease("a", "a"), start).state is ShardState.READY
     # Unchanged for less than its duration: still ready; then uncertain (to take over).
