@@ -42,6 +42,7 @@ from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Controller, Result, Source
+from kubetrio.runtime.controller.predicates import Predicate
 from kubetrio.runtime.gen.rbac import Permissions, on
 from kubetrio.runtime.leaderelection.elector import micro_time
 from kubetrio.runtime.sharding.labels import (
@@ -165,8 +166,9 @@ class Sharder:
             registry=self.registry,
         )
         controller.watch(Source(self._leases, lambda _lease: (RING_KEY,)))
+        relevant = Predicate(update=self._assignment_changed)
         for index, informer in enumerate(self._views):
-            controller.watch(Source(informer, self._keys_of(index)))
+            controller.watch(Source(informer, self._keys_of(index), (relevant,)))
         self._controller = controller
         async with trio.open_nursery() as nursery:
             await nursery.start(cache.run)
@@ -384,6 +386,17 @@ class Sharder:
             self.metrics.drain_duration.labels(self.options.ring).observe(
                 trio.current_time() - started
             )
+
+    def _assignment_changed(self, old: KubeObject, new: KubeObject) -> bool:
+        """Only a change of what assignment reads wakes the sharder (its shard and drain
+        labels, its controller owner): a controller's writes to its objects cost it nothing
+        but their decoding."""
+        before, after = old.metadata, new.metadata
+        return (
+            before.labels.get(self._shard_label) != after.labels.get(self._shard_label)
+            or (self._drain_label in before.labels) != (self._drain_label in after.labels)
+            or before.controller_ref() != after.controller_ref()
+        )
 
     def _keys_of(self, index: int) -> Any:
         """An object's key, and for an owner the keys of what it controls: they follow it."""

@@ -164,6 +164,8 @@ async def configuration(
         "rss_others_mean_mib": round(sum(others) / len(others), 1) if others else None,
         "sharder_extra_mib": round(max(rss) - sum(others) / len(others), 1) if others else None,
         "cpu_ms_per_reconcile": round(1000 * sum(cpu) / objects, 3),
+        "cpu_s": [round(c, 2) for c in cpu],
+        "leader_cpu_share": round(cpu[leader] / sum(cpu), 2) if sum(cpu) else None,
         "objects_per_shard": per_shard if replicas else None,
         "first_pass_s": round(assigned_s, 1),
         "bump_s": round(bump_s, 1),
