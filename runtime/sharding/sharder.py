@@ -416,9 +416,10 @@ class Sharder:
         return keys
 
     def _owned_shard(self, meta: ObjectMeta) -> str | None:
-        """Where an owned object belongs: its owner's shard while the owner is in the ring
-        (None while the owner is being drained or waits for its assignment, which brings the
-        owned objects along); the ring's choice for its owner's key otherwise."""
+        """Where an owned object belongs: its owner's shard once the owner is where the ring
+        wants it (None while the owner is drained or is yet to move: its assignment brings
+        the owned objects along); the ring's choice for its owner's key when the owner is not
+        one of the ring's objects."""
         key = owner_key(meta)
         if key is None or self.ring is None:
             return None  # owned by nothing: not part of the ring
@@ -431,9 +432,12 @@ class Sharder:
             if owner is None:
                 break
             labels: dict[str, str] = owner.metadata.labels
-            if self._drain_label in labels:
+            current = labels.get(self._shard_label)
+            if self._drain_label in labels or current != self.ring.owner(key):
+                # The owner is to move (or this view of it is older than our last write):
+                # its assignment brings what it owns along.
                 return None
-            return labels.get(self._shard_label)
+            return current
         return self.ring.owner(key)
 
     @staticmethod

@@ -124,3 +124,43 @@ async def test_the_webhook_assigns_at_creation(api_server: ApiServer) -> None:
             assert owned.metadata.labels.get(SHARD) == "solo"
         finally:
             await admin.request("DELETE", f"{path}/{doc['metadata']['name']}")
+
+
+async def test_owned_objects_move_before_their_owner(api_server: ApiServer) -> None:
+    """An owner on a shard that is gone (no Lease) moves at once, its owned objects first: its
+    new shard finds them in its cache when it first sees the owner."""
+    namespace = api_server.namespace
+    admin = api_server.client()
+    owner = await admin.create(
+        ConfigMap, {"metadata": {"name": "owner", "labels": {SHARD: "ghost"}}}, namespace=namespace
+    )
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "owner",
+        "uid": owner.metadata.uid,
+        "controller": True,
+    }
+    await admin.create(
+        Secret,
+        {"metadata": {"name": "owned", "labels": {SHARD: "ghost"}, "ownerReferences": [ref]}},
+        namespace=namespace,
+    )
+
+    def setup(manager: Manager, _config: object) -> None:
+        manager.controller("idle").for_(ConfigMap, namespace=namespace).owns(
+            Secret, namespace=namespace
+        ).sharded().complete(Idle())
+
+    options = ShardingOptions(ring=RING, namespace=namespace, shard_id="solo")
+    async with run_manager(api_server, setup, sharding=options):
+
+        async def moved() -> None:
+            cm = await admin.get(ConfigMap, "owner", namespace=namespace)
+            secret = await admin.get(Secret, "owned", namespace=namespace)
+            assert cm.metadata.labels.get(SHARD) == "solo"
+            assert secret.metadata.labels.get(SHARD) == "solo"
+            # Written in this order (both servers number every write from one counter).
+            assert int(secret.metadata.resource_version) < int(cm.metadata.resource_version)
+
+        await eventually(moved, interval=0.2, on=[])
