@@ -1,10 +1,5 @@
-# Sourced by .ci/typecheck and .ci/lint-imports: the top-level folders only become kubetrio.*
-# through setuptools' package-dir mapping, which static tools cannot follow, so they read a
-# tree of symlinks laid out the way the package is installed. Sets $top and $tree.
+# Sourced by .ci/typecheck and .ci/lint-imports: static tools read the kubetrio namespace from
+# src/, whose symlinks lay the top-level folders out the way the package is installed.
+# Sets $top and $tree.
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-tree=$(mktemp -d)
-trap 'rm -rf "$tree"' EXIT
-mkdir -p "$tree/kubetrio"
-for part in runtime api controllers cmd testing emulator sim config; do
-  ln -s "$top/$part" "$tree/kubetrio/$part"
-done
+tree=$top/src

@@ -24,6 +24,10 @@ VERSION = "v1alpha1"
 
 # -- phases and last-operation vocabulary (MCM's names: tools and dashboards match on them)
 
+# On a MachineDeployment (copied to its MachineSets and their new Machines): the creation
+# timeout of its machines, a Go duration that wins over the template's and the flag's.
+EFFECTIVE_CREATION_TIMEOUT_ANNOTATION = "node.machine.sapcloud.io/effective-creation-timeout"
+
 PHASE_PENDING = "Pending"
 PHASE_AVAILABLE = "Available"
 PHASE_RUNNING = "Running"

@@ -48,10 +48,10 @@ def crd_documents() -> list[Document]:
     return [doc for doc in documents if doc["kind"] == "CustomResourceDefinition"]
 
 
-def kit_documents(images: Sequence[Image] = ()) -> list[Document]:
-    """Everything ``config/default`` deploys, as ``kubectl kustomize config/default`` renders
+def kit_documents(images: Sequence[Image] = (), folder: str = "default") -> list[Document]:
+    """Everything ``config/<folder>`` deploys, as ``kubectl kustomize config/<folder>`` renders
     it (with ``images`` as an overlay's ``images`` would set them)."""
-    return render(config_root(), "default", images)
+    return render(config_root(), folder, images)
 
 
 def example_config_text() -> str:

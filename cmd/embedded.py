@@ -2,9 +2,10 @@
 exactly as to a real cluster and holds no simulated state of its own.
 
 It runs the simulated cluster (``kubetrio emulator --simulate``: kubelets, scheduler, volumes,
-workload controllers; the simulated cloud the ``sim`` machine driver calls) and has the machine
-CRDs the package ships (``kubetrio crds``) installed before it is handed out, so the machine
-controller's informers can start at once.
+workload controllers), the simulated cloud the ``sim`` machine driver calls and the storage
+service, each of those two on an address of its own that the child announces, and has the
+machine CRDs the package ships (``kubetrio crds``) installed before it is handed out, so the
+machine controller's informers can start at once.
 """
 
 from __future__ import annotations
@@ -24,14 +25,12 @@ import trio
 import yaml
 
 from kubetrio.cmd.assets import crd_documents
+from kubetrio.cmd.config import ManagerConfig
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 
 STARTUP_TIMEOUT = 30.0
 CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-# The simulated storage service's base path on the emulator (mounted there, so the embedded
-# cluster is one port); the manager's storage backend URL is the cluster URL plus this.
-STORAGE_PATH = "/_storage/v1"
 
 
 class EmbeddedClusterError(Exception):
@@ -43,12 +42,20 @@ class EmbeddedCluster:
     url: str
     kubeconfig: Path
     workdir: Path
-    storage: bool = False  # the emulator serves the simulated storage service
+    cloud_url: str | None = None  # the simulated cloud served beside it
+    storage_url: str | None = None  # the simulated storage service's backend URL, if served
     ec2_url: str | None = None  # the EC2 double the emulator serves beside it, if asked for
 
-    @property
-    def storage_url(self) -> str:
-        return self.url + STORAGE_PATH
+
+def with_services(config: ManagerConfig, cluster: EmbeddedCluster) -> ManagerConfig:
+    """``config`` pointed at the embedded cluster's simulated cloud and storage service, where
+    it names none of its own (the demo then shows the storage nodes too)."""
+    machine, storage = config.machine, config.storage
+    if machine.sim_cloud_url is None and cluster.cloud_url is not None:
+        machine = msgspec.structs.replace(machine, sim_cloud_url=cluster.cloud_url)
+    if storage.backend_url is None and cluster.storage_url is not None:
+        storage = msgspec.structs.replace(storage, backend_url=cluster.storage_url)
+    return msgspec.structs.replace(config, machine=machine, storage=storage)
 
 
 @asynccontextmanager
@@ -104,8 +111,14 @@ async def embedded_cluster(
             url = announced["url"]
             client = Client.from_url(url, token=admin_token(kubeconfig))
             await install_crds(client)
-            storage = await serves_storage(client)
-            yield EmbeddedCluster(url, kubeconfig, workdir, storage, announced.get("ec2-endpoint"))
+            yield EmbeddedCluster(
+                url,
+                kubeconfig,
+                workdir,
+                cloud_url=announced.get("cloud-endpoint"),
+                storage_url=announced.get("storage-backend"),
+                ec2_url=announced.get("ec2-endpoint"),
+            )
         finally:
             process.terminate()
             with trio.move_on_after(5) as scope:
@@ -142,7 +155,8 @@ def admin_token(kubeconfig: Path) -> str:
 
 async def _read_announcement(process: trio.Process) -> dict[str, str]:
     """What the emulator announces on stdout up to its URL, which it prints once it listens:
-    ``key=value`` words (``url``, and ``ec2-endpoint`` before it when it serves one)."""
+    ``key=value`` words (``url``, and before it the addresses of the services it serves beside:
+    ``cloud-endpoint``, ``storage-backend``, ``ec2-endpoint``)."""
     assert process.stdout is not None
     buffer = b""
     with trio.move_on_after(STARTUP_TIMEOUT):
@@ -168,13 +182,3 @@ async def install_crds(client: Client) -> None:
                 raise EmbeddedClusterError(
                     f"installing CRD {crd['metadata']['name']}: {error}"
                 ) from error
-
-
-async def serves_storage(client: Client) -> bool:
-    """Whether the emulator serves the simulated storage service (an emulator built before it
-    existed answers 404): asked rather than assumed, so the demo works with either."""
-    try:
-        await client.request("GET", f"{STORAGE_PATH}/nodes")
-    except ApiError:
-        return False
-    return True

@@ -1,4 +1,9 @@
-"""``kubetrio emulator``: serve the Kubernetes API emulator on 127.0.0.1 until SIGINT/SIGTERM."""
+"""``kubetrio emulator``: serve the Kubernetes API emulator on 127.0.0.1 until SIGINT/SIGTERM,
+with the simulated cloud (and, asked for, the storage service) each on a loopback port of its
+own. Once everything listens it announces on standard output, one ``key=value`` a line:
+``ec2-endpoint=`` (when asked), ``cloud-endpoint=`` (the ``sim`` driver's ``--sim-cloud-url``),
+``storage-backend=`` (``--storage-backend-url``), then the API server's ``url=`` and
+``kubeconfig=``."""
 
 from __future__ import annotations
 
@@ -79,12 +84,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--storage-sim",
         action="store_true",
         help=(
-            "serve the simulated storage service at <url>/_storage/v1 (the URL for "
-            "--storage-backend-url): StorageOS-like, it registers a storage node for every "
-            "Ready Node (annotating csi.volume.kubernetes.io/nodeid with csi.storageos.com), "
-            "marks it offline 20-30 s after its Node is gone or not Ready, lets its lock "
-            "expire 30 s later, and refuses deletes before that (409 online, 423 locked) or "
-            "while it masters a volume without replicas (409); in memory only"
+            "serve the simulated storage service on a loopback port of its own, announced as "
+            "storage-backend=<url> (the URL for --storage-backend-url): StorageOS-like, it "
+            "registers a storage node for every Ready Node (annotating "
+            "csi.volume.kubernetes.io/nodeid with csi.storageos.com), marks it offline 20-30 s "
+            "after its Node is gone or not Ready, lets its lock expire 30 s later, and refuses "
+            "deletes before that (409 online, 423 locked) or while it masters a volume without "
+            "replicas (409); in memory only"
         ),
     )
     parser.add_argument(
@@ -160,6 +166,7 @@ def _positive_float(text: str) -> float:
 async def _serve(args: argparse.Namespace) -> None:
     from kubetrio.emulator import EmulatorOptions, ExtensionFactory
     from kubetrio.sim import serve_world
+    from kubetrio.sim.cloud import SimulatedCloud
     from kubetrio.sim.cluster import ClusterSimulation
 
     options = EmulatorOptions(
@@ -184,20 +191,19 @@ async def _serve(args: argparse.Namespace) -> None:
                 print(f"ec2-endpoint={ec2_url}", flush=True)
             world = serve_world(options=options, simulate=simulate, extensions=extensions)
             emu = await stack.enter_async_context(world)
-            storage = args.storage_sim or args.simulate
-            if storage:  # mounted before the URL is announced: usable as soon as it is
-                from kubetrio.sim.storage import serve_storage_sim, storage_url
+            print(f"cloud-endpoint={emu.extension(SimulatedCloud).url}", flush=True)
+            if args.storage_sim or args.simulate:  # served before the URL is announced
+                from kubetrio.sim.storage import serve_storage_sim
 
                 scale = args.storage_timeline_scale
-                await stack.enter_async_context(
+                storage = await stack.enter_async_context(
                     serve_storage_sim(
                         emu, offline_after=(20.0 * scale, 30.0 * scale), lock_seconds=30.0 * scale
                     )
                 )
+                print(f"storage-backend={storage.url}", flush=True)
             print(f"kubetrio emulator serving url={emu.url}", flush=True)
             print(f"kubeconfig={emu.kubeconfig_path}", flush=True)
-            if storage:
-                print(f"storage-backend={storage_url(emu.url)}", flush=True)
             async with trio.open_nursery() as nursery:
                 if args.exit_with_parent:
 

@@ -4,7 +4,9 @@ folders with their own kustomization), ``namespace``, and kustomize's default (l
 order. Anything else in a kustomization is refused by name rather than silently ignored, so the
 kit cannot grow a feature this renderer would drop; a test compares the output with
 ``kubectl kustomize`` object by object. ``images`` too (kustomize's image transformer), since
-an image name is the one thing every deployment of the kit changes.
+an image name is the one thing every deployment of the kit changes; and ``patches`` given as a
+file of RFC 6902 operations on a target picked by kind and name, which is how an overlay adds
+the webhook server to the manager (kubebuilder's ``manager_webhook_patch.yaml``).
 """
 
 from __future__ import annotations
@@ -14,13 +16,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from importlib.resources.abc import Traversable
 from typing import Any, Final
 
+import jsonpatch
 import yaml
 
-__all__ = ["Image", "KustomizeError", "image_override", "render"]
+__all__ = ["Image", "KustomizeError", "image_override", "ordered", "render"]
 
 KUSTOMIZATION: Final = "kustomization.yaml"
-_KNOWN_FIELDS: Final = frozenset({"apiVersion", "kind", "resources", "namespace", "images"})
+_KNOWN_FIELDS: Final = frozenset(
+    {"apiVersion", "kind", "resources", "namespace", "images", "patches"}
+)
 _IMAGE_FIELDS: Final = frozenset({"name", "newName", "newTag", "digest"})
+_PATCH_FIELDS: Final = frozenset({"path", "target"})
+_TARGET_FIELDS: Final = frozenset({"kind", "name"})
 # An image reference: the name, then ":tag" or "@digest" (a registry's ":port" is in the name).
 _REFERENCE: Final = re.compile(r"^(?P<name>[^@]+?)(?P<rest>(?::[^:/@]+)?(?:@.+)?)$")
 
@@ -97,6 +104,11 @@ def render(
     an overlay's would."""
     documents = _build(root, _parts(folder, "", folder))
     _set_images(documents, images, "images")
+    return ordered(documents)
+
+
+def ordered(documents: Iterable[Document]) -> list[Document]:
+    """``documents`` in kustomize's default output order."""
     return sorted(documents, key=_order)
 
 
@@ -137,6 +149,8 @@ def _build(root: Traversable, folder: tuple[str, ...]) -> list[Document]:
             documents.extend(_load(target, "/".join(("config", *parts))))
         else:
             raise KustomizeError(f"{where}: resource {entry}: no such file or folder")
+    for index, entry in enumerate(kustomization.get("patches") or []):
+        _patch(root, folder, documents, entry, f"{where}: patches[{index}]")
     namespace = kustomization.get("namespace")
     if namespace is not None:
         _set_namespace(documents, str(namespace))
@@ -174,6 +188,40 @@ def _load(path: Traversable, label: str) -> list[Document]:
             raise KustomizeError(f"{label}: every document must be an object with a kind")
         documents.append(document)
     return documents
+
+
+def _patch(
+    root: Traversable, folder: tuple[str, ...], documents: list[Document], entry: Any, where: str
+) -> None:
+    """kustomize's patch transformer for a JSON 6902 patch file: its operations apply to each
+    object matching the target's kind (and name, when given); a target matching nothing is an
+    error, as it is to kustomize."""
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("path"), str):
+        raise KustomizeError(f"{where}: expected a mapping with a path")
+    unknown = sorted(set(entry) - _PATCH_FIELDS)
+    target = entry.get("target")
+    if not isinstance(target, Mapping) or not isinstance(target.get("kind"), str):
+        raise KustomizeError(f"{where}: target: expected a mapping with a kind")
+    unknown += sorted(f"target.{key}" for key in set(target) - _TARGET_FIELDS)
+    if unknown:
+        raise KustomizeError(f"{where}: {', '.join(unknown)}: not supported")
+    parts = _parts("/".join(folder), entry["path"], where)
+    label = "/".join(("config", *parts))
+    operations = yaml.safe_load(_at(root, parts).read_text(encoding="utf-8"))
+    if not isinstance(operations, list):
+        raise KustomizeError(f"{label}: expected a list of JSON patch operations")
+    matched = False
+    for index, doc in enumerate(documents):
+        name = (doc.get("metadata") or {}).get("name")
+        if doc["kind"] != target["kind"] or target.get("name", name) != name:
+            continue
+        try:
+            documents[index] = jsonpatch.apply_patch(doc, operations)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as error:
+            raise KustomizeError(f"{label}: {doc['kind']} {name}: {error}") from None
+        matched = True
+    if not matched:
+        raise KustomizeError(f"{where}: target {dict(target)}: no object matches")
 
 
 def _set_namespace(documents: Iterable[Document], namespace: str) -> None:

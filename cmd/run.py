@@ -32,7 +32,7 @@ from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
 from kubetrio.cmd.demo.clouds import EC2_CLUSTER, PROVIDERS
 from kubetrio.cmd.demo.view import kubectl_hint
 from kubetrio.cmd.demo.webhooks import with_webhooks
-from kubetrio.cmd.embedded import embedded_cluster, embedded_workdir
+from kubetrio.cmd.embedded import embedded_cluster, embedded_workdir, with_services
 from kubetrio.cmd.endpoints import announce_endpoints, local_free_ports, secure_serving
 from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_failure
 from kubetrio.controllers import BUILTIN_CONTROLLERS
@@ -242,13 +242,13 @@ async def serve_embedded_in(
         print(f"  try: {kubectl_hint(kubeconfig)}", flush=True)
         if "example" in controllers:
             await seed_demo(make_client(config, kubeconfig))
-        # The storage controllers talk to the cluster's simulated storage service, when it has
-        # one (and no backend URL was configured): the demo then shows its nodes too.
-        if cluster.storage and config.storage.backend_url is None:
-            config = msgspec.structs.replace(
-                config,
-                storage=msgspec.structs.replace(config.storage, backend_url=cluster.storage_url),
-            )
+        config = with_services(config, cluster)
+        for name, url in (
+            ("sim cloud", config.machine.sim_cloud_url),
+            ("storage backend", config.storage.backend_url),
+        ):
+            if url is not None:
+                print(f"{name}: {url}", flush=True)
         if "machine" not in controllers:
             print("the demo needs the machine controller: running the manager only", flush=True)
             return await run_manager(
@@ -266,7 +266,8 @@ async def serve_embedded_in(
                 duration=args.duration,
                 keep_running=args.keep_running,
                 live=live,
-                storage_url=cluster.storage_url if cluster.storage else None,
+                storage_url=cluster.storage_url,
+                cloud_url=config.machine.sim_cloud_url,
                 # The embedded cluster runs the storage timeline at a tenth (see embedded.py),
                 # so the deleted machines' storage nodes are seen removed within the minute.
                 wait_for_storage=True,

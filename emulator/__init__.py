@@ -16,8 +16,8 @@ injected latency; ``kubetrio emulator`` runs it standalone. The pieces:
   (``emu.https_url``) with the admin's token ``emu.token`` (system:masters); clients of the
   plain ``emu.url`` pass ``emu.token`` themselves. ``emu.access`` is authentication and RBAC
   (``auth/``): ServiceAccount tokens, the bootstrap policy, reviews, impersonation.
-- ``serve_emulator(extensions=[...])``: factories of things served beside the API on the same
-  port and clock; ``emu.extension(kind)`` finds one. The simulated cluster, cloud and storage
+- ``serve_emulator(extensions=[...])``: factories of things run beside the API on its clock;
+  ``emu.extension(kind)`` finds one. The simulated cluster, cloud and storage
   service (``kubetrio.sim``) are such extensions: the emulator itself simulates nothing beyond
   what kube-apiserver and kube-controller-manager's garbage collector, namespace and
   ServiceAccount-token controllers do.

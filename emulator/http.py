@@ -1,8 +1,8 @@
 """What the emulator speaks HTTP with: ``kubetrio.runtime.http``'s server and messages (the
 manager's metrics and webhooks are served by the same), answering its own errors as Status
-objects as kube-apiserver does, and a prefix ``Router`` so extensions (the simulated cloud,
-storage service) mount further APIs on the emulator's port. Handlers mounted here import
-``Request``, ``Response`` and ``json_response`` from this module."""
+objects as kube-apiserver does, and a prefix ``Router`` so further routes (the emulator's own
+``/_emulator/``, a benchmark's) are mounted on the emulator's port. Handlers import ``Request``,
+``Response`` and ``json_response`` from this module."""
 
 from __future__ import annotations
 

@@ -46,9 +46,9 @@ _E = TypeVar("_E")
 
 
 class Extension(Protocol):
-    """Something served beside the API on the emulator's port and clock (the simulated cloud,
-    cluster or storage service): built by its factory from the finished emulator, where it may
-    subscribe to the store and ``mount`` routes, and run for as long as the emulator serves.
+    """Something run beside the API on the emulator's clock (the simulated cloud, cluster or
+    storage service): built by its factory from the finished emulator, where it may subscribe
+    to the store, and run for as long as the emulator serves.
     The emulator knows nothing else of it, so the API server double never depends on a world
     simulated around it."""
 

@@ -204,13 +204,19 @@ async def api_server(
     from kubetrio.sim.cluster.options import ClusterSimulation
     from kubetrio.testing.servers import ApiServer, on_control_plane
 
-    if _real_plane is not None:
-        async with on_control_plane(_real_plane) as server:
-            yield server
-        return
     marker = request.node.get_closest_marker("kubetrio")
     simulated = marker.kwargs.get("simulated_cluster", False) if marker else False
     simulate = ClusterSimulation() if simulated is True else (simulated or None)
+    if _real_plane is not None:
+        from kubetrio.sim.world import simulated_world
+
+        async with on_control_plane(_real_plane) as server:
+            if simulate is None:
+                yield server
+                return
+            async with simulated_world(server.client(qps=0), simulate=simulate):
+                yield server
+        return
     async with serve_world(simulate=simulate) as emu:
         yield ApiServer("emulator", emu.kubeconfig_path, "default", emulator=emu)
 

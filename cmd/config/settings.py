@@ -262,6 +262,12 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "machine.safetyOvershootingPeriod",
         "how often MachineSets are checked for too many machines",
     ),
+    _s(
+        "--sim-cloud-url",
+        "machine.simCloudURL",
+        "URL of the simulated cloud the sim machine driver calls (a MachineClass secret's "
+        "simCloudURL overrides it)",
+    ),
     _s("--csi-driver", "storage.csiDriver", "CSI driver name of the storage backend"),
     _s("--storage-backend-url", "storage.backendURL", "URL of the storage backend API"),
     _s(
@@ -291,6 +297,7 @@ OPTIONAL_STRINGS: Final = frozenset(
         ("metricsCertPath",),
         ("leaderElection", "namespace"),
         ("storage", "backendURL"),
+        ("machine", "simCloudURL"),
         *((role, field) for role in ("control", "target") for field in ("kubeconfig", "context")),
     }
 )

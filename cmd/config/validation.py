@@ -98,6 +98,7 @@ def _check_addresses(config: ManagerConfig, sources: Sources, known: Collection[
             raise sources.error([field], str(exc)) from None
     for path, url in (
         (["storage", "backendURL"], config.storage.backend_url),
+        (["machine", "simCloudURL"], config.machine.sim_cloud_url),
         (["master"], config.master),
     ):
         problem = None if url is None else _url_problem(url)

@@ -2,9 +2,10 @@
 Secret and the two MachineClasses a user would write for it, how one VM is broken there (the
 cloud's doing, not a user's), and which VMs it still has for the final orphans check.
 
-``sim`` is the simulated cloud served by the embedded emulator; ``aws`` is moto's EC2 server it
-starts beside it (``kubetrio emulator --ec2-cluster``), which the ``aws`` driver talks to through
-boto3 as to AWS. boto3 is imported only for ``aws``.
+``sim`` is the simulated cloud the embedded emulator serves on an address of its own (the one the
+``sim`` driver is configured with); ``aws`` is moto's EC2 server it starts beside it (``kubetrio
+emulator --ec2-cluster``), which the ``aws`` driver talks to through boto3 as to AWS. boto3 is
+imported only for ``aws``.
 """
 
 from __future__ import annotations
@@ -17,14 +18,18 @@ import msgspec
 import trio
 
 from kubetrio.cmd.demo import seed
-from kubetrio.runtime.client.errors import ApiError
-from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.http.errors import NoResponse
+from kubetrio.runtime.http.pool import ConnectionPool
+from kubetrio.runtime.util.inflight import request_in_flight
 
 if TYPE_CHECKING:
     from kubetrio.sim.ec2 import Ec2Account
 
 PROVIDERS = ("sim", "aws")  # ``kubetrio run --embedded --provider``
-CLOUD_VMS_PATH = "/_cloud/v1/vms"
+# The simulated cloud's administration: its VMs, and one of them breaking.
+CLOUD_VMS_PATH = "/v1/vms"
+CLOUD_FAIL_PATH = "/v1/fail"
+CLOUD_TIMEOUT = 10.0
 # The cluster the demo's EC2 instances are tagged for (``kubernetes.io/cluster/<name>``): the
 # driver's orphan sweep, the instances' kubelets and the orphans check all find them by it.
 EC2_CLUSTER = "kubetrio-demo"
@@ -54,12 +59,19 @@ class DemoCloud(Protocol):
         ...
 
 
+class SimCloudError(Exception):
+    """The simulated cloud could not be asked (no address, no answer, a refusal)."""
+
+
 class SimCloud:
+    """The simulated cloud at ``url`` (None: the manager was given none, so there is no cloud
+    to ask)."""
+
     class_name = seed.CLASS_NAME
     new_class_name = seed.NEW_CLASS_NAME
 
-    def __init__(self, client: Client, boot_seconds: float) -> None:
-        self.client = client
+    def __init__(self, url: str | None, boot_seconds: float) -> None:
+        self.url = url
         self.boot_seconds = boot_seconds
 
     async def prepare(self) -> None:
@@ -69,15 +81,33 @@ class SimCloud:
         return [seed.class_secret(), *seed.machine_classes(self.boot_seconds)]
 
     async def break_vm(self, provider_id: str) -> None:
-        await seed.fail_vm(self.client, provider_id)
+        """The VM breaks at the simulated cloud: its kubelet stops, its Node's Ready turns
+        Unknown, and the machine controller's health check takes it from there."""
+        await self._request("POST", CLOUD_FAIL_PATH, {"providerID": provider_id})
 
     async def vms(self) -> list[str]:
         try:
-            listed = msgspec.json.decode(await self.client.request("GET", CLOUD_VMS_PATH))
-        except (ApiError, msgspec.DecodeError):
-            listed = {}  # no simulated cloud to ask (not the embedded cluster)
+            listed = msgspec.json.decode(await self._request("GET", CLOUD_VMS_PATH))
+        except (SimCloudError, msgspec.DecodeError):
+            listed = {}  # no simulated cloud to ask
         items = listed.get("items") if isinstance(listed, dict) else None
         return sorted(str(vm.get("providerID")) for vm in items or () if isinstance(vm, dict))
+
+    async def _request(self, method: str, path: str, body: object = None) -> bytes:
+        if self.url is None:
+            raise SimCloudError("no simulated cloud address (machine.simCloudURL)")
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        payload = None if body is None else msgspec.json.encode(body)
+        try:
+            with request_in_flight():  # a test's mock clock waits for the answer
+                status, _, _, answer = await ConnectionPool(self.url, max_idle=0).exchange(
+                    method, path, headers, payload, read_timeout=CLOUD_TIMEOUT
+                )
+        except NoResponse as error:
+            raise SimCloudError(f"{method} {self.url}{path}: no answer: {error}") from None
+        if status >= 400:
+            raise SimCloudError(f"{method} {self.url}{path} answered {status}: {answer[:200]!r}")
+        return answer
 
 
 class Ec2Cloud:

@@ -69,6 +69,7 @@ class DemoOptions:
     live: bool = False  # a rich table on a terminal; plain lines otherwise
     boot_seconds: float = seed.BOOT_SECONDS
     storage_url: str | None = None  # the simulated storage service, when the cluster has one
+    cloud_url: str | None = None  # the simulated cloud the ``sim`` driver calls
     # After the scale-down, also wait until the storage service forgot the deleted machines'
     # nodes (what the nodedelete controller achieves once the service allows it).
     wait_for_storage: bool = False
@@ -93,7 +94,9 @@ class Demo:
         self.kubeconfig = kubeconfig
         self.view = ClusterView(client)
         self.cloud: DemoCloud = (
-            Ec2Cloud(options.ec2_url) if options.ec2_url else SimCloud(client, options.boot_seconds)
+            Ec2Cloud(options.ec2_url)
+            if options.ec2_url
+            else SimCloud(options.cloud_url, options.boot_seconds)
         )
         self.timeline = Timeline()
         self.out = Output(options.live, stream if stream is not None else sys.stdout)

@@ -45,7 +45,6 @@ MAX_UNAVAILABLE = 0
 # short termination during the drain.
 GRACE_SECONDS = 5
 MACHINE_API = "machine.sapcloud.io/v1alpha1"
-CLOUD_FAIL_PATH = "/_cloud/v1/fail"
 
 # A placeholder cloud-init: the machine controller substitutes a fresh bootstrap token for the
 # marker. Nothing here is a secret, and the demo never prints it anyway.
@@ -239,11 +238,3 @@ async def change_class(client: Client, class_name: str) -> None:
     """A new MachineClass in the template: the deployment controller rolls every machine."""
     patch = {"spec": {"template": {"spec": {"class": {"name": class_name}}}}}
     await _patch_deployment(client, patch, "")
-
-
-async def fail_vm(client: Client, provider_id: str) -> None:
-    """The VM breaks at the simulated cloud: its kubelet stops, its Node's Ready turns Unknown,
-    and the machine controller's health check takes it from there."""
-    await client.request(
-        "POST", CLOUD_FAIL_PATH, body=msgspec.json.encode({"providerID": provider_id})
-    )

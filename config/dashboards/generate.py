@@ -806,6 +806,35 @@ def machines() -> dict[str, Any]:
             width=6,
         ),
         timeseries(
+            "Last step duration per pool",
+            "MCM's mcm_machine_{create,initialize,join,drain,delete}_duration_seconds: the "
+            "last duration of each step for a machine of each MachineDeployment, in whole "
+            "seconds (gauges; the p50/p90 above are over every machine).",
+            [
+                target(
+                    f"max by (machine_deployment) (mcm_machine_{step}_duration_seconds{{{NS}}})",
+                    f"{{{{machine_deployment}}}} {step}",
+                )
+                for step in ("create", "initialize", "join", "drain", "delete")
+            ],
+            "s",
+            width=12,
+        ),
+        timeseries(
+            "Failed joins in the last hour",
+            "mcm_machine_num_failed_join: machines per MachineDeployment that did not join "
+            "within the creation timeout (each pool has a series from the start, at 0); "
+            "KubetrioMachinesFailToJoin fires at two in an hour.",
+            [
+                target(
+                    f"sum by (machine_deployment) "
+                    f"(increase(mcm_machine_num_failed_join{{{NS}}}[1h]))",
+                    "{{machine_deployment}}",
+                )
+            ],
+            width=6,
+        ),
+        timeseries(
             "Orphan VMs collected",
             "VMs the orphan sweep deleted in the last hour because no Machine owns them "
             "(kubetrio_machine_orphan_vms_deleted_total).",

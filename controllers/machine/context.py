@@ -11,10 +11,12 @@ from kubetrio.api.core import Node, Secret
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.api.machineset import MachineSet
 from kubetrio.api.storage import VolumeAttachment
+from kubetrio.controllers.machine.creationflows import CreationFlows
 from kubetrio.controllers.machine.drain.discovery import eviction_supported
 from kubetrio.controllers.machine.drain.drain import Drainer
 from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
+from kubetrio.controllers.machine.durations import PoolDurations
 from kubetrio.controllers.machine.failing import FailurePermits
 from kubetrio.controllers.machine.metrics import MachineMetrics
 from kubetrio.controllers.machine.options import MachineOptions
@@ -23,6 +25,7 @@ from kubetrio.controllers.safety.freeze import ControllerFreeze
 from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.controller.queue import ObjectKey, WorkQueue
 
 MACHINE_NODE_INDEX = "machine.node"
 MACHINE_CLASS_INDEX = "machine.class"
@@ -65,8 +68,13 @@ class MachineContext:
     status: StatusWriter
     metrics: MachineMetrics
     sets: Lister[MachineSet]  # meltdown protection finds a machine's deployment through them
+    durations: PoolDurations  # MCM's per-pool step durations and failed joins
     permits: FailurePermits = field(default_factory=FailurePermits)
     freeze: ControllerFreeze = field(default_factory=ControllerFreeze)
+    creating: CreationFlows = field(default_factory=CreationFlows)
+    # The termination controller's queue, once registered: the main reconciler hands a
+    # machine that turned up deleting over to it.
+    terminations: WorkQueue[ObjectKey] | None = None
     _eviction_supported: bool | None = None
 
     async def eviction_supported(self) -> bool:
@@ -93,6 +101,11 @@ class MachineContext:
         for key, text in secret.string_data.items():
             data[key] = text.encode()
         return data
+
+    def hand_over(self, key: ObjectKey) -> None:
+        """Put a deleting machine on the termination queue."""
+        if self.terminations is not None:
+            self.terminations.add(key)
 
     def machines_on_node(self, node: str) -> list[Machine]:
         return self.machines.by_index(MACHINE_NODE_INDEX, node)

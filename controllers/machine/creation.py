@@ -13,6 +13,7 @@ import base64
 from typing import Any
 
 import msgspec
+import trio
 
 from kubetrio.api.core import Secret
 from kubetrio.api.machine import (
@@ -102,14 +103,17 @@ async def create(
                 return await _create_failed(ctx, machine, options, create_error), retry
             initialize = True
             elapsed = seconds_since(parse_time(machine.metadata.creation_timestamp))
-            if elapsed is not None and elapsed >= 0:
-                ctx.metrics.create.observe(elapsed)
+            if elapsed is not None:
+                ctx.durations.observe("create", machine, elapsed)
+                if elapsed >= 0:
+                    ctx.metrics.create.observe(elapsed)
             node_name = created.node_name or machine.name
             if _foreign_node(ctx, machine, node_name, created.provider_id, fresh=True):
                 return await _stale_node(ctx, machine, machine_class, data, created.provider_id)
             provider_id = created.provider_id
     machine = await _point_at_vm(ctx, machine, node_name, provider_id)
     if initialize:
+        started = trio.current_time()
         try:
             await driver.initialize_machine(machine, machine_class, data)
         except MachineError as error:
@@ -129,6 +133,8 @@ async def create(
                     reason="InitializeFailed",
                 )
                 return machine, ShortRetry
+        # Unimplemented counts as done, as in MCM.
+        ctx.durations.observe("initialize", machine, trio.current_time() - started)
     if machine.phase in ("", PHASE_CRASH_LOOP_BACK_OFF):
         machine = await ctx.status.write(
             machine,

@@ -35,6 +35,7 @@ from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, Mac
 from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.driver.providerid import same_vm
 from kubetrio.controllers.machine.health import is_healthy
+from kubetrio.controllers.machine.nodes import release_node
 from kubetrio.controllers.machine.options import (
     FORCE_DRAIN_TIMEOUT,
     UNHEALTHY_NODE_FORCE_AFTER,
@@ -254,7 +255,7 @@ async def drain(flow: Deletion, machine: Machine) -> tuple[Machine | None, float
                 f"Will retry in next sync. {INITIATE_DRAIN}"
             )
             return await flow.failed(machine, description, "DrainFailed"), ShortRetry
-    started = time.perf_counter()
+    started, began = time.perf_counter(), trio.current_time()
     if forced_by is None:
         result = await _drain_unless_forced(flow, machine, node_name, drain_options)
         if result is None:  # a reason to force came up meanwhile: drain again, by force
@@ -263,6 +264,7 @@ async def drain(flow: Deletion, machine: Machine) -> tuple[Machine | None, float
         result = await ctx.drainer.drain(node_name, drain_options, node=flow.written_node)
     ctx.metrics.drain.observe(time.perf_counter() - started)
     if result.succeeded:
+        ctx.durations.observe("drain", machine, trio.current_time() - began)
         if forced_by is not None:
             description = f"Force Drain successful. {DELETE_VOLUME_ATTACHMENTS}"
         else:
@@ -373,6 +375,9 @@ async def delete_vm(flow: Deletion, machine: Machine) -> tuple[Machine | None, f
     try:
         last_known_state = await driver.delete_machine(machine, flow.machine_class, flow.data)
         description = f"VM deletion was successful. {INITIATE_NODE_DELETION}"
+        took = seconds_since(parse_time(machine.metadata.deletion_timestamp))
+        if took is not None:
+            ctx.durations.observe("delete", machine, took)
     except MachineError as error:
         if error.code != Code.NotFound:
             retry = ShortRetry if error.code in TRANSIENT_CODES else LongRetry
@@ -408,6 +413,15 @@ async def delete_node(flow: Deletion, machine: Machine) -> tuple[Machine | None,
             f"not this machine's: left alone. {INITIATE_FINALIZER_REMOVAL}"
         )
         return await flow.step_to(machine, description, reason="NodeKept"), None
+    if cached is not None:
+        try:
+            await release_node(flow.ctx, cached)
+        except ApiError as error:
+            description = (
+                f"Removal of finalizers from Node Object {go_quote(node_name)} failed due to "
+                f"error: {error}, Retrying. {INITIATE_NODE_DELETION}"
+            )
+            return await flow.failed(machine, description, "NodeDeletionFailed"), ShortRetry
     try:
         # A repeated deletion that did land answers 404, handled below.
         await retry_transient(flow.ctx.target.delete, Node, node_name)

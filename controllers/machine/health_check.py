@@ -39,8 +39,10 @@ from kubetrio.controllers.machine.failing import (
 from kubetrio.controllers.machine.health import is_healthy
 from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.retry import LongRetry, ShortRetry
-from kubetrio.controllers.machine.status import NODE_LABEL, Operation
+from kubetrio.controllers.machine.status import JOIN_DURATION_ANNOTATION, NODE_LABEL, Operation
+from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.util.clock import seconds_since
+from kubetrio.runtime.util.duration import Duration
 from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.machine")
@@ -105,6 +107,7 @@ async def check_health(
     new_phase: str | None = None
     conditions: tuple[MachineCondition, ...] | None = None
     reason = ""
+    joined: float | None = None
     if node is None:
         if machine.status.conditions and phase == PHASE_RUNNING:
             new_phase, reason = PHASE_UNKNOWN, "NodeMissing"
@@ -123,7 +126,7 @@ async def check_health(
         if healthy and phase != PHASE_RUNNING:
             if not (phase == PHASE_PENDING and _critical_components_pending(node)):
                 new_phase = PHASE_RUNNING
-                operation, reason = await _joined(ctx, machine)
+                operation, reason, joined = await _joined(ctx, machine)
         elif not healthy and phase == PHASE_RUNNING:
             new_phase, reason = PHASE_UNKNOWN, "Unhealthy"
             operation = Operation(
@@ -156,9 +159,25 @@ async def check_health(
         conditions=conditions,
         reason=reason or None,
     )
+    if joined is not None:
+        machine = await _annotate_join(ctx, machine, joined)
+    if new_phase == PHASE_FAILED and phase == PHASE_PENDING:
+        ctx.durations.failed_to_join(machine)
     if new_phase == PHASE_UNKNOWN:  # the health timeout starts now
         retry = min(LongRetry, options.health_timeout + TIMESTAMP_SLACK)
     return machine, retry
+
+
+async def _annotate_join(ctx: MachineContext, machine: Machine, joined: float) -> Machine:
+    """MCM's ``machine-join-duration`` annotation: how long the machine took to join, for
+    diagnosis (a Go duration)."""
+    patch = {"metadata": {"annotations": {JOIN_DURATION_ANNOTATION: str(Duration(joined))}}}
+    try:
+        return await ctx.client.patch(Machine, machine.name, patch, namespace=machine.namespace)
+    except ApiError as error:
+        if error.status != 404:
+            raise
+        return machine
 
 
 def _unchanged(machine: Machine) -> Operation:
@@ -166,7 +185,7 @@ def _unchanged(machine: Machine) -> Operation:
     return Operation(last.description, last.state, last.type, last.error_code)
 
 
-async def _joined(ctx: MachineContext, machine: Machine) -> tuple[Operation, str]:
+async def _joined(ctx: MachineContext, machine: Machine) -> tuple[Operation, str, float | None]:
     if machine.phase == PHASE_PENDING:
         # First join: the bootstrap token has served its purpose and must not outlive it.
         await ctx.target.delete(
@@ -176,15 +195,19 @@ async def _joined(ctx: MachineContext, machine: Machine) -> tuple[Operation, str
             missing_ok=True,
         )
         joined = seconds_since(parse_time(machine.metadata.creation_timestamp))
-        if joined is not None and joined >= 0:
+        if joined is not None:
+            joined = max(0.0, joined)
             ctx.metrics.join.observe(joined)
+            ctx.durations.observe("join", machine, joined)
+        took = f" in {Duration(joined)}" if joined is not None else ""
         return (
             Operation(
-                f"Machine {machine.name} successfully joined the cluster",
+                f"Machine {machine.name} successfully joined the cluster{took}",
                 STATE_SUCCESSFUL,
                 OPERATION_CREATE,
             ),
             "Joined",
+            joined,
         )
     return (
         Operation(
@@ -193,6 +216,7 @@ async def _joined(ctx: MachineContext, machine: Machine) -> tuple[Operation, str
             OPERATION_HEALTH_CHECK,
         ),
         "Recovered",
+        None,
     )
 
 

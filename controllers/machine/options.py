@@ -12,7 +12,12 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.api.machine import Machine, parse_duration
+from kubetrio.api.machine import (
+    EFFECTIVE_CREATION_TIMEOUT_ANNOTATION,
+    Machine,
+    MachineConfiguration,
+    parse_duration,
+)
 from kubetrio.runtime.util.duration import Duration
 from kubetrio.runtime.util.options import Name, Names, NonNegativeInt, Options
 
@@ -63,13 +68,14 @@ class MachineOptions(Options, kw_only=True, frozen=True):
     # False: no per-machine series (mcm_machine_current_status_phase, _info, _status_condition),
     # so a scrape stays small at 10 000s of machines; mcm_machine_items_total stays.
     metrics_per_machine: bool = True
+    # The simulated cloud the ``sim`` driver calls (a class secret's simCloudURL overrides it);
+    # unset: only classes whose secret names one can be served by it.
+    sim_cloud_url: str | None = msgspec.field(default=None, name="simCloudURL")
 
     def for_machine(self, machine: Machine) -> MachineOptions:
         """MCM's ``getEffective*``: a machine's ``machineConfiguration`` wins over the flags.
         Call after ``validate_machine``; a value that does not parse is ignored here."""
-        overrides = machine.spec.machine_configuration
-        if overrides is None:
-            return self
+        overrides = machine.spec.machine_configuration or MachineConfiguration()
         changes: dict[str, Any] = {}
         for field, text in (
             ("drain_timeout", overrides.drain_timeout),
@@ -84,6 +90,12 @@ class MachineOptions(Options, kw_only=True, frozen=True):
         conditions = overrides.node_condition_types()
         if conditions is not None:
             changes["node_conditions"] = conditions
+        # MCM main: the deployment's effective-creation-timeout, as the machine carries it,
+        # wins over the machine's own creationTimeout.
+        effective = machine.metadata.annotations.get(EFFECTIVE_CREATION_TIMEOUT_ANNOTATION)
+        if effective is not None:
+            with contextlib.suppress(ValueError):
+                changes["creation_timeout"] = Duration(parse_duration(effective))
         return msgspec.structs.replace(self, **changes) if changes else self
 
     @property

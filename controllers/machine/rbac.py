@@ -28,12 +28,14 @@ RBAC = (
             *cached(PodDisruptionBudget.KIND, VolumeAttachment.KIND),
             # finalizers and labels; the watchdog's probe GETs a Machine that does not exist
             on(Machine.KIND, "get", "patch"),
+            on(Machine.KIND, "delete"),  # the machine of a Node deleted out from under it
             on(Machine.KIND, "patch", subresource="status"),  # phase and lastOperation
             on(MachineClass.KIND, "patch"),  # the class finalizer
             # bootstrap tokens: made per machine, read back when a create meets one made by an
             # earlier attempt, deleted once joined or deleted
             on(Secret.KIND, "create", "get", "delete"),
-            # node template, unmanaged-node annotation; the VM's node deleted with it
+            # node template, unmanaged-node annotation, the node finalizer; the VM's node
+            # deleted with it
             on(Node.KIND, "patch", "delete"),
             on(Node.KIND, "patch", subresource="status"),  # the Terminating condition
             on(Pod.KIND, "create", subresource="eviction"),  # the drain

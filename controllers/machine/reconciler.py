@@ -16,13 +16,16 @@ from kubetrio.api.machine import (
     PHASE_PENDING,
     STATE_FAILED,
     Machine,
+    MachineClass,
 )
-from kubetrio.controllers.machine import creation, deletion
+from kubetrio.controllers.machine import creation
 from kubetrio.controllers.machine.context import MachineContext
+from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.health_check import check_health
 from kubetrio.controllers.machine.nodetemplate import sync_node_template
 from kubetrio.controllers.machine.retry import LongRetry, ShortRetry
 from kubetrio.controllers.machine.status import FINALIZER, NODE_LABEL, Operation
+from kubetrio.controllers.machine.termination import terminating
 from kubetrio.controllers.machine.validation import validate_class, validate_machine
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.controller.controller import Result
@@ -49,36 +52,19 @@ class MachineReconciler:
             # machine when it lifts, so LongRetry is only the fallback.
             log.info("machine controller frozen, machine left alone", machine=machine.name)
             return Result(requeue_after=LongRetry)
-        # A deleting machine needs only its class and driver: a bad template edit must not
-        # stall its deletion (and drains never read the template).
-        deleting = machine.deleting
-        problems = [] if deleting else validate_machine(machine)
+        if machine.deleting:
+            # The termination queue's (``termination``): reached here only through a key
+            # queued before the deletion began, or by the safety watchdog's requeue.
+            ctx.hand_over(key)
+            return Result()
+        problems = validate_machine(machine)
         if problems:
             return await self._invalid(machine, "; ".join(problems))
-        class_name = machine.spec.class_.name
-        machine_class = ctx.classes.get(machine.namespace, class_name)
-        if machine_class is None:
-            # The class's arrival requeues this machine (classes are watched).
-            return await self._invalid(
-                machine,
-                f"MachineClass {go_quote(class_name)} not found in namespace "
-                f"{go_quote(machine.namespace)}",
-            )
-        problems = validate_class(machine_class, list(ctx.drivers), provider_only=deleting)
-        if problems:
-            return await self._invalid(
-                machine, f"MachineClass {go_quote(class_name)}: " + "; ".join(problems)
-            )
+        resolved = await self.resolve_class(machine)
+        if isinstance(resolved, Result):
+            return resolved
+        machine_class, data = resolved
         options = ctx.options.for_machine(machine)
-        data = ctx.secret_data(machine_class)
-        if deleting:
-            try:
-                retry = await deletion.delete(ctx, machine, machine_class, data, options)
-            except ApiError as error:
-                if error.status != 404:
-                    raise
-                return Result()  # a pass on a stale cache: the machine is gone already
-            return Result(requeue_after=retry)
         if FINALIZER not in machine.metadata.finalizers:
             added = await ensure_finalizer(ctx.client, machine, FINALIZER)
             if added is None:
@@ -97,12 +83,37 @@ class MachineReconciler:
             # perhaps to a pass that failed (a creation retried through API errors outlasts a
             # fast boot); one that arrives during the pass brings another pass by itself.
             joined_before = machine.phase != PHASE_PENDING and self._node_of(machine)
-            machine, retry = await creation.create(ctx, machine, machine_class, data, options)
+            with ctx.creating.running(key):
+                machine, retry = await creation.create(ctx, machine, machine_class, data, options)
+            if terminating(ctx, key):
+                ctx.hand_over(key)  # deleted while its create call ran
+                return Result()
             if joined_before and machine.phase == PHASE_PENDING:
                 # No event will wake this machine: look again after ShortRetry (as MCM does
                 # after every creation status write), not the creation's ten minutes.
                 retry = min(retry, ShortRetry)
         return Result(requeue_after=retry)
+
+    async def resolve_class(self, machine: Machine) -> tuple[MachineClass, SecretData] | Result:
+        """The machine's class and its secret's data, or the pass's end when the class is
+        missing or unfit (said on the machine). A deleting machine needs only its class's
+        provider: a bad template edit must not stall a deletion, and drains never read it."""
+        ctx = self.ctx
+        class_name = machine.spec.class_.name
+        machine_class = ctx.classes.get(machine.namespace, class_name)
+        if machine_class is None:
+            # The class's arrival requeues this machine (classes are watched).
+            return await self._invalid(
+                machine,
+                f"MachineClass {go_quote(class_name)} not found in namespace "
+                f"{go_quote(machine.namespace)}",
+            )
+        problems = validate_class(machine_class, list(ctx.drivers), provider_only=machine.deleting)
+        if problems:
+            return await self._invalid(
+                machine, f"MachineClass {go_quote(class_name)}: " + "; ".join(problems)
+            )
+        return machine_class, ctx.secret_data(machine_class)
 
     def _node_of(self, machine: Machine) -> bool:
         """Whether the cache holds the node the machine's ``node`` label names."""

@@ -40,26 +40,45 @@ from kubetrio.controllers.machine.drain.volumes import VolumeIdResolver
 from kubetrio.controllers.machine.driver.fenced import FencedDriver
 from kubetrio.controllers.machine.driver.plugins import load_drivers
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
+from kubetrio.controllers.machine.durations import PoolDurations
 from kubetrio.controllers.machine.failing import MACHINE_SET_INDEX, machine_set_of
 from kubetrio.controllers.machine.metrics import InstrumentedDriver, MachineMetrics
+from kubetrio.controllers.machine.nodes import (
+    NODE_CONTROLLER,
+    DeletedNodes,
+    NodeReconciler,
+    node_label_changed,
+    node_of_machine,
+    node_pass_needed,
+)
 from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.reconciler import MachineReconciler
 from kubetrio.controllers.machine.retry import ShortRetry
 from kubetrio.controllers.machine.status import (
     FINALIZER,
+    JOIN_DURATION_ANNOTATION,
     PRIORITY_ANNOTATION,
     StatusWriter,
+)
+from kubetrio.controllers.machine.termination import (
+    TERMINATION_CONTROLLER,
+    TerminationReconciler,
+    owned_by_main,
+    owned_by_termination,
+    routed,
 )
 from kubetrio.controllers.safety.apiserver import control_cluster, target_cluster
 from kubetrio.controllers.safety.setup import setup_machine_safety
 from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.cache.store import Lister
+from kubetrio.runtime.controller.controller import Controller, Reconciler
 from kubetrio.runtime.controller.predicates import Predicate, on_events
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.controller.ratelimit import default_controller_rate_limiter
 from kubetrio.runtime.manager.manager import Manager
 
 COMPONENT = "machine-controller"
+OWN_ANNOTATIONS = frozenset({PRIORITY_ANNOTATION, JOIN_DURATION_ANNOTATION})
 
 
 def _without_own(metadata: ObjectMeta, spec: MachineSpec) -> tuple[Any, ...]:
@@ -68,7 +87,7 @@ def _without_own(metadata: ObjectMeta, spec: MachineSpec) -> tuple[Any, ...]:
     node label counts: its arrival in the cache is what lets a node event that came first find
     this machine, so it earns the pass that looks at the node."""
     labels = metadata.labels
-    annotations = {k: v for k, v in metadata.annotations.items() if k != PRIORITY_ANNOTATION}
+    annotations = {k: v for k, v in metadata.annotations.items() if k not in OWN_ANNOTATIONS}
     finalizers = [f for f in metadata.finalizers if f != FINALIZER]
     return (
         labels,
@@ -161,10 +180,10 @@ def by_index(machines: Lister[Machine], index: str, value: Any) -> Any:
     return mapper
 
 
-def default_drivers(manager: Manager) -> DriverRegistry:
+def default_drivers(manager: Manager, options: MachineOptions) -> DriverRegistry:
     """The drivers of every available plug-in (``driver.plugins``): ``sim``, ``aws`` when
     boto3 is installed, and those other packages contribute."""
-    return load_drivers(manager)
+    return load_drivers(manager, options=options)
 
 
 def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) -> MachineContext:
@@ -183,8 +202,9 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     attachment_informer = target.cache.informer(VolumeAttachment)
     attachment_informer.add_index(ATTACHMENT_NODE_INDEX, attachment_node)
     metrics = MachineMetrics(manager.registry, machines, per_machine=options.metrics_per_machine)
-    plain = drivers or default_drivers(manager)
-    instrumented = DriverRegistry(plain.default)
+    classes = cache.informer(MachineClass, namespace=namespace).lister
+    plain = drivers or default_drivers(manager, options)
+    instrumented = DriverRegistry(plain.default, options)
     for provider in plain:
         driver = plain.get(provider)
         if manager.fence is not None:
@@ -197,7 +217,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         options=options,
         drivers=instrumented,
         machines=machines,
-        classes=cache.informer(MachineClass, namespace=namespace).lister,
+        classes=classes,
         secrets=cache.informer(Secret, namespace=namespace).lister,
         tokens=target.cache.informer(
             Secret, namespace=TOKEN_NAMESPACE, label_selector=f"{TOKEN_LABEL}=true"
@@ -216,34 +236,36 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         status=StatusWriter(manager.client, events),
         metrics=metrics,
         sets=cache.informer(MachineSet, namespace=namespace).lister,
+        durations=PoolDurations(manager.registry, machines, classes),
     )
     # Failures back off from 5 ms but per key never past ShortRetry, so once the API server
     # is healthy again a machine waits no longer than MCM would (it retries every error after
     # ShortRetry) — unless more keys failed than client-go's overall bucket passes (10 qps,
     # burst 100): then about keys ÷ 10 s, kept on purpose to spare a recovering API server.
-    machine_controller = manager.controller("machine").rate_limiter(
-        default_controller_rate_limiter(cap=ShortRetry)
+    reconciler = MachineReconciler(ctx)
+    _machine_controller(manager, ctx, "machine", reconciler, to_termination=False)
+    # MCM runs every queue with the same number of workers (--concurrent-syncs).
+    workers = manager.workers_for("machine")
+    termination = _machine_controller(
+        manager,
+        ctx,
+        TERMINATION_CONTROLLER,
+        TerminationReconciler(ctx, reconciler.resolve_class),
+        to_termination=True,
+        workers=workers,
     )
-    machine_controller.for_(Machine, machine_changed(), namespace=namespace).watches(
-        Node,
-        by_index(machines, MACHINE_NODE_INDEX, lambda node: node.name),
-        node_changed(),
-        cluster=target,
-    ).watches(
-        MachineClass,
-        by_index(machines, MACHINE_CLASS_INDEX, lambda c: c.name),
-        class_settings_changed(),
-        namespace=namespace,
-    ).watches(
-        Secret,
-        machines_of_secret(ctx),
-        on_events(delete=False),
-        namespace=namespace,
-    ).watches(
-        VolumeAttachment,
-        by_index(machines, MACHINE_NODE_INDEX, lambda a: a.spec.node_name),
-        cluster=target,
-    ).complete(MachineReconciler(ctx))
+    ctx.terminations = termination.queue
+    deleted_nodes = DeletedNodes()
+    target.cache.informer(Node).add_handler(deleted_nodes.handler())
+    node_controller = (
+        manager.controller(NODE_CONTROLLER)
+        .rate_limiter(default_controller_rate_limiter(cap=ShortRetry))
+        .workers(workers)
+        .for_(Node, node_pass_needed(), cluster=target)
+        .watches(Machine, node_of_machine, node_label_changed(), namespace=namespace)
+        .complete(NodeReconciler(ctx, deleted_nodes))
+    )
+    deleted_nodes.queue = node_controller.queue
     manager.controller("machineclass").rate_limiter(
         default_controller_rate_limiter(cap=ShortRetry)
     ).for_(MachineClass, namespace=namespace).watches(
@@ -256,6 +278,61 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     if getattr(config, "webhooks", False):
         webhooks.register(manager, list(plain))
     return ctx
+
+
+def _machine_controller(
+    manager: Manager,
+    ctx: MachineContext,
+    name: str,
+    reconciler: Reconciler[ObjectKey],
+    *,
+    to_termination: bool,
+    workers: int | None = None,
+) -> Controller[ObjectKey]:
+    """One of the two machine queues, fed by the same sources; each event wakes a machine on
+    the queue that owns it (``termination``)."""
+    target = manager.cluster(TARGET)
+    namespace = ctx.options.namespace
+    machines = ctx.machines
+    owned = owned_by_termination(ctx) if to_termination else owned_by_main(ctx)
+
+    def route(mapper: Any) -> Any:
+        return routed(ctx, mapper, to_termination=to_termination)
+
+    # Failures back off from 5 ms but per key never past ShortRetry, so once the API server
+    # is healthy again a machine waits no longer than MCM would (it retries every error after
+    # ShortRetry) — unless more keys failed than client-go's overall bucket passes (10 qps,
+    # burst 100): then about keys ÷ 10 s, kept on purpose to spare a recovering API server.
+    builder = manager.controller(name).rate_limiter(default_controller_rate_limiter(cap=ShortRetry))
+    if workers is not None:
+        builder = builder.workers(workers)
+    return (
+        builder.for_(Machine, machine_changed(), owned, namespace=namespace)
+        .watches(
+            Node,
+            route(by_index(machines, MACHINE_NODE_INDEX, lambda node: node.name)),
+            node_changed(),
+            cluster=target,
+        )
+        .watches(
+            MachineClass,
+            route(by_index(machines, MACHINE_CLASS_INDEX, lambda c: c.name)),
+            class_settings_changed(),
+            namespace=namespace,
+        )
+        .watches(
+            Secret,
+            route(machines_of_secret(ctx)),
+            on_events(delete=False),
+            namespace=namespace,
+        )
+        .watches(
+            VolumeAttachment,
+            route(by_index(machines, MACHINE_NODE_INDEX, lambda a: a.spec.node_name)),
+            cluster=target,
+        )
+        .complete(reconciler)
+    )
 
 
 def volume_resolver(drivers: DriverRegistry) -> VolumeIdResolver:

@@ -26,8 +26,15 @@ FINALIZER = "machine.sapcloud.io/machine-controller-manager"
 NODE_LABEL = "node"
 DEPLOYMENT_LABEL = "name"
 PRIORITY_ANNOTATION = "machinepriority.machine.sapcloud.io"
+# How long the machine took to join (a Go duration), set once it first runs.
+JOIN_DURATION_ANNOTATION = "node.machine.sapcloud.io/machine-join-duration"
 DEFAULT_PRIORITY = "3"
 FORCE_DELETION_LABEL = "force-deletion"
+# On a machine's Node: its deletion waits for the machine's (a Node deleted out from under a
+# machine has the machine deleted and replaced, rather than left Unknown for the health timeout).
+NODE_FINALIZER = "node.machine.sapcloud.io/machine-controller"
+# On a Node no Machine accounts for; MCM leaves such nodes alone (no finalizer, no deletion).
+NOT_MANAGED_ANNOTATION = "node.machine.sapcloud.io/not-managed-by-mcm"
 
 # Deletion steps, in order; a description ends with the marker of the step that runs next.
 GET_VM_STATUS = "Set machine status to termination. Now, getting VM Status"

@@ -15,6 +15,7 @@ from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.machine.status import FINALIZER
 from kubetrio.controllers.machinedeployment import autoscaler, progress, scaling, taints
+from kubetrio.controllers.machinedeployment.backfill import backfill_hash_labels
 from kubetrio.controllers.machinedeployment.catchup import PATIENCE
 from kubetrio.controllers.machinedeployment.claim import claim_sets
 from kubetrio.controllers.machinedeployment.fenceposts import Fenceposts, SpecError
@@ -89,6 +90,7 @@ class DeploymentReconciler:
         step = Pass(deployment, self._read_raw, bounds, owned, status)
         if deployment.deleting:
             return await self._delete(step)
+        await backfill_hash_labels(step, self.writer, self.machines)
         await self._check_paused(step)
         await autoscaler.mark_triggered_machines(step, self.writer, self.machines, clock.now())
         spec = deployment.spec

@@ -12,7 +12,8 @@ and ``minReadySeconds``/``replicas`` are 0 when absent anyway.
 Refused (the validating webhook, 422 naming the field): replicas below 0, an unknown strategy,
 an unparsable or out-of-range maxSurge/maxUnavailable, a selector not matching
 ``spec.template.metadata.labels``, a template without a class, and template machine settings
-the machine controller would refuse::
+the machine controller would refuse, an ``effective-creation-timeout`` annotation that is not
+a duration::
 
     kubectl apply -f md.yaml
     ... MachineDeployment.machine.sapcloud.io "md" is invalid: spec.selector.matchLabels: is
@@ -23,10 +24,12 @@ from __future__ import annotations
 
 import msgspec
 
+from kubetrio.api.machine import EFFECTIVE_CREATION_TIMEOUT_ANNOTATION, parse_duration
 from kubetrio.api.machineset import MachineDeployment, RollingUpdateMachineDeployment
 from kubetrio.controllers.machinedeployment.fenceposts import STRATEGY_ROLLING_UPDATE, SpecError
 from kubetrio.controllers.machinedeployment.state import validate
 from kubetrio.controllers.machineset.webhooks import template_problems
+from kubetrio.runtime.util.gotext import go_quote
 from kubetrio.runtime.webhook.fields import FieldValidator
 from kubetrio.runtime.webhook.manifest import Registrar
 from kubetrio.runtime.webhook.review import AdmissionRequest
@@ -61,6 +64,15 @@ def problems(deployment: MachineDeployment) -> list[str]:
         validate(deployment)
     except SpecError as error:
         found.append(str(error))
+    effective = deployment.metadata.annotations.get(EFFECTIVE_CREATION_TIMEOUT_ANNOTATION)
+    if effective is not None:
+        try:
+            parse_duration(effective)
+        except ValueError:
+            found.append(
+                f"metadata.annotations[{EFFECTIVE_CREATION_TIMEOUT_ANNOTATION}]: "
+                f"{go_quote(effective)} is not a duration (like 10m or 1h30m)"
+            )
     return found + template_problems(deployment.spec.template)
 
 

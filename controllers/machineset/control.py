@@ -18,12 +18,14 @@ from typing import Any
 import trio
 
 from kubetrio.api.machine import (
+    EFFECTIVE_CREATION_TIMEOUT_ANNOTATION,
     OPERATION_DELETE,
     OPERATION_HEALTH_CHECK,
     PHASE_FAILED,
     PHASE_TERMINATING,
     STATE_PROCESSING,
     Machine,
+    parse_duration,
 )
 from kubetrio.api.machineset import MachineSet
 from kubetrio.api.meta import format_time
@@ -58,15 +60,33 @@ def machine_from_template(ms: MachineSet, raw_template: dict[str, Any]) -> dict[
             }
         ],
     }
-    if meta.get("annotations"):
-        metadata["annotations"] = dict(meta["annotations"])
+    annotations = dict(meta.get("annotations") or {})
+    spec = copy.deepcopy(raw_template.get("spec") or {})
+    effective = ms.metadata.annotations.get(EFFECTIVE_CREATION_TIMEOUT_ANNOTATION)
+    if effective is not None:
+        # MCM main: the deployment's creation timeout goes onto each new machine, as the
+        # annotation and as its creationTimeout (when it parses: a bad value is only logged).
+        annotations[EFFECTIVE_CREATION_TIMEOUT_ANNOTATION] = effective
+        try:
+            parse_duration(effective)
+        except ValueError:
+            log.warning(
+                "effective creation timeout is not a duration, not applied",
+                machineset=ms.name,
+                value=effective,
+            )
+        else:
+            configuration = spec.get("machineConfiguration") or {}
+            spec["machineConfiguration"] = {**configuration, "creationTimeout": effective}
+    if annotations:
+        metadata["annotations"] = annotations
     if meta.get("finalizers"):
         metadata["finalizers"] = list(meta["finalizers"])
     return {
         "apiVersion": Machine.KIND.api_version,
         "kind": Machine.KIND.kind,
         "metadata": metadata,
-        "spec": copy.deepcopy(raw_template.get("spec") or {}),
+        "spec": spec,
     }
 
 

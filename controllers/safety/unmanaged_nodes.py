@@ -14,13 +14,14 @@ from kubetrio.api.core import Node
 from kubetrio.api.meta import parse_time
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.retry import MediumRetry
+from kubetrio.controllers.machine.status import NOT_MANAGED_ANNOTATION
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.util.clock import seconds_since
 from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.safety")
 
-NOT_MANAGED_ANNOTATION = "node.machine.sapcloud.io/not-managed-by-mcm"
+__all__ = ["NOT_MANAGED_ANNOTATION", "UnmanagedNodeAnnotator"]
 
 
 class UnmanagedNodeAnnotator:

@@ -1,9 +1,8 @@
 """MkDocs hooks for the documentation site: the API reference finds the code, and the pages
 that restate code (the emulator's gaps) are filled from it at build time, so they never drift.
 
-* griffe (mkdocstrings' loader) finds packages by folder name, but the checkout maps the
-  ``kubetrio.*`` namespace onto top-level folders (``runtime/`` is ``kubetrio.runtime``); the
-  build gets a throw-away tree of links laid out as the wheel installs it.
+* griffe (mkdocstrings' loader) finds packages by folder name: it reads ``src/``, whose
+  ``kubetrio/<part>`` links lay the top-level folders out as the wheel installs them.
 * ``<!-- emulator-gaps -->`` in a page becomes ``kubetrio.emulator.gaps.table()``.
 * The dashboard picture ``config/dashboards/render.py`` draws is served from where it is made.
 * The tutorial's fences carry what its test needs (``file=PATH``, ``sh test``,
@@ -12,11 +11,7 @@ that restate code (the emulator's gaps) are filled from it at build time, so the
 
 from __future__ import annotations
 
-import atexit
 import re
-import shutil
-import tempfile
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -31,25 +26,11 @@ TEST_FENCE = re.compile(r"^```sh (?:test|background)$", re.MULTILINE)
 SHOWN = {"images/machines.png": ROOT / "config" / "dashboards" / "machines.png"}
 
 
-def installed_layout() -> Path:
-    """A temporary folder holding ``kubetrio/<part>`` links to the checkout's folders."""
-    mapping = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-dir"
-    ]
-    top = Path(tempfile.mkdtemp(prefix="kubetrio-docs-"))
-    atexit.register(shutil.rmtree, top, ignore_errors=True)
-    namespace = top / "kubetrio"
-    namespace.mkdir()
-    for package, folder in mapping.items():
-        (namespace / package.removeprefix("kubetrio.")).symlink_to(ROOT / folder)
-    return top
-
-
 @event_priority(100)  # before mkdocstrings reads its handlers' settings
 def on_config(config: Any) -> Any:
-    """Point mkdocstrings' Python handler at the installed layout."""
+    """Point mkdocstrings' Python handler at the installed layout (src/kubetrio's links)."""
     handlers = config.plugins["mkdocstrings"].config["handlers"]
-    handlers.setdefault("python", {})["paths"] = [str(installed_layout())]
+    handlers.setdefault("python", {})["paths"] = [str(ROOT / "src")]
     return config
 
 

@@ -50,6 +50,8 @@ from kubetrio.runtime.leaderelection.fence import Fence, NotLeader
 from kubetrio.runtime.util.inflight import request_in_flight
 
 T = TypeVar("T", bound=KubeObject)
+# What a watch event carries: a typed object, or a plain dict from ``watch_dicts``.
+Carried = TypeVar("Carried")
 
 PatchType = Literal["merge", "json", "strategic", "apply"]
 PATCH_CONTENT_TYPES: dict[str, str] = {
@@ -599,7 +601,81 @@ class Client:
         ``resource_version`` as an ADDED event, then a bookmark with ``initial_events_end``,
         then the watch goes on. A server without streaming lists refuses the request (400).
         """
-        path = object_path(kind_of(kind), namespace)
+        await self._watch(
+            kind_of(kind),
+            self.decoder(kind),
+            send,
+            namespace=namespace,
+            resource_version=resource_version,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            timeout_seconds=timeout_seconds,
+            allow_bookmarks=allow_bookmarks,
+            send_initial_events=send_initial_events,
+        )
+
+    async def watch_dicts(
+        self,
+        kind: KindInfo,
+        send: trio.MemorySendChannel[builtins.list[WatchEvent[dict[str, Any]]]],
+        *,
+        namespace: str | None = None,
+        resource_version: str = "",
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> None:
+        """``watch`` for any kind, its objects as plain JSON dicts (what client-go's dynamic
+        client hands out): for code that keeps whole objects, fields no typed view holds
+        included."""
+        await self._watch(
+            kind,
+            self.decoder(dict[str, Any]),
+            send,
+            namespace=namespace,
+            resource_version=resource_version,
+            label_selector=label_selector,
+            timeout_seconds=timeout_seconds,
+        )
+
+    async def list_dicts(
+        self, kind: KindInfo, *, namespace: str | None = None, limit: int = 500
+    ) -> tuple[builtins.list[dict[str, Any]], str]:
+        """Every object of ``kind`` as a plain JSON dict, page by page (consistent: the pages
+        after the first follow its continue token), and the list's resourceVersion."""
+        path = object_path(kind, namespace)
+        params = {"limit": str(limit)} if limit else {}
+        decoder = self.decoder(_DictList)
+        items: builtins.list[dict[str, Any]] = []
+        version = ""
+        while True:
+            payload = await self.request("GET", path, params=params)
+            try:
+                page: _DictList = decoder.decode(payload)
+            except (msgspec.DecodeError, msgspec.ValidationError) as error:
+                raise ApiError(
+                    200, "BadResponse", f"cannot decode {kind.kind} list: {error}"
+                ) from error
+            version = version or page.metadata.resource_version
+            items.extend(page.items)
+            if not page.metadata.continue_:
+                return items, version
+            params["continue"] = page.metadata.continue_
+
+    async def _watch(
+        self,
+        kind: KindInfo,
+        decoder: msgspec.json.Decoder[Any],
+        send: trio.MemorySendChannel[builtins.list[WatchEvent[Any]]],
+        *,
+        namespace: str | None,
+        resource_version: str,
+        label_selector: str | None,
+        timeout_seconds: int,
+        field_selector: str | None = None,
+        allow_bookmarks: bool = True,
+        send_initial_events: bool = False,
+    ) -> None:
+        path = object_path(kind, namespace)
         params = {"watch": "true", "timeoutSeconds": str(timeout_seconds)}
         if resource_version:
             params["resourceVersion"] = resource_version
@@ -612,7 +688,6 @@ class Client:
             params["labelSelector"] = label_selector
         if field_selector:
             params["fieldSelector"] = field_selector
-        decoder = self.decoder(kind)
         target = f"{path}?{urlencode(params)}"
         failure: ApiError | None = None
         async with send:
@@ -707,7 +782,7 @@ WATCH_CUT = "WatchCut"  # the reason of a watch that was established and then br
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
-class WatchEvent(Generic[T]):
+class WatchEvent(Generic[Carried]):
     """One event of a watch stream.
 
     ``type`` is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR. ``obj`` is set for the first three;
@@ -720,7 +795,7 @@ class WatchEvent(Generic[T]):
     def __init__(
         self,
         type: str,
-        obj: T | None = None,
+        obj: Carried | None = None,
         resource_version: str = "",
         error: ApiError | None = None,
         undecodable: Undecodable | None = None,
@@ -751,6 +826,11 @@ class _BookmarkMeta(msgspec.Struct, rename="camel"):
 
 class _Bookmark(msgspec.Struct):
     metadata: _BookmarkMeta = msgspec.field(default_factory=_BookmarkMeta)
+
+
+class _DictList(msgspec.Struct):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[dict[str, Any]] = []
 
 
 class _RawList(msgspec.Struct):
@@ -790,7 +870,7 @@ def decode_watch_line(line: bytes, decoder: msgspec.json.Decoder[T]) -> WatchEve
     else:
         if event.type in _OBJECT_EVENTS:
             obj = event.object
-            return WatchEvent(event.type, obj, obj.metadata.resource_version)
+            return WatchEvent(event.type, obj, _resource_version(obj))
     raw = _raw_event_decoder.decode(line)
     if raw.type == "ERROR":
         status = msgspec.json.decode(raw.object, type=Status)
@@ -808,4 +888,11 @@ def decode_watch_line(line: bytes, decoder: msgspec.json.Decoder[T]) -> WatchEve
         # One poison object must not end the stream: the consumer decides what to do with it.
         poison = undecodable(raw.object, error)
         return WatchEvent(raw.type, resource_version=poison.resource_version, undecodable=poison)
-    return WatchEvent(raw.type, obj, obj.metadata.resource_version)
+    return WatchEvent(raw.type, obj, _resource_version(obj))
+
+
+def _resource_version(obj: Any) -> str:
+    """A typed object's or a plain dict's resourceVersion."""
+    if isinstance(obj, dict):
+        return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return str(obj.metadata.resource_version)

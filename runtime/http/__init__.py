@@ -7,8 +7,8 @@ metrics and probe endpoints, its webhook server and the API server emulator.
 Calling: ``ConnectionPool`` (``pool``) with kept-alive connections per origin, TLS by
 ``trio.SSLStream``, an HTTP proxy as a CONNECT tunnel (or absolute-form requests for plain
 ``http://``, ``proxy``), and a cancelled call that simply stops — no worker thread left
-blocked in ``recv``; the API client, the emulator's webhook calls, its raw test client and the
-storage controllers' backend client all speak through it.
+blocked in ``recv``; the API client, the emulator's webhook calls, its raw test client, the
+storage controllers' backend client and the ``sim`` machine driver all speak through it.
 
 A package of its own rather than a part of ``metrics`` or ``client``: each side has several
 users, and none should depend on another to speak HTTP.

@@ -58,6 +58,10 @@ class ControllerRegistry:
     def origin(self, name: str) -> str:
         return self._origins[name]
 
+    def target(self, name: str) -> str:
+        """Where controller ``name``'s setup is, ``"module:function"``."""
+        return self._targets[name]
+
     def permissions(self, name: str) -> Permissions:
         """The RBAC declaration of controller ``name``: ``RBAC`` in its setup's module, else in
         the ``rbac`` module of the package it belongs to."""

@@ -1,7 +1,8 @@
-"""``/_cloud/v1/``: the simulated cloud's JSON API, what the ``sim`` machine driver calls (one
-POST per driver operation, the class's providerSpec in every request so the cloud needs no copy
-of the cluster's objects), plus ``vms`` (GET), ``script`` (POST/DELETE) and ``fail`` (POST: a
-VM breaks) for tests and demos scripting from outside."""
+"""``/v1/``: the simulated cloud's JSON API, on an address of its own (``kubetrio.sim.serving``):
+what the ``sim`` machine driver calls (one POST per driver operation, the class's providerSpec in
+every request so the cloud needs no copy of the cluster's objects), plus ``vms`` (GET),
+``script`` (POST/DELETE) and ``fail`` (POST: a VM breaks) for tests and demos scripting from
+outside."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from kubetrio.sim.cloud.errors import CloudError
 from kubetrio.sim.cloud.script import OPERATIONS, VmScript, parse_failure
 from kubetrio.sim.cloud.service import SimulatedCloud, Vm
 
-PREFIX = "/_cloud"
+VERSION = "v1"
 
 
 class CloudApi:
@@ -35,9 +36,8 @@ class CloudApi:
 
     def _handle(self, req: Request) -> tuple[Any, float]:
         """The answer, and how long the cloud takes to give it."""
-        path = req.path[len(PREFIX) :].strip("/")
-        version, _, op = path.partition("/")
-        if version != "v1":
+        version, _, op = req.path.strip("/").partition("/")
+        if version != VERSION:
             raise CloudError("NotFound", f"no cloud endpoint {req.method} {req.path}")
         if op == "vms" and req.method == "GET":
             return {"items": [vm.to_json() for vm in self.cloud.vms.values()]}, 0.0

@@ -35,7 +35,6 @@ from typing import Any
 
 import trio
 
-from kubetrio.emulator.store import Store
 from kubetrio.sim.cloud.errors import CloudError
 from kubetrio.sim.cloud.script import Failure, VmScript
 from kubetrio.sim.cluster.objects import Obj, Objects, set_condition, set_kubelet_ready
@@ -90,9 +89,10 @@ class Vm:
 
 
 class SimulatedCloud:
-    def __init__(self, store: Store) -> None:
-        self.objects = Objects(store)
-        self.clock = store.clock
+    url = ""  # where its API answers, once served (``kubetrio.sim.serve_world``)
+
+    def __init__(self, objects: Objects) -> None:
+        self.objects = objects
         self.vms: dict[str, Vm] = {}
         self._by_machine: dict[tuple[str, str], Vm] = {}  # (namespace, machine name)
         # Provider IDs of the VMs the kubelets' loop still has work for (see ``step``).
@@ -162,7 +162,7 @@ class SimulatedCloud:
             class_key=class_key,
             node_name=script.node_name or machine,
             script=script,
-            created_at=self.clock.monotonic(),
+            created_at=trio.current_time(),
             initialized=not script.needs_initialization,
         )
         self.vms[vm.provider_id] = vm
@@ -240,10 +240,15 @@ class SimulatedCloud:
     # -- the VMs' kubelets
 
     async def run(self) -> None:
-        """Boot VMs and report their scripted conditions on time; until cancelled."""
+        """Boot VMs and report their scripted conditions on time; until cancelled. An idle
+        cloud reads nothing: the cluster is followed from the first VM on."""
+        while not self.vms:
+            self._wakeup = trio.Event()
+            await self._wakeup.wait()
+        await self.objects.ready()
         while True:
             self._wakeup = trio.Event()
-            next_at = self.step(self.clock.monotonic())
+            next_at = self.step(trio.current_time())
             with trio.move_on_at(next_at if next_at is not None else math.inf):
                 await self._wakeup.wait()
 
@@ -329,7 +334,7 @@ class SimulatedCloud:
             existing = self.objects.mutate(nodes, existing, adopt)
         if existing is None:
             return False
-        now = self.clock.now_rfc3339()
+        now = self.objects.now_rfc3339()
         script = vm.script
 
         def post_status(n: Obj) -> None:
@@ -359,7 +364,7 @@ class SimulatedCloud:
         node = self._own_node(vm)
         if node is None:
             return
-        now = self.clock.now_rfc3339()
+        now = self.objects.now_rfc3339()
 
         def change(n: Obj) -> None:
             set_condition(
@@ -377,7 +382,7 @@ class SimulatedCloud:
         node = self._own_node(vm)
         if node is None:
             return
-        now = self.clock.now_rfc3339()
+        now = self.objects.now_rfc3339()
 
         def change(n: Obj) -> None:
             set_condition(n, type_, status, reason, now, lastHeartbeatTime=now)

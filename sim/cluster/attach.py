@@ -18,11 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kubetrio.emulator.eventlog import WatchEvent
-from kubetrio.emulator.kinds import ResourceType
-from kubetrio.emulator.store import Key
+from kubetrio.api.registry import KindInfo
 from kubetrio.sim.cluster.loop import Deadlines
-from kubetrio.sim.cluster.objects import Obj, Objects, node_name
+from kubetrio.sim.cluster.objects import Change, Key, Obj, Objects, node_name
 from kubetrio.sim.cluster.options import ClusterSimulation
 from kubetrio.sim.cluster.volumes import (
     CsiVolume,
@@ -62,21 +60,21 @@ class AttachDetach:
     _full: bool = True
     _nodes: set[str] = field(default_factory=set)
 
-    def changed(self, rt: ResourceType, ev: WatchEvent) -> None:
-        obj = ev.entry.obj
+    def changed(self, rt: KindInfo, ev: Change) -> None:
+        obj = ev.obj
         md = obj["metadata"]
-        if rt.key == "pods":
+        if rt.group_resource == "pods":
             key = (md.get("namespace", ""), md["name"])
             if ev.type != "DELETED" and claim_names(obj):
                 self._with_claims.add(key)
             else:
                 self._with_claims.discard(key)
-        elif rt.key == "nodes":
+        elif rt.group_resource == "nodes":
             self._nodes.add(md["name"])
-        elif rt.key == "volumeattachments.storage.k8s.io":
+        elif rt.group_resource == "volumeattachments.storage.k8s.io":
             self._nodes.add(_target(obj)[0])
             if ev.prev is not None:
-                self._nodes.add(_target(ev.prev.obj)[0])
+                self._nodes.add(_target(ev.prev)[0])
         else:
             self._full = True
 

@@ -87,7 +87,7 @@ class Disruption:
         }
         if disrupted:
             status["disruptedPods"] = disrupted
-        stamp = self.objs.clock.now_rfc3339()
+        stamp = self.objs.now_rfc3339()
 
         def change(p: Obj) -> None:
             old = p.get("status") or {}
@@ -143,7 +143,7 @@ class Disruption:
     ) -> dict[str, str]:
         by_name = {p["metadata"]["name"]: p for p in pods}
         kept: dict[str, str] = {}
-        wall = self.objs.clock.now()
+        wall = self.objs.now()
         for name, stamp in ((pdb.get("status") or {}).get("disruptedPods") or {}).items():
             pod = by_name.get(name)
             when = parse_rfc3339(str(stamp))

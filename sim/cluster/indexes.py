@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from kubetrio.emulator.store import Key
-from kubetrio.sim.cluster.objects import Obj, controller_uid, node_name
+from kubetrio.sim.cluster.objects import Key, Obj, controller_uid, node_name
 
 # The children ``owners_with_children`` looks up by owner (ReplicaSets' and StatefulSets' and
 # DaemonSets' pods, Deployments' ReplicaSets).

@@ -10,11 +10,11 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from kubetrio.emulator.eventlog import WatchEvent
-from kubetrio.emulator.kinds import ResourceType
-from kubetrio.emulator.store import Key
+from kubetrio.api.registry import KindInfo
 from kubetrio.sim.cluster.loop import Deadlines
 from kubetrio.sim.cluster.objects import (
+    Change,
+    Key,
     Obj,
     Objects,
     condition,
@@ -71,15 +71,15 @@ class Kubelet:
     _touched: set[str] = field(default_factory=set)  # nodes a changed pod was or is bound to
     _timed: set[Key] = field(default_factory=set)  # pods whose timer the last pass set
 
-    def changed(self, rt: ResourceType, ev: WatchEvent) -> None:
-        obj = ev.entry.obj
+    def changed(self, rt: KindInfo, ev: Change) -> None:
+        obj = ev.obj
         md = obj["metadata"]
-        if rt.key == "pods":
+        if rt.group_resource == "pods":
             self._pods.add((md.get("namespace", ""), md["name"]))
             self._touched.add(node_name(obj))
             if ev.prev is not None:
-                self._touched.add(node_name(ev.prev.obj))
-        elif rt.key == "nodes":
+                self._touched.add(node_name(ev.prev))
+        elif rt.group_resource == "nodes":
             self._nodes.add(md["name"])
         else:
             self._full = True
@@ -125,7 +125,8 @@ class Kubelet:
         in_use = {node: self._in_use(node) for node in report}
         for key, pod in visit:
             node = node_name(pod) if pod is not None else ""
-            if pod is None or node not in ready:
+            # A pod the server has not confirmed yet (no uid) is not there for a kubelet.
+            if pod is None or node not in ready or not pod["metadata"].get("uid"):
                 self._startable_since.pop(key, None)
                 self._finish_at.pop(key, None)
                 continue
@@ -197,7 +198,7 @@ class Kubelet:
 
     def _post_ready(self, node: Obj) -> Obj:
         """A registered node whose kubelet has not reported yet: it reports Ready."""
-        now = self.objs.clock.now_rfc3339()
+        now = self.objs.now_rfc3339()
 
         def change(n: Obj) -> None:
             set_kubelet_ready(n, now)
@@ -232,7 +233,7 @@ class Kubelet:
     def _start(self, pod: Obj) -> None:
         self._ips += 1
         ip = f"10.244.{self._ips // 250}.{self._ips % 250 + 1}"
-        now = self.objs.clock.now_rfc3339()
+        now = self.objs.now_rfc3339()
 
         def change(p: Obj) -> None:
             st = p.setdefault("status", {})
@@ -263,7 +264,7 @@ class Kubelet:
 
     def _ready_again(self, pod: Obj) -> None:
         """The node was not Ready for a while (its pods were marked not Ready); now it is."""
-        now = self.objs.clock.now_rfc3339()
+        now = self.objs.now_rfc3339()
 
         def change(p: Obj) -> None:
             for type_ in ("ContainersReady", "Ready"):

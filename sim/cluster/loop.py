@@ -19,8 +19,8 @@ from typing import Protocol, runtime_checkable
 
 import trio
 
-from kubetrio.emulator.eventlog import WatchEvent
-from kubetrio.emulator.kinds import ResourceType
+from kubetrio.api.registry import KindInfo
+from kubetrio.sim.cluster.objects import Change
 
 log = logging.getLogger("kubetrio.emulator.cluster")
 
@@ -30,7 +30,7 @@ RETRY_AFTER_ERROR = 1.0
 
 class Controller(Protocol):
     name: str
-    # Store resource keys (``ResourceType.key``) whose changes may give this controller work.
+    # Resources (``KindInfo.group_resource``) whose changes may give this controller work.
     watches: frozenset[str]
 
     def reconcile(self, now: float) -> float | None:
@@ -40,7 +40,7 @@ class Controller(Protocol):
 
 @runtime_checkable
 class Tracking(Protocol):
-    def changed(self, rt: ResourceType, ev: WatchEvent) -> None:
+    def changed(self, rt: KindInfo, ev: Change) -> None:
         """Note a committed change to a watched resource (runs inside the write: only note)."""
         ...
 

@@ -1,5 +1,5 @@
-"""The node lifecycle controller's share: the ``node.kubernetes.io/unschedulable:NoSchedule``
-taint follows ``spec.unschedulable`` (cordon/uncordon), pods on a node that is not Ready are
+"""The node lifecycle controller's share: the NoSchedule taints follow the node's conditions
+and ``spec.unschedulable`` (cordon/uncordon), pods on a node that is not Ready are
 marked not Ready (so budgets stop counting them), and pods bound to a node that is gone are
 force-deleted after the pod garbage collector's quarantine."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kubetrio.emulator.eventlog import WatchEvent
-from kubetrio.emulator.kinds import ResourceType
-from kubetrio.emulator.store import Key
+from kubetrio.api.registry import KindInfo
 from kubetrio.sim.cluster.loop import Deadlines
 from kubetrio.sim.cluster.objects import (
+    Change,
+    Key,
     Obj,
     Objects,
     condition,
@@ -42,9 +42,9 @@ class NodeLifecycle:
     _pods: set[Key] = field(default_factory=set)
     _nodes: set[str] = field(default_factory=set)
 
-    def changed(self, rt: ResourceType, ev: WatchEvent) -> None:
-        md = ev.entry.obj["metadata"]
-        if rt.key == "nodes":
+    def changed(self, rt: KindInfo, ev: Change) -> None:
+        md = ev.obj["metadata"]
+        if rt.group_resource == "nodes":
             self._nodes.add(md["name"])
             return
         self._pods.add((md.get("namespace", ""), md["name"]))
@@ -86,7 +86,7 @@ class NodeLifecycle:
             if pod is None or not bound:
                 continue
             if owner is None:
-                uid = str(pod["metadata"]["uid"])
+                uid = str(pod["metadata"].get("uid", ""))
                 held = self._orphaned_since.get(key)
                 if held is None or held[0] != uid:
                     self._orphaned_since[key] = held = (uid, now)
@@ -102,7 +102,7 @@ class NodeLifecycle:
         return deadlines.next
 
     def _mark_not_ready(self, pod: Obj) -> None:
-        stamp = self.objs.clock.now_rfc3339()
+        stamp = self.objs.now_rfc3339()
 
         def change(p: Obj) -> None:
             set_condition(p, "Ready", "False", "NodeNotReady", stamp)
@@ -110,27 +110,63 @@ class NodeLifecycle:
         self.objs.mutate(self.objs.pods, pod, change, status=True)
 
     def _sync_taint(self, node: Obj) -> None:
+        """kube-controller-manager's NoSchedule tainting pass: the taints standing for the
+        node's conditions (Ready False or Unknown, pressures) and for ``spec.unschedulable``
+        are exactly those the node has now; others are left alone. (kube-apiserver's
+        admission puts ``not-ready`` on every new Node; this is what takes it off.)"""
         spec = node.get("spec") or {}
         taints = [t for t in spec.get("taints") or [] if isinstance(t, dict)]
-        has = any(t.get("key") == UNSCHEDULABLE_TAINT for t in taints)
-        want = bool(spec.get("unschedulable"))
+        want = _condition_taints(node)
+        if spec.get("unschedulable"):
+            want.add(UNSCHEDULABLE_TAINT)
+        has = {t.get("key") for t in taints if t.get("effect") == "NoSchedule"} & MANAGED_TAINTS
         if has == want:
             return
-        stamp = self.objs.clock.now_rfc3339()
+        stamp = self.objs.now_rfc3339()
 
         def change(n: Obj) -> None:
             s = n.setdefault("spec", {})
-            kept = [t for t in s.get("taints") or [] if t.get("key") != UNSCHEDULABLE_TAINT]
-            if want:
-                kept.append(
-                    {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule", "timeAdded": stamp}
-                )
+            current = [t for t in s.get("taints") or [] if isinstance(t, dict)]
+            kept = [
+                t
+                for t in current
+                if t.get("effect") != "NoSchedule"
+                or t.get("key") not in MANAGED_TAINTS
+                or t.get("key") in want
+            ]
+            present = {t.get("key") for t in kept if t.get("effect") == "NoSchedule"}
+            kept += [
+                {"key": key, "effect": "NoSchedule", "timeAdded": stamp}
+                for key in sorted(want - present)
+            ]
             if kept:
                 s["taints"] = kept
             else:
                 s.pop("taints", None)
 
         self.objs.mutate(self.objs.nodes, node, change)
+
+
+# pkg/controller/nodelifecycle: the NoSchedule taint standing for each (condition, status).
+CONDITION_TAINTS: dict[tuple[str, str], str] = {
+    ("Ready", "False"): "node.kubernetes.io/not-ready",
+    ("Ready", "Unknown"): "node.kubernetes.io/unreachable",
+    ("MemoryPressure", "True"): "node.kubernetes.io/memory-pressure",
+    ("DiskPressure", "True"): "node.kubernetes.io/disk-pressure",
+    ("NetworkUnavailable", "True"): "node.kubernetes.io/network-unavailable",
+    ("PIDPressure", "True"): "node.kubernetes.io/pid-pressure",
+}
+MANAGED_TAINTS = frozenset({*CONDITION_TAINTS.values(), UNSCHEDULABLE_TAINT})
+
+
+def _condition_taints(node: Obj) -> set[str]:
+    found = set()
+    for c in (node.get("status") or {}).get("conditions") or []:
+        if isinstance(c, dict):
+            taint = CONDITION_TAINTS.get((str(c.get("type")), str(c.get("status"))))
+            if taint is not None:
+                found.add(taint)
+    return found
 
 
 def _key(obj: Obj) -> Key:

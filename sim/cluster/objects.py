@@ -1,51 +1,97 @@
-"""Store access for the simulated controllers: typed lookups of the resources they touch and
-writes that never raise into the loop.
+"""What the simulated controllers read and write: typed lookups of the resources they touch
+and writes that never raise into the loop, behind one interface with two homes.
 
-Reads hand out the stored dicts themselves (cheap, and never mutated: every write goes through
-``mutate``/``create``, which work on private copies). A write the API refuses (a namespace being
-deleted, a name taken meanwhile) is logged and skipped: the next pass sees the new state and
-decides again, as a real controller requeues.
+``ApiObjects`` (``kubetrio.sim.apiview``) is the simulation as a client of any API server: a
+watched mirror to read, writes sent behind the pass. ``StoreObjects``
+(``kubetrio.sim.cluster.storeobjects``) reads and writes an in-process emulator's store.
+Either way a pass reads dicts it must never mutate (every write works on a private copy), and
+a write the API refuses (a namespace being deleted, a name taken meanwhile) is logged and
+skipped: the next pass sees the new state and decides again, as a real controller requeues.
 """
 
 from __future__ import annotations
 
-import logging
+import datetime as dt
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kubetrio.emulator.errors import ApiError
-from kubetrio.emulator.kinds import ResourceType
-from kubetrio.emulator.store import Key, Store
+from kubetrio.api.registry import BUILTIN_KINDS, KindInfo
 
 if TYPE_CHECKING:  # indexes.py reads objects with this module's helpers
     from kubetrio.sim.cluster.indexes import ClusterIndexes, ReverseIndex
 
-log = logging.getLogger("kubetrio.emulator.cluster")
-
 Obj = dict[str, Any]
+Key = tuple[str, str]  # (namespace, name); "" for cluster-scoped
 
 
-class Objects:
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        # Set and fed by the simulated cluster (its hook sees every event); None elsewhere.
+def builtin(api_version: str, plural: str) -> KindInfo:
+    return next(k for k in BUILTIN_KINDS if k.api_version == api_version and k.plural == plural)
+
+
+PODS = builtin("v1", "pods")
+NODES = builtin("v1", "nodes")
+PVCS = builtin("v1", "persistentvolumeclaims")
+PVS = builtin("v1", "persistentvolumes")
+ATTACHMENTS = builtin("storage.k8s.io/v1", "volumeattachments")
+PDBS = builtin("policy/v1", "poddisruptionbudgets")
+REPLICASETS = builtin("apps/v1", "replicasets")
+STATEFULSETS = builtin("apps/v1", "statefulsets")
+DAEMONSETS = builtin("apps/v1", "daemonsets")
+DEPLOYMENTS = builtin("apps/v1", "deployments")
+# Every resource the simulated world reads or writes.
+RESOURCES: tuple[KindInfo, ...] = (
+    PODS,
+    NODES,
+    PVCS,
+    PVS,
+    ATTACHMENTS,
+    PDBS,
+    REPLICASETS,
+    STATEFULSETS,
+    DAEMONSETS,
+    DEPLOYMENTS,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """A committed change: ``type`` is ADDED, MODIFIED or DELETED; ``prev`` the object before
+    (None for ADDED). Subscribers run inside the change: they only note it."""
+
+    type: str
+    obj: Obj
+    prev: Obj | None = None
+
+
+Subscriber = Callable[[KindInfo, Change], None]
+
+
+def key_of(obj: Obj) -> Key:
+    md = obj["metadata"]
+    return (md.get("namespace", ""), md["name"])
+
+
+class Objects(ABC):
+    pods = PODS
+    nodes = NODES
+    pvcs = PVCS
+    pvs = PVS
+    attachments = ATTACHMENTS
+    pdbs = PDBS
+    replicasets = REPLICASETS
+    statefulsets = STATEFULSETS
+    daemonsets = DAEMONSETS
+    deployments = DEPLOYMENTS
+
+    def __init__(self) -> None:
+        # Set and fed by the simulated cluster (it hears of every change); None elsewhere.
         self.indexes: ClusterIndexes | None = None
-        self.clock = store.clock
-        self.pods = self._rt("", "v1", "pods")
-        self.nodes = self._rt("", "v1", "nodes")
-        self.pvcs = self._rt("", "v1", "persistentvolumeclaims")
-        self.pvs = self._rt("", "v1", "persistentvolumes")
-        self.attachments = self._rt("storage.k8s.io", "v1", "volumeattachments")
-        self.pdbs = self._rt("policy", "v1", "poddisruptionbudgets")
-        self.replicasets = self._rt("apps", "v1", "replicasets")
-        self.statefulsets = self._rt("apps", "v1", "statefulsets")
-        self.daemonsets = self._rt("apps", "v1", "daemonsets")
-        self.deployments = self._rt("apps", "v1", "deployments")
 
-    def _rt(self, group: str, version: str, plural: str) -> ResourceType:
-        rt = self.store.types.lookup(group, version, plural)
-        assert rt is not None, plural
-        return rt
+    async def ready(self) -> None:  # noqa: B027 - ready at once unless a backend waits
+        """Return once reads see the whole cluster (at once for a store; after the first
+        list of every resource for a client)."""
 
     # -- reads
 
@@ -55,55 +101,50 @@ class Objects:
             raise RuntimeError("pods_on: only the simulated cluster keeps the pods-by-node index")
         return self.indexes.pods_by_node.keys(node)
 
-    def all(self, rt: ResourceType, ns: str | None = None) -> Iterator[Obj]:
-        for entry in list(self.store.iter(rt, ns)):
-            yield entry.obj
+    @abstractmethod
+    def all(self, rt: KindInfo, ns: str | None = None) -> Iterator[Obj]: ...
 
-    def get(self, rt: ResourceType, ns: str, name: str) -> Obj | None:
-        entry = self.store.find(rt, ns, name)
-        return entry.obj if entry is not None else None
+    @abstractmethod
+    def get(self, rt: KindInfo, ns: str, name: str) -> Obj | None: ...
 
-    def by_uid(self, rt: ResourceType, ns: str, uid: str) -> Obj | None:
+    def by_uid(self, rt: KindInfo, ns: str, uid: str) -> Obj | None:
         return next((o for o in self.all(rt, ns) if o["metadata"].get("uid") == uid), None)
+
+    @abstractmethod
+    def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
+        """Call ``subscriber`` for every change from now on; returns the unsubscribe."""
+
+    # -- time
+
+    @abstractmethod
+    def now(self) -> dt.datetime:
+        """Wall time as the API server stamps it (on the trio clock)."""
+
+    def now_rfc3339(self) -> str:
+        return self.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
     # -- writes
 
-    def create(self, rt: ResourceType, ns: str, obj: Obj) -> Obj | None:
-        try:
-            return self.store.create(rt, ns if rt.namespaced else "", obj).obj
-        except ApiError as exc:
-            log.info("simulated create refused kind=%s err=%s", rt.kind, exc)
-            return None
+    @abstractmethod
+    def create(self, rt: KindInfo, ns: str, obj: Obj) -> Obj | None:
+        """Create ``obj`` (in ``ns`` when namespaced); the object as this view now holds it,
+        None when refused."""
 
+    @abstractmethod
     def mutate(
-        self, rt: ResourceType, obj: Obj, change: Callable[[Obj], None], status: bool = False
+        self, rt: KindInfo, obj: Obj, change: Callable[[Obj], None], status: bool = False
     ) -> Obj | None:
-        """Write ``change`` applied to a copy of ``obj``'s current version (a no-op when it
-        changes nothing: the store does not bump the resourceVersion)."""
-        md = obj["metadata"]
-        ns = md.get("namespace", "")
-        entry = self.store.find(rt, ns, md["name"])
-        if entry is None:
-            return None
-        new = entry.clone()
-        change(new)
-        try:
-            return self.store.update(
-                rt, ns, md["name"], new, subresource="status" if status else ""
-            ).obj
-        except ApiError as exc:
-            log.info("simulated update refused kind=%s name=%s err=%s", rt.kind, md["name"], exc)
-            return None
+        """Write ``change`` applied to a copy of ``obj``'s current version (to its status
+        subresource when ``status``); a no-op when it changes nothing. The object as this
+        view now holds it, None when it is gone or the write was refused."""
 
-    def delete(self, rt: ResourceType, obj: Obj, grace: int | None = None) -> None:
-        md = obj["metadata"]
-        try:
-            self.store.delete(rt, md.get("namespace", ""), md["name"], grace=grace)
-        except ApiError as exc:
-            if exc.code != 404:
-                log.info(
-                    "simulated delete refused kind=%s name=%s err=%s", rt.kind, md["name"], exc
-                )
+    @abstractmethod
+    def delete(self, rt: KindInfo, obj: Obj, grace: int | None = None) -> None: ...
+
+    @abstractmethod
+    def bind(self, pod: Obj, node: str) -> bool:
+        """Assign ``pod`` to ``node`` as ``POST pods/{name}/binding`` does; False when refused
+        at once (already bound)."""
 
 
 # -- small readers shared by the controllers
@@ -171,13 +212,16 @@ def owned_by_kind(obj: Obj, kind: str) -> bool:
 
 
 def owners_with_children(
-    objs: Objects, owners: ResourceType, children: ResourceType, kind: str
+    objs: Objects, owners: KindInfo, children: KindInfo, kind: str
 ) -> list[tuple[Obj, list[Obj]]]:
     """Each live owner with the children it controls. Children whose owner is gone are left to
     the garbage collector, as in a real cluster. With the ``controlled`` index: each owner's
     children only (same lists, in the same key order), not every child in the cluster."""
-    by_uid = {str(o["metadata"]["uid"]): o for o in objs.all(owners)}
-    index = objs.indexes.controlled.get(children.key) if objs.indexes is not None else None
+    # An owner the server has not confirmed yet (no uid) cannot own anything yet.
+    by_uid = {str(o["metadata"]["uid"]): o for o in objs.all(owners) if o["metadata"].get("uid")}
+    index = (
+        objs.indexes.controlled.get(children.group_resource) if objs.indexes is not None else None
+    )
     if index is not None:
         return [
             (owner, [c for c in _children(objs, index, children, uid) if owned_by_kind(c, kind)])
@@ -194,7 +238,7 @@ def owners_with_children(
     return [(owner, owned[uid]) for uid, owner in by_uid.items() if not deleting(owner)]
 
 
-def _children(objs: Objects, index: ReverseIndex, children: ResourceType, uid: str) -> list[Obj]:
+def _children(objs: Objects, index: ReverseIndex, children: KindInfo, uid: str) -> list[Obj]:
     found = (objs.get(children, *key) for key in sorted(index.keys(uid)))
     return [c for c in found if c is not None]
 

@@ -22,6 +22,8 @@ class Provisioner:
     def reconcile(self, now: float) -> float | None:
         claims: set[str] = set()
         for pvc in self.objs.all(self.objs.pvcs):
+            if not pvc["metadata"].get("uid"):
+                continue  # not confirmed by the server yet: nothing can be bound to it
             claims.add(str(pvc["metadata"]["uid"]))
             if deleting(pvc):
                 continue

@@ -19,12 +19,10 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
-from kubetrio.emulator.binding import bind
-from kubetrio.emulator.errors import ApiError
-from kubetrio.emulator.eventlog import WatchEvent
-from kubetrio.emulator.kinds import ResourceType
-from kubetrio.emulator.store import Key
+from kubetrio.api.registry import KindInfo
 from kubetrio.sim.cluster.objects import (
+    Change,
+    Key,
     Obj,
     Objects,
     condition,
@@ -120,9 +118,9 @@ class Scheduler:
     _stuck: set[Key] = field(default_factory=set)  # pending pods no node fitted
     _nodes_changed: bool = False
 
-    def changed(self, rt: ResourceType, ev: WatchEvent) -> None:
+    def changed(self, rt: KindInfo, ev: Change) -> None:
         if self._known:
-            self._note(rt.key, ev.entry.obj, gone=ev.type == "DELETED")
+            self._note(rt.group_resource, ev.obj, gone=ev.type == "DELETED")
 
     def _note(self, resource: str, obj: Obj, gone: bool) -> None:
         md = obj["metadata"]
@@ -209,18 +207,12 @@ class Scheduler:
 
     def _bind(self, pod: Obj, node: str) -> bool:
         """Whether the binding was written (its own event then adds the load)."""
-        md = pod["metadata"]
-        try:
-            bind(self.objs.store, self.objs.pods, md.get("namespace", ""), md["name"], node)
-        except ApiError as exc:
-            log.info("simulated binding refused pod=%s err=%s", md["name"], exc)
-            return False
-        return True
+        return self.objs.bind(pod, node)
 
     def _unschedulable(self, pod: Obj, total: int) -> None:
         if condition(pod, "PodScheduled") == "False":
             return
-        now = self.objs.clock.now_rfc3339()
+        now = self.objs.now_rfc3339()
         message = f"0/{total} nodes are available: no Ready, schedulable node fits the pod."
         self.objs.mutate(
             self.objs.pods,

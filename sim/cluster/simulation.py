@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import trio
 
-from kubetrio.emulator.eventlog import WatchEvent
-from kubetrio.emulator.kinds import ResourceType
-from kubetrio.emulator.store import Store
+from kubetrio.api.registry import KindInfo
 from kubetrio.sim.cluster.attach import AttachDetach
 from kubetrio.sim.cluster.daemonset import DaemonSets
 from kubetrio.sim.cluster.deployment import Deployments
@@ -16,7 +14,7 @@ from kubetrio.sim.cluster.indexes import ClusterIndexes
 from kubetrio.sim.cluster.kubelet import Kubelet
 from kubetrio.sim.cluster.loop import Controller, Tracking, Wakeup, run_controller
 from kubetrio.sim.cluster.nodelifecycle import NodeLifecycle
-from kubetrio.sim.cluster.objects import Objects
+from kubetrio.sim.cluster.objects import Change, Objects
 from kubetrio.sim.cluster.options import ClusterSimulation
 from kubetrio.sim.cluster.provisioner import Provisioner
 from kubetrio.sim.cluster.replicaset import ReplicaSets
@@ -41,30 +39,31 @@ def build_controllers(objs: Objects, options: ClusterSimulation) -> list[Control
 
 
 class SimulatedCluster:
-    def __init__(self, store: Store, options: ClusterSimulation) -> None:
+    def __init__(self, objects: Objects, options: ClusterSimulation) -> None:
         self.options = options
-        self.objects = Objects(store)
+        self.objects = objects
         self.objects.indexes = self._indexes = ClusterIndexes()
         self.controllers = build_controllers(self.objects, options)
         self._wakeups = [Wakeup() for _ in self.controllers]
         self._trackers = [c if isinstance(c, Tracking) else None for c in self.controllers]
 
-    def _on_change(self, rt: ResourceType, ev: WatchEvent) -> None:
-        self._indexes.note(rt.key, ev.entry.obj, gone=ev.type == "DELETED")  # before any pass
+    def _on_change(self, rt: KindInfo, ev: Change) -> None:
+        self._indexes.note(rt.group_resource, ev.obj, gone=ev.type == "DELETED")  # before any pass
         for controller, tracker, wakeup in zip(
             self.controllers, self._trackers, self._wakeups, strict=True
         ):
-            if rt.key in controller.watches:
+            if rt.group_resource in controller.watches:
                 if tracker is not None:
                     tracker.changed(rt, ev)
                 wakeup.set()
 
     async def run(self) -> None:
         """Until cancelled."""
-        unsubscribe = self.objects.store.subscribe(self._on_change)
+        await self.objects.ready()
+        unsubscribe = self.objects.subscribe(self._on_change)
         for rt in (self.objects.pods, self.objects.replicasets):  # indexes.CONTROLLED
             for obj in self.objects.all(rt):  # stored before: from here on the hook keeps it
-                self._indexes.note(rt.key, obj, gone=False)
+                self._indexes.note(rt.group_resource, obj, gone=False)
         try:
             async with trio.open_nursery() as nursery:
                 for controller, wakeup in zip(self.controllers, self._wakeups, strict=True):

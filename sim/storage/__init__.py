@@ -1,8 +1,9 @@
 """The simulated storage service, so the storage-node controllers run and are tested without a
 storage cluster: a StorageOS-like node registry that follows the
-emulator's Kubernetes Nodes, served at ``/_storage/v1`` on the emulator's port and driven by its
-trio clock. Tests mount it with ``serve_storage_sim(emu)``; ``kubetrio emulator --simulate``
-(or ``--storage-sim``) mounts it in the standalone emulator. State lives in memory only.
+emulator's Kubernetes Nodes, served on an address of its own (``storage.url``, the controllers'
+``storage.backendURL``) and driven by its trio clock. Tests serve it with
+``serve_storage_sim(emu)``; ``kubetrio emulator --simulate`` (or ``--storage-sim``) serves it
+beside the standalone emulator. State lives in memory only.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from typing import Any
 import trio
 
 from kubetrio.emulator import Emulator
-from kubetrio.sim.storage.api import PREFIX, VERSION, StorageApi
+from kubetrio.runtime.client.typed import Client
+from kubetrio.sim.apiview import ApiObjects
+from kubetrio.sim.serving import serve_api
+from kubetrio.sim.storage.api import VERSION, StorageApi
 from kubetrio.sim.storage.faults import FaultError, FaultRule
 from kubetrio.sim.storage.service import (
     NODE_ID_ANNOTATION,
@@ -27,7 +31,6 @@ from kubetrio.sim.storage.service import (
 
 __all__ = [
     "NODE_ID_ANNOTATION",
-    "PREFIX",
     "FaultError",
     "FaultRule",
     "RequestRecord",
@@ -37,22 +40,22 @@ __all__ = [
     "SimulatedStorage",
     "StorageApi",
     "serve_storage_sim",
-    "storage_url",
 ]
-
-
-def storage_url(emulator_url: str) -> str:
-    """The storage backend URL (``storage.backendURL``) of the service on that emulator."""
-    return f"{emulator_url.rstrip('/')}{PREFIX}/{VERSION}"
 
 
 @asynccontextmanager
 async def serve_storage_sim(emu: Emulator, **options: Any) -> AsyncIterator[SimulatedStorage]:
-    """Mount the service on ``emu`` and run it for the block (``options``: ``csi_driver``,
-    ``offline_after``, ``lock_seconds``, ``seed``; see ``SimulatedStorage``)."""
-    storage = SimulatedStorage(emu.store, **options)
-    emu.mount(PREFIX, StorageApi(storage))
+    """Serve the service of ``emu``'s Nodes on a port of its own and run it for the block
+    (``options``: ``csi_driver``, ``offline_after``, ``lock_seconds``, ``seed``; see
+    ``SimulatedStorage``); its ``url`` is the backend URL. It follows the emulator's Nodes
+    through its API, as it would any cluster's."""
+    objects = ApiObjects(resources=(ApiObjects.nodes,))
+    storage = SimulatedStorage(objects, **options)
     async with trio.open_nursery() as nursery:
+        address = await nursery.start(serve_api, StorageApi(storage), "the simulated storage")
+        storage.url = f"{address}/{VERSION}"
+        client = Client.from_url(emu.url, token=emu.token, qps=0)
+        nursery.start_soon(objects.run, client)
         nursery.start_soon(storage.run)
         try:
             yield storage

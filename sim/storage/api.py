@@ -1,16 +1,17 @@
-"""``/_storage/v1``: the simulated storage service's REST API.
+"""``/v1``: the simulated storage service's REST API, on an address of its own.
 
-What the storage client (and so the controllers) calls:
+What the storage client (and so the controllers) calls, ``storage.backendURL`` being
+``<address>/v1``:
 
-* ``GET    /_storage/v1/nodes``        → ``{"items": [{"id", "name", "health"}]}``
-* ``DELETE /_storage/v1/nodes/{id}``   → 200 ``{}``; 404 / 409 / 423 ``{"error": reason}``
+* ``GET    /v1/nodes``        → ``{"items": [{"id", "name", "health"}]}``
+* ``DELETE /v1/nodes/{id}``   → 200 ``{}``; 404 / 409 / 423 ``{"error": reason}``
 
 Administration, for tests and demos (never faulted, never in the request log):
 
-* ``POST   /_storage/v1/nodes``        ``{"name", "offline"?, "lockExpired"?}`` add a node
-* ``GET    /_storage/v1/volumes``      list; ``POST`` ``{"name", "namespace"?, "master",
-  "replicas"?: [node names]}`` create; ``DELETE /_storage/v1/volumes/{id}``
-* ``POST   /_storage/v1/faults``       ``{"op": list|delete|any, "count", "status",
+* ``POST   /v1/nodes``        ``{"name", "offline"?, "lockExpired"?}`` add a node
+* ``GET    /v1/volumes``      list; ``POST`` ``{"name", "namespace"?, "master",
+  "replicas"?: [node names]}`` create; ``DELETE /v1/volumes/{id}``
+* ``POST   /v1/faults``       ``{"op": list|delete|any, "count", "status",
   "hangSeconds", "message"}``; ``DELETE`` clears them
 """
 
@@ -26,7 +27,6 @@ from kubetrio.runtime.util.inflight import waiting_on_simulated_time
 from kubetrio.sim.storage.faults import FaultError, FaultRule
 from kubetrio.sim.storage.service import SimError, SimulatedStorage
 
-PREFIX = "/_storage"
 VERSION = "v1"
 
 
@@ -35,7 +35,7 @@ class StorageApi:
         self.storage = storage
 
     async def __call__(self, req: Request) -> Response:
-        parts = req.path[len(PREFIX) :].strip("/").split("/")
+        parts = req.path.strip("/").split("/")
         if parts[0] != VERSION or len(parts) > 3:
             return _error(404, f"no storage endpoint {req.method} {req.path}")
         resource, item = parts[1] if len(parts) > 1 else "", parts[2] if len(parts) > 2 else ""
@@ -89,7 +89,7 @@ class StorageApi:
                 offline=_bool(body, "offline"),
                 lock_expired=_bool(body, "lockExpired"),
             )
-            return node.to_json(storage.clock.monotonic()), 201
+            return node.to_json(trio.current_time()), 201
         if resource == "volumes" and not item and method == "GET":
             return {"items": [v.to_json() for v in storage.volumes.values()]}, 200
         if resource == "volumes" and not item and method == "POST":

@@ -47,10 +47,8 @@ from typing import Any
 
 import trio
 
-from kubetrio.emulator.eventlog import WatchEvent
-from kubetrio.emulator.kinds import ResourceType
-from kubetrio.emulator.store import Store
-from kubetrio.sim.cluster.objects import Obj, Objects, condition
+from kubetrio.api.registry import KindInfo
+from kubetrio.sim.cluster.objects import Change, Obj, Objects, condition
 from kubetrio.sim.storage.faults import Faults
 
 # StorageOS's own facts, restated here because the simulated service is a peer of the storage
@@ -128,9 +126,11 @@ class RequestRecord:
 
 
 class SimulatedStorage:
+    url = ""  # its backend URL, once served (``serve_storage_sim``)
+
     def __init__(
         self,
-        store: Store,
+        objects: Objects,
         *,
         csi_driver: str = DEFAULT_CSI_DRIVER,
         offline_after: tuple[float, float] = (20.0, 30.0),
@@ -140,8 +140,7 @@ class SimulatedStorage:
         low, high = offline_after
         if not 0 <= low <= high or lock_seconds < 0:
             raise ValueError("offline_after must be 0 <= low <= high; lock_seconds >= 0")
-        self.objects = Objects(store)
-        self.clock = store.clock
+        self.objects = objects
         self.csi_driver = csi_driver
         self.offline_after = (float(low), float(high))
         self.lock_seconds = float(lock_seconds)
@@ -192,14 +191,18 @@ class SimulatedStorage:
 
     async def run(self) -> None:
         """Register Ready nodes and notice lost ones as the store changes; until cancelled."""
+        await self.objects.ready()
 
-        def on_change(rt: ResourceType, event: WatchEvent) -> None:
-            if rt.key == self.objects.nodes.key:
+        def on_change(rt: KindInfo, event: Change) -> None:
+            if rt == self.objects.nodes:
                 if self._dirty is not None:
-                    self._dirty.add(event.entry.obj["metadata"]["name"])
+                    self._dirty.add(event.obj["metadata"]["name"])
                 self._wakeup.set()
+                # Waiters re-check too: what they wait for may be a Node this service wrote,
+                # now confirmed by the server.
+                self._notify()
 
-        unsubscribe = self.objects.store.subscribe(on_change)
+        unsubscribe = self.objects.subscribe(on_change)
         try:
             self.sync()  # the first pass reads every Node; from here on, only changed ones
             self._dirty = set()
@@ -214,7 +217,7 @@ class SimulatedStorage:
     def sync(self) -> None:
         """Bring the storage nodes in line with the Kubernetes Nodes as they are now (those
         changed since the last sync, while ``run`` follows the store; else all of them)."""
-        now = self.clock.monotonic()
+        now = trio.current_time()
         if self._dirty is None:
             names = {n["metadata"]["name"] for n in self.objects.all(self.objects.nodes)}
             names.update(self.nodes)
@@ -309,12 +312,12 @@ class SimulatedStorage:
     # -- the controllers' API
 
     def list_nodes(self) -> list[dict[str, Any]]:
-        now = self.clock.monotonic()
+        now = trio.current_time()
         return [node.to_json(now) for node in sorted(self.nodes.values(), key=lambda n: n.name)]
 
     def delete_node(self, node_id: str) -> SimNode:
         """Apply the deletion rules; raises ``SimError`` with the refusal."""
-        now = self.clock.monotonic()
+        now = trio.current_time()
         node = self.by_id(node_id)
         if node is None:
             raise SimError(404, f"node {node_id} not found")
@@ -342,7 +345,7 @@ class SimulatedStorage:
         return node
 
     def record(self, op: str, status: int, node: str = "", reason: str = "") -> None:
-        self.requests.append(RequestRecord(self.clock.monotonic(), op, status, node, reason))
+        self.requests.append(RequestRecord(trio.current_time(), op, status, node, reason))
         self._notify()
 
     # -- administration (tests, demos)
@@ -355,7 +358,7 @@ class SimulatedStorage:
             raise SimError(400, "name: must not be empty")
         if name in self.nodes:
             raise SimError(409, f"storage node {name} already exists")
-        now = self.clock.monotonic()
+        now = trio.current_time()
         node = self._register(name, now)
         if offline or lock_expired:
             node.offline_at = now

@@ -5,16 +5,18 @@ Three processes on the real clock (the machine this was written for has 2 cores)
 * the **emulator** (``--emulator-child``): ``serve_world()`` without the simulated cluster
   (nodes stay empty: no pods, nothing to evict), the machine CRDs from ``config/crd/``, one
   MachineClass ``provider: sim`` with ``bootSeconds: 0`` and its Secret holding ``userData``.
-  Its simulated cloud (``/_cloud/v1``) registers each VM's Node, Ready, as soon as the VM is
-  created. A store hook timestamps every machine's creation, phase changes, deletion request
-  and disappearance (``time.monotonic()``: CLOCK_MONOTONIC is one system-wide clock on Linux,
-  so the parent can compare it with its own). A wrapper around the router counts the HTTP
-  requests ``emu.counters`` does not see (the cloud's operations, discovery) and every answer
-  by status, so conflicts and other errors show up.
+  Its simulated cloud (on its own port, announced ``cloud=``) registers each VM's Node, Ready,
+  as soon as the VM is created. A store hook timestamps every machine's creation, phase
+  changes, deletion request and disappearance (``time.monotonic()``: CLOCK_MONOTONIC is one
+  system-wide clock on Linux, so the parent can compare it with its own). A wrapper around the
+  router counts the HTTP requests ``emu.counters`` does not see (discovery) and every answer by
+  status, so conflicts and other errors show up; wrappers around the cloud's operations count
+  its calls the same way.
 * the **manager** (``--manager-child``): ``Manager`` + ``controllers.machine.setup`` as
   ``kubetrio run`` wires them (``ManagerConfig`` defaults: 5 workers, MCM's timeouts), against
-  the emulator's URL. Its peak RSS is its own ``ru_maxrss``, reported when it stops; its RSS
-  once the caches synced is reported too, so the growth over the run shows.
+  the emulator's URL, its ``sim`` driver against the cloud's. Its peak RSS is its own
+  ``ru_maxrss``, reported when it stops; its RSS once the caches synced is reported too, so the
+  growth over the run shows.
 * this process, the **driver**: a kubetrio ``Client`` (16 requests in flight, no client-side
   rate limit) that POSTs the N Machines (``spec.class`` naming the class, label
   ``name=pool-bench``), waits until the emulator has seen every one Running, DELETEs them all
@@ -42,15 +44,16 @@ last is Running; ``delete_s``: from the first DELETE until the last is gone). By
 manager's client has no client-side rate limit (``--qps 0``), so the figure is what the
 controller, the emulator and two shared cores can do. ``kubetrio run``'s default limit (20 qps,
 burst 30: client-go's and MCM's defaults; ``--qps 20``) makes the wall time simply requests / 20
-s, because the sim driver's cloud calls go through the same client and bucket as the API
-requests: that bound is printed (``bucket_s_at_default_qps``) from the requests counted.
+s: that bound is printed (``bucket_s_at_default_qps``) from the API requests and the cloud calls
+counted (the sim driver's calls have their own connections and no client-side limit, so the
+bound is an upper one).
 
 **Requests.** ``emu.counters`` is reset once the manager's informers have listed and the
 controller runs; afterwards every resource request counts except ``watch`` (long-lived, not per
 machine) and the driver's own N creates and N deletes of Machines (the controller never
 creates or deletes a Machine, so those counters are the driver's alone). ``requests_per_machine``
 is that total over N: the Kubernetes API requests the controller made per machine lifecycle.
-Cloud calls (``/_cloud/v1/<op>``) are reported separately, per operation, and are not in it.
+Cloud calls (``<cloud>/v1/<op>``) are reported separately, per operation, and are not in it.
 Reads served by the informer cache cost no request, so any ``get``/``list`` in the counters is
 a read that missed the cache (or a relist).
 
@@ -310,6 +313,27 @@ class HttpTally:
         self.kinds: Counter[str] = Counter()
         self.statuses: Counter[str] = Counter()
 
+    def install_cloud(self, cloud: Any) -> None:
+        """Counts the driver's calls of the cloud (its own server, not the emulator's)."""
+        from kubetrio.sim.cloud import CloudError
+
+        def counted(op: str, call: Any) -> Any:
+            def tallied(*args: Any, **kwargs: Any) -> Any:
+                status = 200
+                try:
+                    return call(*args, **kwargs)
+                except CloudError as error:
+                    status = error.http_status
+                    raise
+                finally:
+                    self.kinds[f"cloud {op}"] += 1
+                    self.statuses[f"POST cloud {op} {status}"] += 1
+
+            return tallied
+
+        for op in ("create", "status", "initialize", "delete", "list"):
+            setattr(cloud, op, counted(op, getattr(cloud, op)))
+
     def install(self, emu: Any) -> None:
         resolve = emu.router.resolve
 
@@ -340,8 +364,6 @@ class HttpTally:
 
 def _kind_of(path: str) -> str | None:
     parts = [p for p in path.split("/") if p]
-    if parts[:1] == ["_cloud"]:
-        return f"cloud {parts[-1]}"
     if parts[:1] not in (["api"], ["apis"]):
         return None  # admin and bench routes
     if (parts[0] == "api" and len(parts) <= 2) or (parts[0] == "apis" and len(parts) <= 3):
@@ -350,10 +372,8 @@ def _kind_of(path: str) -> str | None:
 
 
 def _target(path: str) -> str:
-    """``cloud <op>`` or ``<plural>[/<subresource>]`` of a request path."""
+    """``<plural>[/<subresource>]`` of a request path."""
     parts = [p for p in path.split("/") if p]
-    if parts[:1] == ["_cloud"]:
-        return f"cloud {parts[-1]}"
     rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
     if rest[:1] == ["namespaces"] and len(rest) > 2:
         rest = rest[2:]
@@ -367,6 +387,7 @@ def emulator_child(window: int, boot: float = 0.0, simulate: bool = False) -> No
     from kubetrio.emulator import EmulatorOptions
     from kubetrio.emulator.http import Request, Response, json_response
     from kubetrio.sim import serve_world
+    from kubetrio.sim.cloud import SimulatedCloud
     from kubetrio.sim.cluster import ClusterSimulation
 
     async def main() -> None:
@@ -381,6 +402,7 @@ def emulator_child(window: int, boot: float = 0.0, simulate: bool = False) -> No
             emu.store.subscribe(tracker.hook)
             tally = HttpTally()
             tally.install(emu)
+            tally.install_cloud(emu.extension(SimulatedCloud))
 
             async def bench(req: Request) -> Response:
                 what = req.path.rsplit("/", 1)[-1]
@@ -401,6 +423,7 @@ def emulator_child(window: int, boot: float = 0.0, simulate: bool = False) -> No
                 return json_response({"error": f"no bench route {req.method} {req.path}"}, 404)
 
             emu.mount("/_bench", bench)
+            print(f"cloud={emu.extension(SimulatedCloud).url}", flush=True)
             print(f"url={emu.url}", flush=True)
             await trio.sleep_forever()
 
@@ -418,7 +441,13 @@ def rss_kb() -> int:
 
 
 def manager_child(
-    url: str, workers: int, qps: float, burst: int, rolling: bool = False, gc: str | None = None
+    url: str,
+    cloud: str,
+    workers: int,
+    qps: float,
+    burst: int,
+    rolling: bool = False,
+    gc: str | None = None,
 ) -> None:
     """Runs until its stdin closes; prints ``READY {json}`` once synced, ``STATS {json}`` at
     the end."""
@@ -426,6 +455,7 @@ def manager_child(
     import trio
 
     from kubetrio.cmd.config import ManagerConfig
+    from kubetrio.controllers.machine.options import MachineOptions
     from kubetrio.controllers.machine.setup import setup
     from kubetrio.runtime.client.typed import Client
     from kubetrio.runtime.manager.manager import Manager
@@ -434,7 +464,9 @@ def manager_child(
     configure_logging(level="warning", stream=sys.stderr)
 
     async def main() -> None:
-        config = ManagerConfig(workers={"machine": workers})
+        config = ManagerConfig(
+            machine=MachineOptions(sim_cloud_url=cloud), workers={"machine": workers}
+        )
         if gc is not None:
             config = msgspec.structs.replace(config, gc=gc)
         client = Client.from_url(url, token=TOKEN, qps=qps, burst=burst)
@@ -659,7 +691,7 @@ async def lifecycles(driver: Driver, names: list[str]) -> dict[str, float]:
     return {"started": started, "post_s": created - started, "delete_started": delete_started}
 
 
-async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
+async def run(args: argparse.Namespace, url: str, cloud: str) -> dict[str, Any]:
     import trio
 
     n, waves = args.machines, args.waves
@@ -668,6 +700,7 @@ async def run(args: argparse.Namespace, url: str) -> dict[str, Any]:
     manager = Child(
         "--manager-child",
         url,
+        cloud,
         str(args.workers),
         str(args.qps),
         str(args.burst),
@@ -902,7 +935,7 @@ def surge_of(surge: str, n: int) -> int:
     return int(surge)
 
 
-async def run_rolling(args: argparse.Namespace, url: str) -> dict[str, Any]:
+async def run_rolling(args: argparse.Namespace, url: str, cloud: str) -> dict[str, Any]:
     """Manager up (machine, MachineSet and MachineDeployment controllers); the deployment made
     and all N Running; counters reset; its template moved to the other class; until N
     machines of the new class run and every old one is gone."""
@@ -914,6 +947,7 @@ async def run_rolling(args: argparse.Namespace, url: str) -> dict[str, Any]:
     manager = Child(
         "--manager-child",
         url,
+        cloud,
         str(args.workers),
         str(args.qps),
         str(args.burst),
@@ -1083,7 +1117,9 @@ def main() -> None:
         "--demo", action="store_true", help="also time the embedded demo (the README's minute)"
     )
     parser.add_argument("--emulator-child", type=int, metavar="WINDOW")
-    parser.add_argument("--manager-child", nargs=4, metavar=("URL", "WORKERS", "QPS", "BURST"))
+    parser.add_argument(
+        "--manager-child", nargs=5, metavar=("URL", "CLOUD", "WORKERS", "QPS", "BURST")
+    )
     args = parser.parse_args()
     if args.boot is None:
         args.boot = 2.0 if args.rolling else 0.0
@@ -1093,8 +1129,8 @@ def main() -> None:
         emulator_child(args.emulator_child, args.boot, args.simulate)
         return
     if args.manager_child:
-        url, workers, qps, burst = args.manager_child
-        manager_child(url, int(workers), float(qps), int(burst), args.rolling, args.gc)
+        url, cloud, workers, qps, burst = args.manager_child
+        manager_child(url, cloud, int(workers), float(qps), int(burst), args.rolling, args.gc)
         return
 
     import trio
@@ -1110,8 +1146,9 @@ def main() -> None:
         *(["--simulate"] if args.simulate else []),
     )
     try:
+        cloud = emulator.wait_for("cloud=")
         url = emulator.wait_for("url=")
-        measured = trio.run(run_rolling if args.rolling else run, args, url)
+        measured = trio.run(run_rolling if args.rolling else run, args, url, cloud)
     finally:
         emulator.stop()
     result = (report_rolling if args.rolling else report)(args, measured)

@@ -7,11 +7,11 @@ pool comes up, what it costs when nothing happens, and what a Prometheus scrape 
 Three processes on the real clock (this machine has 2 shared cores):
 
 * the **emulator** (``--emulator-child``): ``serve_world()`` with the simulated storage
-  service mounted (what ``storagegc``/``nodedelete`` call) and the always-present simulated
-  cloud (the ``sim`` driver's), no simulated cluster (pods are plain objects: nothing evicts,
-  schedules or runs them); the machine CRDs, one MachineClass ``provider: sim`` booting at once.
-  A store hook timestamps each Machine's creation and first ``Running`` (``time.monotonic()``,
-  one clock system-wide on Linux, so the driver can compare).
+  service (what ``storagegc``/``nodedelete`` call) and the always-present simulated cloud (the
+  ``sim`` driver's), each on a port of its own, no simulated cluster (pods are plain objects:
+  nothing evicts, schedules or runs them); the machine CRDs, one MachineClass ``provider: sim``
+  booting at once. A store hook timestamps each Machine's creation and first ``Running``
+  (``time.monotonic()``, one clock system-wide on Linux, so the driver can compare).
 * the **manager**: ``kubetrio run`` itself (every default controller: machine, machineset,
   machinedeployment, safety, nodedelete, storagegc), from the emulator's kubeconfig, with the
   client rate limit lifted (``--kube-api-qps 1e6``: the figure is what the code and the cores
@@ -175,11 +175,12 @@ def emulator_child(window: int) -> None:
     from kubetrio.emulator import EmulatorOptions
     from kubetrio.emulator.http import Request, Response, json_response
     from kubetrio.sim import serve_world
+    from kubetrio.sim.cloud import SimulatedCloud
     from kubetrio.sim.storage import serve_storage_sim
 
     async def main() -> None:
         options = EmulatorOptions(window=window, token=TOKEN)
-        async with serve_world(options=options) as emu, serve_storage_sim(emu):
+        async with serve_world(options=options) as emu, serve_storage_sim(emu) as storage:
             for doc in [*crd_documents(), *seed_docs()]:
                 emu.create(doc)
             tracker = Tracker()
@@ -198,7 +199,12 @@ def emulator_child(window: int) -> None:
                 return json_response({"error": f"no bench route {req.method} {req.path}"}, 404)
 
             emu.mount("/_bench", bench)
-            print(f"url={emu.url} kubeconfig={emu.kubeconfig_path}", flush=True)
+            cloud = emu.extension(SimulatedCloud).url
+            print(
+                f"url={emu.url} kubeconfig={emu.kubeconfig_path} cloud={cloud} "
+                f"storage={storage.url}",
+                flush=True,
+            )
             await trio.sleep_forever()
 
     trio.run(main)
@@ -253,9 +259,9 @@ class Emulator:
         line = self.proc.stdout.readline().strip()
         if not line.startswith("url="):
             raise SystemExit(f"emulator child did not start: {line!r}")
-        url, kubeconfig = line.split()
-        self.url = url.removeprefix("url=")
-        self.kubeconfig = kubeconfig.removeprefix("kubeconfig=")
+        words = dict(word.split("=", 1) for word in line.split())
+        self.url, self.kubeconfig = words["url"], words["kubeconfig"]
+        self.cloud, self.storage = words["cloud"], words["storage"]
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 
     def call(self, method: str, path: str) -> Any:
@@ -292,8 +298,10 @@ class Manager:
             "1e6",
             "--kube-api-burst",
             "1000000",
+            "--sim-cloud-url",
+            emu.cloud,
             "--storage-backend-url",
-            f"{emu.url}/_storage/v1",
+            emu.storage,
             "--log-level",
             "warning",
             f"--metrics-per-machine={'true' if per_machine else 'false'}",

@@ -18,6 +18,7 @@ from kubetrio.emulator import Emulator
 from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
+from kubetrio.sim.cloud import SimulatedCloud
 from tests.helpers.cli import Watcher, environment, kubetrio, one_line_error, run_to_exit
 from tests.helpers.kube import Kubectl, kubectl_env
 from tests.helpers.machines import install_crds, machine_doc, seed_class
@@ -38,6 +39,9 @@ def two_cluster_args(control: Emulator, target: Emulator, *extra: str) -> list[s
         str(control.kubeconfig_path),
         "--target-kubeconfig",
         str(target.kubeconfig_path),
+        # The target's cloud: its VMs join the target cluster.
+        "--sim-cloud-url",
+        target.extension(SimulatedCloud).url,
         "--controllers",
         "machine",
         "--metrics-bind-address",

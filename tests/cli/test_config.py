@@ -447,6 +447,10 @@ def file_error(tmp_path: Path, text: str, name: str = "x.yaml") -> str:
         ("storage: {backendURL: 'storage:5705'}\n", "storage.backendURL: expected an http(s) URL"),
         ("master: 10.0.0.1\n", 'master: expected an http(s) URL, got "10.0.0.1"'),
         (
+            "machine: {simCloudURL: 'cloud:8080'}\n",
+            'machine.simCloudURL: expected an http(s) URL, got "cloud:8080"',
+        ),
+        (
             "storage: {backendURL: 'http://h:abc'}\n",
             'storage.backendURL: invalid port in "http://h:abc"',
         ),

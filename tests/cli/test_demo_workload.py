@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import re
 
-import msgspec
 import pytest
 import trio
 import trio.testing
@@ -22,8 +21,10 @@ from kubetrio.cmd.demo import Demo, DemoFailed, DemoOptions, seed
 from kubetrio.cmd.embedded import install_crds
 from kubetrio.controllers.machinedeployment.setup import setup as deployment_setup
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
+from kubetrio.sim.cloud import SimulatedCloud
 from kubetrio.sim.cluster import ClusterSimulation
 from tests.helpers.machines import machine_manager
 
@@ -46,9 +47,9 @@ async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> N
         client = Client.from_url(emu.url, token=emu.token)
         await install_crds(client)
         out = io.StringIO()
-        demo = Demo(
-            client, DemoOptions(machines=4), kubeconfig=str(emu.kubeconfig_path), stream=out
-        )
+        cloud = emu.extension(SimulatedCloud).url
+        options = DemoOptions(machines=4, cloud_url=cloud)
+        demo = Demo(client, options, kubeconfig=str(emu.kubeconfig_path), stream=out)
         async with machine_manager(emu, also=(machineset_setup, deployment_setup)) as h:
             with trio.fail_after(600):
                 code = await demo.run(h.manager)
@@ -116,7 +117,7 @@ async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> N
             assert owners == live_sets and len(live_sets) == 1
             nodes = {n.name for n in (await client.list(Node)).items if n.spec.provider_id}
             assert nodes == {m.status.node or m.name for m in left}
-            vms = msgspec.json.decode(await client.request("GET", "/_cloud/v1/vms"))["items"]
+            vms = (await EmuClient(cloud).get("/v1/vms")).json()["items"]
             assert sorted(vm["providerID"] for vm in vms) == sorted(
                 m.spec.provider_id for m in left
             )
@@ -139,10 +140,10 @@ async def test_a_vm_without_its_machine_fails_the_demo(mock_clock: trio.testing.
             "machineClass": {"name": seed.CLASS_NAME, "namespace": "default", "providerSpec": {}},
             "machine": {"name": "nobody", "namespace": "default"},
         }
-        created = msgspec.json.decode(
-            await client.request("POST", "/_cloud/v1/create", body=msgspec.json.encode(body))
-        )
-        demo = Demo(client, DemoOptions(machines=1), kubeconfig="-", stream=io.StringIO())
+        cloud = emu.extension(SimulatedCloud).url
+        created = (await EmuClient(cloud).request("POST", "/v1/create", body)).json()
+        options = DemoOptions(machines=1, cloud_url=cloud)
+        demo = Demo(client, options, kubeconfig="-", stream=io.StringIO())
         async with trio.open_nursery() as nursery:
             await nursery.start(demo.view.run)
             with pytest.raises(DemoFailed) as failed:

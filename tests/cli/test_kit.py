@@ -17,6 +17,7 @@ import trio
 import yaml
 
 from kubetrio.cmd.kustomize import render
+from kubetrio.cmd.webhooks import CERT_DIR
 from kubetrio.emulator import Emulator
 from tests.helpers.kube import Kubectl, kubectl_of
 
@@ -73,34 +74,39 @@ async def test_manifests_without_the_servicemonitor_apply_where_there_is_no_oper
 ) -> None:
     """A cluster without prometheus-operator refuses the ServiceMonitor, one without
     cert-manager the Certificate and Issuer (kubectl exits 1 after applying the rest);
-    ``--no-servicemonitor`` leaves exactly the first out, ``--no-webhooks`` the webhooks'
-    objects and the Deployment's webhook arguments, port and certificate volume."""
+    ``--no-servicemonitor`` leaves exactly the first out; the webhooks' objects come only with
+    ``--webhooks``, with the Deployment's webhook arguments, port and certificate volume."""
     full = documents(await kubetrio("manifests"))
     no_monitor = documents(await kubetrio("manifests", "--no-servicemonitor"))
     assert no_monitor == [doc for doc in full if doc["kind"] != "ServiceMonitor"]
-    trimmed = await kubetrio("manifests", "--no-servicemonitor", "--no-webhooks")
-    left_out = {identity(doc) for doc in no_monitor} - {identity(d) for d in documents(trimmed)}
-    assert left_out == {
+    hooked = documents(await kubetrio("manifests", "--no-servicemonitor", "--webhooks"))
+    added = {identity(doc) for doc in hooked} - {identity(d) for d in no_monitor}
+    assert added == {
         f"Certificate/{NS}/kubetrio-serving-cert",
         f"Issuer/{NS}/kubetrio-selfsigned-issuer",
         f"Service/{NS}/kubetrio-webhook-service",
         "MutatingWebhookConfiguration//kubetrio-mutating-webhook-configuration",
         "ValidatingWebhookConfiguration//kubetrio-validating-webhook-configuration",
     }
-    (deployment,) = [doc for doc in documents(trimmed) if doc["kind"] == "Deployment"]
+    (deployment,) = [doc for doc in no_monitor if doc["kind"] == "Deployment"]
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert not [a for a in container["args"] if a.startswith("--webhook")]
     assert [p["name"] for p in container["ports"]] == ["metrics", "health"]
     assert [v["name"] for v in pod["volumes"]] == ["tmp"]
     assert [m["name"] for m in container["volumeMounts"]] == ["tmp"]
+    (served,) = [doc for doc in hooked if doc["kind"] == "Deployment"]
+    pod = served["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"][-2:] == ["--webhooks", f"--webhook-cert-path={CERT_DIR}"]
+    assert [p["name"] for p in container["ports"]] == ["metrics", "health", "webhook-server"]
+    assert [v["name"] for v in pod["volumes"]] == ["tmp", "webhook-certs"]
+    refused = await kubectl.run("apply", "-f", "-", stdin=dump(hooked), check=False)
+    assert refused.returncode == 1 and b"ServiceMonitor" not in refused.stderr
+    assert b"Certificate" in refused.stderr and b"Issuer" in refused.stderr
     refused = await kubectl.run("apply", "-f", "-", stdin=dump(full), check=False)
     assert refused.returncode == 1 and b"ServiceMonitor" in refused.stderr
-    assert b"Certificate" in refused.stderr and b"Issuer" in refused.stderr
-    applied = await kubectl.run("apply", "-f", "-", stdin=trimmed)
-    out = applied.stdout.decode()
-    # The Deployment lost its webhook parts (configured), the rest was applied before.
-    assert out.count("unchanged") + out.count("configured") == len(documents(trimmed)), out
+    assert b"Certificate" not in refused.stderr
 
 
 def dump(docs: list[dict[str, Any]]) -> bytes:
@@ -116,6 +122,10 @@ async def test_manifests_are_what_kubectl_kustomize_renders(
     kubectl = kubectl_of(version, emu, tmp_path)
     theirs = documents(await kubectl.out("kustomize", str(KIT / "default")))
     ours = documents(await kubetrio("manifests"))
+    assert ours == theirs
+    # The overlay with the webhooks, its JSON patch of the Deployment included.
+    theirs = documents(await kubectl.out("kustomize", str(KIT / "with-webhooks")))
+    ours = documents(await kubetrio("manifests", "--webhooks"))
     assert [identity(doc) for doc in ours] == [identity(doc) for doc in theirs]  # and the order
     for mine, expected in zip(ours, theirs, strict=True):
         assert mine == expected, identity(mine)
@@ -225,15 +235,16 @@ async def test_kit_passes_a_server_dry_run_then_applies(
     # A server dry run cannot put objects into a namespace it only pretends to create
     # (kube-apiserver answers NotFound, kubernetes/kubernetes#83562): the namespace comes first.
     await kubectl.run("create", "namespace", NS)
-    dry = (await kubectl.run("apply", "--dry-run=server", "-k", str(KIT / "default"))).stdout
+    kit = str(KIT / "with-webhooks")
+    dry = (await kubectl.run("apply", "--dry-run=server", "-k", kit)).stdout
     lines = dry.decode().splitlines()
-    assert len(lines) == len(render(KIT, "default")), dry.decode()
+    assert len(lines) == len(render(KIT, "with-webhooks")), dry.decode()
     assert all(line.endswith("(server dry run)") for line in lines), dry.decode()
     nothing = await kubectl.run("get", "deployments,serviceaccounts,services", "-n", NS)
     assert b"kubetrio-controller-manager" not in nothing.stdout
     assert b"machines.machine.sapcloud.io" not in (await kubectl.run("get", "crd")).stdout
 
-    applied = (await kubectl.run("apply", "-k", str(KIT / "default"))).stdout.decode()
+    applied = (await kubectl.run("apply", "-k", kit)).stdout.decode()
     assert "deployment.apps/kubetrio-controller-manager created" in applied, applied
 
     deployment = await kubectl.json("get", "deployment", "kubetrio-controller-manager", "-n", NS)
@@ -314,8 +325,8 @@ async def test_kit_passes_a_server_dry_run_then_applies(
     assert monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
     assert deployment["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
 
-    # Applying what `kubetrio manifests` prints on top changes nothing.
-    again = await kubectl.run("apply", "-f", "-", stdin=await kubetrio("manifests"))
+    # Applying what `kubetrio manifests --webhooks` prints on top changes nothing.
+    again = await kubectl.run("apply", "-f", "-", stdin=await kubetrio("manifests", "--webhooks"))
     assert all(line.endswith("unchanged") for line in again.stdout.decode().splitlines()), (
         again.stdout.decode()
     )

@@ -1,8 +1,8 @@
 """The deployment kit on a real kube-apiserver, with the kubectl on PATH and an old one (1.27):
 ``kubetrio crds | kubectl apply -f -`` installs CRDs the server serves; ``kubectl apply -k`` of
-``config/default`` and of every overlay beside it passes a server dry run, then applies, then
-applies again with nothing to change. What a cluster without cert-manager or prometheus-operator
-answers for their objects is pinned here too.
+``config/with-webhooks`` and of every overlay beside it passes a server dry run, then
+applies, then applies again with nothing to change. What a cluster without cert-manager or
+prometheus-operator answers for their objects is pinned here too.
 
 Each run has a control plane of its own: the kit is mostly cluster-scoped objects (CRDs,
 ClusterRoles, webhook configurations), which no namespace keeps apart.
@@ -32,8 +32,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SERVICE_MONITOR_CRD = FIXTURES / "monitoring.coreos.com_servicemonitors.yaml"
 CERT_MANAGER_CRDS = FIXTURES / "cert-manager.io_crds.yaml"
 NS = "kubetrio-system"
-# Applied alone after config/default: each is a part of it, so nothing changes.
-OVERLAYS = ("crd", "rbac", "manager", "webhook", "certmanager", "prometheus", "default")
+# Applied alone after config/with-webhooks: each is a part of it, so nothing changes
+# (config/manager and config/default are too, but with the Deployment the overlay patches).
+OVERLAYS = ("crd", "rbac", "webhook", "certmanager", "prometheus", "with-webhooks")
 VERSIONS = ["path", "1.27"]
 
 
@@ -99,7 +100,7 @@ async def test_the_crds_then_the_kit_and_its_overlays_apply_on_a_real_server(
     # A server dry run cannot put objects into a namespace it only pretends to create: the
     # real server answers NotFound for each. The namespace comes first.
     await kubectl.run("create", "namespace", NS)
-    default = str(KIT / "default")
+    default = str(KIT / "with-webhooks")
 
     # Without cert-manager and prometheus-operator their kinds are unknown to the server:
     # kubectl names each object and exits 1; every other object passes the dry run.
@@ -112,12 +113,12 @@ async def test_the_crds_then_the_kit_and_its_overlays_apply_on_a_real_server(
         ("ServiceMonitor", "monitoring.coreos.com/v1"),
     ):
         assert f'no matches for kind "{kind}" in version "{api}"' in refused, refused
-    assert len(lines(bare.stdout)) == len(render(KIT, "default")) - 3, bare.stdout.decode()
+    assert len(lines(bare.stdout)) == len(render(KIT, "with-webhooks")) - 3, bare.stdout.decode()
 
     await kubectl.run("apply", "-f", str(SERVICE_MONITOR_CRD), "-f", str(CERT_MANAGER_CRDS))
     await kubectl.run("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all")
     dry = lines((await kubectl.run("apply", "--dry-run=server", "-k", default)).stdout)
-    assert len(dry) == len(render(KIT, "default")), dry
+    assert len(dry) == len(render(KIT, "with-webhooks")), dry
     assert all(line.endswith("(server dry run)") for line in dry), dry
     nothing = await kubectl.run("get", "deployments,serviceaccounts", "-n", NS)
     assert b"kubetrio-controller-manager" not in nothing.stdout

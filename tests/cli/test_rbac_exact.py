@@ -156,7 +156,7 @@ async def test_the_shipped_roles_allow_the_whole_lifecycle_and_nothing_more(
         secure = ("--metrics-secure", "--metrics-bind-address", f"127.0.0.1:{metrics_port}")
         started = trio.current_time()
         log = tmp_path / "manager.log"
-        async with manager_process(kubeconfig, log, *manager_args(emu), *secure):
+        async with manager_process(kubeconfig, log, *manager_args(emu, storage), *secure):
             await until(
                 emu,
                 lambda: any(

@@ -62,6 +62,7 @@ def sample_text(path: tuple[str, ...]) -> str:
         ("webhookBindAddress",): "127.0.0.1:9444",
         ("master",): "https://example.com:6443",
         ("storage", "backendURL"): "http://storage:5705",
+        ("machine", "simCloudURL"): "http://cloud:8080",
         ("logging", "format"): "json",
         ("logging", "level"): "error",
         ("leaderElection", "leaseDuration"): "40s",

@@ -16,7 +16,19 @@ def admin_token(tmp_path: Path) -> str:
     return str(config["users"][0]["user"]["token"])
 
 
+def announced(text: str) -> dict[str, str]:
+    """The ``key=value`` words the emulator printed (``cloud-endpoint``, ``url``, ...)."""
+    words = (word.partition("=") for word in text.split())
+    return {key: value for key, sep, value in words if sep}
+
+
 async def _start(tmp_path: Path, *extra: str) -> tuple[trio.Process, str]:
+    proc, words = await start_announced(tmp_path, *extra)
+    return proc, words["url"]
+
+
+async def start_announced(tmp_path: Path, *extra: str) -> tuple[trio.Process, dict[str, str]]:
+    """The emulator started, and what it announced up to its kubeconfig."""
     proc = await trio.lowlevel.open_process(
         [
             sys.executable,
@@ -38,5 +50,4 @@ async def _start(tmp_path: Path, *extra: str) -> tuple[trio.Process, str]:
             data = await proc.stdout.receive_some(4096)
             assert data, buf
             buf += data
-    url = buf.decode().split("url=")[1].split()[0]
-    return proc, url
+    return proc, announced(buf.decode())

@@ -22,6 +22,7 @@ from kubetrio.controllers.machine.setup import setup
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
+from kubetrio.sim.cloud import SimulatedCloud
 from kubetrio.testing import run_manager
 
 MACHINE_API = "machine.sapcloud.io/v1alpha1"
@@ -130,7 +131,9 @@ async def machine_manager(
 ) -> AsyncIterator[Harness]:
     """A manager running the machine controller (and the setups in ``also``), through the
     testing kit's ``run_manager``; stopped (gracefully) on exit. ``drivers`` makes the
-    manager's machine drivers (default: the build's, i.e. ``sim``)."""
+    manager's machine drivers (default: the build's, i.e. ``sim``, calling ``emu``'s simulated
+    cloud at its own address)."""
+    machine_options.setdefault("sim_cloud_url", emu.extension(SimulatedCloud).url)
     config = ManagerConfig(machine=MachineOptions(**machine_options), workers={"machine": workers})
     contexts: list[MachineContext] = []
 

@@ -26,7 +26,8 @@ from kubetrio.api.machine import PHASE_RUNNING
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.auth.access import DECISION_ANNOTATION, RULE_ANNOTATION
 from kubetrio.runtime.gen.rbac import PolicyRule
-from kubetrio.sim.storage import SimulatedStorage, storage_url
+from kubetrio.sim.cloud import SimulatedCloud
+from kubetrio.sim.storage import SimulatedStorage
 from tests.helpers.machines import MACHINE_API, class_secret_doc, machine_class_doc
 from tests.helpers.soak import objects
 
@@ -387,13 +388,15 @@ async def lifecycle(emu: Emulator, storage: SimulatedStorage) -> ScenarioFigures
 STORAGE_ARGS = ("--node-delete-gc-delay", "1s")
 
 
-def manager_args(emu: Emulator, *controllers: str) -> list[str]:
+def manager_args(emu: Emulator, storage: SimulatedStorage, *controllers: str) -> list[str]:
     return [
         *(["--controllers", ",".join(controllers)] if controllers else []),
         "--leader-elect",
         "--leader-election-namespace",
         NAMESPACE,
+        "--sim-cloud-url",
+        emu.extension(SimulatedCloud).url,
         "--storage-backend-url",
-        storage_url(emu.url),
+        storage.url,
         *STORAGE_ARGS,
     ]

@@ -4,7 +4,6 @@ ships what the commands read."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -16,6 +15,7 @@ import pytest
 import yaml
 
 from kubetrio.cmd.kustomize import render
+from tests.helpers.sources import copy_sources
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,15 +35,18 @@ def test_cmd_folder_never_shadows_the_standard_library() -> None:
 
 
 def test_every_package_folder_is_mapped_in_pyproject() -> None:
+    """src/kubetrio links each top-level folder; every folder with an __init__.py under one is
+    a listed package."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    listed = set(config["packages"])
-    folders = config["package-dir"]
-    expected = {"kubetrio.cmd"}
-    for package, folder in folders.items():
-        for init in (ROOT / folder).rglob("__init__.py"):
-            relative = init.parent.relative_to(ROOT / folder)
-            expected.add(".".join([package, *relative.parts]))
-    assert listed == expected
+    assert config["package-dir"] == {"": "src"}
+    namespace = ROOT / "src" / "kubetrio"
+    expected = {"kubetrio", "kubetrio.cmd"}
+    for link in namespace.iterdir():
+        assert link.is_symlink() and link.resolve() == ROOT / link.name, link
+        for init in link.resolve().rglob("__init__.py"):
+            relative = init.parent.relative_to(link.resolve())
+            expected.add(".".join(["kubetrio", link.name, *relative.parts]))
+    assert set(config["packages"]) == expected
 
 
 @pytest.mark.process
@@ -84,6 +87,10 @@ SHIPPED = {
     "kubetrio/config/prometheus/kustomization.yaml",
     "kubetrio/config/default/kustomization.yaml",
     "kubetrio/config/default/metrics_service.yaml",
+    "kubetrio/config/with-webhooks/kustomization.yaml",
+    "kubetrio/config/with-webhooks/manager_webhook_patch.yaml",
+    "kubetrio/config/webhook/manifests.yaml",
+    "kubetrio/config/certmanager/certificate.yaml",
     "kubetrio/config/manager/kustomization.yaml",
     "kubetrio/config/manager/manager.yaml",
     "kubetrio/config/kubetrio.example.yaml",
@@ -102,16 +109,6 @@ SHIPPED = {
         )
     ),
 }
-# Copied into the wheel's build tree (the package folders as pyproject.toml maps them);
-# everything else of the checkout stays out.
-SOURCES = (
-    "pyproject.toml",
-    "README.md",
-    "LICENSE",
-    *tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-dir"
-    ].values(),
-)
 
 
 @pytest.fixture(scope="module")
@@ -119,14 +116,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel, built by pip as CI builds it, from a copy of the sources (a build writes
     build/ and *.egg-info beside them, which must not race another build of the checkout)."""
     base = tmp_path_factory.mktemp("wheel")
-    source = base / "src"
-    source.mkdir()
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in SOURCES:
-        if (ROOT / name).is_dir():
-            shutil.copytree(ROOT / name, source / name, ignore=ignore)
-        else:
-            shutil.copy2(ROOT / name, source / name)
+    source = copy_sources(base / "src")
     out = base / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
@@ -151,10 +141,9 @@ def test_the_wheel_ships_the_crds_dashboards_rules_and_kit(wheel: Path) -> None:
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[pytest11]\nkubetrio = kubetrio.testing.plugin" in text
     # Every package is typed for its users' type checkers, and the licence travels along.
-    mapped = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    for package in mapped["package-dir"]:
-        if package != "kubetrio.config":  # data only
-            assert f"{package.replace('.', '/')}/py.typed" in names, package
+    for link in (ROOT / "src" / "kubetrio").iterdir():
+        if link.name != "config":  # data only
+            assert f"kubetrio/{link.name}/py.typed" in names, link.name
     assert [n for n in names if n.endswith(".dist-info/licenses/LICENSE")], "no LICENSE"
 
 
@@ -202,6 +191,8 @@ def test_the_installed_wheel_reads_its_assets_outside_the_checkout(
     kit = kubetrio("manifests")
     assert kit == render(ROOT / "config", "default")
     assert {d["kind"] for d in kit} >= {"Deployment", "ServiceMonitor", "ClusterRole"}
+    # The overlay with the webhooks, its JSON patch read from the wheel too.
+    assert kubetrio("manifests", "--webhooks") == render(ROOT / "config", "with-webhooks")
 
 
 # --- the image --------------------------------------------------------------------------------

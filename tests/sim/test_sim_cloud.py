@@ -1,6 +1,7 @@
 """The simulated cloud and the ``sim`` driver end to end: the driver is an HTTP client of the
-cloud the emulator serves, VMs boot on the emulator's (mock) clock and register their Node, and
-failures scripted in the providerSpec or over the cloud's API come back as MCM codes."""
+cloud served beside the emulator on an address of its own (the API server's has no cloud API),
+VMs boot on the emulator's (mock) clock and register their Node, and failures scripted in the
+providerSpec or over the cloud's API come back as MCM codes."""
 
 from __future__ import annotations
 
@@ -16,11 +17,17 @@ from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.controllers.machine.driver import Code, Driver, DriverRegistry, MachineError
 from kubetrio.controllers.machine.driver.sim import SimDriver, register_sim
 from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import Client
 from kubetrio.sim import serve_world
+from kubetrio.sim.cloud import SimulatedCloud
 from kubetrio.sim.cluster import NEVER_READY_ANNOTATION, ClusterSimulation
 
 NO_SECRET: dict[str, bytes] = {}
+
+
+def cloud_url(emu: Emulator) -> str:
+    return emu.extension(SimulatedCloud).url
 
 
 def machine_class(name: str = "small", **spec: Any) -> MachineClass:
@@ -55,7 +62,7 @@ async def test_create_boots_and_registers_node(
 ) -> None:
     client = Client.from_url(emu.url, token=emu.token)
     registry = DriverRegistry()
-    register_sim(registry, client)
+    register_sim(registry, cloud_url(emu))
     driver = registry.for_class(machine_class())
     assert isinstance(driver, SimDriver) and isinstance(driver, Driver)
     cls = machine_class(bootSeconds=30)
@@ -87,7 +94,7 @@ async def test_create_boots_and_registers_node(
 
 
 async def test_scripted_create_errors(emu: Emulator, mock_clock: trio.testing.MockClock) -> None:
-    driver = SimDriver(Client.from_url(emu.url, token=emu.token))
+    driver = SimDriver(cloud_url(emu))
     cls = machine_class(failNext={"create": {"code": "ResourceExhausted", "count": 2}})
     m = machine("m-1")
     assert await code_of(driver.create_machine(m, cls, NO_SECRET)) is Code.ResourceExhausted
@@ -96,9 +103,8 @@ async def test_scripted_create_errors(emu: Emulator, mock_clock: trio.testing.Mo
     assert (await driver.create_machine(machine("m-2"), cls, NO_SECRET)).provider_id
 
     # Scripted from outside: the next delete of the class is Unavailable, then it works.
-    client = Client.from_url(emu.url, token=emu.token)
     body = {"class": "default/small", "operation": "delete", "code": "Unavailable", "count": 1}
-    await client.request("POST", "/_cloud/v1/script", body=msgspec.json.encode(body))
+    assert (await EmuClient(cloud_url(emu)).request("POST", "/v1/script", body)).status == 200
     with pytest.raises(MachineError) as info:
         await driver.delete_machine(m, cls, NO_SECRET)
     error = info.value
@@ -114,7 +120,7 @@ async def test_scripted_create_errors(emu: Emulator, mock_clock: trio.testing.Mo
 
 async def test_list_and_delete(emu: Emulator, mock_clock: trio.testing.MockClock) -> None:
     client = Client.from_url(emu.url, token=emu.token)
-    driver = SimDriver(client)
+    driver = SimDriver(cloud_url(emu))
     small, large = machine_class("small"), machine_class("large")
     a = await driver.create_machine(machine("a"), small, NO_SECRET)
     b = await driver.create_machine(machine("b"), small, NO_SECRET)
@@ -135,14 +141,14 @@ async def test_list_and_delete(emu: Emulator, mock_clock: trio.testing.MockClock
     node = await client.get(Node, "a")
     ready = node.condition("Ready")
     assert ready is not None and ready.status == "Unknown"
-    vms = msgspec.json.decode(await client.request("GET", "/_cloud/v1/vms"))["items"]
+    vms = (await EmuClient(cloud_url(emu)).get("/v1/vms")).json()["items"]
     assert sorted(vm["machineName"] for vm in vms) == ["b", "c"]
 
 
 async def test_initialization_when_scripted(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    driver = SimDriver(Client.from_url(emu.url, token=emu.token))
+    driver = SimDriver(cloud_url(emu))
     plain, needs = machine_class("plain"), machine_class("needs", needsInitialization=True)
     await driver.create_machine(machine("p"), plain, NO_SECRET)
     assert await code_of(driver.initialize_machine(machine("p"), plain, NO_SECRET)) is (
@@ -157,7 +163,7 @@ async def test_initialization_when_scripted(
 
 
 async def test_get_volume_ids_pairs_by_name(emu: Emulator) -> None:
-    driver = SimDriver(Client.from_url(emu.url, token=emu.token))
+    driver = SimDriver(cloud_url(emu))
     pvs = [
         msgspec.convert(
             {"metadata": {"name": name}, "spec": {"csi": {"driver": drv, "volumeHandle": h}}},
@@ -176,7 +182,7 @@ async def test_get_volume_ids_pairs_by_name(emu: Emulator) -> None:
 async def test_never_ready_and_later_condition(mock_clock: trio.testing.MockClock) -> None:
     async with serve_world(simulate=ClusterSimulation()) as emu:
         client = Client.from_url(emu.url, token=emu.token)
-        driver = SimDriver(client)
+        driver = SimDriver(cloud_url(emu))
         never = machine_class("never", neverReady=True, nodeName="stale-node")
         going_bad = machine_class(
             "bad",
@@ -204,7 +210,7 @@ async def test_no_response_is_unavailable() -> None:
     with trio.socket.socket() as sock:
         await sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    driver = SimDriver(Client.from_url(f"http://127.0.0.1:{port}", timeout=2.0))
+    driver = SimDriver(f"http://127.0.0.1:{port}", timeout=2.0)
     cls = machine_class()
     assert await code_of(driver.create_machine(machine("m"), cls, NO_SECRET)) is Code.Unavailable
     assert await code_of(driver.list_machines(cls, NO_SECRET)) is Code.Unavailable

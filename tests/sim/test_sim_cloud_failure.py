@@ -1,11 +1,10 @@
-"""A VM that breaks at the simulated cloud (``POST /_cloud/v1/fail``), end to end with the machine,
+"""A VM that breaks at the simulated cloud (``POST <cloud>/v1/fail``), end to end with the machine,
 MachineSet and MachineDeployment controllers (MockClock): its kubelet stops, so its Node's Ready
 turns Unknown; the machine goes Unknown, then Failed once the health timeout of its template's
 ``machineConfiguration`` has passed, and its MachineSet replaces it — the demo's failure phase."""
 
 from __future__ import annotations
 
-import msgspec
 import pytest
 import trio
 import trio.testing
@@ -13,8 +12,8 @@ import trio.testing
 from kubetrio.api.core import Node
 from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, PHASE_UNKNOWN
 from kubetrio.emulator import Emulator
-from kubetrio.runtime.client.errors import ApiError
-from kubetrio.runtime.client.typed import Client
+from kubetrio.emulator.testclient import EmuClient
+from kubetrio.sim.cloud import SimulatedCloud
 from tests.helpers.deployments import deployment_doc, pool_manager
 from tests.helpers.machines import install_crds, seed_class
 
@@ -26,11 +25,14 @@ def ready_status(node: Node | None) -> str:
     return condition.status if condition is not None else ""
 
 
-async def fail_vm(client: Client, provider_id: str) -> dict[str, object]:
-    answer = await client.request(
-        "POST", "/_cloud/v1/fail", body=msgspec.json.encode({"providerID": provider_id})
-    )
-    decoded: dict[str, object] = msgspec.json.decode(answer)
+def cloud(emu: Emulator) -> EmuClient:
+    return EmuClient(emu.extension(SimulatedCloud).url)
+
+
+async def fail_vm(emu: Emulator, provider_id: str) -> dict[str, object]:
+    reply = await cloud(emu).request("POST", "/v1/fail", {"providerID": provider_id})
+    assert reply.status == 200, reply.body
+    decoded: dict[str, object] = reply.json()
     return decoded
 
 
@@ -48,7 +50,7 @@ async def test_a_failed_vm_is_marked_failed_and_replaced(
         victim = sorted(p.machines(), key=lambda m: m.name)[0]
         node_name = victim.status.node or victim.name
         broke_at = trio.current_time()
-        vm = await fail_vm(p.h.client, victim.spec.provider_id)
+        vm = await fail_vm(emu, victim.spec.provider_id)
         assert vm["failed"] is True and vm["providerID"] == victim.spec.provider_id
 
         await p.h.wait_node(node_name, lambda n: ready_status(n) == "Unknown")
@@ -64,19 +66,17 @@ async def test_a_failed_vm_is_marked_failed_and_replaced(
         machines = p.machines()
         assert len(machines) == 2 and victim.name not in {m.name for m in machines}
         assert all(m.phase == PHASE_RUNNING for m in machines)
-        vms = msgspec.json.decode(await p.h.client.request("GET", "/_cloud/v1/vms"))["items"]
+        vms = (await cloud(emu).get("/v1/vms")).json()["items"]
         assert victim.spec.provider_id not in {vm["providerID"] for vm in vms}
         assert not any(vm["failed"] for vm in vms)
 
 
 async def test_fail_names_the_vm(emu: Emulator) -> None:
-    client = Client.from_url(emu.url, token=emu.token)
     for body, status, field in (
         ({}, 400, "providerID"),
         ({"providerID": 7}, 400, "providerID"),
         ({"providerID": "sim://sim-1/vm-99999"}, 404, "sim://sim-1/vm-99999"),
     ):
-        with pytest.raises(ApiError) as error:
-            await client.request("POST", "/_cloud/v1/fail", body=msgspec.json.encode(body))
-        assert error.value.status == status, body
-        assert field in str(error.value), error.value
+        reply = await cloud(emu).request("POST", "/v1/fail", body)
+        assert reply.status == status, body
+        assert field in reply.json()["message"], reply.json()

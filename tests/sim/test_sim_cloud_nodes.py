@@ -14,7 +14,9 @@ from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.controllers.machine.driver.sim import SimDriver
 from kubetrio.emulator import Emulator
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.runtime.client.typed import Client
+from kubetrio.sim.cloud import SimulatedCloud
 
 NO_SECRET: dict[str, bytes] = {}
 
@@ -44,7 +46,7 @@ async def test_a_second_vm_cannot_take_over_a_node_of_another_vm(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     client = Client.from_url(emu.url, token=emu.token)
-    driver = SimDriver(client)
+    driver = SimDriver(emu.extension(SimulatedCloud).url)
     cls = machine_class(nodeName="shared")
     first = await driver.create_machine(machine("m-1"), cls, NO_SECRET)
     await trio.sleep(1)
@@ -59,7 +61,7 @@ async def test_a_second_vm_cannot_take_over_a_node_of_another_vm(
     assert node.spec.provider_id == first.provider_id  # never taken over
     ready = node.condition("Ready")
     assert ready is not None and ready.status == "Unknown"  # nor revived by the new kubelet
-    vms = msgspec.json.decode(await client.request("GET", "/_cloud/v1/vms"))["items"]
+    vms = (await EmuClient(emu.extension(SimulatedCloud).url).get("/v1/vms")).json()["items"]
     assert [(vm["machineName"], vm["registered"]) for vm in vms] == [("m-2", False)]
     # The old Node gone, the new VM's kubelet registers on its next try.
     await client.delete(Node, "shared")
@@ -77,7 +79,7 @@ async def test_a_node_without_provider_id_is_adopted_at_registration(
     is the one a kubelet of that hostname registers into, as kubelets do."""
     client = Client.from_url(emu.url, token=emu.token)
     emu.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "pre"}})
-    driver = SimDriver(client)
+    driver = SimDriver(emu.extension(SimulatedCloud).url)
     created = await driver.create_machine(machine("m-1"), machine_class(nodeName="pre"), NO_SECRET)
     await trio.sleep(1)
     assert (await client.get(Node, "pre")).spec.provider_id == created.provider_id

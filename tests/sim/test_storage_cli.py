@@ -1,5 +1,7 @@
 """``kubetrio emulator --storage-sim`` (and ``--simulate``, which implies it) serves the simulated
-storage service where ``--storage-backend-url`` should point, and the storage client reads it."""
+storage service on an address of its own, announced as ``storage-backend=`` (where
+``--storage-backend-url`` should point), and the storage client reads it; the API server's own
+address serves no storage API."""
 
 from __future__ import annotations
 
@@ -12,17 +14,20 @@ import trio
 
 from kubetrio.controllers.storage import list_storage_nodes
 from kubetrio.emulator.testclient import EmuClient
-from kubetrio.sim.storage import NODE_ID_ANNOTATION, storage_url
-from tests.helpers.emulator_process import _start, admin_token
+from kubetrio.sim.storage import NODE_ID_ANNOTATION
+from tests.helpers.emulator_process import admin_token, start_announced
 
 pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 
 @pytest.mark.parametrize("flag", ["--storage-sim", "--simulate"])
 async def test_standalone_emulator_serves_the_storage_service(tmp_path: Path, flag: str) -> None:
-    proc, url = await _start(tmp_path, flag)
+    proc, announced = await start_announced(tmp_path, flag)
     try:
-        client = EmuClient(url, admin_token(tmp_path))
+        backend = announced["storage-backend"]
+        assert backend.startswith("http://127.0.0.1:") and backend.endswith("/v1")
+        client = EmuClient(announced["url"], admin_token(tmp_path))
+        assert (await client.get("/_storage/v1/nodes")).status == 404  # not the API server's
         node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "w1"}}
         created = await client.request("POST", "/api/v1/nodes", node)
         assert created.status == 201
@@ -38,7 +43,7 @@ async def test_standalone_emulator_serves_the_storage_service(tmp_path: Path, fl
                     if "csi.storageos.com" in annotations.get(NODE_ID_ANNOTATION, ""):
                         break
         ids = msgspec.json.decode(annotations[NODE_ID_ANNOTATION])
-        nodes = await list_storage_nodes(storage_url(url))
+        nodes = await list_storage_nodes(backend)
         assert [(n.name, n.health, n.id) for n in nodes] == [
             ("w1", "online", ids["csi.storageos.com"])
         ]
@@ -49,9 +54,10 @@ async def test_standalone_emulator_serves_the_storage_service(tmp_path: Path, fl
 
 
 async def test_plain_emulator_has_no_storage_service(tmp_path: Path) -> None:
-    proc, url = await _start(tmp_path)
+    proc, announced = await start_announced(tmp_path)
     try:
-        admin = EmuClient(url, admin_token(tmp_path))
+        assert "storage-backend" not in announced
+        admin = EmuClient(announced["url"], admin_token(tmp_path))
         assert (await admin.get("/_storage/v1/nodes")).status == 404
     finally:
         proc.send_signal(signal.SIGTERM)

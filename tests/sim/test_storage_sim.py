@@ -31,7 +31,6 @@ from kubetrio.sim.storage import (
     FaultRule,
     SimulatedStorage,
     serve_storage_sim,
-    storage_url,
 )
 from tests.helpers.storage import DRIVER, add_ready_node, node, registered, set_ready
 
@@ -62,7 +61,7 @@ async def test_ready_nodes_are_registered_and_annotated(
     async with storage_for(emu) as storage:
         add_ready_node(emu, "w2")
         await registered(storage, "w1", "w2")
-        backend = HttpStorageBackend(storage_url(emu.url))
+        backend = HttpStorageBackend(storage.url)
         nodes = {n.name: n for n in await backend.list_nodes()}
         assert set(nodes) == {"w1", "w2"}  # "pending" is not Ready: no storage there yet
         assert all(n.health == "online" for n in nodes.values())
@@ -85,7 +84,7 @@ async def test_offline_then_lock_then_master_volume_then_deleted(
         await registered(storage, "w1", "w2")
         storage.add_volume("solo", master="w1")  # no replicas: pins w1
         replicated = storage.add_volume("db", master="w1", replicas=["w2"])
-        backend = HttpStorageBackend(storage_url(emu.url))
+        backend = HttpStorageBackend(storage.url)
 
         with pytest.raises(NodeInUse, match="node still in use: node w1 is online"):
             await backend.delete_node("w1")
@@ -114,12 +113,10 @@ async def test_offline_then_lock_then_master_volume_then_deleted(
             await backend.delete_node("w1")
         assert info.value.reason.startswith("node still in use")
 
-        reply = await EmuClient(emu.url, emu.token).get("/_storage/v1/volumes")
+        reply = await EmuClient(storage.url).get("/v1/volumes")
         solo = next(v for v in reply.json()["items"] if v["name"] == "solo")
         assert (
-            await EmuClient(emu.url, emu.token).request(
-                "DELETE", f"/_storage/v1/volumes/{solo['id']}"
-            )
+            await EmuClient(storage.url).request("DELETE", f"/v1/volumes/{solo['id']}")
         ).status == 200
         await backend.delete_node("w1")
         assert storage.node("w1") is None
@@ -150,14 +147,12 @@ async def test_scripted_failures_and_hangs(
 ) -> None:
     async with storage_for(emu) as storage:
         storage.add_node("gone", offline=True, lock_expired=True)
-        backend = HttpStorageBackend(storage_url(emu.url), timeout=20)
-        admin = EmuClient(emu.url, emu.token)
-        reply = await admin.request(
-            "POST", "/_storage/v1/faults", {"op": "list", "count": 2, "status": 503}
-        )
+        backend = HttpStorageBackend(storage.url, timeout=20)
+        admin = EmuClient(storage.url)
+        reply = await admin.request("POST", "/v1/faults", {"op": "list", "count": 2, "status": 503})
         assert reply.status == 201 and reply.json() == {"pending": 2}
         for _ in range(2):
-            with pytest.raises(BackendError, match=r"GET .*/_storage/v1/nodes answered 503"):
+            with pytest.raises(BackendError, match=r"GET .*/v1/nodes answered 503"):
                 await backend.list_nodes()
         assert [n.name for n in await backend.list_nodes()] == ["gone"]
 
@@ -169,25 +164,25 @@ async def test_scripted_failures_and_hangs(
         await backend.delete_node("gone")  # the rule was used up
 
         storage.faults.add(FaultRule(op="any", count=5))
-        assert (await admin.request("DELETE", "/_storage/v1/faults")).status == 200
+        assert (await admin.request("DELETE", "/v1/faults")).status == 200
         assert await backend.list_nodes() == []
 
 
 @pytest.mark.parametrize(
     ("method", "path", "body", "status", "message"),
     [
-        ("POST", "/_storage/v1/faults", {"op": "get"}, 400, "op: one of list, delete, any"),
-        ("POST", "/_storage/v1/faults", {"count": 0}, 400, "count: must be at least 1"),
-        ("POST", "/_storage/v1/faults", {"status": "x"}, 400, "status: must be an integer"),
-        ("POST", "/_storage/v1/faults", [1], 400, "must be a JSON object"),
-        ("POST", "/_storage/v1/volumes", {"name": "v", "master": "nope"}, 400, "master: no"),
-        ("POST", "/_storage/v1/volumes", {"name": "v"}, 400, "master: must be a non-empty"),
-        ("POST", "/_storage/v1/nodes", {"name": "x", "offline": "yes"}, 400, "offline: must be"),
-        ("POST", "/_storage/v1/nodes", {"name": "dup"}, 409, "storage node dup already exists"),
-        ("DELETE", "/_storage/v1/volumes/vol-9", None, 404, "volume vol-9 not found"),
-        ("DELETE", "/_storage/v1/nodes/nope", None, 404, "node nope not found"),
-        ("GET", "/_storage/v2/nodes", None, 404, "no storage endpoint"),
-        ("PUT", "/_storage/v1/nodes", None, 404, "no storage endpoint"),
+        ("POST", "/v1/faults", {"op": "get"}, 400, "op: one of list, delete, any"),
+        ("POST", "/v1/faults", {"count": 0}, 400, "count: must be at least 1"),
+        ("POST", "/v1/faults", {"status": "x"}, 400, "status: must be an integer"),
+        ("POST", "/v1/faults", [1], 400, "must be a JSON object"),
+        ("POST", "/v1/volumes", {"name": "v", "master": "nope"}, 400, "master: no"),
+        ("POST", "/v1/volumes", {"name": "v"}, 400, "master: must be a non-empty"),
+        ("POST", "/v1/nodes", {"name": "x", "offline": "yes"}, 400, "offline: must be"),
+        ("POST", "/v1/nodes", {"name": "dup"}, 409, "storage node dup already exists"),
+        ("DELETE", "/v1/volumes/vol-9", None, 404, "volume vol-9 not found"),
+        ("DELETE", "/v1/nodes/nope", None, 404, "node nope not found"),
+        ("GET", "/v2/nodes", None, 404, "no storage endpoint"),
+        ("PUT", "/v1/nodes", None, 404, "no storage endpoint"),
     ],
 )
 async def test_bad_requests_name_the_problem(
@@ -195,21 +190,21 @@ async def test_bad_requests_name_the_problem(
 ) -> None:
     async with storage_for(emu) as storage:
         storage.add_node("dup")
-        reply = await EmuClient(emu.url, emu.token).request(method, path, body)
+        reply = await EmuClient(storage.url).request(method, path, body)
         assert reply.status == status
         assert message in reply.json()["error"]
 
 
 async def test_admin_api_adds_nodes_and_volumes(emu: Emulator) -> None:
     async with storage_for(emu) as storage:
-        admin = EmuClient(emu.url, emu.token)
+        admin = EmuClient(storage.url)
         reply = await admin.request(
-            "POST", "/_storage/v1/nodes", {"name": "a", "offline": True, "lockExpired": True}
+            "POST", "/v1/nodes", {"name": "a", "offline": True, "lockExpired": True}
         )
         assert reply.status == 201 and reply.json()["health"] == "offline"
-        await admin.request("POST", "/_storage/v1/nodes", {"name": "b"})
+        await admin.request("POST", "/v1/nodes", {"name": "b"})
         reply = await admin.request(
-            "POST", "/_storage/v1/volumes", {"name": "v", "master": "b", "replicas": ["a"]}
+            "POST", "/v1/volumes", {"name": "v", "master": "b", "replicas": ["a"]}
         )
         assert reply.status == 201
         assert reply.json() == {
@@ -220,7 +215,7 @@ async def test_admin_api_adds_nodes_and_volumes(emu: Emulator) -> None:
             "replicas": ["a"],
         }
         # Deleting a replica holder drops it from the volume.
-        await HttpStorageBackend(storage_url(emu.url)).delete_node("a")
+        await HttpStorageBackend(storage.url).delete_node("a")
         assert storage.volumes["vol-00001"].replicas == []
         assert isinstance(NodeInUse("b"), StorageError)
 
@@ -233,7 +228,7 @@ async def test_a_fenced_http_backend_asks_the_fence_right_before_the_delete_leav
     async with storage_for(emu) as storage:
         add_ready_node(emu, "w1")
         await registered(storage, "w1")
-        url = storage_url(emu.url)
+        url = storage.url
         lists_before = len(storage.records("list"))
 
         def held_until_listed() -> bool:

@@ -8,7 +8,8 @@ declaring an entry point in the ``kubetrio.drivers`` group::
 
 where ``register(registry, manager)`` registers its driver(s) under the provider names its
 MachineClasses carry (``registry.register("mycloud", driver)``), built from what the manager
-holds (its clusters, its metrics registry). ``sim`` and ``aws`` are registered the same way. A
+holds (its clusters, its metrics registry) and the machine section of its configuration
+(``registry.options``). ``sim`` and ``aws`` are registered the same way. A
 driver whose dependencies are not installed (``aws`` without ``kubetrio[aws]``) is left out
 with one log line, so a deployment that does not use it does not need them; classes naming it
 are then refused as naming an unknown provider.
@@ -21,6 +22,7 @@ from importlib import import_module
 from importlib.metadata import entry_points
 
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.util.log import get_logger
 
@@ -53,9 +55,14 @@ def driver_targets() -> dict[str, str]:
     return targets
 
 
-def load_drivers(manager: Manager, targets: Mapping[str, str] | None = None) -> DriverRegistry:
-    """Every available plug-in's drivers, registered for ``manager``."""
-    registry = DriverRegistry()
+def load_drivers(
+    manager: Manager,
+    targets: Mapping[str, str] | None = None,
+    options: MachineOptions | None = None,
+) -> DriverRegistry:
+    """Every available plug-in's drivers, registered for ``manager`` configured with
+    ``options``."""
+    registry = DriverRegistry(options=options)
     for name, target in (driver_targets() if targets is None else targets).items():
         module_name, _, attribute = target.partition(":")
         try:

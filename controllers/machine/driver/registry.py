@@ -1,5 +1,7 @@
 """Drivers by provider name, so a MachineClass's ``provider`` picks the driver that serves it and
-the manager can be wired with the drivers a deployment needs."""
+the manager can be wired with the drivers a deployment needs. The registry carries the machine
+section of the manager's configuration (``options``), so a plug-in registering into it finds the
+settings it is configured with (the ``sim`` driver's cloud address)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from collections.abc import Iterator
 
 from kubetrio.api.machine import MachineClass
 from kubetrio.controllers.machine.driver.driver import Driver
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.runtime.util.gotext import go_quote
 
 
@@ -15,9 +18,10 @@ class UnknownProvider(LookupError):
 
 
 class DriverRegistry:
-    def __init__(self, default: str = "") -> None:
+    def __init__(self, default: str = "", options: MachineOptions | None = None) -> None:
         self._drivers: dict[str, Driver] = {}
         self.default = default
+        self.options = options or MachineOptions()
 
     def register(self, provider: str, driver: Driver) -> None:
         if not provider:

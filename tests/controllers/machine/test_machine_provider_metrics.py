@@ -17,11 +17,12 @@ from kubetrio.api.machine import PHASE_RUNNING, Machine, MachineClass
 from kubetrio.cmd.config import ManagerConfig
 from kubetrio.controllers.machine.driver import MachineError
 from kubetrio.controllers.machine.driver.sim import SimDriver
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.provider_metrics import BINARY, ProviderMetrics
 from kubetrio.controllers.machine.setup import MachineContext, setup
 from kubetrio.emulator import Emulator
-from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
+from kubetrio.sim.cloud import SimulatedCloud
 from kubetrio.testing import eventually, run_manager
 from tests.helpers.machines import (
     MACHINE_API,
@@ -58,7 +59,7 @@ async def test_every_cloud_request_is_counted_and_failures_are_not_timed(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     registry = CollectorRegistry()
-    driver = SimDriver(Client.from_url(emu.url, token=emu.token), metrics=ProviderMetrics(registry))
+    driver = SimDriver(emu.extension(SimulatedCloud).url, metrics=ProviderMetrics(registry))
     cls = machine_class(failNext={"create": {"code": "ResourceExhausted", "count": 1}})
     with pytest.raises(MachineError):
         await driver.create_machine(machine("m-1"), cls, {})
@@ -151,7 +152,10 @@ async def test_served_per_machine_series_follow_the_cache(
     next scrape."""
     install_crds(emu)
     seed_class(emu)
-    config = ManagerConfig(workers={"machine": 5})
+    config = ManagerConfig(
+        machine=MachineOptions(sim_cloud_url=emu.extension(SimulatedCloud).url),
+        workers={"machine": 5},
+    )
     contexts: list[MachineContext] = []
 
     def machine(manager: Manager, config: ManagerConfig) -> None:

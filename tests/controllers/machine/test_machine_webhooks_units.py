@@ -125,6 +125,21 @@ def test_deployment_problems_name_the_field(spec: dict[str, Any], problem: str) 
     assert any(p.startswith(problem) for p in found), found
 
 
+def test_an_effective_creation_timeout_must_be_a_duration() -> None:
+    key = "node.machine.sapcloud.io/effective-creation-timeout"
+    plain = deployment(strategy={"type": "Recreate"})
+    good = msgspec.structs.replace(
+        plain, metadata=msgspec.structs.replace(plain.metadata, annotations={key: "25m"})
+    )
+    assert md_webhooks.problems(good) == []
+    bad = msgspec.structs.replace(
+        good, metadata=msgspec.structs.replace(good.metadata, annotations={key: "soon"})
+    )
+    assert md_webhooks.problems(bad) == [
+        f'metadata.annotations[{key}]: "soon" is not a duration (like 10m or 1h30m)'
+    ]
+
+
 def test_set_problems_include_its_machines() -> None:
     bad = msgspec.convert(
         {

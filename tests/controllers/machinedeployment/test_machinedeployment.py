@@ -543,3 +543,39 @@ async def test_a_matching_orphan_set_is_adopted_and_a_set_that_stops_matching_re
             trio.current_time() + 60,
         )
         assert ok and len(h.sets_of()) == 1
+
+
+async def test_a_reverted_template_untaints_its_nodes_once_the_rollout_completes(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """MCM #989: a rollout backtracked by reverting the template (not a rollback) makes the
+    tainted old set current again; when that rollout completes its nodes lose the taint."""
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        emu.create(deployment_doc(replicas=1))
+        await h.wait_complete()
+        [machine_set] = h.sets_of()
+        emu.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}})
+        emu.create(machine_of("m-1", machine_set, node="node-1"))
+        await h.wait_cached_machine("m-1")
+
+        def tainted() -> bool:
+            node = h.reconciler.nodes.get("", "node-1")
+            return node is not None and any(
+                (t.key, t.value, t.effect) == (PREFER_NO_SCHEDULE, "True", "PreferNoSchedule")
+                for t in node.spec.taints
+            )
+
+        await roll_to(h, "large")
+        assert await h.node_changes.wait_until(tainted, trio.current_time() + 30)
+        generation = await roll_to(h, "small")
+        await h.wait_complete(generation=generation)
+        assert await h.node_changes.wait_until(lambda: not tainted(), trio.current_time() + 60)
+        # The set's annotation goes after its nodes' taints.
+        assert await h.set_changes.wait_until(
+            lambda: (
+                (current := h.sets.get("default", machine_set.name)) is not None
+                and PREFER_NO_SCHEDULE not in current.metadata.annotations
+            ),
+            trio.current_time() + 60,
+        )

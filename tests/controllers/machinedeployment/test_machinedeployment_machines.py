@@ -107,3 +107,56 @@ async def test_meltdown_protection_holds_on_a_real_deployment(
         # which were 3 whether or not any was replaced).
         failures = sum(1 for before, after in itertools.pairwise(seen) if after[2] > before[2])
         assert failures >= 2, seen
+
+
+async def test_a_set_without_the_hash_label_is_adopted_and_labelled_without_a_roll(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """A set an older MCM (or a person) made without ``machine-template-hash`` in its selector
+    is adopted by a deployment of the same template; the label goes onto its template, then
+    its machines, then its labels and selector (MCM's addHashKeyToISAndMachines), and the
+    same machines keep running: no new set, no roll."""
+    install_crds(emu)
+    seed_class(emu, "small", bootSeconds=30)
+    template = deployment_doc(replicas=2)["spec"]["template"]
+    async with pool_manager(emu) as p:
+        d = p.deployments
+        emu.create(
+            {
+                "apiVersion": "machine.sapcloud.io/v1alpha1",
+                "kind": "MachineSet",
+                "metadata": {"name": "legacy", "namespace": "default", "labels": {"name": "pool"}},
+                "spec": {
+                    "replicas": 2,
+                    "selector": {"matchLabels": {"name": "pool"}},
+                    "template": template,
+                },
+            }
+        )
+        await p.h.wait_machine(
+            "",
+            lambda _: sum(1 for m in p.machines() if m.phase == PHASE_RUNNING) == 2,
+        )
+        before = {m.name for m in p.machines()}
+        emu.create(deployment_doc(replicas=2))
+        done = await d.wait_complete()
+        assert done.status.updated_replicas == 2
+
+        def labelled() -> bool:
+            legacy = d.sets.get("default", "legacy")
+            if legacy is None or legacy.spec.selector is None:
+                return False
+            value = legacy.spec.selector.match_labels.get("machine-template-hash")
+            return (
+                value is not None
+                and legacy.metadata.labels.get("machine-template-hash") == value
+                and legacy.spec.template.metadata.labels.get("machine-template-hash") == value
+                and all(
+                    m.metadata.labels.get("machine-template-hash") == value for m in p.machines()
+                )
+            )
+
+        assert await d.set_changes.wait_until(labelled, trio.current_time() + 600)
+        assert [s.name for s in d.sets_of()] == ["legacy"]
+        assert {m.name for m in p.machines()} == before
+        assert all(m.phase == PHASE_RUNNING for m in p.machines())

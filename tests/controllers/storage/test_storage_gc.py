@@ -14,7 +14,7 @@ from kubetrio.controllers.storagegc import ZERO_DELAY_SECONDS, StorageGC, add_st
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
-from kubetrio.sim.storage import FaultRule, serve_storage_sim, storage_url
+from kubetrio.sim.storage import FaultRule, serve_storage_sim
 from tests.helpers.storage import (
     IMMEDIATE,
     add_ready_node,
@@ -50,7 +50,7 @@ async def test_gc_removes_a_node_deleted_while_the_manager_was_down(
         assert w3.lock_expires_at is not None
         await trio.sleep_until(w3.lock_expires_at)  # the backend would allow it from now on
 
-        config = manager_config(storage_url(emu.url), gc_delay=30, gc_interval=600)
+        config = manager_config(storage.url, gc_delay=30, gc_interval=600)
         started = trio.current_time()
         async with running_manager(emu, config, BOTH) as manager:
             await storage.wait_for(lambda: storage.node("w3") is None)
@@ -86,7 +86,7 @@ async def test_gc_deletes_exactly_the_nodes_without_a_kubernetes_node(
         storage.add_node("x1", offline=True, lock_expired=True)
         storage.add_node("x2", offline=True, lock_expired=True)
         assert len(storage.nodes) == 4
-        config = manager_config(storage_url(emu.url), gc_delay=30, gc_interval=3600)
+        config = manager_config(storage.url, gc_delay=30, gc_interval=3600)
         async with running_manager(emu, config, ("storagegc",)) as manager:
             await storage.wait_for(lambda: len(storage.records("list")) == 1)
             await trio.sleep(1)
@@ -102,7 +102,7 @@ async def test_gc_interval_zero_never_runs(
 ) -> None:
     async with serve_storage_sim(emu) as storage:
         storage.add_node("orphan", offline=True, lock_expired=True)
-        config = manager_config(storage_url(emu.url), gc_delay=30, gc_interval=0)
+        config = manager_config(storage.url, gc_delay=30, gc_interval=0)
         async with running_manager(emu, config, BOTH) as manager:
             await trio.sleep(600)  # well past the delay, when a first pass would have run
             assert storage.records() == []
@@ -115,7 +115,7 @@ async def test_gc_delay_zero_means_ten_seconds_and_refusals_are_counted(
 ) -> None:
     async with serve_storage_sim(emu) as storage:
         storage.add_node("locked", offline=True)  # lock still held: 423
-        config = manager_config(storage_url(emu.url), gc_delay=0, gc_interval=3600)
+        config = manager_config(storage.url, gc_delay=0, gc_interval=3600)
         started = trio.current_time()
         async with running_manager(emu, config, ("storagegc",)) as manager:
             await storage.wait_for(lambda: len(storage.records("delete")) == 3)
@@ -142,7 +142,7 @@ def closed_port() -> int:
 async def test_unreachable_backend_is_counted_never_fatal(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
-    url = f"http://127.0.0.1:{closed_port()}/_storage/v1"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
     emu.create(node("w1", {"csi.volume.kubernetes.io/nodeid": '{"csi.storageos.com": "id-1"}'}))
     config = manager_config(url, gc_delay=5, gc_interval=20)
     async with running_manager(emu, config, BOTH) as manager:
@@ -169,7 +169,7 @@ async def test_a_backend_that_hangs_is_given_up_after_the_delete_timeout(
         await registered(storage, "w1")
         await storage.wait_for(lambda: emu_annotated(emu, "w1"))
         storage.faults.add(FaultRule(op="delete", hang_seconds=600))
-        async with running_manager(emu, manager_config(storage_url(emu.url))) as manager:
+        async with running_manager(emu, manager_config(storage.url)) as manager:
             gone_at = trio.current_time()
             emu.delete("v1", "Node", "w1")
             await event_recorded(emu, "w1", "StorageNodeDeleted")
@@ -195,7 +195,7 @@ async def test_gc_retries_a_refused_node_until_the_backend_allows_it(
             add_ready_node(emu, name)
         await registered(storage, "w1", "w2")
         emu.delete("v1", "Node", "w2")  # no manager is running
-        config = manager_config(storage_url(emu.url), gc_delay=30, gc_interval=3600)
+        config = manager_config(storage.url, gc_delay=30, gc_interval=3600)
         async with running_manager(emu, config, ("storagegc",)) as manager:
             await storage.wait_for(lambda: storage.node("w2") is None)
             assert storage.records("delete"), "the GC never tried"

@@ -1,5 +1,6 @@
 """The node-delete controller in a manager against the emulator and the simulated storage
-service, on the mock clock: which deletions reach the backend, retries, the StorageOS timeline."""
+service (on an address of its own, never the API server's), on the mock clock: which deletions
+reach the backend, retries, the StorageOS timeline."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ import trio.testing
 
 from kubetrio.emulator import Emulator
 from kubetrio.emulator.faults import FaultRule as ApiFault
+from kubetrio.emulator.testclient import EmuClient
 from kubetrio.sim.storage import (
     NODE_ID_ANNOTATION,
     FaultRule,
     serve_storage_sim,
-    storage_url,
 )
 from tests.helpers.storage import (
     DRIVER,
@@ -46,11 +47,17 @@ async def test_deleted_storage_node_is_removed_from_the_backend(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     async with serve_storage_sim(emu, **IMMEDIATE) as storage:
+        # The backend URL is the service's own address; the API server's serves no storage.
+        assert storage.url.startswith("http://127.0.0.1:") and storage.url.endswith("/v1")
+        assert not storage.url.startswith(emu.url)
+        api = EmuClient(emu.url, emu.token)
+        for path in ("/_storage/v1/nodes", "/v1/nodes"):
+            assert (await api.get(path)).status == 404, path
         add_ready_node(emu, "w1")
         add_ready_node(emu, "w2")
         await registered(storage, "w1", "w2")
         await storage.wait_for(lambda: emu_annotated(emu, "w1"))
-        async with running_manager(emu, manager_config(storage_url(emu.url))) as manager:
+        async with running_manager(emu, manager_config(storage.url)) as manager:
             emu.delete("v1", "Node", "w1")
             gone_at = trio.current_time()
             await storage.wait_for(lambda: storage.node("w1") is None)
@@ -72,7 +79,7 @@ async def test_not_found_in_the_backend_is_one_call_and_done(
     async with serve_storage_sim(emu, **IMMEDIATE) as storage:
         # Annotated, but the backend never heard of it (not Ready: never registered).
         emu.create(node("ghost", storage_annotation()))
-        async with running_manager(emu, manager_config(storage_url(emu.url))) as manager:
+        async with running_manager(emu, manager_config(storage.url)) as manager:
             emu.delete("v1", "Node", "ghost")
             await storage.wait_for(lambda: len(storage.records()) == 1)
             await trio.sleep(200)  # retries are at most 10 s apart: any would have happened
@@ -97,7 +104,7 @@ async def test_only_nodes_annotated_for_the_driver_are_deleted(
             storage.add_node(name, offline=True, lock_expired=True)  # deletable at once
         emu.create(node("mine", storage_annotation()))
         storage.add_node("mine", offline=True, lock_expired=True)
-        async with running_manager(emu, manager_config(storage_url(emu.url))) as manager:
+        async with running_manager(emu, manager_config(storage.url)) as manager:
             for name in kept:
                 emu.delete("v1", "Node", name)
             emu.delete("v1", "Node", "mine")  # delivered after the others, in order
@@ -122,7 +129,7 @@ async def test_backend_errors_are_retried_with_growing_delays(
         await registered(storage, "w1")
         await storage.wait_for(lambda: emu_annotated(emu, "w1"))
         storage.faults.add(FaultRule(op="any", count=6, status=500, message="disk on fire"))
-        async with running_manager(emu, manager_config(storage_url(emu.url))) as manager:
+        async with running_manager(emu, manager_config(storage.url)) as manager:
             emu.delete("v1", "Node", "w1")
             await event_recorded(emu, "w1", "StorageNodeDeleted")
             lists = storage.records("list")
@@ -157,7 +164,7 @@ async def test_deletion_follows_the_backend_timeline_closely(
         await registered(storage, "pinned", "free", "stays")
         await storage.wait_for(lambda: all(emu_annotated(emu, n) for n in storage.nodes))
         storage.add_volume("solo", master="pinned")
-        async with running_manager(emu, manager_config(storage_url(emu.url))) as manager:
+        async with running_manager(emu, manager_config(storage.url)) as manager:
             emu.delete("v1", "Node", "pinned")
             emu.delete("v1", "Node", "free")
             pinned, free = storage.nodes["pinned"], storage.nodes["free"]
@@ -199,7 +206,7 @@ async def test_a_delete_missed_by_the_watch_arrives_as_a_tombstone(
         await storage.wait_for(lambda: emu_annotated(emu, "w1"))
         # Node watches are refused: the informer lists, then is blind.
         blind = emu.faults.add(ApiFault(verb="watch", resource="nodes", status=503))
-        async with running_manager(emu, manager_config(storage_url(emu.url))):
+        async with running_manager(emu, manager_config(storage.url)):
             emu.delete("v1", "Node", "w1")
             emu.faults.expire_watch_history()
             emu.faults.remove(blind.id)

@@ -16,7 +16,7 @@ from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.manager.plugins import ControllerRegistry
 from kubetrio.sim import serve_world
-from kubetrio.sim.storage import serve_storage_sim, storage_url
+from kubetrio.sim.storage import serve_storage_sim
 from tests.helpers.storage import (
     IMMEDIATE,
     add_ready_node,
@@ -54,7 +54,7 @@ async def test_node_deletion_and_gc_follow_the_target_clusters_nodes(
             health_probe_bind_address="0",
         )
         manager.add_cluster(TARGET, Client.from_url(target.url, token=target.token))
-        config = manager_config(storage_url(target.url), gc_delay=30, gc_interval=3600)
+        config = manager_config(storage.url, gc_delay=30, gc_interval=3600)
         registry = ControllerRegistry(BUILTIN_CONTROLLERS)
         for name in ("nodedelete", "storagegc"):
             registry.setup(name)(manager, config)
