@@ -89,14 +89,32 @@ async def embedded_cluster(
         # The instances' kubelets report every second: a stopped one is seen at once.
         *(["--ec2-cluster", ec2_cluster, "--ec2-heartbeat", "1"] if ec2_cluster else []),
     ]
-    log_file = (workdir / "emulator.log").open("wb")
+    async with _child(command, workdir / "emulator.log") as announced:
+        url = announced["url"]
+        client = Client.from_url(url, token=admin_token(kubeconfig))
+        await install_crds(client)
+        yield EmbeddedCluster(
+            url,
+            kubeconfig,
+            workdir,
+            cloud_url=announced.get("cloud-endpoint"),
+            storage_url=announced.get("storage-backend"),
+            ec2_url=announced.get("ec2-endpoint"),
+        )
+
+
+@asynccontextmanager
+async def _child(command: list[str], log_path: Path) -> AsyncIterator[dict[str, str]]:
+    """``command`` (a kubetrio subcommand that announces ``key=value`` words) as a child
+    process until the block ends; what it announced."""
+    log_file = log_path.open("wb")
     async with trio.open_nursery() as nursery:
         process = await nursery.start(
             functools.partial(
                 trio.run_process,
                 command,
                 # Our end of its stdin closes when this process dies in any way, SIGKILL
-                # included: the emulator then stops (--exit-with-parent), never orphaned.
+                # included: the child then stops (--exit-with-parent), never orphaned.
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=log_file,
@@ -107,18 +125,7 @@ async def embedded_cluster(
             )
         )
         try:
-            announced = await _read_announcement(process)
-            url = announced["url"]
-            client = Client.from_url(url, token=admin_token(kubeconfig))
-            await install_crds(client)
-            yield EmbeddedCluster(
-                url,
-                kubeconfig,
-                workdir,
-                cloud_url=announced.get("cloud-endpoint"),
-                storage_url=announced.get("storage-backend"),
-                ec2_url=announced.get("ec2-endpoint"),
-            )
+            yield await _read_announcement(process, log_path.name)
         finally:
             process.terminate()
             with trio.move_on_after(5) as scope:
@@ -127,6 +134,65 @@ async def embedded_cluster(
             if process.returncode is None:
                 process.kill()
             log_file.close()
+
+
+# What a real kube-controller-manager runs for the demo: what every cluster's has (garbage
+# collection, namespaces, ServiceAccounts and their tokens) and the workload and disruption
+# controllers. The simulation runs the rest (kubelets, scheduler, volumes, node lifecycle).
+REAL_CONTROLLERS = (
+    "garbagecollector",
+    "namespace",
+    "serviceaccount",
+    "serviceaccount-token",
+    "replicaset",
+    "deployment",
+    "statefulset",
+    "daemonset",
+    "disruption",
+)
+SIMULATED_BESIDE_REAL = "*,-replicasets,-deployments,-statefulsets,-daemonsets,-disruption"
+
+
+@asynccontextmanager
+async def real_control_plane_cluster(workdir: Path) -> AsyncIterator[EmbeddedCluster]:
+    """A real etcd, kube-apiserver and kube-controller-manager (from ``KUBEBUILDER_ASSETS``)
+    in ``workdir``, ``kubetrio simulate`` beside them as a child process, and the machine CRDs
+    installed; all stopped on exit."""
+    from kubetrio.testing.controlplane import ControlPlane, ControlPlaneUnavailable
+
+    (workdir / "control-plane").mkdir(parents=True, exist_ok=True)
+    plane = ControlPlane(controllers=REAL_CONTROLLERS, workdir=workdir / "control-plane")
+    try:
+        await trio.to_thread.run_sync(plane.start)
+    except ControlPlaneUnavailable as error:
+        raise EmbeddedClusterError(f"--control-plane real: {error}") from None
+    try:
+        command = [
+            sys.executable,
+            "-m",
+            "kubetrio.cmd.main",
+            "simulate",
+            "--kubeconfig",
+            str(plane.kubeconfig_path),
+            "--storage",
+            "--storage-timeline-scale",
+            "0.1",
+            "--controllers",
+            SIMULATED_BESIDE_REAL,
+            "--exit-with-parent",
+        ]
+        async with _child(command, workdir / "simulate.log") as announced:
+            client = Client.from_kubeconfig(str(plane.kubeconfig_path))
+            await install_crds(client)
+            yield EmbeddedCluster(
+                plane.url,
+                plane.kubeconfig_path,
+                workdir,
+                cloud_url=announced.get("cloud-endpoint"),
+                storage_url=announced.get("storage-backend"),
+            )
+    finally:
+        await trio.to_thread.run_sync(plane.stop)
 
 
 @contextmanager
@@ -153,22 +219,22 @@ def admin_token(kubeconfig: Path) -> str:
     return str(doc["users"][0]["user"]["token"])
 
 
-async def _read_announcement(process: trio.Process) -> dict[str, str]:
-    """What the emulator announces on stdout up to its URL, which it prints once it listens:
-    ``key=value`` words (``url``, and before it the addresses of the services it serves beside:
-    ``cloud-endpoint``, ``storage-backend``, ``ec2-endpoint``)."""
+async def _read_announcement(process: trio.Process, log_name: str) -> dict[str, str]:
+    """What the child announces on stdout up to its last line (the emulator's ``url=``, the
+    simulation's ``running``): ``key=value`` words (``url``, and before it the addresses of the
+    services it serves beside: ``cloud-endpoint``, ``storage-backend``, ``ec2-endpoint``)."""
     assert process.stdout is not None
     buffer = b""
     with trio.move_on_after(STARTUP_TIMEOUT):
         async for chunk in process.stdout:
             buffer += chunk
             text = buffer.decode(errors="replace")
-            if "url=" in text and text.endswith("\n"):
+            if ("url=" in text or "simulate running" in text) and text.endswith("\n"):
                 words = (word.partition("=") for word in text.split())
                 return {key: value for key, sep, value in words if sep}
     raise EmbeddedClusterError(
         f"the embedded API server did not start within {STARTUP_TIMEOUT:g}s "
-        f"(exit code {process.returncode}); see emulator.log"
+        f"(exit code {process.returncode}); see {log_name}"
     )
 
 

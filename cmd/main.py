@@ -25,6 +25,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "kubetrio.cmd.emulator",
         "serve the embedded Kubernetes API emulator on 127.0.0.1",
     ),
+    "simulate": (
+        "kubetrio.cmd.simulate",
+        "simulate nodes, pods, volumes, a cloud and a storage service beside any API server",
+    ),
     "rbac": (
         "kubetrio.cmd.rbac",
         "print (or --write) the RBAC roles the enabled controllers need",

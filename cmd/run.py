@@ -32,7 +32,12 @@ from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
 from kubetrio.cmd.demo.clouds import EC2_CLUSTER, PROVIDERS
 from kubetrio.cmd.demo.view import kubectl_hint
 from kubetrio.cmd.demo.webhooks import with_webhooks
-from kubetrio.cmd.embedded import embedded_cluster, embedded_workdir, with_services
+from kubetrio.cmd.embedded import (
+    embedded_cluster,
+    embedded_workdir,
+    real_control_plane_cluster,
+    with_services,
+)
 from kubetrio.cmd.endpoints import announce_endpoints, local_free_ports, secure_serving
 from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_failure
 from kubetrio.controllers import BUILTIN_CONTROLLERS
@@ -101,6 +106,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "driver; needs pip install 'kubetrio[aws]' 'moto[server]')",
     )
     demo.add_argument(
+        "--control-plane",
+        choices=("emulator", "real"),
+        default="emulator",
+        help="the API server under the demo: kubetrio's emulator (the default), or a real "
+        "etcd, kube-apiserver and kube-controller-manager from KUBEBUILDER_ASSETS with "
+        "kubetrio simulate beside them",
+    )
+    demo.add_argument(
         "--keep-running",
         action="store_true",
         help="after the demo, keep the cluster and the manager up for kubectl; Ctrl-C stops",
@@ -139,10 +152,13 @@ def run(args: argparse.Namespace) -> int:
             "--duration": args.duration is not None,
             "--keep-running": args.keep_running,
             "--provider": args.provider is not None,
+            "--control-plane": args.control_plane != "emulator",
         }
         given = [flag for flag, present in demo_flags.items() if present]
         if given:
             return fail(f"{', '.join(given)}: only with --embedded (the demo's options)", 2)
+    if args.provider == "aws" and args.control_plane == "real":
+        return fail("--provider aws: only with the emulator's control plane for now", 2)
     if args.provider == "aws":
         from kubetrio.sim.ec2.server import missing_packages
 
@@ -233,7 +249,12 @@ async def serve_embedded_in(
         config = msgspec.structs.replace(config, webhook_bind_address="127.0.0.1:0")
     live = sys.stdout.isatty()
     aws = args.provider == "aws"
-    async with embedded_cluster(workdir, ec2_cluster=EC2_CLUSTER if aws else None) as cluster:
+    if args.control_plane == "real":
+        await trio.Path(workdir).mkdir(parents=True, exist_ok=True)
+        cluster_cm = real_control_plane_cluster(workdir)
+    else:
+        cluster_cm = embedded_cluster(workdir, ec2_cluster=EC2_CLUSTER if aws else None)
+    async with cluster_cm as cluster:
         if cluster.ec2_url is not None:
             # The aws driver's boto3 clients go to the EC2 double, as boto3 resolves endpoints.
             os.environ["AWS_ENDPOINT_URL_EC2"] = cluster.ec2_url

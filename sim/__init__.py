@@ -24,6 +24,7 @@ from kubetrio.sim.apiview import ApiObjects
 from kubetrio.sim.cloud import CloudApi, SimulatedCloud
 from kubetrio.sim.cluster import ClusterSimulation, SimulatedCluster
 from kubetrio.sim.cluster.objects import Objects
+from kubetrio.sim.cluster.storeobjects import StoreObjects
 from kubetrio.sim.serving import serve_api
 
 if TYPE_CHECKING:
@@ -45,20 +46,22 @@ class ApiLink:
         await self.objects.run(client)
 
 
-def cloud(objects: Objects) -> ExtensionFactory:
-    """A factory of the simulated cloud (``serve_world`` serves its API)."""
+def cloud(objects: Objects | None) -> ExtensionFactory:
+    """A factory of the simulated cloud (``serve_world`` serves its API) on ``objects``, or on
+    the emulator's store when None."""
 
     def build(emu: Emulator) -> SimulatedCloud:
-        return SimulatedCloud(objects)
+        return SimulatedCloud(objects or StoreObjects(emu.store))
 
     return build
 
 
-def cluster(objects: Objects, simulation: ClusterSimulation) -> ExtensionFactory:
-    """A factory of the simulated cluster's behaviours, tuned by ``simulation``."""
+def cluster(objects: Objects | None, simulation: ClusterSimulation) -> ExtensionFactory:
+    """A factory of the simulated cluster's behaviours, tuned by ``simulation``, on ``objects``
+    or on the emulator's store when None."""
 
     def build(emu: Emulator) -> SimulatedCluster:
-        return SimulatedCluster(objects, simulation)
+        return SimulatedCluster(objects or StoreObjects(emu.store), simulation)
 
     return build
 
@@ -68,16 +71,25 @@ async def serve_world(
     *,
     simulate: ClusterSimulation | None = None,
     extensions: Sequence[ExtensionFactory] = (),
+    through_api: bool = False,
     **emulator: Any,
 ) -> AsyncIterator[Emulator]:
     """``serve_emulator`` (``emulator`` are its keyword arguments) with the simulated cloud,
-    its API on a loopback port of its own, and, given ``simulate``, the simulated cluster, all
-    clients of the emulator's API; ``emu.extension(SimulatedCloud)`` (its ``url`` the cloud's
-    address) and ``emu.extension(SimulatedCluster)`` find them. ``extensions`` are served after
-    those."""
-    # The cloud alone follows Nodes only; the simulated cluster reads everything it acts on.
-    objects = ApiObjects() if simulate is not None else ApiObjects(resources=(ApiObjects.nodes,))
-    world: list[ExtensionFactory] = [lambda emu: ApiLink(emu, objects)]
+    its API on a loopback port of its own, and, given ``simulate``, the simulated cluster;
+    ``emu.extension(SimulatedCloud)`` (its ``url`` the cloud's address) and
+    ``emu.extension(SimulatedCluster)`` find them. ``extensions`` are served after those.
+
+    ``through_api`` runs the world as a client of the emulator's HTTP API, exactly as
+    ``kubetrio simulate`` runs it beside any API server; without it the world reads and writes
+    the emulator's store in-process (the parts are the same code either way)."""
+    world: list[ExtensionFactory] = []
+    if through_api:
+        # The cloud alone follows Nodes only; the simulated cluster reads everything it acts on.
+        link = ApiObjects() if simulate is not None else ApiObjects(resources=(ApiObjects.nodes,))
+        world.append(lambda emu: ApiLink(emu, link))
+        objects: Objects | None = link
+    else:
+        objects = None  # each part on the emulator's store, built with it
     if simulate is not None:
         world.append(cluster(objects, simulate))
     world += [cloud(objects), *extensions]

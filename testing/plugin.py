@@ -217,7 +217,8 @@ async def api_server(
             async with simulated_world(server.client(qps=0), simulate=simulate):
                 yield server
         return
-    async with serve_world(simulate=simulate) as emu:
+    # As on the real server, the simulated world acts through the API only.
+    async with serve_world(simulate=simulate, through_api=simulate is not None) as emu:
         yield ApiServer("emulator", emu.kubeconfig_path, "default", emulator=emu)
 
 

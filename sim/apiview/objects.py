@@ -15,7 +15,8 @@ at once (optimistically) and queued for its object; writers send each object's q
   by that version's resourceVersion; a conflict reads the object afresh and applies the changes
   again, as client-go's RetryOnConflict does, so a change is never computed from a stale copy
   nor lost to another writer;
-- a **bind** posts ``pods/{name}/binding``; a **delete** deletes with the pass's grace.
+- a **bind** posts ``pods/{name}/binding``; a **delete** deletes with the pass's grace, and
+  shows in the view only once the server has it (a decision elsewhere may hang on it).
 
 A write the server refuses otherwise is logged at info and undone: the view takes the server's
 object again and every controller decides again, as a real controller requeues. Once an
@@ -238,19 +239,15 @@ class ApiObjects(Objects):
         return new
 
     def delete(self, rt: KindInfo, obj: Obj, grace: int | None = None) -> None:
+        """Not applied to the view before the server has it: another pass's decision may hang
+        on the object being gone (a new attachment only once the old one is), and writes to
+        different objects go out in no particular order."""
         key = key_of(obj)
-        current = self._view[rt].get(key)
-        if current is None:
+        if key not in self._view[rt]:
             return
-        if _waits_to_go(rt, current, grace):
-            if not current["metadata"].get("deletionTimestamp"):
-                new = copy.deepcopy(current)
-                new["metadata"]["deletionTimestamp"] = self.now_rfc3339()
-                if rt == self.pods:
-                    new["metadata"]["deletionGracePeriodSeconds"] = _grace(current, grace)
-                self._show(rt, key, new)
-        else:
-            self._show(rt, key, None)
+        queue = self._queues.get((rt, key))
+        if queue and queue[-1].verb == "delete":
+            return
         self._queue(rt, key, _Op("delete", grace=grace))
 
     def bind(self, pod: Obj, node: str) -> bool:
@@ -396,6 +393,7 @@ class ApiObjects(Objects):
         except ApiError as error:
             if error.status != 404:
                 raise
+        await self._refresh(rt, key)  # gone, or terminating: what the passes read next
         return True
 
     async def _change(self, rt: KindInfo, key: Key, op: _Op) -> bool:
@@ -499,19 +497,3 @@ def _applied(base: Obj, changes: list[tuple[Change, bool]]) -> Obj:
         else:
             new.pop("status", None)
     return new
-
-
-def _grace(pod: Obj, grace: int | None) -> int:
-    if grace is not None:
-        return grace
-    return int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
-
-
-def _waits_to_go(rt: KindInfo, obj: Obj, grace: int | None) -> bool:
-    """Whether a delete leaves the object in place with a deletionTimestamp (finalizers, or a
-    running pod's grace period), as the server will."""
-    if obj["metadata"].get("finalizers"):
-        return True
-    if rt.kind != "Pod" or grace == 0 or not (obj.get("spec") or {}).get("nodeName"):
-        return False
-    return (obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed")

@@ -124,6 +124,8 @@ class AttachDetach:
                 at = self._detach_at.setdefault(name, now + self.options.detach_delay)
                 if now >= at:
                     self._detach(va)
+                    if self.objs.get(self.objs.attachments, "", name) is not None:
+                        existing[target] = va  # gone only once the server has the delete
                 else:
                     existing[target] = va
                     deadlines.add(at)

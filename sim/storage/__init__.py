@@ -15,8 +15,7 @@ from typing import Any
 import trio
 
 from kubetrio.emulator import Emulator
-from kubetrio.runtime.client.typed import Client
-from kubetrio.sim.apiview import ApiObjects
+from kubetrio.sim.cluster.storeobjects import StoreObjects
 from kubetrio.sim.serving import serve_api
 from kubetrio.sim.storage.api import VERSION, StorageApi
 from kubetrio.sim.storage.faults import FaultError, FaultRule
@@ -47,15 +46,11 @@ __all__ = [
 async def serve_storage_sim(emu: Emulator, **options: Any) -> AsyncIterator[SimulatedStorage]:
     """Serve the service of ``emu``'s Nodes on a port of its own and run it for the block
     (``options``: ``csi_driver``, ``offline_after``, ``lock_seconds``, ``seed``; see
-    ``SimulatedStorage``); its ``url`` is the backend URL. It follows the emulator's Nodes
-    through its API, as it would any cluster's."""
-    objects = ApiObjects(resources=(ApiObjects.nodes,))
-    storage = SimulatedStorage(objects, **options)
+    ``SimulatedStorage``); its ``url`` is the backend URL."""
+    storage = SimulatedStorage(StoreObjects(emu.store), **options)
     async with trio.open_nursery() as nursery:
         address = await nursery.start(serve_api, StorageApi(storage), "the simulated storage")
         storage.url = f"{address}/{VERSION}"
-        client = Client.from_url(emu.url, token=emu.token, qps=0)
-        nursery.start_soon(objects.run, client)
         nursery.start_soon(storage.run)
         try:
             yield storage

@@ -24,6 +24,7 @@ from kubetrio.emulator import Emulator, EmulatorOptions
 from kubetrio.emulator.faults import FaultRule
 from kubetrio.sim import serve_world
 from kubetrio.sim.cluster import ClusterSimulation
+from kubetrio.sim.cluster.nodelifecycle import ORPHAN_QUARANTINE
 from tests.helpers.machines import (
     MACHINE_API,
     Harness,
@@ -197,8 +198,8 @@ async def soak(
             figures.running = running()
             figures.create_s = trio.current_time() - started
 
-            # A workload on the nodes, placed by the simulated scheduler (outside the faults:
-            # only the controller's requests go over HTTP).
+            # A workload on the nodes, placed by the simulated scheduler (the simulated world is
+            # a client of the emulator too: its requests meet the faults as a kubelet's would).
             emu.create(_web(machines * PODS_PER_MACHINE))
             await h.wait_pods(
                 lambda: (
@@ -257,6 +258,9 @@ async def soak(
                     variance += n * chance * (1.0 - chance)
                 figures.failed_sd = math.sqrt(variance)
             emu.faults.clear()
+            # Pods the kubelet of a deleted node never finished are the pod garbage collector's
+            # once its quarantine is over, as in a cluster: count what is left after that.
+            await trio.sleep(ORPHAN_QUARANTINE + 5)
             vms = await h.ctx.drivers.get("sim").list_machines(
                 h.ctx.classes.get("default", "small"), {}
             )
