@@ -45,6 +45,8 @@ pytestmark = [pytest.mark.process, pytest.mark.slow]
 
 OBJECTS = 30
 LEASE = 4.0
+# Upper bounds on a loaded machine; what a step took is reported (and in the how-to).
+WITHIN = 8 * LEASE
 SHARD, DRAIN = shard_label(RING), drain_label(RING)
 ROOT = Path(__file__).resolve().parents[2]
 WRITES = frozenset({"create", "update", "patch", "delete"})
@@ -143,27 +145,27 @@ async def scenario(kubeconfig: Path, namespace: str, client: Client, tmp_path: P
 
         for name in ("shard-a", "shard-b", "shard-c"):
             await start(name)
-        await settled("start", "0", {"shard-a", "shard-b", "shard-c"}, 30)
+        await settled("start", "0", {"shard-a", "shard-b", "shard-c"}, 60)
 
         replicas["shard-b"].process.kill()
-        await settled("kill", "1", {"shard-a", "shard-c"}, 4 * LEASE)
+        await settled("kill", "1", {"shard-a", "shard-c"}, WITHIN)
 
         frozen = replicas["shard-c"]
         frozen.frozen_at = await freeze(frozen.process.pid)
-        await settled("freeze", "2", {"shard-a"}, 4 * LEASE)
+        await settled("freeze", "2", {"shard-a"}, WITHIN)
         os.kill(frozen.process.pid, signal.SIGCONT)
         with trio.fail_after(15):
             assert await frozen.process.wait() == 1, frozen.log.read_text()[-2000:]
 
         await start("shard-d")
-        await settled("join", "3", {"shard-a", "shard-d"}, 4 * LEASE)
+        await settled("join", "3", {"shard-a", "shard-d"}, WITHIN)
         await start("shard-e")
-        await settled("join-2", "4", {"shard-a", "shard-d", "shard-e"}, 4 * LEASE)
+        await settled("join-2", "4", {"shard-a", "shard-d", "shard-e"}, WITHIN)
 
         replicas["shard-a"].process.terminate()
         with trio.fail_after(15):
             assert await replicas["shard-a"].process.wait() == 0
-        await settled("leave", "5", {"shard-d", "shard-e"}, 4 * LEASE)
+        await settled("leave", "5", {"shard-d", "shard-e"}, WITHIN)
 
         for name in ("shard-d", "shard-e"):
             replicas[name].process.terminate()
