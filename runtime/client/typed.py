@@ -240,6 +240,18 @@ class Client:
         view.fence = fence
         return view
 
+    def with_own_limits(
+        self, *, qps: float = 5.0, burst: int = 10, max_concurrency: int = 4
+    ) -> Client:
+        """This client with a rate limit and a concurrency limit of its own (connections,
+        credentials and metrics shared): for a Lease's renewals, which must never wait behind
+        a controller's burst of requests, as client-go's leader election gets a client of its
+        own."""
+        view = copy.copy(self)
+        view._limiter = trio.CapacityLimiter(max_concurrency)
+        view._bucket = BucketRateLimiter(qps=qps, burst=burst) if qps > 0 else None
+        return view
+
     def unthrottled(self) -> Client:
         """This client without the client-side rate limit, for calls made on behalf of an
         incoming request (the reviews of a metrics scrape): like the apiserver's webhook

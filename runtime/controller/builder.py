@@ -8,6 +8,11 @@ All sources share the manager's informers. ``for_`` and ``watches`` take ``clust
 ``manager.cluster(...)``) to watch a kind in another cluster's cache, as controller-runtime's
 ``source.Kind(otherCluster.GetCache(), …)``: the machine controller maps Nodes of the target
 cluster to Machines of the control cluster.
+
+``sharded()`` spreads the controller's objects over the replicas of the manager's ring
+(``kubetrio.runtime.sharding``): its ``for_`` and ``owns`` informers select this shard's label,
+so each replica caches and reconciles only the objects assigned to it, and the reconciler is
+gated to honour the sharder's drain label.
 """
 
 from __future__ import annotations
@@ -21,6 +26,10 @@ from kubetrio.runtime.controller.predicates import Predicate
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.controller.ratelimit import RateLimiter
 from kubetrio.runtime.manager.cluster import Cluster
+from kubetrio.runtime.sharding.gate import ShardGate
+from kubetrio.runtime.sharding.labels import shard_label
+from kubetrio.runtime.sharding.metrics import sharding_metrics
+from kubetrio.runtime.sharding.sharder import ShardedKind
 
 if TYPE_CHECKING:
     from kubetrio.runtime.manager.manager import Manager
@@ -71,6 +80,8 @@ class ControllerBuilder:
         self._workers: int | None = None
         self._rate_limiter: RateLimiter | None = None
         self._needs_leader = True
+        self._sharded = False
+        self._owned: list[type[KubeObject]] = []
 
     def for_(
         self,
@@ -100,6 +111,7 @@ class ControllerBuilder:
         kind_of(kind)
         mapper = controller_owner(self._for, every_owner)
         self._sources.append((kind, mapper, predicates, selection, None))
+        self._owned.append(kind)
         return self
 
     def watches(
@@ -139,23 +151,76 @@ class ControllerBuilder:
         self._needs_leader = False
         return self
 
+    def sharded(self) -> Self:
+        """Spread this controller's objects over the ring's replicas (``Manager(sharding=…)``):
+        each replica reconciles only the ``for_`` objects labelled with its shard, their owned
+        objects following them. It runs on every replica while that replica holds its shard
+        Lease, not on the leader only; its reconciler should write through
+        ``manager.shard.client``, which that Lease fences."""
+        if self._manager.shard is None:
+            raise ValueError(
+                f"controller {self._name}: sharded() needs the manager's sharding options "
+                "(Manager(sharding=ShardingOptions(ring=..., namespace=...)))"
+            )
+        self._sharded = True
+        return self
+
     def complete(self, reconciler: Reconciler[ObjectKey]) -> Controller[ObjectKey]:
         """Register the controller with the manager, which starts it once the caches synced
-        (and, unless ``without_leader_election``, once elected)."""
+        (and, unless ``without_leader_election``, once elected; sharded, once it holds its
+        shard Lease)."""
         if not self._sources:
             raise ValueError(f"controller {self._name}: nothing to watch (call for_/watches)")
         manager = self._manager
+        shard = manager.shard if self._sharded else None
+        if shard is not None and self._for is None:
+            raise ValueError(f"controller {self._name}: sharded() needs for_()")
         controller: Controller[ObjectKey] = Controller(
             self._name,
             reconciler,
             workers=self._workers or manager.workers_for(self._name),
             rate_limiter=self._rate_limiter,
             registry=manager.registry,
-            needs_leader_election=self._needs_leader,
+            needs_leader_election=self._needs_leader and shard is None,
         )
-        for kind, mapper, predicates, selection, cluster in self._sources:
+        primary: Any = None
+        ring_kinds: list[ShardedKind] = []
+        for index, (kind, mapper, predicates, selection, cluster) in enumerate(self._sources):
             cache = cluster.cache if cluster is not None else manager.cache
+            if shard is not None and (index == 0 or kind in self._owned) and cluster is None:
+                ring_kinds.append(
+                    ShardedKind(
+                        kind,
+                        controlled=index > 0,
+                        namespace=selection.get("namespace"),
+                        label_selector=selection.get("label_selector"),
+                    )
+                )
+                mine = f"{shard_label(shard.ring)}={shard.id}"
+                given = selection.get("label_selector")
+                selection = {**selection, "label_selector": f"{given},{mine}" if given else mine}
             informer = cache.informer(kind, **selection)
+            if index == 0:
+                primary = informer
             controller.watch(Source(informer, mapper, self._global_predicates + predicates))
+        if shard is not None:
+            assert self._for is not None
+            if self._sources[0][4] is not None:
+                raise ValueError(
+                    f"controller {self._name}: a sharded controller's for_() kind must be in the "
+                    "manager's own cluster (the sharder labels objects there)"
+                )
+            for ring_kind in ring_kinds:
+                shard.shard_kind(ring_kind)
+            controller.reconciler = ShardGate(
+                reconciler,
+                self._for,
+                primary.lister,
+                shard.client,
+                ring=shard.ring,
+                shard_id=shard.id,
+                metrics=sharding_metrics(manager.registry),
+            )
+            controller.needs_shard_lease = True
         manager.add(controller)
         return controller

@@ -123,6 +123,8 @@ class Controller(Generic[K]):
         self.reconciler = reconciler
         self.workers = workers
         self.needs_leader_election = needs_leader_election
+        # Sharded (the builder's ``.sharded()``): runs while this replica holds its shard Lease.
+        self.needs_shard_lease = False
         self.queue: WorkQueue[K] = WorkQueue(
             name=name,
             rate_limiter=rate_limiter,

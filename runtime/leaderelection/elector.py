@@ -26,8 +26,8 @@ import math
 import random
 import time
 import weakref
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -69,6 +69,8 @@ class LeaderElectionOptions:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     release_on_cancel: bool = True
+    # Put on the Lease when this replica creates it (a shard's Lease names its ring).
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not (self.lease_duration > self.renew_deadline > self.retry_period > 0):
@@ -246,6 +248,7 @@ class LeaderElector:
                 )
                 body = Lease(spec=spec)
                 body.metadata.name, body.metadata.namespace = opts.name, opts.namespace
+                body.metadata.labels = dict(opts.labels)
                 sent_at, sent_at_monotonic = trio.current_time(), time.monotonic()
                 created = await self.client.create(Lease, body)
                 self._proven(sent_at, sent_at_monotonic)

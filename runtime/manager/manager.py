@@ -29,6 +29,11 @@ to readers the API server authenticates and authorizes, on its own listener; the
 plain HTTP. Bind addresses default to controller-runtime's: every interface, metrics on
 ``:8080`` (``:8443`` when secure), probes on ``:8081``.
 
+With ``sharding`` (``kubetrio.runtime.sharding``) every replica holds a shard Lease of its own
+in the ring and runs the controllers built ``.sharded()`` while it holds it, whether it leads or
+not; ``manager.shard.client`` is fenced by that Lease. Losing it ends ``run`` as losing the
+leader lease does. The ring's sharder runs as a leader-only runnable.
+
 ``manager.webhook(kind)`` registers admission and conversion webhooks
 (``kubetrio.runtime.webhook``); their HTTPS server (``webhook_bind_address``, ``:9443``) starts
 after the HTTP endpoints and before the caches, only when a webhook is registered, and
@@ -57,6 +62,7 @@ from prometheus_client import (
     disable_created_metrics,
 )
 
+from kubetrio.api.coordination import Lease
 from kubetrio.api.meta import KubeObject
 from kubetrio.runtime.cache.informercache import InformerCache
 from kubetrio.runtime.cache.metrics import report_undecodable, undecodable_detail
@@ -76,6 +82,11 @@ from kubetrio.runtime.manager.gctuning import GcMode, GcTuning
 from kubetrio.runtime.manager.stopsignals import STOP_SIGNALS, stop_on_signals, unclaimed
 from kubetrio.runtime.metrics.secure import SecureMetrics, SecureServing
 from kubetrio.runtime.metrics.server import ListenError, ManagerHTTPServer
+from kubetrio.runtime.sharding.labels import RING_LABEL
+from kubetrio.runtime.sharding.member import ShardMember
+from kubetrio.runtime.sharding.options import ShardingOptions
+from kubetrio.runtime.sharding.sharder import Sharder
+from kubetrio.runtime.sharding.webhook import register as register_assigners
 from kubetrio.runtime.util.log import configure_default_logging, get_logger
 from kubetrio.runtime.webhook.builder import WebhookBuilder
 from kubetrio.runtime.webhook.server import DEFAULT_BIND_ADDRESS, WebhookServer
@@ -100,6 +111,11 @@ class Stoppable(Protocol):
 
 
 EVENT_FLUSH_SECONDS = 5.0
+
+
+def _needs_shard_lease(runnable: Runnable) -> bool:
+    """A sharded controller's: runs while this replica holds its shard Lease."""
+    return bool(getattr(runnable, "needs_shard_lease", False))
 
 
 class CacheSyncTimeout(Exception):
@@ -138,13 +154,14 @@ class Manager:
         webhook_bind_address: str = DEFAULT_BIND_ADDRESS,
         webhook_cert_path: Path | None = None,
         gc: GcMode = "default",
+        sharding: ShardingOptions | None = None,
     ) -> None:
         # Go's client emits no ``*_created`` series; dashboards written for it need none.
         disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = registry if registry is not None else process_registry()
         self.leader_election = leader_election
         self.elector = (
-            LeaderElector(client, leader_election, registry=self.registry)
+            LeaderElector(client.with_own_limits(), leader_election, registry=self.registry)
             if leader_election
             else None
         )
@@ -158,6 +175,10 @@ class Manager:
         self._stood_in_for: set[str] = set()  # names cluster() answered with the primary
         self._event_senders: dict[str, EventSender] = {}  # by cluster name ("" = primary)
         self._events_dropped = dropped_counter(self.registry)
+        # This replica's shard of a ring (``kubetrio.runtime.sharding``): its own Lease, held
+        # on every replica; controllers built ``.sharded()`` run while it is held.
+        self.shard = ShardMember(client, sharding, self.registry) if sharding else None
+        self.sharder: Sharder | None = None
         self.http = ManagerHTTPServer(self.registry)
         # Serves only once manager.webhook(...) registers something (kubetrio.runtime.webhook).
         self.webhooks = WebhookServer(
@@ -291,6 +312,7 @@ class Manager:
         runs): ``handle_signals`` None takes those nobody else handles (``stopsignals``),
         True both, False none. Logs go to stderr unless logging was configured already."""
         configure_default_logging()
+        self._add_sharder()
         secure = self.secure_metrics
         if secure is not None and self.metrics_bind_address.strip() not in ("", "0"):
             # A certificate that cannot serve: one plain error, at once (outside any nursery,
@@ -357,10 +379,14 @@ class Manager:
                     self._work = work.cancel_scope
                     work.start_soon(self._stop_requested.wait)  # run until asked to stop
                     for runnable in self._runnables:
+                        if _needs_shard_lease(runnable):
+                            continue
                         if not runnable.needs_leader_election or self.elector is None:
                             work.start_soon(self._run_one, runnable)
                     if self.elector is not None:
                         work.start_soon(self._lead)
+                    if self.shard is not None:
+                        work.start_soon(self._hold_shard, self.shard)
                 supervision.cancel_scope.cancel()
             await self._flush_events()
             root.cancel_scope.cancel()
@@ -420,7 +446,7 @@ class Manager:
         async def lead() -> None:
             async with trio.open_nursery() as leading:
                 for runnable in self._runnables:
-                    if runnable.needs_leader_election:
+                    if runnable.needs_leader_election and not _needs_shard_lease(runnable):
                         leading.start_soon(self._run_one, runnable)
 
         try:
@@ -428,6 +454,46 @@ class Manager:
         except (LeadershipLost, LeaseRefused) as lost:
             self._leadership_lost = lost
             self._work.cancel()
+
+    async def _hold_shard(self, shard: ShardMember) -> None:
+        """Hold this replica's shard Lease and run the sharded controllers meanwhile; losing
+        it ends the manager as losing the leader lease does."""
+
+        async def work() -> None:
+            async with trio.open_nursery() as sharded:
+                for runnable in self._runnables:
+                    if _needs_shard_lease(runnable):
+                        sharded.start_soon(self._run_one, runnable)
+
+        try:
+            await shard.elector.run(work)
+        except (LeadershipLost, LeaseRefused) as lost:
+            self._leadership_lost = lost
+            self._work.cancel()
+
+    def _add_sharder(self) -> None:
+        """The ring's sharder, a leader-only runnable, once controllers were built sharded."""
+        shard = self.shard
+        if shard is None or self.sharder is not None or not shard.kinds:
+            return
+        if not shard.options.run_sharder:
+            return
+        options = shard.options
+        self.sharder = Sharder(
+            self.unfenced_client,
+            self.client,
+            options,
+            shard.kinds,
+            registry=self.registry,
+            leases=self.cache.informer(
+                Lease, namespace=options.namespace, label_selector=f"{RING_LABEL}={options.ring}"
+            ),
+        )
+        self.add(self.sharder)
+        if options.webhook:
+            if "webhook" not in self.http.readyz.names():
+                self.http.add_readyz_check("webhook", self.webhooks.started_check)
+            register_assigners(self.webhooks, self.sharder)
 
     async def _stop_when_asked(self) -> None:
         await self._stop_requested.wait()

@@ -189,6 +189,8 @@ async def test_the_manager_fences_its_client_for_leader_only_work(emu: Emulator)
     )
     assert elected.fence is not None and elected.client.fence is elected.fence
     assert elected.unfenced_client is client and client.fence is None
-    assert elected.elector is not None and elected.elector.client is client
+    # The elector's own view of the client: same wire, unfenced, limits of its own.
+    assert elected.elector is not None and elected.elector.client.wire is client.wire
+    assert elected.elector.client.fence is None
     alone = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
     assert alone.fence is None and alone.client is client

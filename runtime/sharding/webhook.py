@@ -1,0 +1,114 @@
+"""Assignment at creation: a mutating admission webhook that labels a new object with its shard.
+
+Without it a new object waits for the sharder to see it (one watch event and one patch);
+with it the object is stored already assigned, and its shard's informer sees it at once. It
+answers on every replica (the webhook server runs on all), from the ring of available shards
+as this replica observes the shard Leases, so any replica may answer; the sharder corrects an
+assignment a replica's older view got wrong, as it corrects anything else.
+
+The configuration (``configuration``) calls it only for objects without the shard label
+(``objectSelector``), on CREATE and UPDATE, with ``failurePolicy: Ignore`` and a short
+timeout: an unreachable webhook never fails a request, and the object is then assigned by the
+sharder. A primary object created with ``generateName`` has no name yet, hence no ring key: it
+is left to the sharder too (an owned object hashes by its owner and is assigned at once).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubetrio.api.meta import KubeObject, kind_of
+from kubetrio.runtime.sharding.labels import object_key, owner_key, shard_label
+from kubetrio.runtime.sharding.metaview import metadata_view
+from kubetrio.runtime.sharding.sharder import ShardedKind, Sharder
+from kubetrio.runtime.webhook.admission import MutatingHandler
+from kubetrio.runtime.webhook.review import AdmissionRequest
+from kubetrio.runtime.webhook.server import WebhookServer
+
+TIMEOUT_SECONDS = 2
+
+
+def webhook_path(ring: str, kind: type[KubeObject]) -> str:
+    info = kind_of(kind)
+    group = info.group.replace(".", "-")
+    return f"/shard-{ring}-{group}-{info.version}-{info.kind.lower()}"
+
+
+class Assigner:
+    """The defaulter for one sharded kind: adds the shard label when the object has none."""
+
+    def __init__(self, sharder: Sharder, sharded: ShardedKind) -> None:
+        self.sharder = sharder
+        self.sharded = sharded
+        self.label = shard_label(sharder.options.ring)
+
+    async def default(self, obj: KubeObject, request: AdmissionRequest) -> KubeObject:
+        meta = obj.metadata
+        if self.label in meta.labels:
+            return obj
+        if not meta.namespace:
+            meta.namespace = request.namespace  # not yet set on a create's object
+        if self.sharded.controlled:
+            key = owner_key(meta)
+        else:
+            key = object_key(self.sharded.kind, meta) if meta.name else None
+        owner = self.sharder.current_ring().owner(key) if key is not None else None
+        if owner is not None:
+            meta.labels = {**meta.labels, self.label: owner}
+        return obj
+
+
+def register(server: WebhookServer, sharder: Sharder) -> None:
+    """Serve the assigner of each of the sharder's kinds on ``server``."""
+    for sharded in sharder.kinds:
+        assigner = Assigner(sharder, sharded)
+        handler = MutatingHandler(metadata_view(sharded.kind), assigner.default)
+        server.register(webhook_path(sharder.options.ring, sharded.kind), handler.handle)
+
+
+def configuration(sharder: Sharder, service: tuple[str, str]) -> dict[str, Any]:
+    """The MutatingWebhookConfiguration calling the assigners through Service ``service``
+    (namespace, name); ``kubetrio.runtime.webhook.manifest.as_url`` turns it to a URL."""
+    ring = sharder.options.ring
+    namespace, name = service
+    hooks = []
+    for sharded in sharder.kinds:
+        info = kind_of(sharded.kind)
+        hook: dict[str, Any] = {
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": {
+                "service": {
+                    "name": name,
+                    "namespace": namespace,
+                    "path": webhook_path(ring, sharded.kind),
+                }
+            },
+            "failurePolicy": "Ignore",
+            "matchPolicy": "Equivalent",
+            "name": f"{info.kind.lower()}-{info.version}.{info.group or 'core'}.shard.{ring}",
+            "objectSelector": {
+                "matchExpressions": [{"key": shard_label(ring), "operator": "DoesNotExist"}]
+            },
+            "rules": [
+                {
+                    "apiGroups": [info.group],
+                    "apiVersions": [info.version],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": [info.plural],
+                    "scope": "Namespaced" if info.namespaced else "Cluster",
+                }
+            ],
+            "sideEffects": "None",
+            "timeoutSeconds": TIMEOUT_SECONDS,
+        }
+        if sharded.namespace is not None:
+            hook["namespaceSelector"] = {
+                "matchLabels": {"kubernetes.io/metadata.name": sharded.namespace}
+            }
+        hooks.append(hook)
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": f"kubetrio-sharder-{ring}"},
+        "webhooks": hooks,
+    }
