@@ -18,7 +18,7 @@ Each benchmark's own output is passed through as it runs; the summary table foll
 ``RESULT {json}`` (every benchmark's ``RESULT`` by name). The exit status is non-zero when any
 benchmark failed; the others still run. Needs the ``bench`` extra (kopf, kubernetes) and
 kubectl 1.33 (see ``tests/bench/drain.py``), and a real control plane in ``KUBEBUILDER_ASSETS``
-for the benchmarks that run both servers (informer, reconcile, drain: ``realserver.py``;
+for the benchmarks that run both servers (informer, reconcile, drain, simulate: ``realserver.py``;
 without it they leave the real half out, except under CI, where they fail).
 """
 
@@ -225,6 +225,23 @@ BENCHES = (
         {"simulated cluster: CPU per pod, largest N / smallest": key("pods_growth")},
     ),
     Bench(
+        "simulate",
+        ("--quick",),
+        ("--nodes", "500"),
+        {
+            "simulation: nodes Ready time real / emulator": key("real_over_emulator_nodes_ready_s"),
+            "simulation: pods Running time real / emulator": key(
+                "real_over_emulator_pods_running_s"
+            ),
+            "simulation: its CPU per pod real / emulator": key(
+                "real_over_emulator_sim_cpu_ms_per_pod"
+            ),
+            "simulation: its writes per pod real / emulator": key(
+                "real_over_emulator_writes_per_pod"
+            ),
+        },
+    ),
+    Bench(
         "secure_metrics",
         ("--scrapes", "100"),
         (),
@@ -239,6 +256,9 @@ BENCHES = (
 # These run the same work on the emulator and on a real control plane, which is started once
 # for all of them (``realserver.py``).
 BOTH_SERVERS = {"informer", "reconcile", "drain"}
+# simulate.py runs both too, but starts a control plane of its own for each size: its real
+# server runs the controllers the simulation does not replace, and its nodes must not meet the
+# others' benchmarks.
 
 # Their figures are in simulated seconds (trio's MockClock) and counts: a waiting process
 # beside them changes none of them.
