@@ -5,7 +5,7 @@ see its own writes (a ReplicaSet pass that created two pods must not create them
 next pass because the watch has not brought them yet). So every write is applied to the view
 at once (optimistically) and queued for its object; writers send each object's queue in order:
 
-- a **create** posts the object as the view holds it when the writer gets to it (names from
+- a **create** posts the object as the pass created it (names from
   ``generateName`` are chosen here, with the API server's alphabet, so the object has its key
   at once; until the server answers it has no uid, and the controllers leave uid-less objects
   alone where a uid matters);
@@ -86,6 +86,8 @@ class _Op:
     grace: int | None = None
     # For a change: the functions to apply, in order, with whether each is a status write.
     changes: list[tuple[Change, bool]] = field(default_factory=list)
+    # For a create: the object as the pass created it (what follows goes as its own writes).
+    body: Obj | None = None
 
 
 def _version(obj: Obj | None) -> int:
@@ -220,7 +222,7 @@ class ApiObjects(Objects):
             log.info("simulated create refused kind=%s name=%s: exists", rt.kind, md["name"])
             return None
         self._show(rt, key, new)
-        self._queue(rt, key, _Op("create"))
+        self._queue(rt, key, _Op("create", body=_main(new)))
         return new
 
     def mutate(
@@ -355,12 +357,11 @@ class ApiObjects(Objects):
         """Send one write; whether the rest of the object's queue still makes sense."""
         ns, name = key
         if op.verb == "create":
-            body = self._view[rt].get(key)
-            if body is None:
-                return False  # deleted in the view before it was ever sent
+            # As created: a binding or status the passes wrote since follows as its own write,
+            # as the API server would have them (a pod posted bound gets no PodScheduled).
             self.writes += 1
             answer = await self.client.request(
-                "POST", object_path(rt, ns or None), body=msgspec.json.encode(_main(body))
+                "POST", object_path(rt, ns or None), body=msgspec.json.encode(op.body)
             )
             self._answered(rt, answer)
             return True
