@@ -24,7 +24,6 @@ from kubetrio.sim.apiview import ApiObjects
 from kubetrio.sim.cloud import CloudApi, SimulatedCloud
 from kubetrio.sim.cluster import ClusterSimulation, SimulatedCluster
 from kubetrio.sim.cluster.objects import Objects
-from kubetrio.sim.cluster.storeobjects import StoreObjects
 from kubetrio.sim.serving import serve_api
 
 if TYPE_CHECKING:
@@ -46,22 +45,21 @@ class ApiLink:
         await self.objects.run(client)
 
 
-def cloud(objects: Objects | None) -> ExtensionFactory:
-    """A factory of the simulated cloud (``serve_world`` serves its API) on ``objects``, or on
-    the emulator's store when None."""
+def cloud(objects: Objects) -> ExtensionFactory:
+    """A factory of the simulated cloud (``serve_world`` serves its API) on ``objects``."""
 
     def build(emu: Emulator) -> SimulatedCloud:
-        return SimulatedCloud(objects or StoreObjects(emu.store))
+        return SimulatedCloud(objects)
 
     return build
 
 
-def cluster(objects: Objects | None, simulation: ClusterSimulation) -> ExtensionFactory:
-    """A factory of the simulated cluster's behaviours, tuned by ``simulation``, on ``objects``
-    or on the emulator's store when None."""
+def cluster(objects: Objects, simulation: ClusterSimulation) -> ExtensionFactory:
+    """A factory of the simulated cluster's behaviours, tuned by ``simulation``, on
+    ``objects``."""
 
     def build(emu: Emulator) -> SimulatedCluster:
-        return SimulatedCluster(objects or StoreObjects(emu.store), simulation)
+        return SimulatedCluster(objects, simulation)
 
     return build
 
@@ -71,7 +69,6 @@ async def serve_world(
     *,
     simulate: ClusterSimulation | None = None,
     extensions: Sequence[ExtensionFactory] = (),
-    through_api: bool = False,
     **emulator: Any,
 ) -> AsyncIterator[Emulator]:
     """``serve_emulator`` (``emulator`` are its keyword arguments) with the simulated cloud,
@@ -79,20 +76,15 @@ async def serve_world(
     ``emu.extension(SimulatedCloud)`` (its ``url`` the cloud's address) and
     ``emu.extension(SimulatedCluster)`` find them. ``extensions`` are served after those.
 
-    ``through_api`` runs the world as a client of the emulator's HTTP API, exactly as
-    ``kubetrio simulate`` runs it beside any API server; without it the world reads and writes
-    the emulator's store in-process (the parts are the same code either way)."""
-    world: list[ExtensionFactory] = []
-    if through_api:
-        # The cloud alone follows Nodes only; the simulated cluster reads everything it acts on.
-        link = ApiObjects() if simulate is not None else ApiObjects(resources=(ApiObjects.nodes,))
-        world.append(lambda emu: ApiLink(emu, link))
-        objects: Objects | None = link
-    else:
-        objects = None  # each part on the emulator's store, built with it
+    The world is a client of the emulator's HTTP API, exactly as ``kubetrio simulate`` runs it
+    beside any API server: it reads a watched mirror and writes through requests, never the
+    emulator's store."""
+    # The cloud alone follows Nodes only; the simulated cluster reads everything it acts on.
+    link = ApiObjects() if simulate is not None else ApiObjects(resources=(ApiObjects.nodes,))
+    world: list[ExtensionFactory] = [lambda emu: ApiLink(emu, link)]
     if simulate is not None:
-        world.append(cluster(objects, simulate))
-    world += [cloud(objects), *extensions]
+        world.append(cluster(link, simulate))
+    world += [cloud(link), *extensions]
     async with serve_emulator(extensions=world, **emulator) as emu, trio.open_nursery() as nursery:
         served = emu.extension(SimulatedCloud)
         served.url = await nursery.start(serve_api, CloudApi(served), "the simulated cloud")

@@ -218,7 +218,7 @@ async def api_server(
                 yield server
         return
     # As on the real server, the simulated world acts through the API only.
-    async with serve_world(simulate=simulate, through_api=simulate is not None) as emu:
+    async with serve_world(simulate=simulate) as emu:
         yield ApiServer("emulator", emu.kubeconfig_path, "default", emulator=emu)
 
 

@@ -7,6 +7,8 @@ import binascii
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import trio
+
 from kubetrio.api.core import Node, Secret
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.api.machineset import MachineSet
@@ -31,6 +33,8 @@ MACHINE_NODE_INDEX = "machine.node"
 MACHINE_CLASS_INDEX = "machine.class"
 MACHINE_DEPLOYMENT_INDEX = "machine.deployment"
 ATTACHMENT_NODE_INDEX = "spec.nodeName"
+# How long a pass waits for the cache to show this controller's own machine writes.
+CACHE_CATCH_UP = 5.0
 
 
 def machine_node(machine: Machine) -> Iterable[str]:
@@ -101,6 +105,20 @@ class MachineContext:
         for key, text in secret.string_data.items():
             data[key] = text.encode()
         return data
+
+    async def caught_up(self, key: ObjectKey) -> bool:
+        """Whether the cache shows the machine at ``key`` at least as new as this controller's
+        last status write of it, waiting up to ``CACHE_CATCH_UP`` for the write's watch event.
+        A pass woken while the previous one still ran (a hand-over, a node event) would
+        otherwise read the machine as it was before that pass and call the provider again."""
+
+        def shown() -> bool:
+            machine = self.machines.get(key.namespace, key.name)
+            return machine is None or not self.status.behind(machine)
+
+        if shown():
+            return True
+        return await self.machine_changes.wait_until(shown, trio.current_time() + CACHE_CATCH_UP)
 
     def hand_over(self, key: ObjectKey) -> None:
         """Put a deleting machine on the termination queue."""

@@ -123,6 +123,9 @@ async def delete(
             reason="Terminating",
         )
         await mark_node_terminating(flow, machine, unhealthy=was_failed)
+    held = provider_hold(machine)
+    if held is not None:
+        return held
     current: Machine | None = machine
     while current is not None:
         step = deletion_step(current.status.last_operation.description)
@@ -133,6 +136,32 @@ async def delete(
         if retry is not None:
             return retry
     return None
+
+
+def provider_retry(step: str, code: Code) -> float:
+    """How long a failed provider call holds its step: MCM's ShortRetry for a transient
+    error, longer for one that will not clear soon (a provider answering Internal is not
+    asked again for ten minutes)."""
+    if code in TRANSIENT_CODES:
+        return ShortRetry
+    return MediumRetry if step == GET_VM_STATUS else LongRetry
+
+
+def provider_hold(machine: Machine) -> float | None:
+    """What is left of the hold a failed provider call recorded on the machine, or None when
+    the step may run now. A pass woken for another reason (a hand-over, a node event) must not
+    call the provider again before then. Read from the status, so a new manager keeps the
+    hold too; the stamp's one-second resolution may end it up to a second early."""
+    last = machine.status.last_operation
+    step = deletion_step(last.description)
+    if last.state != STATE_FAILED or step not in (GET_VM_STATUS, INITIATE_VM_DELETION):
+        return None
+    code = Code.__members__.get(last.error_code)
+    elapsed = seconds_since(parse_time(last.last_update_time))
+    if code is None or elapsed is None:
+        return None
+    left = provider_retry(step, code) - elapsed
+    return left if left > 0 else None
 
 
 async def get_vm_status(flow: Deletion, machine: Machine) -> tuple[Machine | None, float | None]:
@@ -169,7 +198,7 @@ async def get_vm_status(flow: Deletion, machine: Machine) -> tuple[Machine | Non
                 + GET_VM_STATUS
             )
             failed = await flow.failed(machine, description, "GetVMStatusFailed", error.code.name)
-            return failed, ShortRetry if transient else MediumRetry
+            return failed, provider_retry(GET_VM_STATUS, error.code)
         return await flow.step_to(machine, description), None
     if vm.node_name and _may_adopt(flow, vm.node_name, vm.provider_id):
         machine = await flow.ctx.client.patch(
@@ -380,13 +409,12 @@ async def delete_vm(flow: Deletion, machine: Machine) -> tuple[Machine | None, f
             ctx.durations.observe("delete", machine, took)
     except MachineError as error:
         if error.code != Code.NotFound:
-            retry = ShortRetry if error.code in TRANSIENT_CODES else LongRetry
             description = (
                 f"VM deletion failed due to - {error}. However, will re-try in the next resync. "
                 f"{INITIATE_VM_DELETION}"
             )
             failed = await flow.failed(machine, description, "VMDeletionFailed", error.code.name)
-            return failed, retry
+            return failed, provider_retry(INITIATE_VM_DELETION, error.code)
         description = f"VM not found. Continuing deletion flow. {INITIATE_NODE_DELETION}"
     # A machine that never joined still has its bootstrap token (a credential that lets a node
     # join): it must not outlive the VM. Asked of the API, not the cache, which may not show a

@@ -29,7 +29,11 @@ from kubetrio.api.machine import (
 )
 from kubetrio.api.meta import parse_time
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
-from kubetrio.controllers.machine.context import MACHINE_DEPLOYMENT_INDEX, MachineContext
+from kubetrio.controllers.machine.context import (
+    CACHE_CATCH_UP,
+    MACHINE_DEPLOYMENT_INDEX,
+    MachineContext,
+)
 from kubetrio.controllers.machine.failing import (
     MAX_REPLACEMENTS,
     deployment_machines,
@@ -50,8 +54,6 @@ log = get_logger("kubetrio.machine")
 CRITICAL_COMPONENTS_TAINT = "node.gardener.cloud/critical-components-not-ready"
 # Status timestamps have one-second resolution: look again just after a timeout, not before.
 TIMESTAMP_SLACK = 1.0
-# How long a permit holder waits for the cache to show its Failed write.
-CACHE_CATCH_UP = 5.0
 
 
 def machine_conditions(conditions: Sequence[NodeCondition]) -> tuple[MachineCondition, ...]:

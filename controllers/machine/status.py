@@ -130,6 +130,9 @@ class StatusWriter:
         self.client = client
         self.events = events
         self._said: dict[tuple[str, str, str], str] = {}
+        # Per machine, the resourceVersions this writer's writes replaced since the cache last
+        # showed one of them gone: a cache still showing one of them is behind these writes.
+        self._replaced: dict[tuple[str, str], set[str]] = {}
 
     async def events_only(self, machine: Machine, kind: str, reason: str, message: str) -> None:
         """An Event without a status write, once per distinct message and machine."""
@@ -143,6 +146,21 @@ class StatusWriter:
         """A machine gone: what was said about it goes too."""
         for key in [k for k in self._said if k[:2] == (namespace, name)]:
             del self._said[key]
+        self._replaced.pop((namespace, name), None)
+
+    def behind(self, cached: Machine) -> bool:
+        """Whether ``cached`` is a version of the machine a write of this writer has replaced:
+        the cache has not shown that write yet, and a pass acting on it would redo steps the
+        write recorded as done, or as failed and held back for a retry delay."""
+        key = (cached.namespace, cached.name)
+        replaced = self._replaced.get(key)
+        if replaced is None:
+            return False
+        if cached.metadata.resource_version in replaced:
+            return True
+        # The cache only moves forward: it has passed every version replaced so far.
+        del self._replaced[key]
+        return False
 
     async def write(
         self,
@@ -206,6 +224,8 @@ class StatusWriter:
             namespace=machine.namespace,
             subresource="status",
         )
+        replaced = self._replaced.setdefault((machine.namespace, machine.name), set())
+        replaced.add(machine.metadata.resource_version)
         last = machine.status.last_operation
         # A refresh of the same news (a stale or noise-only rewrite) is no transition.
         changed = last.state != operation.state or not similar_descriptions(

@@ -19,7 +19,7 @@ from kubetrio.api.meta import KubeObject
 from kubetrio.controllers.machine import deletion
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.driver.driver import SecretData
-from kubetrio.controllers.machine.retry import MediumRetry
+from kubetrio.controllers.machine.retry import MediumRetry, ShortRetry
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.controller.controller import Result
 from kubetrio.runtime.controller.predicates import Predicate
@@ -87,6 +87,8 @@ class TerminationReconciler:
 
     async def reconcile(self, key: ObjectKey) -> Result:
         ctx = self.ctx
+        if not await ctx.caught_up(key):
+            return Result(requeue_after=ShortRetry)  # the watch is behind: look again soon
         machine = ctx.machines.get(key.namespace, key.name)
         if machine is None:
             ctx.status.forget(key.namespace, key.name)

@@ -1,12 +1,11 @@
 """What the simulated controllers read and write: typed lookups of the resources they touch
-and writes that never raise into the loop, behind one interface with two homes.
+and writes that never raise into the loop.
 
-``ApiObjects`` (``kubetrio.sim.apiview``) is the simulation as a client of any API server: a
-watched mirror to read, writes sent behind the pass. ``StoreObjects``
-(``kubetrio.sim.cluster.storeobjects``) reads and writes an in-process emulator's store.
-Either way a pass reads dicts it must never mutate (every write works on a private copy), and
-a write the API refuses (a namespace being deleted, a name taken meanwhile) is logged and
-skipped: the next pass sees the new state and decides again, as a real controller requeues.
+``ApiObjects`` (``kubetrio.sim.apiview``) implements it as a client of any API server, the
+emulator's included: a watched mirror to read, writes sent behind the pass. A pass reads dicts
+it must never mutate (every write works on a private copy), and a write the API refuses (a
+namespace being deleted, a name taken meanwhile) is logged and skipped: the next pass sees the
+new state and decides again, as a real controller requeues.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ from typing import Any
 import trio
 
 from kubetrio.emulator import Emulator
-from kubetrio.sim.cluster.storeobjects import StoreObjects
+from kubetrio.runtime.client.typed import Client
+from kubetrio.sim.apiview import ApiObjects
 from kubetrio.sim.serving import serve_api
 from kubetrio.sim.storage.api import VERSION, StorageApi
 from kubetrio.sim.storage.faults import FaultError, FaultRule
@@ -46,12 +47,17 @@ __all__ = [
 async def serve_storage_sim(emu: Emulator, **options: Any) -> AsyncIterator[SimulatedStorage]:
     """Serve the service of ``emu``'s Nodes on a port of its own and run it for the block
     (``options``: ``csi_driver``, ``offline_after``, ``lock_seconds``, ``seed``; see
-    ``SimulatedStorage``); its ``url`` is the backend URL."""
-    storage = SimulatedStorage(StoreObjects(emu.store), **options)
+    ``SimulatedStorage``); its ``url`` is the backend URL. It follows the Nodes through the
+    emulator's API, as ``kubetrio simulate`` does beside any API server."""
+    nodes = ApiObjects(resources=(ApiObjects.nodes,))
+    storage = SimulatedStorage(nodes, **options)
+    client = Client.from_url(emu.url, token=emu.token, qps=0)
     async with trio.open_nursery() as nursery:
+        nursery.start_soon(nodes.run, client)
         address = await nursery.start(serve_api, StorageApi(storage), "the simulated storage")
         storage.url = f"{address}/{VERSION}"
         nursery.start_soon(storage.run)
+        await nodes.ready()  # the block begins with the Nodes there are
         try:
             yield storage
         finally:

@@ -117,7 +117,7 @@ async def simulated(
     """A simulated cluster with informers on the kinds the tests watch; the simulation is a
     client of the emulator's API, as ``kubetrio simulate`` is of any server's."""
     async with (
-        serve_world(simulate=options or ClusterSimulation(), through_api=True) as served,
+        serve_world(simulate=options or ClusterSimulation()) as served,
         with_informers(served) as sim,
     ):
         yield sim

@@ -13,7 +13,6 @@ import trio.testing
 from kubetrio.emulator import Emulator
 from kubetrio.sim.cloud import SimulatedCloud
 from kubetrio.sim.cloud.script import VmScript
-from kubetrio.sim.cluster.storeobjects import StoreObjects
 from kubetrio.sim.storage import NODE_ID_ANNOTATION, serve_storage_sim
 
 SMALL, LARGE = 10, 200
@@ -37,8 +36,7 @@ async def until(emu: Emulator, holds: Callable[[], bool]) -> None:
 
 
 def node_count(emu: Emulator) -> int:
-    objects = StoreObjects(emu.store)
-    return sum(1 for _ in objects.all(objects.nodes))
+    return sum(1 for _ in emu.store.iter(emu.resource("nodes"), None))
 
 
 async def cost_of_one_more_vm(emu: Emulator, existing: int, tag: str) -> int:
