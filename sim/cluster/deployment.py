@@ -18,7 +18,7 @@ from kubetrio.sim.cluster.objects import (
     owners_with_children,
 )
 from kubetrio.sim.cluster.options import ClusterSimulation
-from kubetrio.sim.cluster.templates import replicas
+from kubetrio.sim.cluster.templates import counts_differ, replicas
 
 HASH_LABEL = "pod-template-hash"
 
@@ -70,7 +70,7 @@ class Deployments:
             "availableReplicas": ready,
             "observedGeneration": md.get("generation", 1),
         }
-        if {k: (deployment.get("status") or {}).get(k) for k in status} != status:
+        if counts_differ(deployment, status):
             self.objs.mutate(
                 self.objs.deployments,
                 deployment,

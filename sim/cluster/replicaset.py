@@ -16,6 +16,7 @@ from kubetrio.sim.cluster.objects import (
 from kubetrio.sim.cluster.options import ClusterSimulation
 from kubetrio.sim.cluster.templates import (
     active,
+    counts_differ,
     pod_from_template,
     ready_count,
     replicas,
@@ -62,7 +63,7 @@ class ReplicaSets:
             "availableReplicas": ready,
             "observedGeneration": rs["metadata"].get("generation", 1),
         }
-        if {k: (rs.get("status") or {}).get(k) for k in status} != status:
+        if counts_differ(rs, status):
             self.objs.mutate(
                 self.objs.replicasets,
                 rs,

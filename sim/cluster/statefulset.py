@@ -19,6 +19,7 @@ from kubetrio.sim.cluster.objects import (
 from kubetrio.sim.cluster.options import ClusterSimulation
 from kubetrio.sim.cluster.templates import (
     active,
+    counts_differ,
     pod_from_template,
     ready_count,
     replicas,
@@ -110,7 +111,7 @@ class StatefulSets:
             "availableReplicas": ready,
             "observedGeneration": sts["metadata"].get("generation", 1),
         }
-        if {k: (sts.get("status") or {}).get(k) for k in status} != status:
+        if counts_differ(sts, status):
             self.objs.mutate(
                 self.objs.statefulsets,
                 sts,

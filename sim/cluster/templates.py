@@ -42,3 +42,11 @@ def replicas(obj: Obj) -> int:
 
 def ready_count(pods: list[Obj]) -> int:
     return sum(1 for p in pods if pod_ready(p))
+
+
+def counts_differ(obj: Obj, counts: dict[str, int]) -> bool:
+    """Whether ``obj``'s status reports other counts. A real API server drops a zero count
+    (the fields are ``omitempty``), so an absent one reads as 0: otherwise a status of zeros
+    would be written again on every pass, for ever."""
+    status = obj.get("status") or {}
+    return any(int(status.get(key) or 0) != value for key, value in counts.items())

@@ -105,7 +105,8 @@ async def test_deleting_a_machine_drains_it_within_the_budget(
         gone, stays = c.name("a"), c.name("b")
         for name in (gone, stays):
             await c.post(machine_doc(name))
-        await c.until(lambda: all(running(c.machine(n)) and ready(c.node(n)) for n in (gone, stays)))
+        both = (gone, stays)
+        await c.until(lambda: all(running(c.machine(n)) and ready(c.node(n)) for n in both))
         await c.post(replicaset("web", 4))
         await c.post(pdb("web", "web", maxUnavailable=1))
         await c.until(lambda: sum(map(len, app_pods_on(c, "web").values())) == 4)

@@ -44,7 +44,7 @@ from tests.helpers.machines import MACHINE_API, USER_DATA
 
 # Pods start at once and grace periods pass ten times as fast: the drains are what is tested.
 FAST = ClusterSimulation(pod_start_delay=0.05, grace_factor=0.1)
-TIMEOUT = 300.0  # simulated seconds: free on the mock clock
+TIMEOUT = 1800.0  # simulated seconds: free on the mock clock
 
 PLURALS = {
     "Machine": "machines",
@@ -151,33 +151,35 @@ async def mcm_on(
     """The machine controllers on ``server``, with the simulated world beside them."""
     client = server.client()
     await install_crds(client, *crd_documents())
-    async with simulated_world(server.client(qps=0), simulate=simulate) as world:
-        async with trio.open_nursery() as nursery:
-            world.cloud.url = await nursery.start(
-                partial(serve_api, CloudApi(world.cloud), "the simulated cloud")
-            )
-            options = MachineOptions(
-                namespace=server.namespace, sim_cloud_url=world.cloud.url, **machine_options
-            )
-            config = ManagerConfig(machine=options, workers={"machine": 5})
-            contexts: list[MachineContext] = []
+    async with (
+        simulated_world(server.client(qps=0), simulate=simulate) as world,
+        trio.open_nursery() as nursery,
+    ):
+        world.cloud.url = await nursery.start(
+            partial(serve_api, CloudApi(world.cloud), "the simulated cloud")
+        )
+        options = MachineOptions(
+            namespace=server.namespace, sim_cloud_url=world.cloud.url, **machine_options
+        )
+        config = ManagerConfig(machine=options, workers={"machine": 5})
+        contexts: list[MachineContext] = []
 
-            def machines(manager: Manager, config: ManagerConfig) -> None:
-                contexts.append(machine_setup(manager, config))
-                setup_machine_safety(manager, contexts[0])
+        def machines(manager: Manager, config: ManagerConfig) -> None:
+            contexts.append(machine_setup(manager, config))
+            setup_machine_safety(manager, contexts[0])
 
-            try:
-                async with run_manager(
-                    server,
-                    machines,
-                    machineset_setup,
-                    deployment_setup,
-                    overshooting_setup,
-                    config=config,
-                    workers=config.workers,
-                ) as manager:
-                    yield Mcm(server, client, world, manager, contexts[0])
-            finally:
-                for vm in list(world.cloud.vms.values()):
-                    await client.delete(Node, vm.node_name, missing_ok=True)
-                nursery.cancel_scope.cancel()
+        try:
+            async with run_manager(
+                server,
+                machines,
+                machineset_setup,
+                deployment_setup,
+                overshooting_setup,
+                config=config,
+                workers=config.workers,
+            ) as manager:
+                yield Mcm(server, client, world, manager, contexts[0])
+        finally:
+            for vm in list(world.cloud.vms.values()):
+                await client.delete(Node, vm.node_name, missing_ok=True)
+            nursery.cancel_scope.cancel()
