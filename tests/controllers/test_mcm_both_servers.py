@@ -72,7 +72,7 @@ async def test_a_machine_boots_registers_its_node_and_runs(
 async def test_a_broken_vm_goes_unknown_then_failed_and_is_replaced(
     api_server: ApiServer, mock_clock: trio.testing.MockClock
 ) -> None:
-    async with mcm_on(api_server, health_timeout=Duration(120)) as c:
+    async with mcm_on(api_server, health_timeout=Duration(60)) as c:
         await c.seed_class("small")
         name = c.name("set")
         await c.post(machine_set_doc(name, 2))

@@ -132,7 +132,7 @@ class Mcm:
                 "kind": "MachineClass",
                 "metadata": {"name": name},
                 "provider": "sim",
-                "providerSpec": {"region": "eu-1", "bootSeconds": 30, **provider_spec},
+                "providerSpec": {"region": "eu-1", "bootSeconds": 5, **provider_spec},
                 "secretRef": {"name": secret, "namespace": self.ns},
             }
         )
