@@ -121,8 +121,13 @@ def start_emulator() -> tuple[subprocess.Popen[bytes], int]:
         stderr=subprocess.DEVNULL,
     )
     assert proc.stdout is not None
-    line = proc.stdout.readline().decode()
-    port = int(line.rsplit(":", 1)[1])
+    # It announces the services it serves beside (cloud-endpoint=...) before its own url=.
+    line = ""
+    while " url=" not in line:
+        line = proc.stdout.readline().decode()
+        assert line, "the emulator exited before announcing its URL"
+    url = line.split(" url=", 1)[1].split()[0]
+    port = int(url.rsplit(":", 1)[1])
     return proc, port
 
 
