@@ -222,7 +222,7 @@ class ApiObjects(Objects):
             log.info("simulated create refused kind=%s name=%s: exists", rt.kind, md["name"])
             return None
         self._show(rt, key, new)
-        self._queue(rt, key, _Op("create", body=_main(new)))
+        self._queue(rt, key, _Op("create", body=copy.deepcopy(_main(new))))
         return new
 
     def mutate(
@@ -380,8 +380,10 @@ class ApiObjects(Objects):
                 object_path(rt, ns, name, "binding"),
                 body=msgspec.json.encode(binding),
             )
-            if len(self._queues[(rt, key)]) > 1:  # what comes next is computed from it
-                await self._refresh(rt, key)
+            # The binding's answer is a Status, not the pod: read the bound pod, so what comes
+            # next (and the view once the queue is done) starts from it, never from the
+            # unbound one (a scheduler pass would bind it again).
+            await self._refresh(rt, key)
             return True
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if op.grace is not None:
