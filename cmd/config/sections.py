@@ -23,6 +23,7 @@ __all__ = [
     "LeaderElectionConfig",
     "LoggingConfig",
     "ManagerConfig",
+    "ShardingConfig",
     "config_to_dict",
     "type_at",
 ]
@@ -57,6 +58,28 @@ class LeaderElectionConfig(Options, kw_only=True, frozen=True):
     renew_deadline: Duration = Duration(10)
     retry_period: Duration = Duration(2)
     release_on_cancel: bool = True
+
+
+class ShardingConfig(Options, kw_only=True, frozen=True):
+    """Spreading the shardable built-in controllers' objects over every replica
+    (``kubetrio.runtime.sharding``): each replica holds a shard Lease of its own, named by its
+    shard id, in ``namespace`` and labelled with ``ring``. Off by default."""
+
+    enabled: bool = False
+    ring: Name = "kubetrio"
+    # Unset: the leader election's namespace (the pod's own in a cluster, else kube-system).
+    namespace: Name | None = None
+    # Unset: the host name, which is a Deployment pod's name.
+    shard_id: Name | None = None
+    lease_duration: Duration = Duration(15)
+    renew_deadline: Duration = Duration(10)
+    retry_period: Duration = Duration(2)
+    sync_period: Duration = Duration(300)
+    # The sharder runs on the leader; false when `kubetrio sharder` runs it instead.
+    run_sharder: bool = True
+    concurrent_moves: PositiveInt = 100
+    # Serve the webhook that assigns new objects at creation (`kubetrio manifests` configures it).
+    webhook: bool = False
 
 
 class LoggingConfig(Options, kw_only=True, frozen=True):
@@ -107,6 +130,7 @@ class ManagerConfig(Options, kw_only=True, frozen=True):
     # MachineDeployment): off unless asked, as they need a webhook configuration pointing here.
     webhooks: bool = False
     leader_election: LeaderElectionConfig = msgspec.field(default_factory=LeaderElectionConfig)
+    sharding: ShardingConfig = msgspec.field(default_factory=ShardingConfig)
     graceful_shutdown_timeout: Duration = Duration(30)
     # The collector policy (kubetrio.runtime.manager.gctuning); the default is the one measured
     # best.

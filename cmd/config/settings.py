@@ -157,6 +157,47 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "release the Lease on shutdown",
     ),
     _s(
+        "--sharding",
+        "sharding.enabled",
+        "spread the machine, machineset and machinedeployment controllers' objects over every "
+        "replica (needs --leader-elect: the singletons and the sharder stay on the leader)",
+    ),
+    _s("--sharding-ring", "sharding.ring", "name of the ring (part of the shard label's key)"),
+    _s(
+        "--sharding-namespace",
+        "sharding.namespace",
+        "namespace of the shard Leases (default: the leader election's namespace)",
+    ),
+    _s("--shard-id", "sharding.shardId", "this replica's shard id (default: the host name)"),
+    _s("--shard-lease-duration", "sharding.leaseDuration", "shard Lease term"),
+    _s(
+        "--shard-renew-deadline",
+        "sharding.renewDeadline",
+        "how long a shard keeps retrying to renew before it stops",
+    ),
+    _s("--shard-retry-period", "sharding.retryPeriod", "wait between shard Lease renewals"),
+    _s(
+        "--sharding-sync-period",
+        "sharding.syncPeriod",
+        "how often the sharder checks every object's assignment besides following changes",
+    ),
+    _s(
+        "--run-sharder",
+        "sharding.runSharder",
+        "run the sharder on the leader (false: a separate kubetrio sharder runs it)",
+    ),
+    _s(
+        "--sharding-concurrent-moves",
+        "sharding.concurrentMoves",
+        "labels the sharder writes at once",
+    ),
+    _s(
+        "--sharding-webhook",
+        "sharding.webhook",
+        "serve the admission webhook assigning new objects to shards (kubetrio manifests "
+        "configures it)",
+    ),
+    _s(
         "--graceful-shutdown-timeout",
         "gracefulShutdownTimeout",
         "how long in-flight work may take to finish on shutdown",
@@ -296,6 +337,8 @@ OPTIONAL_STRINGS: Final = frozenset(
         ("master",),
         ("metricsCertPath",),
         ("leaderElection", "namespace"),
+        ("sharding", "namespace"),
+        ("sharding", "shardId"),
         ("storage", "backendURL"),
         ("machine", "simCloudURL"),
         *((role, field) for role in ("control", "target") for field in ("kubeconfig", "context")),

@@ -20,6 +20,8 @@ from kubetrio.runtime.util.log import parse_level
 __all__ = ["validate"]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
+_SHARD_ID = re.compile(r"^(?=.{1,63}$)[a-z0-9]([a-z0-9.-]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(
     r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 )
@@ -50,6 +52,7 @@ def validate(config: ManagerConfig, sources: Sources, known: Collection[str]) ->
         _check_metrics_tls,
         _check_logging,
         _check_leader_election,
+        _check_sharding,
         _check_durations,
         _check_names,
         _check_finite,
@@ -160,6 +163,52 @@ def _check_leader_election(config: ManagerConfig, sources: Sources, known: Colle
             raise sources.error(["leaderElection", shorter], message)
         message = f"must be greater than leaderElection.{shorter} ({short_value}), got {long_value}"
         raise sources.error(["leaderElection", longer], message)
+
+
+def _check_sharding(config: ManagerConfig, sources: Sources, known: Collection[str]) -> None:
+    """The shard Lease's timing as the leader's, its names as label values; and sharding only
+    with leader election, since the singletons and the sharder must run on one replica."""
+    sharding = config.sharding
+    if not sharding.enabled:
+        return
+    if not config.leader_election.enabled:
+        raise sources.error(
+            ["sharding", "enabled"],
+            "needs leaderElection.enabled (--leader-elect): the singleton controllers and the "
+            "sharder run on the leader, and without an election every replica would run them",
+        )
+    ordered = [
+        ("leaseDuration", sharding.lease_duration),
+        ("renewDeadline", sharding.renew_deadline),
+        ("retryPeriod", sharding.retry_period),
+    ]
+    if sharding.retry_period <= 0:
+        raise sources.error(["sharding", "retryPeriod"], "must be greater than 0")
+    for (longer, long_value), (shorter, short_value) in itertools.pairwise(ordered):
+        if long_value <= short_value:
+            raise sources.error(
+                ["sharding", shorter],
+                f"must be less than sharding.{longer} ({long_value}), got {short_value}",
+            )
+    if sharding.sync_period <= 0:
+        raise sources.error(["sharding", "syncPeriod"], "must be greater than 0")
+    if not _LABEL_NAME.match(sharding.ring) or len(sharding.ring) > 63:
+        raise sources.error(
+            ["sharding", "ring"],
+            f"expected 1-63 letters, digits, '-', '_' or '.', starting and ending with a letter "
+            f"or digit (it is part of a label key), got {show(sharding.ring)}",
+        )
+    if sharding.namespace is not None and not _DNS_LABEL.match(sharding.namespace):
+        raise sources.error(
+            ["sharding", "namespace"],
+            f'expected a lower-case DNS-1123 label like "kube-system", got {show(sharding.namespace)}',
+        )
+    if sharding.shard_id is not None and not _SHARD_ID.match(sharding.shard_id):
+        raise sources.error(
+            ["sharding", "shardId"],
+            "expected 1-63 lower-case letters, digits, '-' or '.', starting and ending with a "
+            f"letter or digit (it names a Lease and is a label value), got {show(sharding.shard_id)}",
+        )
 
 
 def _check_durations(config: ManagerConfig, sources: Sources, known: Collection[str]) -> None:

@@ -220,6 +220,7 @@ class ControllerBuilder:
                 ring=shard.ring,
                 shard_id=shard.id,
                 metrics=sharding_metrics(manager.registry),
+                in_flight=shard.in_flight(self._for),
             )
             controller.needs_shard_lease = True
         manager.add(controller)

@@ -12,13 +12,22 @@ Every key passes the gate before the controller's reconciler sees it:
   shard's cache as soon as the write is seen (and until then the drain label turns it away);
 * anything else is reconciled.
 
+A kind may be reconciled by more than one controller of the shard (the machine controller's
+main and termination queues): each queue keeps its own keys apart, so the gates of one kind
+share an ``InFlight`` and the acknowledgement waits until none of them is reconciling the
+object.
+
 Writes go through the shard's fenced client: once the shard cannot prove its Lease (frozen,
 cut off), nothing leaves, acknowledgements included.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
+
+import trio
 
 from kubetrio.api.meta import KubeObject
 from kubetrio.runtime.cache.store import Lister
@@ -34,6 +43,32 @@ from kubetrio.runtime.util.log import get_logger
 log = get_logger("kubetrio.sharding")
 
 
+class InFlight:
+    """The keys of one kind being reconciled by any of a shard's controllers."""
+
+    def __init__(self) -> None:
+        self._busy: dict[ObjectKey, tuple[int, trio.Event]] = {}
+
+    @asynccontextmanager
+    async def reconciling(self, key: ObjectKey) -> AsyncIterator[None]:
+        count, done = self._busy.get(key, (0, trio.Event()))
+        self._busy[key] = (count + 1, done)
+        try:
+            yield
+        finally:
+            count, done = self._busy[key]
+            if count == 1:
+                del self._busy[key]
+                done.set()
+            else:
+                self._busy[key] = (count - 1, done)
+
+    async def idle(self, key: ObjectKey) -> None:
+        """Return once no controller is reconciling ``key``."""
+        while (entry := self._busy.get(key)) is not None:
+            await entry[1].wait()
+
+
 class ShardGate:
     """Wraps a sharded controller's reconciler (the builder's ``.sharded()`` puts it there)."""
 
@@ -47,6 +82,7 @@ class ShardGate:
         ring: str,
         shard_id: str,
         metrics: ShardingMetrics | None = None,
+        in_flight: InFlight | None = None,
     ) -> None:
         self.reconciler = reconciler
         self.kind = kind
@@ -56,6 +92,7 @@ class ShardGate:
         self.shard_id = shard_id
         self.shard_label = shard_label(ring)
         self.drain_label = drain_label(ring)
+        self.in_flight = in_flight or InFlight()
         self._acknowledged = (
             metrics.acknowledged.labels(ring, shard_id) if metrics is not None else None
         )
@@ -68,11 +105,13 @@ class ShardGate:
         if labels.get(self.shard_label) != self.shard_id:
             return Result()  # a stale event or timer: the cache selects ours only
         if self.drain_label in labels:
-            await self._let_go(obj)
+            await self._let_go(key, obj)
             return Result()
-        return await self.reconciler.reconcile(key)
+        async with self.in_flight.reconciling(key):
+            return await self.reconciler.reconcile(key)
 
-    async def _let_go(self, obj: KubeObject) -> None:
+    async def _let_go(self, key: ObjectKey, obj: KubeObject) -> None:
+        await self.in_flight.idle(key)  # another controller of this kind finishes first
         meta = obj.metadata
         try:
             await self.client.patch(

@@ -11,13 +11,17 @@ that a restart joins the ring again.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.coordination import Lease
+from kubetrio.api.meta import KubeObject
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.gen.rbac import Permissions, on
 from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions, LeaderElector
 from kubetrio.runtime.leaderelection.fence import Fence
+from kubetrio.runtime.sharding.gate import InFlight
 from kubetrio.runtime.sharding.labels import RING_LABEL
 from kubetrio.runtime.sharding.options import ShardingOptions
 from kubetrio.runtime.sharding.sharder import ShardedKind
@@ -57,14 +61,29 @@ class ShardMember:
         )
         self.client = client.fenced(self.fence)
         self.kinds: list[ShardedKind] = []
+        self._in_flight: dict[type[KubeObject], InFlight] = {}
 
     def shard_kind(self, kind: ShardedKind) -> None:
-        """Put ``kind`` in the ring (the builder's ``.sharded()`` does, for each source)."""
-        if kind.kind in {k.kind for k in self.kinds}:
-            if kind not in self.kinds:
+        """Put ``kind`` in the ring (the builder's ``.sharded()`` does, for each source). A
+        kind one controller reconciles and another owns becomes one owned, reconciled kind."""
+        for index, known in enumerate(self.kinds):
+            if known.kind is not kind.kind:
+                continue
+            if (known.namespace, known.label_selector) != (kind.namespace, kind.label_selector):
                 raise ValueError(
-                    f"sharding: {kind.kind.__name__} is sharded two ways (a primary and an owned "
-                    "kind, or with other namespaces or selectors); a kind is sharded one way"
+                    f"sharding: {kind.kind.__name__} is sharded with other namespaces or "
+                    "selectors by another controller; a kind is sharded one way"
+                )
+            if known != kind:
+                self.kinds[index] = replace(
+                    known,
+                    controlled=True,
+                    reconciled=known.drains or kind.drains,
                 )
             return
         self.kinds.append(kind)
+
+    def in_flight(self, kind: type[KubeObject]) -> InFlight:
+        """The keys of ``kind`` this shard's controllers are reconciling: a gate lets go of a
+        drained object only once every controller of its kind here is done with it."""
+        return self._in_flight.setdefault(kind, InFlight())

@@ -15,7 +15,12 @@ own) and is itself a small controller over two kinds of key:
   available shard: it gets the drain label, and only once that shard has let go (removed
   both labels) is it assigned again;
 * an object with a controller owner follows the owner: it gets the owner's shard, and waits
-  while the owner is drained; an owner outside the ring's kinds is hashed by its key.
+  while the owner is drained; an owner outside the ring's kinds is hashed by its key. A kind
+  that is both owned and some controller's primary kind (a MachineSet: owned by its
+  MachineDeployment, reconciled by the MachineSet controller) follows its owner when it has
+  one, is hashed by its own key when it has none, and is drained like any primary object
+  before it moves: an owner is assigned only once everything it owns, at every level, has
+  been let go of and brought along.
 
 Every label write carries the resourceVersion the decision was made on, so a decision made on
 a stale cache fails with a conflict and is made again on the newer object.
@@ -66,20 +71,31 @@ log = get_logger("kubetrio.sharding")
 RBAC = Permissions(own_namespace=(on(Lease.KIND, "list", "watch", "patch", "delete"),))
 
 RING_KEY: tuple[int, str, str] = (-1, "", "")
-COUNT_PERIOD = 5.0
-OWNER_INDEX = "sharding-owner"  # seconds between counts of objects per shard
+COUNT_PERIOD = 5.0  # seconds between counts of objects per shard
+OWNER_INDEX = "sharding-owner"
+# Owner chains are followed this deep (MachineDeployment → MachineSet → Machine is 2).
+MAX_DEPTH = 4
 
 
 @dataclass(frozen=True, slots=True)
 class ShardedKind:
     """A kind in the ring: a controller's primary kind, or one it owns (``controlled``), whose
     objects follow their controller owner; in ``namespace`` (all when None) and matching
-    ``label_selector``, as the controller watches them."""
+    ``label_selector``, as the controller watches them. An owned kind that is also a
+    controller's primary kind is ``reconciled``: its objects are drained before they move, and
+    one without an owner is hashed by its own key."""
 
     kind: type[KubeObject]
     controlled: bool = False
     namespace: str | None = None
     label_selector: str | None = None
+    reconciled: bool = False
+
+    @property
+    def drains(self) -> bool:
+        """Whether a move from a live shard goes through the drain handshake: a controller
+        reconciles these objects by their own key."""
+        return not self.controlled or self.reconciled
 
 
 def rbac_for(kinds: Sequence[ShardedKind]) -> Permissions:
@@ -136,6 +152,7 @@ class Sharder:
                 )
             )
         self._views: list[Informer[Any]] = []
+        self._owner_kinds: dict[str, int] = {}
         self._controller: Controller[Hashable] | None = None
         self._stopping = False
         self.synced = trio.Event()
@@ -159,6 +176,7 @@ class Sharder:
         for sharded, view in zip(self.kinds, self._views, strict=True):
             if sharded.controlled:
                 view.add_index(OWNER_INDEX, _by_owner)
+        self._owner_kinds = {self._kind_prefix(k.kind): i for i, k in enumerate(self.kinds)}
         controller: Controller[Hashable] = Controller(
             f"sharder-{opts.ring}",
             self,
@@ -352,10 +370,7 @@ class Sharder:
             self._drains_started.pop(item, None)
             return
         meta = obj.metadata
-        if sharded.controlled:
-            desired = self._owned_shard(meta)
-        else:
-            desired = self.ring.owner(object_key(sharded.kind, meta))
+        desired = self._desired(sharded, meta)
         if desired is None:
             return  # no shard available, not in the ring, or waiting for its owner
         current = meta.labels.get(self._shard_label)
@@ -365,20 +380,30 @@ class Sharder:
                 self._drained(item)  # assigned anew, by the webhook as the shard let go
             return  # a drain asked for meanwhile is let go of and the object comes back here
         info = kind_of(sharded.kind)
-        if current is not None and self._available(current) and not sharded.controlled:
+        if current is not None and self._available(current) and sharded.drains:
             if not draining:
-                await self._write(obj, {self._drain_label: "true"})
-                self._drains_started[item] = trio.current_time()
-                if self.metrics is not None:
-                    self.metrics.drains.labels(self.options.ring, info.group, info.plural).inc()
+                await self._drain(obj, item, info)
             return
-        if not sharded.controlled:
-            # What it owns goes first: its new shard finds them in its cache when it first
-            # sees the owner, instead of taking them for missing.
-            await self._bring_owned(object_key(sharded.kind, meta), desired)
+        # What it owns goes first: its new shard finds them in its cache when it first sees
+        # the owner, instead of taking them for missing.
+        if not await self._bring_owned(object_key(sharded.kind, meta), desired, 0):
+            return  # some are still being let go of: their events bring the owner back here
         await self._write(obj, {self._shard_label: desired, self._drain_label: None})
         self._moved(info)
         self._drained(item)
+
+    def _desired(self, sharded: ShardedKind, meta: ObjectMeta) -> str | None:
+        """The shard an object belongs on; None while it must wait (or is not in the ring)."""
+        assert self.ring is not None
+        if sharded.controlled and (not sharded.reconciled or meta.controller_ref() is not None):
+            return self._owned_shard(meta)
+        return self.ring.owner(object_key(sharded.kind, meta))
+
+    async def _drain(self, obj: KubeObject, item: tuple[int, str, str], info: KindInfo) -> None:
+        await self._write(obj, {self._drain_label: "true"})
+        self._drains_started[item] = trio.current_time()
+        if self.metrics is not None:
+            self.metrics.drains.labels(self.options.ring, info.group, info.plural).inc()
 
     def _drained(self, item: tuple[int, str, str]) -> None:
         started = self._drains_started.pop(item, None)
@@ -399,21 +424,45 @@ class Sharder:
         )
 
     def _keys_of(self, index: int) -> Any:
-        """An object's key, and for an owner the keys of what it controls: they follow it."""
+        """An object's key; for an owner the keys of what it controls (they follow it); for
+        an owned object its owners' up the chain (an owner waits for what it owns to be let
+        go of, and moves on when it has)."""
         owned_views = [(i, view) for i, view in enumerate(self._views) if self.kinds[i].controlled]
         sharded = self.kinds[index]
 
         def keys(obj: KubeObject) -> list[tuple[int, str, str]]:
             meta = obj.metadata
             found = [(index, meta.namespace, meta.name)]
-            if not sharded.controlled and owned_views:
-                key = object_key(sharded.kind, meta)
-                for i, view in owned_views:
-                    for owned in view.store.values_by_index(OWNER_INDEX, key):
-                        found.append((i, owned.metadata.namespace, owned.metadata.name))
+            key = object_key(sharded.kind, meta)
+            for i, view in owned_views:
+                for owned in view.store.values_by_index(OWNER_INDEX, key):
+                    found.append((i, owned.metadata.namespace, owned.metadata.name))
+            for _ in range(MAX_DEPTH):
+                owner_of = owner_key(meta)
+                if owner_of is None:
+                    break
+                prefix, _namespace, name = owner_of.rsplit("/", 2)
+                owner_index = self._owner_kinds.get(f"{prefix}/")
+                owner = (
+                    None
+                    if owner_index is None
+                    else self._views[owner_index].lister.get(meta.namespace, name)
+                )
+                if owner is None or owner_index is None:
+                    break
+                found.append((owner_index, meta.namespace, name))
+                meta = owner.metadata
             return found
 
         return keys
+
+    def owner_in_ring(self, key: str) -> bool:
+        """Whether the owner of ring key ``key`` is of one of the ring's kinds."""
+        return any(key.startswith(self._kind_prefix(k.kind)) for k in self.kinds)
+
+    def owned_shard(self, meta: ObjectMeta) -> str | None:
+        """Where an owned object belongs now (the admission webhook's question)."""
+        return self._owned_shard(meta) if self.ring is not None else None
 
     def _owned_shard(self, meta: ObjectMeta) -> str | None:
         """Where an owned object belongs: its owner's shard once the owner is where the ring
@@ -424,7 +473,7 @@ class Sharder:
         if key is None or self.ring is None:
             return None  # owned by nothing: not part of the ring
         for index, sharded in enumerate(self.kinds):
-            if sharded.controlled or not key.startswith(self._kind_prefix(sharded.kind)):
+            if not key.startswith(self._kind_prefix(sharded.kind)):
                 continue
             ref = meta.controller_ref()
             assert ref is not None
@@ -445,15 +494,37 @@ class Sharder:
         info = kind_of(kind)
         return f"{info.group}/{info.kind}/"
 
-    async def _bring_owned(self, key: str, shard: str) -> None:
+    async def _bring_owned(self, key: str, shard: str, depth: int) -> bool:
+        """Put what the object of ring key ``key`` controls on ``shard``, and what that
+        controls, first. An owned object a controller reconciles by its own key and that sits
+        on another live shard is drained instead; False while any is still to be let go of."""
+        settled = True
         for index, sharded in enumerate(self.kinds):
             if not sharded.controlled:
                 continue
             info = kind_of(sharded.kind)
-            for owned in self._views[index].store.values_by_index(OWNER_INDEX, key):
-                if owned.metadata.labels.get(self._shard_label) != shard:
-                    await self._write(owned, {self._shard_label: shard, self._drain_label: None})
-                    self._moved(info)
+            for owned in list(self._views[index].store.values_by_index(OWNER_INDEX, key)):
+                meta = owned.metadata
+                current = meta.labels.get(self._shard_label)
+                draining = self._drain_label in meta.labels
+                if current == shard:
+                    settled = settled and not draining
+                    continue
+                if depth + 1 < MAX_DEPTH and not await self._bring_owned(
+                    object_key(sharded.kind, meta), shard, depth + 1
+                ):
+                    settled = False
+                    continue
+                item = (index, meta.namespace, meta.name)
+                if sharded.drains and current is not None and self._available(current):
+                    if not draining:
+                        await self._drain(owned, item, info)
+                    settled = False
+                    continue
+                await self._write(owned, {self._shard_label: shard, self._drain_label: None})
+                self._moved(info)
+                self._drained(item)
+        return settled
 
     def _moved(self, info: KindInfo) -> None:
         if self.metrics is not None:

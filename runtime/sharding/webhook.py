@@ -10,14 +10,16 @@ The configuration (``configuration``) calls it only for objects without the shar
 (``objectSelector``), on CREATE and UPDATE, with ``failurePolicy: Ignore`` and a short
 timeout: an unreachable webhook never fails a request, and the object is then assigned by the
 sharder. A primary object created with ``generateName`` has no name yet, hence no ring key: it
-is left to the sharder too (an owned object hashes by its owner and is assigned at once).
+is left to the sharder too. An owned object goes where its owner is: an owner outside the ring
+by the owner's key, at once; an owner in the ring by where the sharder put it, so only the
+replica running the sharder assigns it here (elsewhere the sharder does after creation).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kubetrio.api.meta import KubeObject, kind_of
+from kubetrio.api.meta import KubeObject, ObjectMeta, kind_of
 from kubetrio.runtime.sharding.labels import object_key, owner_key, shard_label
 from kubetrio.runtime.sharding.metaview import metadata_view
 from kubetrio.runtime.sharding.sharder import ShardedKind, Sharder
@@ -48,14 +50,26 @@ class Assigner:
             return obj
         if not meta.namespace:
             meta.namespace = request.namespace  # not yet set on a create's object
-        if self.sharded.controlled:
-            key = owner_key(meta)
-        else:
-            key = object_key(self.sharded.kind, meta) if meta.name else None
-        owner = self.sharder.current_ring().owner(key) if key is not None else None
+        owner = self._shard_of(meta)
         if owner is not None:
             meta.labels = {**meta.labels, self.label: owner}
         return obj
+
+    def _shard_of(self, meta: ObjectMeta) -> str | None:
+        sharder = self.sharder
+        key = owner_key(meta) if self.sharded.controlled else None
+        if key is not None:
+            if not sharder.owner_in_ring(key):
+                return sharder.current_ring().owner(key)
+            # Its owner is one of the ring's objects and may sit elsewhere than its key's
+            # hash (an owner that follows an owner of its own): only the replica running the
+            # sharder knows where; elsewhere the sharder assigns it after creation.
+            return sharder.owned_shard(meta) if sharder.synced.is_set() else None
+        if self.sharded.controlled and not self.sharded.reconciled:
+            return None
+        if not meta.name:
+            return None
+        return sharder.current_ring().owner(object_key(self.sharded.kind, meta))
 
 
 def register(server: WebhookServer, sharder: Sharder) -> None:

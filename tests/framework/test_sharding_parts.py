@@ -117,9 +117,18 @@ def test_sharded_controller_selects_its_shard_and_runs_on_every_replica() -> Non
     ]
 
 
+def test_a_kind_reconciled_and_owned_is_one_owned_reconciled_kind() -> None:
+    manager = sharded_manager()
+    manager.controller("a").for_(ConfigMap).sharded().complete(Nothing())  # type: ignore[arg-type]
+    manager.controller("b").for_(Secret).owns(ConfigMap).sharded().complete(Nothing())  # type: ignore[arg-type]
+    assert manager.shard is not None
+    kinds = {k.kind: (k.controlled, k.reconciled, k.drains) for k in manager.shard.kinds}
+    assert kinds == {ConfigMap: (True, True, True), Secret: (False, False, True)}
+
+
 def test_a_kind_is_sharded_one_way() -> None:
     manager = sharded_manager()
     manager.controller("a").for_(ConfigMap).sharded().complete(Nothing())  # type: ignore[arg-type]
-    builder = manager.controller("b").for_(Secret).owns(ConfigMap).sharded()
-    with pytest.raises(ValueError, match="sharded two ways"):
+    builder = manager.controller("b").for_(Secret).owns(ConfigMap, namespace="x").sharded()
+    with pytest.raises(ValueError, match="other namespaces or selectors"):
         builder.complete(Nothing())  # type: ignore[arg-type]
