@@ -40,6 +40,7 @@ from kubetrio.cmd.embedded import (
 )
 from kubetrio.cmd.endpoints import announce_endpoints, local_free_ports, secure_serving
 from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_failure
+from kubetrio.cmd.sharding import sharding_options
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.example import seed_demo
@@ -360,6 +361,7 @@ async def run_manager(
     if target is not None:
         await check_target(target, config.client.timeout)
     election = config.leader_election
+    lease_namespace = election.namespace or pod_namespace() or OUTSIDE_A_POD_LEASE_NAMESPACE
     manager = Manager(
         client,
         registry=metrics,
@@ -371,8 +373,9 @@ async def run_manager(
         graceful_shutdown_timeout=config.graceful_shutdown_timeout,
         workers=config.workers,
         gc=config.gc,
+        sharding=sharding_options(config, lease_namespace),
         leader_election=LeaderElectionOptions(
-            namespace=election.namespace or pod_namespace() or OUTSIDE_A_POD_LEASE_NAMESPACE,
+            namespace=lease_namespace,
             name=election.name,
             identity=identity,
             lease_duration=election.lease_duration,

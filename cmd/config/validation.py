@@ -201,13 +201,15 @@ def _check_sharding(config: ManagerConfig, sources: Sources, known: Collection[s
     if sharding.namespace is not None and not _DNS_LABEL.match(sharding.namespace):
         raise sources.error(
             ["sharding", "namespace"],
-            f'expected a lower-case DNS-1123 label like "kube-system", got {show(sharding.namespace)}',
+            'expected a lower-case DNS-1123 label like "kube-system", got '
+            + show(sharding.namespace),
         )
     if sharding.shard_id is not None and not _SHARD_ID.match(sharding.shard_id):
         raise sources.error(
             ["sharding", "shardId"],
             "expected 1-63 lower-case letters, digits, '-' or '.', starting and ending with a "
-            f"letter or digit (it names a Lease and is a label value), got {show(sharding.shard_id)}",
+            "letter or digit (it names a Lease and is a label value), got "
+            + show(sharding.shard_id),
         )
 
 

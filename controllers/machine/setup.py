@@ -8,6 +8,7 @@ Pods, volumes and bootstrap tokens from ``manager.cluster(TARGET)`` (see ``contr
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -69,6 +70,7 @@ from kubetrio.controllers.machine.termination import (
 )
 from kubetrio.controllers.safety.apiserver import control_cluster, target_cluster
 from kubetrio.controllers.safety.setup import setup_machine_safety
+from kubetrio.controllers.sharding import writes
 from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.controller.controller import Controller, Reconciler
@@ -205,15 +207,18 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     classes = cache.informer(MachineClass, namespace=namespace).lister
     plain = drivers or default_drivers(manager, options)
     instrumented = DriverRegistry(plain.default, options)
+    # Sharded, a replica's provider calls and writes for its machines are fenced by its shard
+    # Lease; the leader's global loops (below) write through the leader's clients.
+    work = writes(manager)
     for provider in plain:
         driver = plain.get(provider)
-        if manager.fence is not None:
-            driver = FencedDriver(driver, manager.fence)
+        if work.fence is not None:
+            driver = FencedDriver(driver, work.fence)
         instrumented.register(provider, InstrumentedDriver(driver, provider, metrics))
-    events = manager.event_recorder(COMPONENT)
+    events = manager.event_recorder(COMPONENT, sharded=work.sharded)
     ctx = MachineContext(
-        client=manager.client,
-        target=target.client,
+        client=work.client,
+        target=work.target,
         options=options,
         drivers=instrumented,
         machines=machines,
@@ -226,14 +231,14 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         attachments=attachment_informer.lister,
         machine_changes=InformerChanges.of(machine_informer),
         drainer=Drainer(
-            target.client,
+            work.target,
             drain_cache,
             volume_resolver(instrumented),
             metrics=drain_metrics(manager.registry),
             # A drain's Events are about its Node: they belong with it, in the target cluster.
-            events=manager.event_recorder(COMPONENT, cluster=TARGET),
+            events=manager.event_recorder(COMPONENT, cluster=TARGET, sharded=work.sharded),
         ),
-        status=StatusWriter(manager.client, events),
+        status=StatusWriter(work.client, events),
         metrics=metrics,
         sets=cache.informer(MachineSet, namespace=namespace).lister,
         durations=PoolDurations(manager.registry, machines, classes),
@@ -255,6 +260,17 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         workers=workers,
     )
     ctx.terminations = termination.queue
+    # The leader's share: the Node queue and the class finalizer look across every machine.
+    leader_ctx = (
+        replace(
+            ctx,
+            client=manager.client,
+            target=target.client,
+            status=StatusWriter(manager.client, manager.event_recorder(COMPONENT)),
+        )
+        if work.sharded
+        else ctx
+    )
     deleted_nodes = DeletedNodes()
     target.cache.informer(Node).add_handler(deleted_nodes.handler())
     node_controller = (
@@ -263,18 +279,18 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
         .workers(workers)
         .for_(Node, node_pass_needed(), cluster=target)
         .watches(Machine, node_of_machine, node_label_changed(), namespace=namespace)
-        .complete(NodeReconciler(ctx, deleted_nodes))
+        .complete(NodeReconciler(leader_ctx, deleted_nodes))
     )
     deleted_nodes.queue = node_controller.queue
     manager.controller("machineclass").rate_limiter(
         default_controller_rate_limiter(cap=ShortRetry)
     ).for_(MachineClass, namespace=namespace).watches(
         Machine, class_of_machine, class_changed(), namespace=namespace
-    ).complete(MachineClassFinalizer(ctx))
+    ).complete(MachineClassFinalizer(leader_ctx))
     api_servers = [control_cluster(ctx.client, namespace)]
     if target.client is not manager.client:
         api_servers.append(target_cluster(target.client))
-    setup_machine_safety(manager, ctx, api_servers)
+    setup_machine_safety(manager, ctx, api_servers, leader_ctx=leader_ctx)
     if getattr(config, "webhooks", False):
         webhooks.register(manager, list(plain))
     return ctx
@@ -306,6 +322,8 @@ def _machine_controller(
     builder = manager.controller(name).rate_limiter(default_controller_rate_limiter(cap=ShortRetry))
     if workers is not None:
         builder = builder.workers(workers)
+    if manager.shard is not None:
+        builder = builder.sharded()
     return (
         builder.for_(Machine, machine_changed(), owned, namespace=namespace)
         .watches(

@@ -15,6 +15,7 @@ from kubetrio.controllers.machinedeployment import webhooks
 from kubetrio.controllers.machinedeployment.metrics import machinedeployment_metrics
 from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconciler
 from kubetrio.controllers.machinedeployment.writes import Writer
+from kubetrio.controllers.sharding import writes
 from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.controller.predicates import on_events
 from kubetrio.runtime.controller.queue import ObjectKey
@@ -51,22 +52,34 @@ def setup(manager: Manager, config: Any) -> DeploymentReconciler:
     machines = cache.informer(Machine, namespace=namespace).lister
     target = manager.cluster(TARGET)
     nodes = target.cache.informer(Node).lister
-    writer = Writer(manager.client, manager.event_recorder(COMPONENT), target.client)
+    work = writes(manager)
+    writer = Writer(
+        work.client, manager.event_recorder(COMPONENT, sharded=work.sharded), work.target
+    )
     deployment_informer = cache.informer(MachineDeployment, namespace=namespace)
     deployment_informer.add_handler(writer.own.handler())
     deployments = deployment_informer.lister
     machinedeployment_metrics(manager.registry, deployments)
-    reconciler = DeploymentReconciler(manager.client, writer, deployments, sets, machines, nodes)
-    manager.controller(NAME).rate_limiter(
-        # MCM drops a key after 15 retries (≤ 82 s) and resyncs; ours never sleeps past
-        # ShortRetry, so nothing waits out an outage's backoff once it is over.
-        default_controller_rate_limiter(cap=ShortRetry)
-    ).for_(MachineDeployment, namespace=namespace).owns(MachineSet, namespace=namespace).watches(
-        Machine,
-        deployment_of_machine(sets),
-        on_events(create=False, update=False),
-        namespace=namespace,
-    ).complete(reconciler)
+    reconciler = DeploymentReconciler(work.client, writer, deployments, sets, machines, nodes)
+    builder = (
+        manager.controller(NAME)
+        .rate_limiter(
+            # MCM drops a key after 15 retries (≤ 82 s) and resyncs; ours never sleeps past
+            # ShortRetry, so nothing waits out an outage's backoff once it is over.
+            default_controller_rate_limiter(cap=ShortRetry)
+        )
+        .for_(MachineDeployment, namespace=namespace)
+        .owns(MachineSet, namespace=namespace)
+        .watches(
+            Machine,
+            deployment_of_machine(sets),
+            on_events(create=False, update=False),
+            namespace=namespace,
+        )
+    )
+    if manager.shard is not None:
+        builder = builder.sharded()  # its MachineSets follow it (owns)
+    builder.complete(reconciler)
     if getattr(config, "webhooks", False):
         webhooks.register(manager)
     return reconciler

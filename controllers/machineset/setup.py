@@ -14,11 +14,13 @@ from kubetrio.controllers.machineset import webhooks
 from kubetrio.controllers.machineset.control import MachineControl
 from kubetrio.controllers.machineset.metrics import machineset_metrics
 from kubetrio.controllers.machineset.reconciler import MachineSetContext, MachineSetReconciler
+from kubetrio.controllers.sharding import writes
 from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.cache.store import DeletedFinalStateUnknown, Lister
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.controller.ratelimit import default_controller_rate_limiter
 from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.sharding.sharder import ShardedKind
 from kubetrio.runtime.util.labels import selector_matches
 
 # MCM records its Events under one component for all its controllers.
@@ -93,22 +95,35 @@ def setup(manager: Manager, config: Any) -> MachineSetContext:
     sets = cache.informer(MachineSet, namespace=namespace).lister
     machine_informer = cache.informer(Machine, namespace=namespace)
     stale = machineset_metrics(manager.registry, sets)
+    work = writes(manager)
     ctx = MachineSetContext(
-        client=manager.client,
+        client=work.client,
         sets=sets,
         machines=machine_informer.lister,
         control=MachineControl(
-            manager.client, manager.event_recorder(COMPONENT), on_stale_removed=stale.inc
+            work.client,
+            manager.event_recorder(COMPONENT, sharded=work.sharded),
+            on_stale_removed=stale.inc,
         ),
     )
     machine_informer.add_handler(expectation_handler(ctx))
-    manager.controller("machineset").rate_limiter(
-        # MCM drops a key after 15 retries (≤ 82 s) and resyncs; ours never sleeps past
-        # ShortRetry, so nothing waits out an outage's backoff once it is over.
-        default_controller_rate_limiter(cap=ShortRetry)
-    ).for_(MachineSet, namespace=namespace).watches(
-        Machine, sets_of_machine(sets), namespace=namespace
-    ).complete(MachineSetReconciler(ctx))
+    builder = (
+        manager.controller("machineset")
+        .rate_limiter(
+            # MCM drops a key after 15 retries (≤ 82 s) and resyncs; ours never sleeps past
+            # ShortRetry, so nothing waits out an outage's backoff once it is over.
+            default_controller_rate_limiter(cap=ShortRetry)
+        )
+        .for_(MachineSet, namespace=namespace)
+        # Every machine is read from the whole cache (machines counts them all, assigned or
+        # not), so a set that just moved here never takes its machines for missing.
+        .watches(Machine, sets_of_machine(sets), namespace=namespace)
+    )
+    if manager.shard is not None:
+        builder = builder.sharded()
+        # Its machines follow it: a set and its machines are on one shard.
+        manager.shard.shard_kind(ShardedKind(Machine, controlled=True, namespace=namespace))
+    builder.complete(MachineSetReconciler(ctx))
     if getattr(config, "webhooks", False):
         webhooks.register(manager)
     return ctx

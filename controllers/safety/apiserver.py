@@ -85,6 +85,9 @@ class ApiServerWatchdog:
     """A leader-only runnable of the manager, as MCM runs its safety loops only when leading."""
 
     needs_leader_election = True
+    needs_shard_lease = False
+    # Sharded: only this shard's machines are reset after an outage.
+    label_selector: str | None = None
 
     def __init__(
         self, ctx: MachineContext, queue: WorkQueue[ObjectKey], servers: Sequence[ApiServer]
@@ -148,7 +151,10 @@ class ApiServerWatchdog:
         other machine frozen."""
         ctx = self.ctx
         listed = await ctx.client.list(
-            Machine, namespace=ctx.options.namespace, on_undecodable=lambda _: None
+            Machine,
+            namespace=ctx.options.namespace,
+            label_selector=self.label_selector,
+            on_undecodable=lambda _: None,
         )
         for machine in listed.items:
             if machine.phase == PHASE_UNKNOWN:

@@ -20,6 +20,7 @@ from kubetrio.controllers.safety.unmanaged_nodes import UnmanagedNodeAnnotator
 from kubetrio.runtime.controller.controller import Controller
 from kubetrio.runtime.controller.queue import ObjectKey, WorkQueue
 from kubetrio.runtime.manager.manager import Manager
+from kubetrio.runtime.sharding.labels import shard_label
 
 MACHINE_CONTROLLER = "machine"
 COMPONENT = "safety-controller"
@@ -34,21 +35,35 @@ def machine_queue(manager: Manager) -> WorkQueue[ObjectKey]:
 
 
 def setup_machine_safety(
-    manager: Manager, ctx: MachineContext, api_servers: Sequence[ApiServer] | None = None
+    manager: Manager,
+    ctx: MachineContext,
+    api_servers: Sequence[ApiServer] | None = None,
+    *,
+    leader_ctx: MachineContext | None = None,
 ) -> None:
     """Call after the ``machine`` controller is registered: the watchdog requeues its machines.
     ``api_servers`` are the clusters to watch; by default the one cluster the manager
     talks to, probed as MCM probes its control cluster. With separate control and target
-    clusters pass both (``control_cluster(...)``, ``target_cluster(...)``)."""
+    clusters pass both (``control_cluster(...)``, ``target_cluster(...)``).
+
+    With sharding the watchdog guards each replica's own machine controller, so it runs on
+    every replica while it holds its shard Lease and resets only its shard's machines; the
+    orphan-VM sweep and the node annotator look at every machine and stay on the leader
+    (``leader_ctx``, writing through the leader's clients)."""
     servers = (
         api_servers
         if api_servers is not None
         else [control_cluster(ctx.client, ctx.options.namespace)]
     )
     register_frozen_metric(manager.registry, ctx.freeze)
-    manager.add(ApiServerWatchdog(ctx, machine_queue(manager), servers))
-    manager.add(OrphanVmCollector(ctx))
-    manager.add(UnmanagedNodeAnnotator(ctx))
+    watchdog = ApiServerWatchdog(ctx, machine_queue(manager), servers)
+    if manager.shard is not None:
+        watchdog.needs_leader_election = False
+        watchdog.needs_shard_lease = True
+        watchdog.label_selector = f"{shard_label(manager.shard.ring)}={manager.shard.id}"
+    manager.add(watchdog)
+    manager.add(OrphanVmCollector(leader_ctx or ctx))
+    manager.add(UnmanagedNodeAnnotator(leader_ctx or ctx))
 
 
 def setup(manager: Manager, config: Any) -> OvershootingGuard:

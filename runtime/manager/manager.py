@@ -48,7 +48,7 @@ before any informer starts, so missing CRDs end ``run`` at once, all named
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
@@ -85,7 +85,7 @@ from kubetrio.runtime.metrics.server import ListenError, ManagerHTTPServer
 from kubetrio.runtime.sharding.labels import RING_LABEL
 from kubetrio.runtime.sharding.member import ShardMember
 from kubetrio.runtime.sharding.options import ShardingOptions
-from kubetrio.runtime.sharding.sharder import Sharder
+from kubetrio.runtime.sharding.sharder import ShardedKind, Sharder
 from kubetrio.runtime.sharding.webhook import register as register_assigners
 from kubetrio.runtime.util.log import configure_default_logging, get_logger
 from kubetrio.runtime.webhook.builder import WebhookBuilder
@@ -261,15 +261,29 @@ class Manager:
             return self._primary
         return cluster
 
-    def event_recorder(self, name: str, cluster: str = "") -> EventRecorder:
+    def event_recorder(
+        self, name: str, cluster: str = "", *, sharded: bool = False
+    ) -> EventRecorder:
         """Records Events as component ``name`` into ``cluster`` (the primary by default)
-        through that cluster's one background sender (``kubetrio.runtime.events.recorder``)."""
+        through that cluster's one background sender (``kubetrio.runtime.events.recorder``);
+        ``sharded``: a sharded controller's, fenced by the shard Lease like its writes."""
         target = self.cluster(cluster) if cluster else self._primary
-        sender = self._event_senders.get(target.name)
+        key = f"{target.name}/shard" if sharded else target.name
+        sender = self._event_senders.get(key)
         if sender is None:
-            sender = EventSender(target.client, self._events_dropped)
-            self._event_senders[target.name] = sender
+            client = self.shard_client(cluster) if sharded else target.client
+            sender = EventSender(client, self._events_dropped)
+            self._event_senders[key] = sender
         return sender.recorder(name)
+
+    def shard_client(self, cluster: str = "") -> Client:
+        """``cluster``'s client (the primary's by default) fenced by this replica's shard
+        Lease: what a sharded controller writes through, leader or not."""
+        if self.shard is None:
+            raise ValueError("shard_client: the manager has no sharding options")
+        if not cluster:
+            return self.shard.client
+        return self.cluster(cluster).cache.client.fenced(self.shard.fence)
 
     def workers_for(self, name: str) -> int:
         """How many workers controller ``name`` gets: the ``workers`` mapping's, else 1."""
@@ -478,12 +492,17 @@ class Manager:
             return
         if not shard.options.run_sharder:
             return
-        options = shard.options
+        self.add_sharder(shard.options, shard.kinds)
+
+    def add_sharder(self, options: ShardingOptions, kinds: Sequence[ShardedKind]) -> Sharder:
+        """Run ring ``options.ring``'s sharder over ``kinds`` while leading (and its admission
+        webhook on every replica with ``options.webhook``): a replica's own, or, in a manager
+        without sharding of its own, a sharder process's (``kubetrio sharder``)."""
         self.sharder = Sharder(
             self.unfenced_client,
             self.client,
             options,
-            shard.kinds,
+            kinds,
             registry=self.registry,
             leases=self.cache.informer(
                 Lease, namespace=options.namespace, label_selector=f"{RING_LABEL}={options.ring}"
@@ -494,6 +513,7 @@ class Manager:
             if "webhook" not in self.http.readyz.names():
                 self.http.add_readyz_check("webhook", self.webhooks.started_check)
             register_assigners(self.webhooks, self.sharder)
+        return self.sharder
 
     async def _stop_when_asked(self) -> None:
         await self._stop_requested.wait()

@@ -30,6 +30,7 @@ from kubetrio.controllers.machine.driver.codes import Code, MachineError
 from kubetrio.controllers.machine.driver.driver import CreateResult, SecretData, StatusResult
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
 from kubetrio.controllers.machine.provider_metrics import ProviderMetrics, provider_metrics
+from kubetrio.controllers.sharding import writes
 from kubetrio.runtime.http.errors import NoResponse
 from kubetrio.runtime.http.pool import ConnectionPool
 from kubetrio.runtime.leaderelection.fence import Fence
@@ -278,6 +279,7 @@ def register_for_manager(registry: DriverRegistry, manager: Manager) -> None:
         timeout=manager.cluster(TARGET).client.timeout,
         metrics=provider_metrics(manager.registry),
     )
-    if manager.fence is not None:
-        driver = driver.fenced(manager.fence)  # VM changes leave only while the lease is proven
+    fence = writes(manager).fence  # the shard Lease's when the manager shards
+    if fence is not None:
+        driver = driver.fenced(fence)  # VM changes leave only while the lease is proven
     registry.register(PROVIDER, driver)

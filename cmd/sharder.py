@@ -1,0 +1,133 @@
+"""``kubetrio sharder``: the ring's sharder alone, in a process of its own.
+
+By default the sharder runs on the leader among the ``kubetrio run --sharding`` replicas. Run
+it apart (with ``sharding.runSharder: false`` on the replicas) to keep its metadata cache and
+its label writes off the replicas that reconcile. It takes the same configuration as ``run``:
+the enabled controllers tell it which kinds the ring holds (they are set up, never run), the
+``sharding`` section which ring. Its replicas elect a leader on a Lease of their own, the
+leader election's name with ``-sharder`` added; only the leader assigns, while every replica
+serves the assigning webhook (``sharding.webhook``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+import uuid
+from pathlib import Path
+
+import trio
+from prometheus_client import CollectorRegistry
+
+from kubetrio.cmd.clusters import cluster_clients
+from kubetrio.cmd.config import ConfigError, ManagerConfig, add_config_flags, load_config
+from kubetrio.cmd.endpoints import secure_serving
+from kubetrio.cmd.failures import describe_failure, expected_failure
+from kubetrio.cmd.sharding import sharding_options
+from kubetrio.controllers import BUILTIN_CONTROLLERS
+from kubetrio.runtime.client.incluster import pod_namespace
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
+from kubetrio.runtime.manager.manager import Manager, process_registry
+from kubetrio.runtime.manager.plugins import ControllerRegistry, PluginError
+from kubetrio.runtime.sharding.options import ShardingOptions
+from kubetrio.runtime.sharding.sharder import ShardedKind
+from kubetrio.runtime.util.log import configure_logging, get_logger
+
+log = get_logger("kubetrio.sharder")
+
+OUTSIDE_A_POD_LEASE_NAMESPACE = "kube-system"
+SUFFIX = "-sharder"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_config_flags(parser)
+
+
+def fail(message: str, code: int = 1) -> int:
+    print(f"kubetrio sharder: {message}", file=sys.stderr)
+    return code
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        registry = ControllerRegistry(BUILTIN_CONTROLLERS)
+        config = load_config(args, os.environ, registry.names())
+    except (ConfigError, PluginError) as error:
+        return fail(str(error), 2)
+    if not config.sharding.enabled:
+        return fail(
+            "sharding.enabled (--sharding) is off: the sharder needs the replicas' sharding "
+            "settings (and --leader-elect, as they have)",
+            2,
+        )
+    configure_logging(config.logging.format, config.logging.level)
+    try:
+        return trio.run(serve, config, registry)
+    except KeyboardInterrupt:
+        return fail("interrupted", 130)
+    except (Exception, BaseExceptionGroup) as error:
+        failure = expected_failure(error)
+        if failure is None:
+            raise
+        return fail(describe_failure(failure, config))
+
+
+def ring_kinds(
+    client: Client, config: ManagerConfig, registry: ControllerRegistry, options: ShardingOptions
+) -> list[ShardedKind]:
+    """The kinds the enabled controllers put in the ring: set up in a manager never run."""
+    probe = Manager(
+        client,
+        registry=CollectorRegistry(auto_describe=True),
+        sharding=ShardingOptions(
+            ring=options.ring,
+            namespace=options.namespace,
+            shard_id="sharder",
+            run_sharder=False,
+        ),
+    )
+    for name in config.controllers:
+        registry.setup(name)(probe, config)
+    assert probe.shard is not None
+    return list(probe.shard.kinds)
+
+
+async def serve(config: ManagerConfig, registry: ControllerRegistry) -> int:
+    metrics = process_registry()
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    client, _target = cluster_clients(config, metrics, identity)
+    election = config.leader_election
+    namespace = election.namespace or pod_namespace() or OUTSIDE_A_POD_LEASE_NAMESPACE
+    options = sharding_options(config, namespace, sharder=True)
+    assert options is not None
+    kinds = ring_kinds(client, config, registry, options)
+    if not kinds:
+        log.error("no enabled controller shards: nothing to assign", controllers=config.controllers)
+        return 2
+    manager = Manager(
+        client,
+        registry=metrics,
+        metrics_bind_address=config.metrics_bind_address,
+        health_probe_bind_address=config.health_probe_bind_address,
+        metrics_secure=secure_serving(config),
+        webhook_bind_address=config.webhook_bind_address,
+        webhook_cert_path=Path(config.webhook_cert_path) if config.webhook_cert_path else None,
+        graceful_shutdown_timeout=config.graceful_shutdown_timeout,
+        gc=config.gc,
+        leader_election=LeaderElectionOptions(
+            namespace=namespace,
+            name=f"{election.name}{SUFFIX}",
+            identity=identity,
+            lease_duration=election.lease_duration,
+            renew_deadline=election.renew_deadline,
+            retry_period=election.retry_period,
+            release_on_cancel=election.release_on_cancel,
+        ),
+    )
+    manager.add_sharder(options, kinds)
+    log.info("sharder", ring=options.ring, namespace=options.namespace)
+    await manager.run()
+    return 0
