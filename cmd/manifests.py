@@ -8,9 +8,11 @@ clusters without the operator (kubectl would refuse it there, after applying the
 admission webhooks are opt-in: ``--webhooks`` renders ``config/with-webhooks``, whose
 certificate needs cert-manager. A webhook configuration registered without a server able to
 start would refuse every write of its kinds, so a kit applied to a cluster without cert-manager
-must not hold one. ``--controllers LIST`` makes the kit run those controllers, an installed
-package's included (``kubetrio.cmd.controllerkit``). ``--check`` prints nothing to apply: it asks
-the cluster of a kubeconfig what it lacks for these manifests (``kubetrio.cmd.preflight``).
+must not hold one. ``--sharding N`` runs N replicas sharing the machine controllers' objects
+(``kubetrio.cmd.shardingkit``). ``--controllers LIST`` makes the kit run those controllers, an
+installed package's included (``kubetrio.cmd.controllerkit``). ``--check`` prints nothing to
+apply: it asks the cluster of a kubeconfig what it lacks for these manifests
+(``kubetrio.cmd.preflight``).
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ import argparse
 import sys
 
 from kubetrio.cmd.assets import MANAGER_IMAGE, dump_documents, kit_documents
+from kubetrio.cmd.config import DEFAULT_CONTROLLERS
 from kubetrio.cmd.controllerkit import for_controllers
 from kubetrio.cmd.kustomize import Document, KustomizeError, image_override
 from kubetrio.cmd.output import write_stdout
+from kubetrio.cmd.shardingkit import with_sharding
 from kubetrio.runtime.gen.crd import CrdError
 from kubetrio.runtime.manager.plugins import PluginError
 
@@ -54,6 +58,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "cert-manager",
     )
     parser.add_argument(
+        "--sharding",
+        type=int,
+        metavar="REPLICAS",
+        default=None,
+        help="run REPLICAS replicas of kubetrio run --sharding (the machine controllers' "
+        "objects spread over them), with the roles sharding needs",
+    )
+    parser.add_argument(
+        "--sharding-webhook",
+        action="store_true",
+        help="with --sharding and --webhooks: assign new objects to shards at creation "
+        "(a MutatingWebhookConfiguration served by the managers)",
+    )
+    parser.add_argument(
         "--check",
         action="store_true",
         help="print nothing to apply: say, one line each, what the cluster of --kubeconfig "
@@ -80,6 +98,22 @@ def documents(args: argparse.Namespace) -> list[Document]:
     if args.controllers is not None:
         names = [name.strip() for name in args.controllers.split(",") if name.strip()]
         docs = for_controllers(docs, names, with_webhooks=args.webhooks)
+    if args.sharding is not None:
+        if args.sharding < 1:
+            raise PluginError(f"--sharding: expected at least 1 replica, got {args.sharding}")
+        if args.sharding_webhook and not args.webhooks:
+            raise PluginError(
+                "--sharding-webhook: only with --webhooks (its certificate comes with "
+                "config/with-webhooks)"
+            )
+        names = (
+            list(DEFAULT_CONTROLLERS)
+            if args.controllers is None
+            else [name.strip() for name in args.controllers.split(",") if name.strip()]
+        )
+        docs = with_sharding(docs, names, args.sharding, webhook=args.sharding_webhook)
+    elif args.sharding_webhook:
+        raise PluginError("--sharding-webhook: only with --sharding")
     if args.no_servicemonitor:
         docs = [doc for doc in docs if doc.get("kind") != "ServiceMonitor"]
     return docs

@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from kubetrio.cmd.config import DEFAULT_CONTROLLERS
+from kubetrio.cmd.config import DEFAULT_CONTROLLERS, ManagerConfig
+from kubetrio.cmd.sharding import sharded_kinds, sharding_permissions
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.runtime.gen.rbac import (
     DEFAULT_NAMESPACE,
@@ -50,6 +51,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "(default: %(default)s)",
     )
     parser.add_argument(
+        "--sharding",
+        action="store_true",
+        help="add what kubetrio run --sharding needs: the shard Leases (each replica's own, "
+        "and the sharder's watch, take-over and clean-up of them) and list, watch and patch "
+        "on every sharded kind",
+    )
+    parser.add_argument(
         "--write",
         type=Path,
         metavar="DIR",
@@ -59,21 +67,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def permissions(registry: ControllerRegistry, controllers: list[str]) -> list[Permissions]:
+def permissions(
+    registry: ControllerRegistry, controllers: list[str], *, sharding: bool = False
+) -> list[Permissions]:
     """The framework's own needs (its Lease) and each controller's (recording Events is in
-    the declarations of the controllers that record them)."""
+    the declarations of the controllers that record them); ``sharding``: and sharding's."""
     known = registry.names()
     unknown = [name for name in controllers if name not in known]
     if unknown:
         raise PluginError(f"--controllers: unknown {', '.join(unknown)}; known: {', '.join(known)}")
-    return [leaderelection.RBAC, *(registry.permissions(n) for n in controllers)]
+    needs = [leaderelection.RBAC, *(registry.permissions(n) for n in controllers)]
+    if sharding:
+        config = ManagerConfig(controllers=tuple(controllers))
+        needs.append(sharding_permissions(sharded_kinds(registry, config)))
+    return needs
 
 
 def run(args: argparse.Namespace) -> int:
     controllers = [name.strip() for name in args.controllers.split(",") if name.strip()]
     try:
         pair = roles(
-            permissions(ControllerRegistry(BUILTIN_CONTROLLERS), controllers), args.namespace
+            permissions(
+                ControllerRegistry(BUILTIN_CONTROLLERS), controllers, sharding=args.sharding
+            ),
+            args.namespace,
         )
     except PluginError as error:
         print(f"kubetrio: {error}", file=sys.stderr)

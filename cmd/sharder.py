@@ -19,21 +19,17 @@ import uuid
 from pathlib import Path
 
 import trio
-from prometheus_client import CollectorRegistry
 
 from kubetrio.cmd.clusters import cluster_clients
 from kubetrio.cmd.config import ConfigError, ManagerConfig, add_config_flags, load_config
 from kubetrio.cmd.endpoints import secure_serving
 from kubetrio.cmd.failures import describe_failure, expected_failure
-from kubetrio.cmd.sharding import sharding_options
+from kubetrio.cmd.sharding import sharded_kinds, sharding_options
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.runtime.client.incluster import pod_namespace
-from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
 from kubetrio.runtime.manager.manager import Manager, process_registry
 from kubetrio.runtime.manager.plugins import ControllerRegistry, PluginError
-from kubetrio.runtime.sharding.options import ShardingOptions
-from kubetrio.runtime.sharding.sharder import ShardedKind
 from kubetrio.runtime.util.log import configure_logging, get_logger
 
 log = get_logger("kubetrio.sharder")
@@ -75,26 +71,6 @@ def run(args: argparse.Namespace) -> int:
         return fail(describe_failure(failure, config))
 
 
-def ring_kinds(
-    client: Client, config: ManagerConfig, registry: ControllerRegistry, options: ShardingOptions
-) -> list[ShardedKind]:
-    """The kinds the enabled controllers put in the ring: set up in a manager never run."""
-    probe = Manager(
-        client,
-        registry=CollectorRegistry(auto_describe=True),
-        sharding=ShardingOptions(
-            ring=options.ring,
-            namespace=options.namespace,
-            shard_id="sharder",
-            run_sharder=False,
-        ),
-    )
-    for name in config.controllers:
-        registry.setup(name)(probe, config)
-    assert probe.shard is not None
-    return list(probe.shard.kinds)
-
-
 async def serve(config: ManagerConfig, registry: ControllerRegistry) -> int:
     metrics = process_registry()
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
@@ -103,7 +79,7 @@ async def serve(config: ManagerConfig, registry: ControllerRegistry) -> int:
     namespace = election.namespace or pod_namespace() or OUTSIDE_A_POD_LEASE_NAMESPACE
     options = sharding_options(config, namespace, sharder=True)
     assert options is not None
-    kinds = ring_kinds(client, config, registry, options)
+    kinds = sharded_kinds(registry, config)
     if not kinds:
         log.error("no enabled controller shards: nothing to assign", controllers=config.controllers)
         return 2

@@ -466,9 +466,9 @@ class Sharder:
 
     def _owned_shard(self, meta: ObjectMeta) -> str | None:
         """Where an owned object belongs: its owner's shard once the owner is where the ring
-        wants it (None while the owner is drained or is yet to move: its assignment brings
-        the owned objects along); the ring's choice for its owner's key when the owner is not
-        one of the ring's objects."""
+        wants it, itself following an owner of its own if it has one (None while the owner
+        is drained or is yet to move: its assignment brings the owned objects along); the
+        ring's choice for its owner's key when the owner is not one of the ring's objects."""
         key = owner_key(meta)
         if key is None or self.ring is None:
             return None  # owned by nothing: not part of the ring
@@ -482,7 +482,7 @@ class Sharder:
                 break
             labels: dict[str, str] = owner.metadata.labels
             current = labels.get(self._shard_label)
-            if self._drain_label in labels or current != self.ring.owner(key):
+            if self._drain_label in labels or current != self._desired(sharded, owner.metadata):
                 # The owner is to move (or this view of it is older than our last write):
                 # its assignment brings what it owns along.
                 return None

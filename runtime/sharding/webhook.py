@@ -17,6 +17,7 @@ replica running the sharder assigns it here (elsewhere the sharder does after cr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from kubetrio.api.meta import KubeObject, ObjectMeta, kind_of
@@ -83,10 +84,16 @@ def register(server: WebhookServer, sharder: Sharder) -> None:
 def configuration(sharder: Sharder, service: tuple[str, str]) -> dict[str, Any]:
     """The MutatingWebhookConfiguration calling the assigners through Service ``service``
     (namespace, name); ``kubetrio.runtime.webhook.manifest.as_url`` turns it to a URL."""
-    ring = sharder.options.ring
+    return configuration_for(sharder.options.ring, sharder.kinds, service)
+
+
+def configuration_for(
+    ring: str, kinds: Sequence[ShardedKind], service: tuple[str, str]
+) -> dict[str, Any]:
+    """``configuration`` for ring ``ring`` of ``kinds``, without a sharder at hand."""
     namespace, name = service
     hooks = []
-    for sharded in sharder.kinds:
+    for sharded in kinds:
         info = kind_of(sharded.kind)
         hook: dict[str, Any] = {
             "admissionReviewVersions": ["v1"],
