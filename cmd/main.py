@@ -21,10 +21,6 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "kubetrio.cmd.run",
         "run the manager and its controllers (--embedded: against a built-in cluster)",
     ),
-    "sharder": (
-        "kubetrio.cmd.sharder",
-        "run the sharder of kubetrio run --sharding's replicas in a process of its own",
-    ),
     "emulator": (
         "kubetrio.cmd.emulator",
         "serve the embedded Kubernetes API emulator on 127.0.0.1",
@@ -32,6 +28,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "simulate": (
         "kubetrio.cmd.simulate",
         "simulate nodes, pods, volumes, a cloud and a storage service beside any API server",
+    ),
+    "sharder": (
+        "kubetrio.cmd.sharder",
+        "run the sharder of kubetrio run --sharding's replicas in a process of its own",
     ),
     "rbac": (
         "kubetrio.cmd.rbac",

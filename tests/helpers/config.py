@@ -71,6 +71,7 @@ def sample_text(path: tuple[str, ...]) -> str:
         ("leaderElection", "releaseOnCancel"): "false",
         ("machine", "nodeConditions"): "A,B",
         ("machine", "metricsPerMachine"): "false",  # on by default
+        ("sharding", "runSharder"): "false",  # on by default
         ("gc",): "default",  # tuned by default
         ("workers",): "storagegc=4",
         ("control", "kubeconfig"): "inClusterConfig",
@@ -93,6 +94,8 @@ def apart_for(path: tuple[str, ...]) -> list[str]:
         return ["--target-context", "other"]
     if path == ("metricsCertPath",):
         return ["--metrics-secure"]  # the certificate serves /metrics over TLS only
+    if path == ("sharding", "enabled"):
+        return ["--leader-elect"]  # the singletons and the sharder run on the leader
     return []
 
 
