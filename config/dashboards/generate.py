@@ -361,6 +361,84 @@ def error_ratio() -> dict[str, Any]:
     )
 
 
+def sharding() -> list[dict[str, Any]]:
+    """The sharding row (``kubetrio run --sharding``): the sharder's counts per shard and its
+    moves, and each replica's drain acknowledgements. The sharder's series come from the
+    replica leading (or the ``kubetrio sharder`` process), hence ``max`` over instances."""
+    return [
+        row("Sharding"),
+        timeseries(
+            "Objects per shard",
+            "Objects assigned to each shard of each ring (kubetrio_sharding_shard_objects, the "
+            "sharder's count every 5 s); KubetrioShardObjectsOrphaned fires when objects stay "
+            "on a shard no replica holds.",
+            [
+                target(
+                    f"max by (ring, shard) (kubetrio_sharding_shard_objects{{{NS}}})",
+                    "{{ring}} {{shard}}",
+                )
+            ],
+            stack=True,
+            width=6,
+        ),
+        timeseries(
+            "Shards by state",
+            "Shards as the sharder sees their Leases (kubetrio_sharding_shards): ready, expired "
+            "(not renewed lately), uncertain (about to be taken over), dead, orphaned.",
+            [
+                target(
+                    f"max by (ring, state) (kubetrio_sharding_shards{{{NS}}})",
+                    "{{ring}} {{state}}",
+                )
+            ],
+            stack=True,
+            width=6,
+        ),
+        timeseries(
+            "Moves and drains/s",
+            "Assignments (new objects, moves, objects of dead shards), drain labels the sharder "
+            "added, drains the shards let go of, and ring rebuilds.",
+            [
+                target(
+                    f"sum by (ring) (rate(kubetrio_sharding_movements_total{{{NS}}}[{RATE}]))",
+                    "{{ring}} assigned",
+                ),
+                target(
+                    f"sum by (ring) (rate(kubetrio_sharding_drains_total{{{NS}}}[{RATE}]))",
+                    "{{ring}} drains",
+                ),
+                target(
+                    f"sum by (ring) (rate(kubetrio_sharding_drains_acknowledged_total"
+                    f"{{{NS}}}[{RATE}]))",
+                    "{{ring}} let go",
+                ),
+                target(
+                    f"sum by (ring) (rate(kubetrio_sharding_ring_calculations_total"
+                    f"{{{NS}}}[{RATE}]))",
+                    "{{ring}} ring rebuilds",
+                ),
+            ],
+            "ops",
+            width=6,
+        ),
+        timeseries(
+            "Drain duration",
+            "From the drain label to the object's assignment to its new shard, p50 and p99 "
+            "over 5m (recorded: namespace_ring:kubetrio_sharding_drain_duration_seconds:"
+            "p50_rate5m/p99_rate5m).",
+            [
+                target(
+                    f"namespace_ring:kubetrio_sharding_drain_duration_seconds:{q}_rate5m{{{NS}}}",
+                    f"{{{{ring}}}} {q}",
+                )
+                for q in ("p50", "p99")
+            ],
+            "s",
+            width=6,
+        ),
+    ]
+
+
 # --- framework -----------------------------------------------------------------------------
 
 
@@ -552,6 +630,7 @@ def framework() -> dict[str, Any]:
             [target(f"leader_election_master_status{{{JOB}}}", "{{instance}} {{name}}")],
             width=6,
         ),
+        *sharding(),
     ]
     return dashboard(
         "kubetrio-framework",
