@@ -86,3 +86,56 @@ async def test_a_drain_waits_for_the_running_reconcile(api_server: ApiServer) ->
         with trio.move_on_after(2.0):
             await trio.sleep_forever()
         assert reconciler.calls == 1
+
+
+class Quick:
+    async def reconcile(self, key: ObjectKey) -> Result:
+        return Result()
+
+
+async def test_a_drain_waits_for_every_controller_of_the_kind(api_server: ApiServer) -> None:
+    """Two controllers of one kind (as the machine controller's main and termination queues):
+    the one whose gate sees the drain first lets go only once the other is done too."""
+    namespace = api_server.namespace
+    admin = api_server.client()
+    slow = Blocking()
+
+    def setup(manager: Manager, _config: object) -> None:
+        manager.controller("slow").for_(ConfigMap, namespace=namespace).sharded().complete(slow)
+        manager.controller("quick").for_(ConfigMap, namespace=namespace).sharded().complete(Quick())
+
+    options = ShardingOptions(ring=RING, namespace=namespace, shard_id="only", run_sharder=False)
+    async with run_manager(api_server, setup, sharding=options) as manager:
+        quick = next(
+            r for r in manager.runnables if isinstance(r, Controller) and r.name == "quick"
+        )
+        await admin.create(
+            ConfigMap,
+            {"metadata": {"name": "cm", "labels": {SHARD: "only"}}},
+            namespace=namespace,
+        )
+        with trio.fail_after(30):
+            await slow.entered.wait()
+        await admin.patch(
+            ConfigMap, "cm", {"metadata": {"labels": {DRAIN: "true"}}}, namespace=namespace
+        )
+        cached = quick.sources[0].informer
+
+        def drain_seen() -> None:
+            cm = cached.lister.get(namespace, "cm")
+            assert cm is not None and DRAIN in cm.metadata.labels
+
+        await eventually(drain_seen, on=[cached])
+        # The quick controller's gate is waiting on the slow one's reconcile: nothing let go.
+        with trio.move_on_after(1.0):
+            await trio.sleep_forever()
+        held = await admin.get(ConfigMap, "cm", namespace=namespace)
+        assert held.metadata.labels == {SHARD: "only", DRAIN: "true"}
+        slow.release.set()
+
+        async def let_go() -> None:
+            cm = await admin.get(ConfigMap, "cm", namespace=namespace)
+            assert SHARD not in cm.metadata.labels and DRAIN not in cm.metadata.labels
+
+        await eventually(let_go, interval=0.1, on=[cached])
+        assert slow.calls == 1

@@ -66,8 +66,10 @@ UNSHARDED = "the embedded demo does not shard"
 
 
 def sharding_only(expr: str) -> bool:
-    tokens = resolved_tokens(expr)
-    return bool(tokens) and all("kubetrio_sharding_" in t for t in tokens)
+    """Whether ``expr`` reads sharding's series only (label names, among the tokens, have no
+    underscore)."""
+    names = [t for t in resolved_tokens(expr) if "_" in t or ":" in t]
+    return bool(names) and all("kubetrio_sharding_" in name for name in names)
 
 
 # Families kubetrio does not export yet; their queries are checked to parse and evaluate, and
