@@ -51,7 +51,7 @@ from tests.helpers.mcm_world import FAST, TIMEOUT, Mcm
 RING = "mcm"
 SHARD = shard_label(RING)
 SHARDS = ("shard-a", "shard-b")
-SHARDED = ("machine", "termination", "machineset", "machinedeployment")
+SHARDED = ("machine", "machinetermination", "machineset", "machinedeployment")
 
 
 @dataclass
