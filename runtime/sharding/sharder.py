@@ -479,9 +479,7 @@ class Sharder:
             assert ref is not None
             owner = self._views[index].lister.get(meta.namespace, ref.name)
             if owner is None:
-                # Not seen yet (or gone): its arrival brings what it owns back here. Hashing
-                # its key instead could put them on a shard the owner never goes to.
-                return None
+                break
             labels: dict[str, str] = owner.metadata.labels
             current = labels.get(self._shard_label)
             if self._drain_label in labels or current != self._desired(sharded, owner.metadata):
