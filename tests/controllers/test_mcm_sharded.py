@@ -114,7 +114,10 @@ async def replica(
     def machines(manager: Manager, config: ManagerConfig) -> None:
         contexts.append(machine_setup(manager, config))
 
-    timing: dict[str, Any] = {"lease_duration": 6.0, "renew_deadline": 4.0, "retry_period": 1.0}
+    # The fences prove a Lease on the process's real monotonic clock, the renewals run on the
+    # mock clock: a renew deadline of 40 s keeps a loaded machine's real pauses between two
+    # renewals within it (nothing here waits for a Lease to expire).
+    timing: dict[str, Any] = {"lease_duration": 60.0, "renew_deadline": 40.0, "retry_period": 2.0}
     async with run_manager(
         server,
         machines,
