@@ -242,6 +242,17 @@ BENCHES = (
         },
     ),
     Bench(
+        "memory",
+        (),
+        (),
+        {
+            "manager RSS at rest / controller-runtime's (emulator)": key(
+                "emulator_kt_over_cr_rss"
+            ),
+            "manager RSS at rest / controller-runtime's (real)": key("real_kt_over_cr_rss"),
+        },
+    ),
+    Bench(
         "secure_metrics",
         ("--scrapes", "100"),
         (),
