@@ -246,9 +246,7 @@ BENCHES = (
         (),
         (),
         {
-            "manager RSS at rest / controller-runtime's (emulator)": key(
-                "emulator_kt_over_cr_rss"
-            ),
+            "manager RSS at rest / controller-runtime's (emulator)": key("emulator_kt_over_cr_rss"),
             "manager RSS at rest / controller-runtime's (real)": key("real_kt_over_cr_rss"),
         },
     ),
