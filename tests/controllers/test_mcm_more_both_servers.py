@@ -157,7 +157,8 @@ async def test_a_deployment_rolls_back_to_its_first_revision(
 async def test_an_overshooting_set_is_frozen_until_its_surplus_is_gone(
     api_server: ApiServer, mock_clock: trio.testing.MockClock
 ) -> None:
-    async with mcm_on(api_server) as c:
+    # A pass every 10 s rather than MCM's minute: the thaw waits for one.
+    async with mcm_on(api_server, safety_overshooting_period=Duration(10)) as c:
         await c.seed_class("small")
         name = c.name("solo")
         await c.post(machine_set_doc(name, 1))
