@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 import trio
 
-from kubetrio.api.core import Node
+from kubetrio.api.core import Node, Pod
 from kubetrio.api.machine import PHASE_RUNNING, Machine
 from kubetrio.api.machineset import MachineSet
 from kubetrio.cmd.assets import crd_documents
@@ -230,6 +230,45 @@ async def mcm_on(
     client = server.client()
     target_client = target.client()
     await install_crds(client, *crd_documents())
+    try:
+        async with _mcm_on(
+            server,
+            simulate,
+            target,
+            client,
+            target_client,
+            storage,
+            gc_delay,
+            manager_client,
+            machine_options,
+        ) as mcm:
+            yield mcm
+    finally:
+        # The Nodes are gone and no kubelet is left to end the pods bound to them: without
+        # this they would stay for ever on a shared real server, and every later test's world
+        # would mirror them (a real cluster's pod GC is not running there).
+        for pod in (await target_client.list(Pod, namespace=target.namespace)).items:
+            await target_client.delete(
+                Pod,
+                pod.metadata.name,
+                namespace=target.namespace,
+                grace_period_seconds=0,
+                missing_ok=True,
+            )
+
+
+@asynccontextmanager
+async def _mcm_on(
+    server: ApiServer,
+    simulate: ClusterSimulation,
+    target: ApiServer,
+    client: Client,
+    target_client: Client,
+    storage: bool,
+    gc_delay: float,
+    manager_client: Client | None,
+    machine_options: dict[str, Any],
+) -> AsyncIterator[Mcm]:
     async with (
         simulated_world(target.client(qps=0), simulate=simulate) as world,
         trio.open_nursery() as nursery,
