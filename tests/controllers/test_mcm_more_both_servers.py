@@ -1,8 +1,10 @@
 """More of Gardener MCM end to end on the emulator and on a real kube-apiserver, on the harness
 of ``test_mcm_both_servers``: a drain that moves volume pods and their volumes, a
-MachineDeployment rollback, the safety controller's overshooting freeze, the storage
-node-delete and GC controllers, and two clusters. Every write goes through the API; every wait
-wakes on informer or service events, on the mock clock.
+MachineDeployment rollback, the safety controller's overshooting freeze and its freeze during an
+API outage, the storage node-delete and GC controllers, and two clusters. Every write goes
+through the API; every wait wakes on informer or service events, on the mock clock. The
+scenarios marked ``bench`` are too long for CI's budget: ``tests/bench/mcm_suites.py`` (or
+``pytest --bench``) runs them.
 """
 
 from __future__ import annotations
