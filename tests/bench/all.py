@@ -18,8 +18,8 @@ Each benchmark's own output is passed through as it runs; the summary table foll
 ``RESULT {json}`` (every benchmark's ``RESULT`` by name). The exit status is non-zero when any
 benchmark failed; the others still run. Needs the ``bench`` extra (kopf, kubernetes) and
 kubectl 1.33 (see ``tests/bench/drain.py``), and a real control plane in ``KUBEBUILDER_ASSETS``
-for the benchmarks that run both servers (informer, reconcile, drain, simulate: ``realserver.py``;
-without it they leave the real half out, except under CI, where they fail).
+for the benchmarks that run both servers (informer, reconcile, drain, simulate, mcm_suites:
+``realserver.py``; without it they leave the real half out, except under CI, where they fail).
 """
 
 from __future__ import annotations
@@ -251,6 +251,12 @@ BENCHES = (
         },
     ),
     Bench(
+        "mcm_suites",
+        ("--quick",),
+        (),
+        {"MCM scenarios: wall real / emulator": key("real_over_emulator_s")},
+    ),
+    Bench(
         "secure_metrics",
         ("--scrapes", "100"),
         (),
@@ -267,7 +273,8 @@ BENCHES = (
 BOTH_SERVERS = {"informer", "reconcile", "drain"}
 # simulate.py runs both too, but starts a control plane of its own for each size: its real
 # server runs the controllers the simulation does not replace, and its nodes must not meet the
-# others' benchmarks.
+# others' benchmarks. mcm_suites.py runs pytest, whose kit starts the control plane its
+# scenarios share.
 
 # Their figures are in simulated seconds (trio's MockClock) and counts: a waiting process
 # beside them changes none of them.
