@@ -1,6 +1,7 @@
-"""Reconcile throughput: kubetrio in-process, kubetrio end to end, and kopf on the same objects.
+"""Reconcile throughput: kubetrio in-process and end to end, against kopf and controller-runtime.
 
-Servers: the emulator for (1)-(3); the emulator and a real kube-apiserver side by side for (4).
+Servers: the emulator for (1)-(3); the emulator and a real kube-apiserver side by side for (4);
+the real kube-apiserver for (5), kubetrio against controller-runtime.
 
 (1) ``inprocess``: ``Controller`` (metrics on, private ``CollectorRegistry``, ``--workers``)
     with a no-op reconciler; the clock runs from adding N distinct ``ObjectKey``s to its queue
@@ -46,6 +47,17 @@ Servers: the emulator for (1)-(3); the emulator and a real kube-apiserver side b
     idle cost, a few ms per second, weighs a little more per event); its rate is printed.
     The real server's events are larger too: its objects carry ``managedFields``, and it
     speaks only TLS. kopf is not run here; (3) compares it on the emulator.
+(5) **controller-runtime** on the **real server** only (``--cr-objects``, ``crbaseline.py``):
+    ``crbench reconcile`` (controller-runtime v0.24.1: one no-op reconciler ``For(ConfigMap)``
+    in one namespace, the same ``--workers``, its defaults otherwise: protobuf, priority queue,
+    full typed cache) beside the same kubetrio ``Manager`` as in (2), one after the other
+    against the same kube-apiserver, the order alternating per round. *Watched events*: each
+    syncs on an empty namespace of its own and reconciles a probe; ``crbench create`` (one
+    writer for both: protobuf, 8 requests at once) then writes N ConfigMaps; CPU per event is
+    the consumer's CPU from the probe's reconcile to the N-th name's, over N. *Initial*: N
+    ConfigMaps exist in a third namespace; from just before the manager starts (crbench's
+    ``STARTUP``), the time to the first reconcile and to all N reconciled, and CPU per object.
+    Printed as kubetrio, controller-runtime and kt/cr (< 1: kubetrio spends or takes less).
 
 Each e2e/kopf scenario runs ``--repeat`` times (default 3), interleaved; medians are reported.
 ``e2e_over_kopf`` compares the headline (burst) figures; the other two ratios are printed too.
@@ -110,10 +122,10 @@ Fairness of the kopf side (kopf 1.x, asyncio, standalone):
   and import time are excluded (as they are for kubetrio).
 
 ``python tests/bench/reconcile.py [--objects N] [--min-window S]`` (default 10 000 and 2 s, i.e.
-N grows to fill 2 s; CI: ``--objects 2000 --repeat 1 --min-window 0 --cross-objects 500``).
-Prints the targets (in-process >= 150 000/s; e2e >= 25x kopf) with pass/MISS and the
-CPU ratio; last line ``RESULT {json}``. Needs the ``bench`` extra (``kopf``); ``--skip-kopf``
-runs without it.
+N grows to fill 2 s; CI: ``--objects 2000 --repeat 1 --min-window 0 --cross-objects 500
+--cr-objects 1000``; ``--cr-only`` runs (5) alone). Prints the targets (in-process >=
+150 000/s; e2e >= 25x kopf) with pass/MISS and the CPU ratio; last line ``RESULT {json}``.
+Needs the ``bench`` extra (``kopf``); ``--skip-kopf`` runs without it.
 """
 
 from __future__ import annotations
