@@ -40,6 +40,16 @@ class Dechunker:
         self.left = b""
 
     def feed(self, data: bytes) -> bytes:
+        if self._remaining == -1 and not self._buffer:
+            # The common read of a watch: exactly one whole chunk (one event).
+            line_end = data.find(b"\r\n", 0, MAX_SIZE_LINE)
+            if line_end > 0:
+                size_text = data[:line_end]
+                if not size_text.strip(HEX_DIGITS):
+                    start = line_end + 2
+                    end = start + int(size_text, 16)
+                    if end > start and len(data) == end + 2 and data.endswith(b"\r\n"):
+                        return data[start:end]
         buffer = self._buffer + data if self._buffer else data
         remaining = self._remaining
         pieces: list[bytes] = []

@@ -51,3 +51,13 @@ def test_bytes_after_the_body_are_left() -> None:
 def test_malformed_bodies_are_refused(body: bytes) -> None:
     with pytest.raises(MalformedChunk):
         Dechunker().feed(body)
+
+
+def test_reads_of_exactly_one_chunk_each() -> None:
+    """A watch's usual read: one whole chunk, then the next, then the last chunk."""
+    dechunk = Dechunker()
+    events = [b'{"type":"ADDED","n":%d}\n' % i for i in range(3)]
+    assert [dechunk.feed(b"%x\r\n%s\r\n" % (len(e), e)) for e in events] == events
+    assert dechunk.feed(b"1;ext=1\r\nx\r\n") == b"x"
+    assert not dechunk.done
+    assert dechunk.feed(b"0\r\n\r\n") == b"" and dechunk.done
