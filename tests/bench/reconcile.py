@@ -533,13 +533,13 @@ async def written_to_reconciled(kubeconfig: str, namespace: str, n: int, workers
     docstring): per-object latency from written to reconciled, and CPU per event."""
     import trio
 
-    from kubetrio.api.core import ConfigMap, Namespace
+    from kubetrio.api.core import ConfigMap
     from kubetrio.runtime.client.typed import Client
     from kubetrio.runtime.manager.manager import Manager
 
     counter = Stamping(n)
     client = Client.from_kubeconfig(kubeconfig)
-    await client.create(Namespace, {"metadata": {"name": namespace}})
+    await ensure_namespace(kubeconfig, namespace)
     manager = Manager(
         client, metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0"
     )
@@ -586,6 +586,7 @@ def both_servers(n: int, workers: int, repeat: int) -> dict[str, dict[str, float
             if real is not None:
                 with consumer_gc():
                     f = trio.run(written_to_reconciled, str(real), namespace, n, workers)
+                clear_configmaps(str(real), [namespace])  # a shared server keeps them
                 rounds.setdefault("real", []).append(f)
             for server, fs in rounds.items():
                 f = fs[-1]
