@@ -132,11 +132,37 @@ BENCHES = (
             "through the API, emulator: sync peak growth kt_stream / kt": key(
                 "emulator_kt_stream_over_kt_peak"
             ),
+            "real: informer sync time kt / controller-runtime (full cache)": key(
+                "real_kt_over_cr_full_sync_s"
+            ),
+            "real: informer sync CPU per pod kt / controller-runtime (full cache)": key(
+                "real_kt_over_cr_full_cpu_us_per_pod"
+            ),
+            "real: RSS per cached pod kt / controller-runtime (full cache)": key(
+                "real_kt_over_cr_full_kib_per_pod"
+            ),
+            "real: RSS per cached pod kt / controller-runtime (metadata cache)": key(
+                "real_kt_over_cr_metadata_kib_per_pod"
+            ),
+            "real: sync peak per pod kt / controller-runtime (full cache)": key(
+                "real_kt_over_cr_full_peak_kib_per_pod"
+            ),
         },
     ),
     Bench(
         "reconcile",
-        ("--objects", "2000", "--repeat", "1", "--min-window", "0", "--cross-objects", "500"),
+        (
+            "--objects",
+            "2000",
+            "--repeat",
+            "1",
+            "--min-window",
+            "0",
+            "--cross-objects",
+            "500",
+            "--cr-objects",
+            "1000",
+        ),
         (),
         {
             "e2e / kopf (burst)": key("e2e_over_kopf"),
@@ -149,6 +175,18 @@ BENCHES = (
             ),
             "written->reconciled latency p99 real / emulator": key(
                 "real_over_emulator_latency_p99_ms"
+            ),
+            "real: CPU per watched event kt / controller-runtime (target <= 1.5)": key(
+                "real_kt_over_cr_cpu_us"
+            ),
+            "real: initial, start -> first reconcile kt / controller-runtime": key(
+                "real_kt_over_cr_initial_first_s"
+            ),
+            "real: initial, start -> all reconciled kt / controller-runtime": key(
+                "real_kt_over_cr_initial_all_s"
+            ),
+            "real: initial, CPU per object kt / controller-runtime": key(
+                "real_kt_over_cr_initial_cpu_us"
             ),
         },
     ),
@@ -281,7 +319,7 @@ BOTH_SERVERS = {"informer", "reconcile", "drain"}
 SIMULATED_TIME = {"soak"}
 
 # Modules the benchmarks share, not benchmarks.
-HELPERS = {"realserver"}
+HELPERS = {"realserver", "crbaseline"}
 
 # Run on their own: what they measure takes real time that no size makes short.
 SEPARATE = {
