@@ -35,7 +35,6 @@ if str(Path(__file__).resolve().parent) not in sys.path:
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import tempfile
@@ -45,31 +44,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
+from crbaseline import binary as crbench_binary
 from realserver import real_server
 
-from kubetrio.testing.plugin import in_ci
-
-ROOT = Path(__file__).resolve().parents[2]
 TARGET_MIB = 50.0
 START_TIMEOUT = 120.0
 # The controller whose workers start last: the storage GC schedules itself after them.
 READY_LINE = "storage GC scheduled"
-
-
-def crbench_path() -> Path | None:
-    """crbench, unpacked by ``../shared/anchors/install``; None (with a note) outside CI when
-    it is not there, ``SystemExit`` under CI."""
-    install = ROOT.parent / "shared" / "anchors" / "install"
-    explicit = os.environ.get("KUBETRIO_CRBENCH")
-    if explicit:
-        return Path(explicit)
-    if install.is_file():
-        out = subprocess.run(["bash", str(install)], capture_output=True, text=True, check=True)
-        return Path(out.stdout.strip().splitlines()[-1])
-    if in_ci():
-        raise SystemExit(f"crbench is missing ({install}): CI measures controller-runtime too")
-    print(f"controller-runtime: not measured ({install} is missing)", flush=True)
-    return None
 
 
 class Process:
@@ -235,7 +216,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--settle", type=float, default=3.0, help="seconds at rest before reading")
     args = parser.parse_args()
-    crbench = crbench_path()
+    crbench = crbench_binary()
     results: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="kubetrio-memory-") as tmp:
         workdir = Path(tmp)
