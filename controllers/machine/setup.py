@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -38,6 +39,7 @@ from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.drain import UNSCHEDULABLE_TAINT, Drainer
 from kubetrio.controllers.machine.drain.metrics import drain_metrics
 from kubetrio.controllers.machine.drain.volumes import VolumeIdResolver
+from kubetrio.controllers.machine.driver.driver import Driver
 from kubetrio.controllers.machine.driver.fenced import FencedDriver
 from kubetrio.controllers.machine.driver.plugins import load_drivers
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
@@ -70,7 +72,7 @@ from kubetrio.controllers.machine.termination import (
 )
 from kubetrio.controllers.safety.apiserver import control_cluster, target_cluster
 from kubetrio.controllers.safety.setup import setup_machine_safety
-from kubetrio.controllers.sharding import writes
+from kubetrio.controllers.sharding import Writes, writes
 from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.controller.controller import Controller, Reconciler
@@ -188,6 +190,15 @@ def default_drivers(manager: Manager, options: MachineOptions) -> DriverRegistry
     return load_drivers(manager, options=options)
 
 
+def _wrapped(plain: DriverRegistry, provider: str, work: Writes, metrics: MachineMetrics) -> Driver:
+    """``provider``'s driver as the controller calls it: fenced by the Lease its work proves
+    (the leader's, or the shard's when sharded), measured."""
+    driver = plain.get(provider)
+    if work.fence is not None:
+        driver = FencedDriver(driver, work.fence)
+    return InstrumentedDriver(driver, provider, metrics)
+
+
 def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) -> MachineContext:
     """Register the controller; the context is returned for tests and embedders."""
     options: MachineOptions = config.machine
@@ -211,10 +222,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     # Lease; the leader's global loops (below) write through the leader's clients.
     work = writes(manager)
     for provider in plain:
-        driver = plain.get(provider)
-        if work.fence is not None:
-            driver = FencedDriver(driver, work.fence)
-        instrumented.register(provider, InstrumentedDriver(driver, provider, metrics))
+        instrumented.register_lazy(provider, partial(_wrapped, plain, provider, work, metrics))
     events = manager.event_recorder(COMPONENT, sharded=work.sharded)
     ctx = MachineContext(
         client=work.client,
@@ -359,8 +367,8 @@ def volume_resolver(drivers: DriverRegistry) -> VolumeIdResolver:
 
     async def resolve(pvs: Sequence[PersistentVolume]) -> dict[str, str]:
         found: dict[str, str] = {}
-        for provider in drivers:
-            found.update(await drivers.get(provider).get_volume_ids(pvs))
+        for driver in drivers.built():
+            found.update(await driver.get_volume_ids(pvs))
         return found
 
     return resolve
