@@ -11,8 +11,8 @@ The configuration (``configuration``) calls it only for objects without the shar
 timeout: an unreachable webhook never fails a request, and the object is then assigned by the
 sharder. A primary object created with ``generateName`` has no name yet, hence no ring key: it
 is left to the sharder too. An owned object goes where its owner is: an owner outside the ring
-by the owner's key, at once; an owner in the ring by where the sharder put it, so only the
-replica running the sharder assigns it here (elsewhere the sharder does after creation).
+by the owner's key, at once; an owner in the ring by where the sharder put it on the replica
+running the sharder, elsewhere by the owner's key (a guess the sharder corrects).
 """
 
 from __future__ import annotations
@@ -63,9 +63,11 @@ class Assigner:
             if not sharder.owner_in_ring(key):
                 return sharder.current_ring().owner(key)
             # Its owner is one of the ring's objects and may sit elsewhere than its key's
-            # hash (an owner that follows an owner of its own): only the replica running the
-            # sharder knows where; elsewhere the sharder assigns it after creation.
-            return sharder.owned_shard(meta) if sharder.synced.is_set() else None
+            # hash (an owner that follows an owner of its own): the replica running the
+            # sharder knows where; elsewhere the hash is a guess the sharder corrects.
+            if sharder.synced.is_set() and sharder.ring is not None:
+                return sharder.owned_shard(meta)
+            return sharder.current_ring().owner(key)
         if self.sharded.controlled and not self.sharded.reconciled:
             return None
         if not meta.name:

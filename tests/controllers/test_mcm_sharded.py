@@ -162,7 +162,7 @@ async def test_two_replicas_split_the_machines_and_none_is_reconciled_by_both(
                 replica(server, SHARDS[0], world.cloud.url, ledger) as (first, ctx),
                 replica(server, SHARDS[1], world.cloud.url, ledger) as (second, _),
             ):
-                c = Mcm(server, admin, world, first, ctx)
+                c = Mcm(server, admin, world, first, ctx, server, admin)
                 # Both shards in the ring before anything is created: no object moves yet.
                 await eventually(
                     lambda: (
