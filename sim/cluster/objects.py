@@ -196,6 +196,14 @@ def pod_ready(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") == "Running" and condition(pod, "Ready") == "True"
 
 
+def active(pod: Obj) -> bool:
+    """Counts towards its controller's replicas: not being deleted, not finished."""
+    return not deleting(pod) and (pod.get("status") or {}).get("phase") not in (
+        "Succeeded",
+        "Failed",
+    )
+
+
 def controller_uid(obj: Obj) -> str:
     for ref in obj["metadata"].get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("controller"):
