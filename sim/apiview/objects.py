@@ -15,8 +15,10 @@ at once (optimistically) and queued for its object; writers send each object's q
   by that version's resourceVersion; a conflict reads the object afresh and applies the changes
   again, as client-go's RetryOnConflict does, so a change is never computed from a stale copy
   nor lost to another writer;
-- a **bind** posts ``pods/{name}/binding``; a **delete** deletes with the pass's grace, and
-  shows in the view only once the server has it (a decision elsewhere may hang on it).
+- a **bind** posts ``pods/{name}/binding``, whose answer is a Status, not the pod: the writer
+  waits for the watch to bring the bound pod (reading it only if the watch is slow), so what
+  follows starts from it; a **delete** deletes with the pass's grace, and shows in the view
+  only once the server has it (a decision elsewhere may hang on it).
 
 A write the server refuses otherwise is logged at info and undone: the view takes the server's
 object again and every controller decides again, as a real controller requeues. Once an
@@ -51,6 +53,7 @@ from kubetrio.sim.cluster.objects import (
     Objects,
     Subscriber,
     key_of,
+    node_name,
 )
 from kubetrio.sim.cluster.objects import Change as Event
 
@@ -70,8 +73,10 @@ _SERVER_META = (
     "managedFields",
     "selfLink",
 )
-WRITERS = 16
+WRITERS = 64
 RETRY_TRANSIENT = 1.0  # seconds before a write that got no answer (or a 5xx) is sent again
+# Seconds a writer waits for the watch to show what its write did before it reads the object.
+WATCH_GRACE = 2.0
 
 
 Change = Callable[[Obj], None]
@@ -126,6 +131,8 @@ class ApiObjects(Objects):
         # The latest version the server has shown (by answer or by event).
         self._server: dict[KindInfo, dict[Key, Obj]] = {kind: {} for kind in resources}
         self._queues: dict[tuple[KindInfo, Key], deque[_Op]] = {}
+        # Set when the watch shows a new version of the object (a writer waits for it).
+        self._seen: dict[tuple[KindInfo, Key], trio.Event] = {}
         self._subscribers: list[Subscriber] = []
         self._send, self._receive = trio.open_memory_channel[tuple[KindInfo, Key]](float("inf"))
         self._names = random.Random()
@@ -300,6 +307,9 @@ class ApiObjects(Objects):
             if known is not None and _version(obj) <= _version(known):
                 return  # already seen (our own write's answer came first)
             server[key] = obj
+        seen = self._seen.pop((rt, key), None)
+        if seen is not None:
+            seen.set()
         if (rt, key) not in self._queues:
             self._show(rt, key, server.get(key))
 
@@ -380,10 +390,9 @@ class ApiObjects(Objects):
                 object_path(rt, ns, name, "binding"),
                 body=msgspec.json.encode(binding),
             )
-            # The binding's answer is a Status, not the pod: read the bound pod, so what comes
-            # next (and the view once the queue is done) starts from it, never from the
-            # unbound one (a scheduler pass would bind it again).
-            await self._refresh(rt, key)
+            # What comes next (and the view once the queue is done) starts from the bound pod,
+            # never from the unbound one (a scheduler pass would bind it again).
+            await self._until_seen(rt, key, lambda pod: pod is None or bool(node_name(pod)))
             return True
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if op.grace is not None:
@@ -461,6 +470,17 @@ class ApiObjects(Objects):
         if _version(obj) > _version(self._server[rt].get(key)):
             self._server[rt][key] = obj
         return self._server[rt][key]
+
+    async def _until_seen(
+        self, rt: KindInfo, key: Key, holds: Callable[[Obj | None], bool]
+    ) -> None:
+        """Until the server's version of ``key`` (None: gone) ``holds``, as the watch brings it;
+        read it instead after ``WATCH_GRACE`` seconds (a watch down or lagging)."""
+        with trio.move_on_after(WATCH_GRACE):
+            while not holds(self._server[rt].get(key)):
+                await self._seen.setdefault((rt, key), trio.Event()).wait()
+            return
+        await self._refresh(rt, key)
 
     async def _refresh(self, rt: KindInfo, key: Key) -> None:
         ns, name = key
