@@ -27,7 +27,6 @@ object's queue is empty its view is the server's latest version.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import functools
 import logging
@@ -52,6 +51,7 @@ from kubetrio.sim.cluster.objects import (
     Obj,
     Objects,
     Subscriber,
+    clone,
     key_of,
     node_name,
 )
@@ -91,8 +91,9 @@ class _Op:
     grace: int | None = None
     # For a change: the functions to apply, in order, with whether each is a status write.
     changes: list[tuple[Change, bool]] = field(default_factory=list)
-    # For a create: the object as the pass created it (what follows goes as its own writes).
-    body: Obj | None = None
+    # For a create: the object as the pass created it, encoded (what follows goes as its own
+    # writes).
+    body: bytes = b""
 
 
 def _version(obj: Obj | None) -> int:
@@ -207,7 +208,7 @@ class ApiObjects(Objects):
     # -- Objects: writes (applied to the view now, sent by a writer)
 
     def create(self, rt: KindInfo, ns: str, obj: Obj) -> Obj | None:
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         md = new.setdefault("metadata", {})
         if not md.get("name"):
             prefix = md.pop("generateName", "")
@@ -229,7 +230,7 @@ class ApiObjects(Objects):
             log.info("simulated create refused kind=%s name=%s: exists", rt.kind, md["name"])
             return None
         self._show(rt, key, new)
-        self._queue(rt, key, _Op("create", body=copy.deepcopy(_main(new))))
+        self._queue(rt, key, _Op("create", body=msgspec.json.encode(_main(new))))
         return new
 
     def mutate(
@@ -239,7 +240,7 @@ class ApiObjects(Objects):
         current = self._view[rt].get(key)
         if current is None:
             return None
-        new = copy.deepcopy(current)
+        new = clone(current)
         change(new)
         if new == current:
             return current
@@ -264,7 +265,7 @@ class ApiObjects(Objects):
         current = self._view[self.pods].get(key)
         if current is None or (current.get("spec") or {}).get("nodeName"):
             return False
-        new = copy.deepcopy(current)
+        new = clone(current)
         new.setdefault("spec", {})["nodeName"] = node
         conditions = new.setdefault("status", {}).setdefault("conditions", [])
         conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
@@ -370,9 +371,7 @@ class ApiObjects(Objects):
             # As created: a binding or status the passes wrote since follows as its own write,
             # as the API server would have them (a pod posted bound gets no PodScheduled).
             self.writes += 1
-            answer = await self.client.request(
-                "POST", object_path(rt, ns or None), body=msgspec.json.encode(op.body)
-            )
+            answer = await self.client.request("POST", object_path(rt, ns or None), body=op.body)
             self._answered(rt, answer)
             return True
         if op.verb == "change":
@@ -509,9 +508,9 @@ def _transient(error: ApiError) -> bool:
 def _applied(base: Obj, changes: list[tuple[Change, bool]]) -> Obj:
     """``base`` with each change applied in order as the server would take it: a status
     change moves only the status, any other change everything but the status."""
-    new = copy.deepcopy(base)
+    new = clone(base)
     for change, to_status in changes:
-        before = copy.deepcopy(new)
+        before = clone(new)
         change(new)
         if to_status:
             new = {**before, "status": new.get("status")} if "status" in new else before

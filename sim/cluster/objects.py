@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from kubetrio.api.registry import BUILTIN_KINDS, KindInfo
 
 if TYPE_CHECKING:  # indexes.py reads objects with this module's helpers
@@ -65,6 +67,14 @@ class Change:
 
 
 Subscriber = Callable[[KindInfo, Change], None]
+
+
+def clone(obj: Obj) -> Obj:
+    """A deep copy of a JSON-shaped object (what every read and write here holds), through
+    msgspec's C encoder: several times cheaper than ``copy.deepcopy``, which was the largest
+    single cost of a pass's writes."""
+    copied: Obj = msgspec.msgpack.decode(msgspec.msgpack.encode(obj))
+    return copied
 
 
 def key_of(obj: Obj) -> Key:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-from kubetrio.sim.cluster.objects import Obj, owner_ref, pod_ready
+from kubetrio.sim.cluster.objects import Obj, clone, owner_ref, pod_ready
 
 
 def pod_from_template(owner: Obj, **metadata: Any) -> Obj:
@@ -23,7 +22,7 @@ def pod_from_template(owner: Obj, **metadata: Any) -> Obj:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": md,
-        "spec": copy.deepcopy(template.get("spec") or {}),
+        "spec": clone(template.get("spec") or {}),
     }
 
 
