@@ -507,15 +507,17 @@ def _transient(error: ApiError) -> bool:
 
 def _applied(base: Obj, changes: list[tuple[Change, bool]]) -> Obj:
     """``base`` with each change applied in order as the server would take it: a status
-    change moves only the status, any other change everything but the status."""
-    new = clone(base)
+    change moves only the status, any other change everything but the status. Each change
+    works on a copy of its own; what the result takes from it is never written again."""
+    new = base
     for change, to_status in changes:
-        before = clone(new)
-        change(new)
+        changed = clone(new)
+        change(changed)
         if to_status:
-            new = {**before, "status": new.get("status")} if "status" in new else before
-        elif "status" in before:
-            new["status"] = before["status"]
+            new = {**new, "status": changed["status"]} if "status" in changed else new
         else:
-            new.pop("status", None)
+            changed.pop("status", None)
+            if "status" in new:
+                changed["status"] = new["status"]
+            new = changed
     return new

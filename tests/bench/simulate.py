@@ -70,6 +70,8 @@ from kubetrio.runtime.client.typed import Client, WatchEvent
 from kubetrio.testing.controlplane import ControlPlane
 
 PODS_PER_NODE = 10
+SHAPES = ("deployment", "bound")
+LABELS = {"app": "simbench"}
 NAMESPACE = "default"
 CONCURRENT_POSTS = 32
 PHASE_TIMEOUT = 900.0
@@ -157,17 +159,25 @@ def _rss_kib(pid: int) -> float:
     return 0.0
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU of live processes, from /proc (their getrusage is not ours to call)."""
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / TICK
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a live process, from /proc (its getrusage is not ours to call)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def waited_seconds(pid: int) -> float:
+    """Time a live process was runnable but waiting for a core (``/proc/PID/schedstat``): on a
+    shared machine, the part of a phase's wall time that other work took."""
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+
+
+def sample(pids: dict[str, int]) -> dict[str, tuple[float, float]]:
+    """Each process's CPU and wait seconds so far."""
+    return {name: (cpu_seconds(pid), waited_seconds(pid)) for name, pid in pids.items()}
 
 
 @contextlib.contextmanager
-def emulator() -> Iterator[tuple[Path, list[int]]]:
+def emulator() -> Iterator[tuple[Path, dict[str, int]]]:
     """``kubetrio emulator`` in a child: its kubeconfig and pid."""
     with tempfile.TemporaryDirectory(prefix="kt-bench-simulate-") as work:
         kubeconfig = Path(work) / "kubeconfig"
@@ -193,19 +203,19 @@ def emulator() -> Iterator[tuple[Path, list[int]]]:
                     break
             else:
                 raise RuntimeError(f"emulator exited with {proc.wait()} before it served")
-            yield Path(line.strip().removeprefix("kubeconfig=")), [proc.pid]
+            yield Path(line.strip().removeprefix("kubeconfig=")), {"emulator": proc.pid}
         finally:
             proc.terminate()
             proc.wait(30)
 
 
 @contextlib.contextmanager
-def real() -> Iterator[tuple[Path, list[int]]]:
+def real() -> Iterator[tuple[Path, dict[str, int]]]:
     with ControlPlane(controllers=REAL_CONTROLLERS) as plane:
-        yield plane.kubeconfig_path, [p.popen.pid for p in plane._processes]
+        yield plane.kubeconfig_path, {p.name: p.popen.pid for p in plane._processes}
 
 
-SERVERS: dict[str, Callable[[], contextlib.AbstractContextManager[tuple[Path, list[int]]]]] = {
+SERVERS: dict[str, Callable[[], contextlib.AbstractContextManager[tuple[Path, dict[str, int]]]]] = {
     "emulator": emulator,
     "real": real,
 }
@@ -217,6 +227,16 @@ SERVERS: dict[str, Callable[[], contextlib.AbstractContextManager[tuple[Path, li
 def node(name: str) -> dict[str, Any]:
     labels = {"kubernetes.io/hostname": name}
     return {"metadata": {"name": name, "labels": labels}}
+
+
+def bound_pod(i: int, node_name: str) -> dict[str, Any]:
+    """KWOK's benchmark pod: posted with ``spec.nodeName`` set, so only a kubelet acts on it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"simbench-{i}", "namespace": NAMESPACE, "labels": LABELS},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], "nodeName": node_name},
+    }
 
 
 def deployment(replicas: int) -> dict[str, Any]:
@@ -305,17 +325,18 @@ def pod_running(obj: Pod) -> bool:
 
 
 async def measure(
-    kubeconfig: Path, server_pids: list[int], n: int, per_node: int
+    kubeconfig: Path, server_pids: dict[str, int], n: int, per_node: int, shape: str
 ) -> dict[str, Any]:
     pods = per_node * n
     sim = Simulation(kubeconfig)
+    pids = {"simulation": sim.proc.pid, **server_pids, "bench": os.getpid()}
     client = Client.from_kubeconfig(str(kubeconfig), None, qps=0, max_concurrency=CONCURRENT_POSTS)
     try:
         nodes_ready, pods_running = Count(node_ready), Count(pod_running)
         async with trio.open_nursery() as nursery:
             await nursery.start(follow, client, Node, None, nodes_ready)
             await nursery.start(follow, client, Pod, NAMESPACE, pods_running)
-            s0, c0, w0 = sim.figures(), cpu_seconds(server_pids), time.monotonic()
+            s0, c0, w0 = sim.figures(), sample(pids), time.monotonic()
 
             async def post(i: int, limit: trio.Semaphore) -> None:
                 async with limit:
@@ -328,25 +349,57 @@ async def measure(
             nodes_ready.expect(n)
             with trio.fail_after(PHASE_TIMEOUT):
                 await nodes_ready.reached.wait()
-            s1, c1, w1 = sim.figures(), cpu_seconds(server_pids), time.monotonic()
-            path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
-            await client.request("POST", path, body=msgspec.json.encode(deployment(pods)))
+            s1, c1, w1 = sim.figures(), sample(pids), time.monotonic()
             pods_running.expect(pods)
             with trio.fail_after(PHASE_TIMEOUT):
+                if shape == "deployment":
+                    path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+                    await client.request("POST", path, body=msgspec.json.encode(deployment(pods)))
+                else:
+                    path = f"/api/v1/namespaces/{NAMESPACE}/pods"
+
+                    async def post_pod(i: int, limit: trio.Semaphore) -> None:
+                        async with limit:
+                            body = msgspec.json.encode(bound_pod(i, f"node-{i % n}"))
+                            await client.request("POST", path, body=body)
+
+                    async with trio.open_nursery() as posting:
+                        limit = trio.Semaphore(CONCURRENT_POSTS)
+                        for i in range(pods):
+                            posting.start_soon(post_pod, i, limit)
                 await pods_running.reached.wait()
-            s2, c2, w2 = sim.figures(), cpu_seconds(server_pids), time.monotonic()
+            s2, c2, w2 = sim.figures(), sample(pids), time.monotonic()
             nursery.cancel_scope.cancel()
     finally:
         sim.close()
+
+    def server_cpu(a: dict[str, tuple[float, float]], b: dict[str, tuple[float, float]]) -> float:
+        return sum(b[name][0] - a[name][0] for name in server_pids)
+
+    def by_process(
+        a: dict[str, tuple[float, float]], b: dict[str, tuple[float, float]], per: int
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """Each process's CPU ms per object, and seconds it waited for a core, a to b."""
+        cpu = {name: round((b[name][0] - a[name][0]) * 1000 / per, 3) for name in pids}
+        waited = {name: round(b[name][1] - a[name][1], 2) for name in pids}
+        return cpu, waited
+
+    node_cpu, node_waits = by_process(c0, c1, n)
+    pod_cpu, pod_waits = by_process(c1, c2, max(pods, 1))
     return {
         "nodes": n,
         "pods": pods,
+        "shape": shape,
         "nodes_ready_s": round(w1 - w0, 2),
         "pods_running_s": round(w2 - w1, 2),
         "sim_cpu_ms_per_node": round((s1["cpu_s"] - s0["cpu_s"]) * 1000 / n, 3),
         "sim_cpu_ms_per_pod": round((s2["cpu_s"] - s1["cpu_s"]) * 1000 / max(pods, 1), 3),
-        "server_cpu_ms_per_node": round((c1 - c0) * 1000 / n, 3),
-        "server_cpu_ms_per_pod": round((c2 - c1) * 1000 / max(pods, 1), 3),
+        "server_cpu_ms_per_node": round(server_cpu(c0, c1) * 1000 / n, 3),
+        "server_cpu_ms_per_pod": round(server_cpu(c1, c2) * 1000 / max(pods, 1), 3),
+        "cpu_ms_per_node_by_process": node_cpu,
+        "cpu_ms_per_pod_by_process": pod_cpu,
+        "waited_for_cpu_s_nodes_phase": node_waits,
+        "waited_for_cpu_s_pods_phase": pod_waits,
         "writes_per_node": round((s1["writes"] - s0["writes"]) / n, 2),
         "writes_per_pod": round((s2["writes"] - s1["writes"]) / max(pods, 1), 2),
         "writes": int(s2["writes"]),
@@ -356,9 +409,9 @@ async def measure(
     }
 
 
-def on_server(name: str, n: int, per_node: int) -> dict[str, Any]:
+def on_server(name: str, n: int, per_node: int, shape: str) -> dict[str, Any]:
     with SERVERS[name]() as (kubeconfig, pids):
-        result = trio.run(measure, kubeconfig, pids, n, per_node)
+        result = trio.run(measure, kubeconfig, pids, n, per_node, shape)
     print(json.dumps({"server": name, **result}), flush=True)
     return result
 
@@ -381,6 +434,14 @@ def main() -> None:
         default=PODS_PER_NODE,
         help="pods per node (0: nodes only; 2 at N=5000 is KWOK's 10 000 pods)",
     )
+    parser.add_argument(
+        "--shape",
+        choices=SHAPES,
+        default="deployment",
+        help="deployment: one Deployment (the simulation's replicaset controller, scheduler and "
+        "kubelet act); bound: pods posted with spec.nodeName, as KWOK's benchmark posts them "
+        "(only the kubelet acts)",
+    )
     parser.add_argument("--quick", action="store_true", help="N = 20 (200 pods)")
     parser.add_argument("--servers", default="emulator,real", help="emulator, real or both")
     parser.add_argument("--serve-simulation", metavar="KUBECONFIG", help=argparse.SUPPRESS)
@@ -398,7 +459,9 @@ def main() -> None:
         servers.remove("real")
     sizes = [20] if args.quick else sorted(args.nodes)
     per_node = args.pods_per_node
-    out: dict[str, Any] = {name: [on_server(name, n, per_node) for n in sizes] for name in servers}
+    out: dict[str, Any] = {
+        name: [on_server(name, n, per_node, args.shape) for n in sizes] for name in servers
+    }
     if "emulator" in out and "real" in out:
         largest_real, largest_emu = out["real"][-1], out["emulator"][-1]
         for figure in RATIOS:
