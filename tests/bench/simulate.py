@@ -20,22 +20,29 @@ its stdin with its CPU seconds (``getrusage``), the requests its writers sent
 
 1. POSTs N Nodes (as ``kubectl create`` would: no status; 32 at a time) and waits, on a watch,
    until every one is Ready (the simulated kubelet posts that): ``nodes_ready_s``;
-2. POSTs one Deployment of 10·N replicas (the simulated deployment and replicaset controllers
-   make the pods, its scheduler binds them, its kubelet starts them) and waits, on a watch,
-   until all are Running: ``pods_running_s``.
+2. makes 10·N pods and waits, on a watch, until all are Running: ``pods_running_s``. The
+   ``--shape`` says how: ``deployment`` (the default) POSTs one Deployment of 10·N replicas
+   (the simulated deployment and replicaset controllers make the pods, its scheduler binds
+   them, its kubelet starts them); ``bound`` POSTs the pods themselves with ``spec.nodeName``
+   set, 32 at a time, as KWOK's benchmark does (only the simulated kubelet acts: KWOK's bar
+   measures a kubelet, not a scheduler and a controller manager).
 
 The simulation's CPU over each phase divided by its count gives ``sim_cpu_ms_per_node`` and
 ``sim_cpu_ms_per_pod``; ``writes_per_node`` / ``writes_per_pod`` likewise. The server's CPU
 (the emulator child's, or etcd + kube-apiserver + controller manager's, from /proc) is reported
-beside it, so a slow phase is laid at the right door. The figures that travel between machines
-are the same-run ratios real / emulator (``real_over_emulator_*``); the absolute seconds are
-for the note (say how busy the machine was).
+beside it, and per process (``cpu_ms_per_pod_by_process``: the simulation, each server
+process, this benchmark's own watches and POSTs), with the seconds each process was runnable
+but waited for a core (``waited_for_cpu_s_*``, from ``/proc/PID/schedstat``): on a shared
+machine that is the part of a phase's wall time other work took, so a slow phase is laid at
+the right door. The figures that travel between machines are the same-run ratios real /
+emulator (``real_over_emulator_*``) and the CPU per object; the absolute seconds are for the
+note (say how busy the machine was).
 
 ``python tests/bench/simulate.py --nodes 500 1000`` (default 500); ``--quick``: N = 20 (200
 pods), well under half a minute per server; ``--servers emulator`` runs one half;
-``--pods-per-node 2 --nodes 5000`` is KWOK's bar (0: nodes only). Without the
-real server's binaries its half is left out with a note (not under CI). Last line
-``RESULT {json}``.
+``--pods-per-node 2 --nodes 5000`` is KWOK's bar (0: nodes only; ``--shape bound`` its kind
+of pods). Without the real server's binaries its half is left out with a note (not under CI).
+Last line ``RESULT {json}``.
 """
 
 from __future__ import annotations
