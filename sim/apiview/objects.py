@@ -139,6 +139,7 @@ class ApiObjects(Objects):
         self._names = random.Random()
         self.writes = 0  # requests the writers sent (a benchmark reads it)
         self.refused = 0  # writes the server refused
+        self.reads = 0  # objects read back (after a conflict, a refusal, a slow watch)
 
     # -- running
 
@@ -483,6 +484,7 @@ class ApiObjects(Objects):
 
     async def _refresh(self, rt: KindInfo, key: Key) -> None:
         ns, name = key
+        self.reads += 1
         try:
             self._answered(rt, await self.client.request("GET", object_path(rt, ns, name)))
         except ApiError as error:

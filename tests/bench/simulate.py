@@ -15,8 +15,9 @@ The same work on each server, each started fresh for each size:
 
 The simulation runs in a child process of its own (``--serve-simulation``: exactly what
 ``kubetrio simulate --fast`` runs, every behaviour on, no delays), which answers each line on
-its stdin with its CPU seconds (``getrusage``), the requests its writers sent
-(``ApiObjects.writes``) and its RSS. This process, a client like any other, then:
+its stdin with its CPU seconds (``getrusage``), the part of them its garbage collector took
+(``sim_gc_share``), the requests its writers sent (``ApiObjects.writes``) and its RSS. This
+process, a client like any other, then:
 
 1. POSTs N Nodes (as ``kubectl create`` would: no status; 32 at a time) and waits, on a watch,
    until every one is Ready (the simulated kubelet posts that): ``nodes_ready_s``;
@@ -34,7 +35,9 @@ beside it, and per process (``cpu_ms_per_pod_by_process``: the simulation, each 
 process, this benchmark's own watches and POSTs), with the seconds each process was runnable
 but waited for a core (``waited_for_cpu_s_*``, from ``/proc/PID/schedstat``): on a shared
 machine that is the part of a phase's wall time other work took, so a slow phase is laid at
-the right door. The figures that travel between machines are the same-run ratios real /
+the right door. ``*_cpu_floor_s`` is what a phase would take if nothing else ran: the CPU all
+those processes spent over the machine's cores, or the busiest Python process's (one thread),
+whichever is longer. The figures that travel between machines are the same-run ratios real /
 emulator (``real_over_emulator_*``) and the CPU per object; the absolute seconds are for the
 note (say how busy the machine was).
 
@@ -59,6 +62,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:
 import argparse
 import contextlib
 import functools
+import gc
 import json
 import os
 import resource
@@ -85,22 +89,38 @@ PHASE_TIMEOUT = 900.0
 # What a bare cluster has that the simulation does not replace.
 REAL_CONTROLLERS = ("garbagecollector", "namespace", "serviceaccount")
 TICK = os.sysconf("SC_CLK_TCK")
+CORES = os.cpu_count() or 1
+# The real control plane's processes, which spread over every core.
+GO_PROCESSES = frozenset({"etcd", "kube-apiserver", "kube-controller-manager"})
 
 
 # --------------------------------------------------------------------------- the simulation
 
 
 def serve_simulation(kubeconfig: str) -> None:
-    """The child: ``kubetrio simulate --fast`` on ``kubeconfig``, answering each stdin line
-    with its figures so far; stops at end of input."""
+    """The child: ``kubetrio simulate --fast`` on ``kubeconfig`` (its collector tuned as
+    there), answering each stdin line with its figures so far; stops at end of input."""
     from kubetrio.cmd.simulate import behaviours, simulation
+    from kubetrio.runtime.manager.gctuning import GcTuning
     from kubetrio.sim.world import simulated_world
 
     options = simulation(argparse.Namespace(fast=True, controllers=behaviours("*")))
     client = Client.from_kubeconfig(kubeconfig, None, qps=0, max_concurrency=64)
+    collector = {"s": 0.0, "since": 0.0}
+
+    def timed(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            collector["since"] = time.process_time()
+        else:
+            collector["s"] += time.process_time() - collector["since"]
+
+    gc.callbacks.append(timed)
 
     async def main() -> None:
+        tuning = GcTuning("tuned")
+        tuning.start()
         async with simulated_world(client, simulate=options) as world:
+            tuning.synced()
             print("ready", flush=True)
             stdin = trio.lowlevel.FdStream(os.dup(0))
             buffer = b""
@@ -111,8 +131,10 @@ def serve_simulation(kubeconfig: str) -> None:
                     usage = resource.getrusage(resource.RUSAGE_SELF)
                     figures = {
                         "cpu_s": usage.ru_utime + usage.ru_stime,
+                        "gc_s": collector["s"],
                         "writes": world.objects.writes,
                         "refused": world.objects.refused,
+                        "reads": world.objects.reads,
                         "rss_mib": _rss_kib(os.getpid()) / 1024,
                         "peak_rss_mib": usage.ru_maxrss / 1024,
                     }
@@ -391,6 +413,13 @@ async def measure(
         waited = {name: round(b[name][1] - a[name][1], 2) for name in pids}
         return cpu, waited
 
+    def floor(a: dict[str, tuple[float, float]], b: dict[str, tuple[float, float]]) -> float:
+        """The phase's wall time if nothing else ran on this machine's cores: all the CPU the
+        processes spent over the cores, or the busiest one-threaded (Python) process's."""
+        spent = {name: b[name][0] - a[name][0] for name in pids}
+        single = [cpu for name, cpu in spent.items() if name not in GO_PROCESSES]
+        return round(max(sum(spent.values()) / CORES, *single), 2)
+
     node_cpu, node_waits = by_process(c0, c1, n)
     pod_cpu, pod_waits = by_process(c1, c2, max(pods, 1))
     return {
@@ -399,8 +428,12 @@ async def measure(
         "shape": shape,
         "nodes_ready_s": round(w1 - w0, 2),
         "pods_running_s": round(w2 - w1, 2),
+        "nodes_cpu_floor_s": floor(c0, c1),
+        "pods_cpu_floor_s": floor(c1, c2),
         "sim_cpu_ms_per_node": round((s1["cpu_s"] - s0["cpu_s"]) * 1000 / n, 3),
         "sim_cpu_ms_per_pod": round((s2["cpu_s"] - s1["cpu_s"]) * 1000 / max(pods, 1), 3),
+        # The share of the simulation's CPU its garbage collector took, over both phases.
+        "sim_gc_share": round((s2["gc_s"] - s0["gc_s"]) / max(s2["cpu_s"] - s0["cpu_s"], 1e-9), 3),
         "server_cpu_ms_per_node": round(server_cpu(c0, c1) * 1000 / n, 3),
         "server_cpu_ms_per_pod": round(server_cpu(c1, c2) * 1000 / max(pods, 1), 3),
         "cpu_ms_per_node_by_process": node_cpu,
@@ -411,6 +444,7 @@ async def measure(
         "writes_per_pod": round((s2["writes"] - s1["writes"]) / max(pods, 1), 2),
         "writes": int(s2["writes"]),
         "refused": int(s2["refused"]),
+        "reads_back": int(s2["reads"]),
         "sim_rss_mib": round(s2["rss_mib"], 1),
         "sim_peak_rss_mib": round(s2["peak_rss_mib"], 1),
     }
