@@ -195,9 +195,13 @@ def cpu_seconds(pid: int) -> float:
 
 
 def waited_seconds(pid: int) -> float:
-    """Time a live process was runnable but waiting for a core (``/proc/PID/schedstat``): on a
-    shared machine, the part of a phase's wall time that other work took."""
-    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    """Time a live process's threads were runnable but waiting for a core (each thread's
+    ``schedstat``): on a shared machine, the part of a phase's wall time other work took."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that just ended
+            total += int((task / "schedstat").read_text().split()[1])
+    return total / 1e9
 
 
 def sample(pids: dict[str, int]) -> dict[str, tuple[float, float]]:
