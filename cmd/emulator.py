@@ -165,6 +165,7 @@ def _positive_float(text: str) -> float:
 
 async def _serve(args: argparse.Namespace) -> None:
     from kubetrio.emulator import EmulatorOptions, ExtensionFactory
+    from kubetrio.runtime.manager.gctuning import GcTuning
     from kubetrio.sim import serve_world
     from kubetrio.sim.cloud import SimulatedCloud
     from kubetrio.sim.cluster import ClusterSimulation
@@ -189,8 +190,11 @@ async def _serve(args: argparse.Namespace) -> None:
                 ec2_url = stack.enter_context(moto_server())
                 extensions.append(ec2_kubelets(ec2_url, args.ec2_cluster, args.ec2_heartbeat))
                 print(f"ec2-endpoint={ec2_url}", flush=True)
+            tuning = GcTuning("tuned")
+            tuning.start()
             world = serve_world(options=options, simulate=simulate, extensions=extensions)
             emu = await stack.enter_async_context(world)
+            tuning.synced()
             print(f"cloud-endpoint={emu.extension(SimulatedCloud).url}", flush=True)
             if args.storage_sim or args.simulate:  # served before the URL is announced
                 from kubetrio.sim.storage import serve_storage_sim

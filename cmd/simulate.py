@@ -120,12 +120,17 @@ def simulation(args: argparse.Namespace) -> Any:
 
 async def _simulate(args: argparse.Namespace, client: Any) -> None:
     from kubetrio.cmd.emulator import _stdin_closed
+    from kubetrio.runtime.manager.gctuning import GcTuning
     from kubetrio.sim.cloud import CloudApi
     from kubetrio.sim.serving import serve_api
     from kubetrio.sim.storage import SimulatedStorage, StorageApi
     from kubetrio.sim.storage.api import VERSION
     from kubetrio.sim.world import build_world, run_world
 
+    # The mirror is dicts, which the collector tracks: with CPython's defaults a third of the
+    # simulation's CPU went to collections walking it again and again (tests/bench/simulate.py).
+    tuning = GcTuning("tuned")
+    tuning.start()
     world = build_world(simulation(args) if args.controllers else None)
     if args.storage:
         scale = args.storage_timeline_scale
@@ -161,6 +166,7 @@ async def _simulate(args: argparse.Namespace, client: Any) -> None:
                 print(f"storage-backend={storage.url}", flush=True)
             nursery.start_soon(run_world, world, client)
             await world.objects.ready()
+            tuning.synced()
             print(
                 f"kubetrio simulate running server={client.base_url} "
                 f"behaviours={','.join(sorted(args.controllers)) or 'none'}",

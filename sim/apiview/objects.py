@@ -15,8 +15,10 @@ at once (optimistically) and queued for its object; writers send each object's q
   by that version's resourceVersion; a conflict reads the object afresh and applies the changes
   again, as client-go's RetryOnConflict does, so a change is never computed from a stale copy
   nor lost to another writer;
-- a **bind** posts ``pods/{name}/binding``; a **delete** deletes with the pass's grace, and
-  shows in the view only once the server has it (a decision elsewhere may hang on it).
+- a **bind** posts ``pods/{name}/binding``, whose answer is a Status, not the pod: the writer
+  waits for the watch to bring the bound pod (reading it only if the watch is slow), so what
+  follows starts from it; a **delete** deletes with the pass's grace, and shows in the view
+  only once the server has it (a decision elsewhere may hang on it).
 
 A write the server refuses otherwise is logged at info and undone: the view takes the server's
 object again and every controller decides again, as a real controller requeues. Once an
@@ -25,7 +27,6 @@ object's queue is empty its view is the server's latest version.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import functools
 import logging
@@ -50,7 +51,9 @@ from kubetrio.sim.cluster.objects import (
     Obj,
     Objects,
     Subscriber,
+    clone,
     key_of,
+    node_name,
 )
 from kubetrio.sim.cluster.objects import Change as Event
 
@@ -70,8 +73,10 @@ _SERVER_META = (
     "managedFields",
     "selfLink",
 )
-WRITERS = 16
+WRITERS = 64
 RETRY_TRANSIENT = 1.0  # seconds before a write that got no answer (or a 5xx) is sent again
+# Seconds a writer waits for the watch to show what its write did before it reads the object.
+WATCH_GRACE = 2.0
 
 
 Change = Callable[[Obj], None]
@@ -86,8 +91,9 @@ class _Op:
     grace: int | None = None
     # For a change: the functions to apply, in order, with whether each is a status write.
     changes: list[tuple[Change, bool]] = field(default_factory=list)
-    # For a create: the object as the pass created it (what follows goes as its own writes).
-    body: Obj | None = None
+    # For a create: the object as the pass created it, encoded (what follows goes as its own
+    # writes).
+    body: bytes = b""
 
 
 def _version(obj: Obj | None) -> int:
@@ -126,11 +132,14 @@ class ApiObjects(Objects):
         # The latest version the server has shown (by answer or by event).
         self._server: dict[KindInfo, dict[Key, Obj]] = {kind: {} for kind in resources}
         self._queues: dict[tuple[KindInfo, Key], deque[_Op]] = {}
+        # Set when the watch shows a new version of the object (a writer waits for it).
+        self._seen: dict[tuple[KindInfo, Key], trio.Event] = {}
         self._subscribers: list[Subscriber] = []
         self._send, self._receive = trio.open_memory_channel[tuple[KindInfo, Key]](float("inf"))
         self._names = random.Random()
         self.writes = 0  # requests the writers sent (a benchmark reads it)
         self.refused = 0  # writes the server refused
+        self.reads = 0  # objects read back (after a conflict, a refusal, a slow watch)
 
     # -- running
 
@@ -200,7 +209,7 @@ class ApiObjects(Objects):
     # -- Objects: writes (applied to the view now, sent by a writer)
 
     def create(self, rt: KindInfo, ns: str, obj: Obj) -> Obj | None:
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         md = new.setdefault("metadata", {})
         if not md.get("name"):
             prefix = md.pop("generateName", "")
@@ -222,7 +231,7 @@ class ApiObjects(Objects):
             log.info("simulated create refused kind=%s name=%s: exists", rt.kind, md["name"])
             return None
         self._show(rt, key, new)
-        self._queue(rt, key, _Op("create", body=copy.deepcopy(_main(new))))
+        self._queue(rt, key, _Op("create", body=msgspec.json.encode(_main(new))))
         return new
 
     def mutate(
@@ -232,7 +241,7 @@ class ApiObjects(Objects):
         current = self._view[rt].get(key)
         if current is None:
             return None
-        new = copy.deepcopy(current)
+        new = clone(current)
         change(new)
         if new == current:
             return current
@@ -257,7 +266,7 @@ class ApiObjects(Objects):
         current = self._view[self.pods].get(key)
         if current is None or (current.get("spec") or {}).get("nodeName"):
             return False
-        new = copy.deepcopy(current)
+        new = clone(current)
         new.setdefault("spec", {})["nodeName"] = node
         conditions = new.setdefault("status", {}).setdefault("conditions", [])
         conditions[:] = [c for c in conditions if c.get("type") != "PodScheduled"]
@@ -300,6 +309,9 @@ class ApiObjects(Objects):
             if known is not None and _version(obj) <= _version(known):
                 return  # already seen (our own write's answer came first)
             server[key] = obj
+        seen = self._seen.pop((rt, key), None)
+        if seen is not None:
+            seen.set()
         if (rt, key) not in self._queues:
             self._show(rt, key, server.get(key))
 
@@ -360,9 +372,7 @@ class ApiObjects(Objects):
             # As created: a binding or status the passes wrote since follows as its own write,
             # as the API server would have them (a pod posted bound gets no PodScheduled).
             self.writes += 1
-            answer = await self.client.request(
-                "POST", object_path(rt, ns or None), body=msgspec.json.encode(op.body)
-            )
+            answer = await self.client.request("POST", object_path(rt, ns or None), body=op.body)
             self._answered(rt, answer)
             return True
         if op.verb == "change":
@@ -380,10 +390,9 @@ class ApiObjects(Objects):
                 object_path(rt, ns, name, "binding"),
                 body=msgspec.json.encode(binding),
             )
-            # The binding's answer is a Status, not the pod: read the bound pod, so what comes
-            # next (and the view once the queue is done) starts from it, never from the
-            # unbound one (a scheduler pass would bind it again).
-            await self._refresh(rt, key)
+            # What comes next (and the view once the queue is done) starts from the bound pod,
+            # never from the unbound one (a scheduler pass would bind it again).
+            await self._until_seen(rt, key, lambda pod: pod is None or bool(node_name(pod)))
             return True
         options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if op.grace is not None:
@@ -462,8 +471,20 @@ class ApiObjects(Objects):
             self._server[rt][key] = obj
         return self._server[rt][key]
 
+    async def _until_seen(
+        self, rt: KindInfo, key: Key, holds: Callable[[Obj | None], bool]
+    ) -> None:
+        """Until the server's version of ``key`` (None: gone) ``holds``, as the watch brings it;
+        read it instead after ``WATCH_GRACE`` seconds (a watch down or lagging)."""
+        with trio.move_on_after(WATCH_GRACE):
+            while not holds(self._server[rt].get(key)):
+                await self._seen.setdefault((rt, key), trio.Event()).wait()
+            return
+        await self._refresh(rt, key)
+
     async def _refresh(self, rt: KindInfo, key: Key) -> None:
         ns, name = key
+        self.reads += 1
         try:
             self._answered(rt, await self.client.request("GET", object_path(rt, ns, name)))
         except ApiError as error:
@@ -488,15 +509,17 @@ def _transient(error: ApiError) -> bool:
 
 def _applied(base: Obj, changes: list[tuple[Change, bool]]) -> Obj:
     """``base`` with each change applied in order as the server would take it: a status
-    change moves only the status, any other change everything but the status."""
-    new = copy.deepcopy(base)
+    change moves only the status, any other change everything but the status. Each change
+    works on a copy of its own; what the result takes from it is never written again."""
+    new = base
     for change, to_status in changes:
-        before = copy.deepcopy(new)
-        change(new)
+        changed = clone(new)
+        change(changed)
         if to_status:
-            new = {**before, "status": new.get("status")} if "status" in new else before
-        elif "status" in before:
-            new["status"] = before["status"]
+            new = {**new, "status": changed["status"]} if "status" in changed else new
         else:
-            new.pop("status", None)
+            changed.pop("status", None)
+            if "status" in new:
+                changed["status"] = new["status"]
+            new = changed
     return new

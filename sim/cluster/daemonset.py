@@ -10,13 +10,14 @@ from typing import Any
 from kubetrio.sim.cluster.objects import (
     Obj,
     Objects,
+    active,
     deleting,
     node_name,
     owners_with_children,
 )
 from kubetrio.sim.cluster.options import ClusterSimulation
 from kubetrio.sim.cluster.scheduler import fits
-from kubetrio.sim.cluster.templates import active, pod_from_template, ready_count
+from kubetrio.sim.cluster.templates import pod_from_template, ready_count
 
 # util.AddOrUpdateDaemonPodTolerations: daemon pods survive cordons and node trouble.
 DAEMON_TOLERATIONS: tuple[dict[str, Any], ...] = (

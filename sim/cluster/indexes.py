@@ -1,6 +1,8 @@
 """Indexes the simulated cluster keeps current from store events, so a simulated controller's
 pass visits the objects a change concerns instead of every pod in the cluster: the pods each
-node holds, and the objects each owner controls.
+node holds, the objects each owner controls, and which of an owner's pods count towards its
+replicas (active) and are Ready, so a workload's status is two set sizes rather than a walk of
+its pods.
 
 Why: a level-triggered pass that reads the whole cluster costs O(pods) on every change, so a cluster
 built one object at a time costs O(pods²) (``tests/bench/simcluster.py`` measures the cost per
@@ -12,13 +14,15 @@ index is exact whenever a pass reads it::
     indexes.note("pods", pod, gone=False)       # bound to node-a, controlled by a ReplicaSet
     indexes.pods_by_node.keys("node-a")         # {("default", "web-0")}
     indexes.controlled["pods"].keys(rs_uid)     # {("default", "web-0")}
+    indexes.active_pods.keys(rs_uid)            # the same, unless it is deleting or finished
+    indexes.ready_pods.keys(rs_uid)             # those of them Running and Ready
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from kubetrio.sim.cluster.objects import Key, Obj, controller_uid, node_name
+from kubetrio.sim.cluster.objects import Key, Obj, active, controller_uid, node_name, pod_ready
 
 # The children ``owners_with_children`` looks up by owner (ReplicaSets' and StatefulSets' and
 # DaemonSets' pods, Deployments' ReplicaSets).
@@ -52,12 +56,15 @@ class ReverseIndex:
 
 
 class ClusterIndexes:
-    """Pods by ``spec.nodeName`` (unbound pods are not indexed), and the objects of each
-    ``CONTROLLED`` resource by the uid of their controlling owner."""
+    """Pods by ``spec.nodeName`` (unbound pods are not indexed), the objects of each
+    ``CONTROLLED`` resource by the uid of their controlling owner, and the active pods and the
+    active Ready pods by that uid."""
 
     def __init__(self) -> None:
         self.pods_by_node = ReverseIndex()
         self.controlled = {resource: ReverseIndex() for resource in CONTROLLED}
+        self.active_pods = ReverseIndex()
+        self.ready_pods = ReverseIndex()
 
     def note(self, resource: str, obj: Obj, gone: bool) -> None:
         """A committed change to ``obj`` (a store key's resource); other resources are ignored."""
@@ -66,6 +73,10 @@ class ClusterIndexes:
             return
         md = obj["metadata"]
         key = (md.get("namespace", ""), md["name"])
-        by_owner.put(key, "" if gone else controller_uid(obj))
+        owner = "" if gone else controller_uid(obj)
+        by_owner.put(key, owner)
         if resource == "pods":
             self.pods_by_node.put(key, "" if gone else node_name(obj))
+            counted = owner if owner and active(obj) else ""
+            self.active_pods.put(key, counted)
+            self.ready_pods.put(key, counted if counted and pod_ready(obj) else "")

@@ -24,7 +24,7 @@ from kubetrio.sim.cluster.objects import (
     set_kubelet_ready,
 )
 from kubetrio.sim.cluster.options import NEVER_READY_ANNOTATION, ClusterSimulation
-from kubetrio.sim.cluster.volumes import CsiVolume, pod_volumes
+from kubetrio.sim.cluster.volumes import CsiVolume, claim_names, pod_volumes
 
 MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 _MANIFEST_DROPPED = (
@@ -40,8 +40,9 @@ _MANIFEST_DROPPED = (
 @dataclass
 class Kubelet:
     """Incremental: a pass visits the pods that changed, the pods on nodes that changed and the
-    pods waiting on a timer, and reports ``volumesInUse`` for the nodes those pods were or are
-    on; a change to a claim, volume or attachment (rare, and any pod may depend on it), the
+    pods waiting on a timer, and reports ``volumesInUse`` for the nodes those of them naming a
+    claim were or are on (a pod without one adds no volume to its node) and for the nodes that
+    changed; a change to a claim, volume or attachment (rare, and any pod may depend on it), the
     first pass and a pass after a failed one visit everything. Each visited pod is decided
     exactly as a whole-cluster pass would decide it, in the same (key) order."""
 
@@ -76,8 +77,9 @@ class Kubelet:
         md = obj["metadata"]
         if rt.group_resource == "pods":
             self._pods.add((md.get("namespace", ""), md["name"]))
-            self._touched.add(node_name(obj))
-            if ev.prev is not None:
+            if claim_names(obj):
+                self._touched.add(node_name(obj))
+            if ev.prev is not None and claim_names(ev.prev):
                 self._touched.add(node_name(ev.prev))
         elif rt.group_resource == "nodes":
             self._nodes.add(md["name"])

@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from kubetrio.api.registry import BUILTIN_KINDS, KindInfo
 
 if TYPE_CHECKING:  # indexes.py reads objects with this module's helpers
@@ -65,6 +67,14 @@ class Change:
 
 
 Subscriber = Callable[[KindInfo, Change], None]
+
+
+def clone(obj: Obj) -> Obj:
+    """A deep copy of a JSON-shaped object (what every read and write here holds), through
+    msgspec's C encoder: several times cheaper than ``copy.deepcopy``, which was the largest
+    single cost of a pass's writes."""
+    copied: Obj = msgspec.msgpack.decode(msgspec.msgpack.encode(obj))
+    return copied
 
 
 def key_of(obj: Obj) -> Key:
@@ -194,6 +204,14 @@ def node_name(pod: Obj) -> str:
 
 def pod_ready(pod: Obj) -> bool:
     return (pod.get("status") or {}).get("phase") == "Running" and condition(pod, "Ready") == "True"
+
+
+def active(pod: Obj) -> bool:
+    """Counts towards its controller's replicas: not being deleted, not finished."""
+    return not deleting(pod) and (pod.get("status") or {}).get("phase") not in (
+        "Succeeded",
+        "Failed",
+    )
 
 
 def controller_uid(obj: Obj) -> str:

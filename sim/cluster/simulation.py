@@ -45,17 +45,19 @@ class SimulatedCluster:
         self.objects.indexes = self._indexes = ClusterIndexes()
         self.controllers = build_controllers(self.objects, options)
         self._wakeups = [Wakeup() for _ in self.controllers]
-        self._trackers = [c if isinstance(c, Tracking) else None for c in self.controllers]
+        # Per resource, whom a change concerns: a tracker to note it (None) and the wakeup.
+        self._concerned: dict[str, list[tuple[Tracking | None, Wakeup]]] = {}
+        for controller, wakeup in zip(self.controllers, self._wakeups, strict=True):
+            tracker = controller if isinstance(controller, Tracking) else None
+            for resource in controller.watches:
+                self._concerned.setdefault(resource, []).append((tracker, wakeup))
 
     def _on_change(self, rt: KindInfo, ev: Change) -> None:
         self._indexes.note(rt.group_resource, ev.obj, gone=ev.type == "DELETED")  # before any pass
-        for controller, tracker, wakeup in zip(
-            self.controllers, self._trackers, self._wakeups, strict=True
-        ):
-            if rt.group_resource in controller.watches:
-                if tracker is not None:
-                    tracker.changed(rt, ev)
-                wakeup.set()
+        for tracker, wakeup in self._concerned.get(rt.group_resource, ()):
+            if tracker is not None:
+                tracker.changed(rt, ev)
+            wakeup.set()
 
     async def run(self) -> None:
         """Until cancelled."""

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from kubetrio.sim.cluster.objects import (
     Obj,
     Objects,
+    active,
     deleting,
     owners_with_children,
     pod_ready,
 )
 from kubetrio.sim.cluster.options import ClusterSimulation
 from kubetrio.sim.cluster.templates import (
-    active,
     counts_differ,
     pod_from_template,
     ready_count,

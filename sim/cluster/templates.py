@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-from kubetrio.sim.cluster.objects import Obj, deleting, owner_ref, pod_ready
+from kubetrio.sim.cluster.objects import Obj, clone, owner_ref, pod_ready
 
 
 def pod_from_template(owner: Obj, **metadata: Any) -> Obj:
@@ -23,16 +22,8 @@ def pod_from_template(owner: Obj, **metadata: Any) -> Obj:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": md,
-        "spec": copy.deepcopy(template.get("spec") or {}),
+        "spec": clone(template.get("spec") or {}),
     }
-
-
-def active(pod: Obj) -> bool:
-    """Counts towards replicas: not being deleted, not finished."""
-    return not deleting(pod) and (pod.get("status") or {}).get("phase") not in (
-        "Succeeded",
-        "Failed",
-    )
 
 
 def replicas(obj: Obj) -> int:

@@ -17,7 +17,7 @@ from kubetrio.sim.ec2.account import (
     describe_account,
     ec2_client,
 )
-from kubetrio.sim.ec2.kubelets import Ec2Kubelets, ec2_kubelets
+from kubetrio.sim.ec2.kubelets import Ec2Kubelets, ec2_kubelets, emulator_client
 from kubetrio.sim.ec2.server import missing_packages, moto_server
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "describe_account",
     "ec2_client",
     "ec2_kubelets",
+    "emulator_client",
     "missing_packages",
     "moto_server",
 ]

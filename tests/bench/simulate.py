@@ -15,27 +15,37 @@ The same work on each server, each started fresh for each size:
 
 The simulation runs in a child process of its own (``--serve-simulation``: exactly what
 ``kubetrio simulate --fast`` runs, every behaviour on, no delays), which answers each line on
-its stdin with its CPU seconds (``getrusage``), the requests its writers sent
-(``ApiObjects.writes``) and its RSS. This process, a client like any other, then:
+its stdin with its CPU seconds (``getrusage``), the part of them its garbage collector took
+(``sim_gc_share``), the requests its writers sent (``ApiObjects.writes``) and its RSS. This
+process, a client like any other, then:
 
 1. POSTs N Nodes (as ``kubectl create`` would: no status; 32 at a time) and waits, on a watch,
    until every one is Ready (the simulated kubelet posts that): ``nodes_ready_s``;
-2. POSTs one Deployment of 10·N replicas (the simulated deployment and replicaset controllers
-   make the pods, its scheduler binds them, its kubelet starts them) and waits, on a watch,
-   until all are Running: ``pods_running_s``.
+2. makes 10·N pods and waits, on a watch, until all are Running: ``pods_running_s``. The
+   ``--shape`` says how: ``deployment`` (the default) POSTs one Deployment of 10·N replicas
+   (the simulated deployment and replicaset controllers make the pods, its scheduler binds
+   them, its kubelet starts them); ``bound`` POSTs the pods themselves with ``spec.nodeName``
+   set, 32 at a time, as KWOK's benchmark does (only the simulated kubelet acts: KWOK's bar
+   measures a kubelet, not a scheduler and a controller manager).
 
 The simulation's CPU over each phase divided by its count gives ``sim_cpu_ms_per_node`` and
 ``sim_cpu_ms_per_pod``; ``writes_per_node`` / ``writes_per_pod`` likewise. The server's CPU
 (the emulator child's, or etcd + kube-apiserver + controller manager's, from /proc) is reported
-beside it, so a slow phase is laid at the right door. The figures that travel between machines
-are the same-run ratios real / emulator (``real_over_emulator_*``); the absolute seconds are
-for the note (say how busy the machine was).
+beside it, and per process (``cpu_ms_per_pod_by_process``: the simulation, each server
+process, this benchmark's own watches and POSTs), with the seconds each process was runnable
+but waited for a core (``waited_for_cpu_s_*``, from ``/proc/PID/schedstat``): on a shared
+machine that is the part of a phase's wall time other work took, so a slow phase is laid at
+the right door. ``*_cpu_floor_s`` is what a phase would take if nothing else ran: the CPU all
+those processes spent over the machine's cores, or the busiest Python process's (one thread),
+whichever is longer. The figures that travel between machines are the same-run ratios real /
+emulator (``real_over_emulator_*``) and the CPU per object; the absolute seconds are for the
+note (say how busy the machine was).
 
 ``python tests/bench/simulate.py --nodes 500 1000`` (default 500); ``--quick``: N = 20 (200
 pods), well under half a minute per server; ``--servers emulator`` runs one half;
-``--pods-per-node 2 --nodes 5000`` is KWOK's bar (0: nodes only). Without the
-real server's binaries its half is left out with a note (not under CI). Last line
-``RESULT {json}``.
+``--pods-per-node 2 --nodes 5000`` is KWOK's bar (0: nodes only; ``--shape bound`` its kind
+of pods). Without the real server's binaries its half is left out with a note (not under CI).
+Last line ``RESULT {json}``.
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:
 import argparse
 import contextlib
 import functools
+import gc
 import json
 import os
 import resource
@@ -70,28 +81,46 @@ from kubetrio.runtime.client.typed import Client, WatchEvent
 from kubetrio.testing.controlplane import ControlPlane
 
 PODS_PER_NODE = 10
+SHAPES = ("deployment", "bound")
+LABELS = {"app": "simbench"}
 NAMESPACE = "default"
 CONCURRENT_POSTS = 32
 PHASE_TIMEOUT = 900.0
 # What a bare cluster has that the simulation does not replace.
 REAL_CONTROLLERS = ("garbagecollector", "namespace", "serviceaccount")
 TICK = os.sysconf("SC_CLK_TCK")
+CORES = os.cpu_count() or 1
+# The real control plane's processes, which spread over every core.
+GO_PROCESSES = frozenset({"etcd", "kube-apiserver", "kube-controller-manager"})
 
 
 # --------------------------------------------------------------------------- the simulation
 
 
 def serve_simulation(kubeconfig: str) -> None:
-    """The child: ``kubetrio simulate --fast`` on ``kubeconfig``, answering each stdin line
-    with its figures so far; stops at end of input."""
+    """The child: ``kubetrio simulate --fast`` on ``kubeconfig`` (its collector tuned as
+    there), answering each stdin line with its figures so far; stops at end of input."""
     from kubetrio.cmd.simulate import behaviours, simulation
+    from kubetrio.runtime.manager.gctuning import GcTuning
     from kubetrio.sim.world import simulated_world
 
     options = simulation(argparse.Namespace(fast=True, controllers=behaviours("*")))
     client = Client.from_kubeconfig(kubeconfig, None, qps=0, max_concurrency=64)
+    collector = {"s": 0.0, "since": 0.0}
+
+    def timed(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            collector["since"] = time.process_time()
+        else:
+            collector["s"] += time.process_time() - collector["since"]
+
+    gc.callbacks.append(timed)
 
     async def main() -> None:
+        tuning = GcTuning("tuned")
+        tuning.start()
         async with simulated_world(client, simulate=options) as world:
+            tuning.synced()
             print("ready", flush=True)
             stdin = trio.lowlevel.FdStream(os.dup(0))
             buffer = b""
@@ -102,8 +131,10 @@ def serve_simulation(kubeconfig: str) -> None:
                     usage = resource.getrusage(resource.RUSAGE_SELF)
                     figures = {
                         "cpu_s": usage.ru_utime + usage.ru_stime,
+                        "gc_s": collector["s"],
                         "writes": world.objects.writes,
                         "refused": world.objects.refused,
+                        "reads": world.objects.reads,
                         "rss_mib": _rss_kib(os.getpid()) / 1024,
                         "peak_rss_mib": usage.ru_maxrss / 1024,
                     }
@@ -157,17 +188,29 @@ def _rss_kib(pid: int) -> float:
     return 0.0
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU of live processes, from /proc (their getrusage is not ours to call)."""
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a live process, from /proc (its getrusage is not ours to call)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def waited_seconds(pid: int) -> float:
+    """Time a live process's threads were runnable but waiting for a core (each thread's
+    ``schedstat``): on a shared machine, the part of a phase's wall time other work took."""
     total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / TICK
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread that just ended
+            total += int((task / "schedstat").read_text().split()[1])
+    return total / 1e9
+
+
+def sample(pids: dict[str, int]) -> dict[str, tuple[float, float]]:
+    """Each process's CPU and wait seconds so far."""
+    return {name: (cpu_seconds(pid), waited_seconds(pid)) for name, pid in pids.items()}
 
 
 @contextlib.contextmanager
-def emulator() -> Iterator[tuple[Path, list[int]]]:
+def emulator() -> Iterator[tuple[Path, dict[str, int]]]:
     """``kubetrio emulator`` in a child: its kubeconfig and pid."""
     with tempfile.TemporaryDirectory(prefix="kt-bench-simulate-") as work:
         kubeconfig = Path(work) / "kubeconfig"
@@ -193,19 +236,23 @@ def emulator() -> Iterator[tuple[Path, list[int]]]:
                     break
             else:
                 raise RuntimeError(f"emulator exited with {proc.wait()} before it served")
-            yield Path(line.strip().removeprefix("kubeconfig=")), [proc.pid]
+            yield Path(line.strip().removeprefix("kubeconfig=")), {"emulator": proc.pid}
         finally:
             proc.terminate()
-            proc.wait(30)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:  # a loaded machine: its 15 000 objects to free
+                proc.kill()
+                proc.wait()
 
 
 @contextlib.contextmanager
-def real() -> Iterator[tuple[Path, list[int]]]:
+def real() -> Iterator[tuple[Path, dict[str, int]]]:
     with ControlPlane(controllers=REAL_CONTROLLERS) as plane:
-        yield plane.kubeconfig_path, [p.popen.pid for p in plane._processes]
+        yield plane.kubeconfig_path, {p.name: p.popen.pid for p in plane._processes}
 
 
-SERVERS: dict[str, Callable[[], contextlib.AbstractContextManager[tuple[Path, list[int]]]]] = {
+SERVERS: dict[str, Callable[[], contextlib.AbstractContextManager[tuple[Path, dict[str, int]]]]] = {
     "emulator": emulator,
     "real": real,
 }
@@ -217,6 +264,16 @@ SERVERS: dict[str, Callable[[], contextlib.AbstractContextManager[tuple[Path, li
 def node(name: str) -> dict[str, Any]:
     labels = {"kubernetes.io/hostname": name}
     return {"metadata": {"name": name, "labels": labels}}
+
+
+def bound_pod(i: int, node_name: str) -> dict[str, Any]:
+    """KWOK's benchmark pod: posted with ``spec.nodeName`` set, so only a kubelet acts on it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"simbench-{i}", "namespace": NAMESPACE, "labels": LABELS},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}], "nodeName": node_name},
+    }
 
 
 def deployment(replicas: int) -> dict[str, Any]:
@@ -305,17 +362,18 @@ def pod_running(obj: Pod) -> bool:
 
 
 async def measure(
-    kubeconfig: Path, server_pids: list[int], n: int, per_node: int
+    kubeconfig: Path, server_pids: dict[str, int], n: int, per_node: int, shape: str
 ) -> dict[str, Any]:
     pods = per_node * n
     sim = Simulation(kubeconfig)
+    pids = {"simulation": sim.proc.pid, **server_pids, "bench": os.getpid()}
     client = Client.from_kubeconfig(str(kubeconfig), None, qps=0, max_concurrency=CONCURRENT_POSTS)
     try:
         nodes_ready, pods_running = Count(node_ready), Count(pod_running)
         async with trio.open_nursery() as nursery:
             await nursery.start(follow, client, Node, None, nodes_ready)
             await nursery.start(follow, client, Pod, NAMESPACE, pods_running)
-            s0, c0, w0 = sim.figures(), cpu_seconds(server_pids), time.monotonic()
+            s0, c0, w0 = sim.figures(), sample(pids), time.monotonic()
 
             async def post(i: int, limit: trio.Semaphore) -> None:
                 async with limit:
@@ -328,37 +386,81 @@ async def measure(
             nodes_ready.expect(n)
             with trio.fail_after(PHASE_TIMEOUT):
                 await nodes_ready.reached.wait()
-            s1, c1, w1 = sim.figures(), cpu_seconds(server_pids), time.monotonic()
-            path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
-            await client.request("POST", path, body=msgspec.json.encode(deployment(pods)))
+            s1, c1, w1 = sim.figures(), sample(pids), time.monotonic()
             pods_running.expect(pods)
             with trio.fail_after(PHASE_TIMEOUT):
+                if shape == "deployment":
+                    path = f"/apis/apps/v1/namespaces/{NAMESPACE}/deployments"
+                    await client.request("POST", path, body=msgspec.json.encode(deployment(pods)))
+                else:
+                    path = f"/api/v1/namespaces/{NAMESPACE}/pods"
+
+                    async def post_pod(i: int, limit: trio.Semaphore) -> None:
+                        async with limit:
+                            body = msgspec.json.encode(bound_pod(i, f"node-{i % n}"))
+                            await client.request("POST", path, body=body)
+
+                    async with trio.open_nursery() as posting:
+                        limit = trio.Semaphore(CONCURRENT_POSTS)
+                        for i in range(pods):
+                            posting.start_soon(post_pod, i, limit)
                 await pods_running.reached.wait()
-            s2, c2, w2 = sim.figures(), cpu_seconds(server_pids), time.monotonic()
+            s2, c2, w2 = sim.figures(), sample(pids), time.monotonic()
             nursery.cancel_scope.cancel()
     finally:
         sim.close()
+
+    def server_cpu(a: dict[str, tuple[float, float]], b: dict[str, tuple[float, float]]) -> float:
+        return sum(b[name][0] - a[name][0] for name in server_pids)
+
+    def by_process(
+        a: dict[str, tuple[float, float]], b: dict[str, tuple[float, float]], per: int
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        """Each process's CPU ms per object, and seconds it waited for a core, a to b."""
+        cpu = {name: round((b[name][0] - a[name][0]) * 1000 / per, 3) for name in pids}
+        waited = {name: round(b[name][1] - a[name][1], 2) for name in pids}
+        return cpu, waited
+
+    def floor(a: dict[str, tuple[float, float]], b: dict[str, tuple[float, float]]) -> float:
+        """The phase's wall time if nothing else ran on this machine's cores: all the CPU the
+        processes spent over the cores, or the busiest one-threaded (Python) process's."""
+        spent = {name: b[name][0] - a[name][0] for name in pids}
+        single = [cpu for name, cpu in spent.items() if name not in GO_PROCESSES]
+        return round(max(sum(spent.values()) / CORES, *single), 2)
+
+    node_cpu, node_waits = by_process(c0, c1, n)
+    pod_cpu, pod_waits = by_process(c1, c2, max(pods, 1))
     return {
         "nodes": n,
         "pods": pods,
+        "shape": shape,
         "nodes_ready_s": round(w1 - w0, 2),
         "pods_running_s": round(w2 - w1, 2),
+        "nodes_cpu_floor_s": floor(c0, c1),
+        "pods_cpu_floor_s": floor(c1, c2),
         "sim_cpu_ms_per_node": round((s1["cpu_s"] - s0["cpu_s"]) * 1000 / n, 3),
         "sim_cpu_ms_per_pod": round((s2["cpu_s"] - s1["cpu_s"]) * 1000 / max(pods, 1), 3),
-        "server_cpu_ms_per_node": round((c1 - c0) * 1000 / n, 3),
-        "server_cpu_ms_per_pod": round((c2 - c1) * 1000 / max(pods, 1), 3),
+        # The share of the simulation's CPU its garbage collector took, over both phases.
+        "sim_gc_share": round((s2["gc_s"] - s0["gc_s"]) / max(s2["cpu_s"] - s0["cpu_s"], 1e-9), 3),
+        "server_cpu_ms_per_node": round(server_cpu(c0, c1) * 1000 / n, 3),
+        "server_cpu_ms_per_pod": round(server_cpu(c1, c2) * 1000 / max(pods, 1), 3),
+        "cpu_ms_per_node_by_process": node_cpu,
+        "cpu_ms_per_pod_by_process": pod_cpu,
+        "waited_for_cpu_s_nodes_phase": node_waits,
+        "waited_for_cpu_s_pods_phase": pod_waits,
         "writes_per_node": round((s1["writes"] - s0["writes"]) / n, 2),
         "writes_per_pod": round((s2["writes"] - s1["writes"]) / max(pods, 1), 2),
         "writes": int(s2["writes"]),
         "refused": int(s2["refused"]),
+        "reads_back": int(s2["reads"]),
         "sim_rss_mib": round(s2["rss_mib"], 1),
         "sim_peak_rss_mib": round(s2["peak_rss_mib"], 1),
     }
 
 
-def on_server(name: str, n: int, per_node: int) -> dict[str, Any]:
+def on_server(name: str, n: int, per_node: int, shape: str) -> dict[str, Any]:
     with SERVERS[name]() as (kubeconfig, pids):
-        result = trio.run(measure, kubeconfig, pids, n, per_node)
+        result = trio.run(measure, kubeconfig, pids, n, per_node, shape)
     print(json.dumps({"server": name, **result}), flush=True)
     return result
 
@@ -381,6 +483,14 @@ def main() -> None:
         default=PODS_PER_NODE,
         help="pods per node (0: nodes only; 2 at N=5000 is KWOK's 10 000 pods)",
     )
+    parser.add_argument(
+        "--shape",
+        choices=SHAPES,
+        default="deployment",
+        help="deployment: one Deployment (the simulation's replicaset controller, scheduler and "
+        "kubelet act); bound: pods posted with spec.nodeName, as KWOK's benchmark posts them "
+        "(only the kubelet acts)",
+    )
     parser.add_argument("--quick", action="store_true", help="N = 20 (200 pods)")
     parser.add_argument("--servers", default="emulator,real", help="emulator, real or both")
     parser.add_argument("--serve-simulation", metavar="KUBECONFIG", help=argparse.SUPPRESS)
@@ -398,7 +508,9 @@ def main() -> None:
         servers.remove("real")
     sizes = [20] if args.quick else sorted(args.nodes)
     per_node = args.pods_per_node
-    out: dict[str, Any] = {name: [on_server(name, n, per_node) for n in sizes] for name in servers}
+    out: dict[str, Any] = {
+        name: [on_server(name, n, per_node, args.shape) for n in sizes] for name in servers
+    }
     if "emulator" in out and "real" in out:
         largest_real, largest_emu = out["real"][-1], out["emulator"][-1]
         for figure in RATIOS:

@@ -56,6 +56,32 @@ async def test_replicaset_replaces_a_deleted_pod(mock_clock: trio.testing.MockCl
         await sim.pods.until(lambda: len(app_pods(sim, "web")) == 1)
 
 
+async def test_a_finished_pod_is_replaced_and_no_longer_counted(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A pod that Succeeded stays, but no longer counts towards the set's replicas: the set
+    makes another, and its status counts the running ones only."""
+    async with simulated() as sim:
+        sim.emu.create(node("n1"))
+        sim.emu.create(replicaset("job", 2))
+        await sim.pods.until(lambda: len(ready_pods(sim, "job")) == 2)
+        done = sim.emu.get("v1", "Pod", ready_pods(sim, "job")[0].name, "default")
+        assert done is not None
+        done["status"]["phase"] = "Succeeded"
+        sim.emu.update(done, subresource="status")
+        await sim.pods.until(
+            lambda: (
+                len(app_pods(sim, "job")) == 3
+                and len([p for p in ready_pods(sim, "job") if p.status.phase == "Running"]) == 2
+            )
+        )
+
+        def status() -> dict[str, int]:
+            return (sim.emu.get("apps/v1", "ReplicaSet", "job", "default") or {})["status"]
+
+        await sim.pods.until(lambda: status()["replicas"] == 2 and status()["readyReplicas"] == 2)
+
+
 async def test_evicted_statefulset_pod_comes_back_with_its_volume_on_another_node(
     mock_clock: trio.testing.MockClock,
 ) -> None:

@@ -24,7 +24,7 @@ from kubetrio.controllers.machinedeployment.setup import setup as deployment_set
 from kubetrio.controllers.machineset.setup import setup as machineset_setup
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.manager.manager import Manager
-from kubetrio.sim.ec2 import Ec2Kubelets
+from kubetrio.sim.ec2 import Ec2Kubelets, emulator_client
 from tests.helpers.deployments import deployment_doc
 from tests.helpers.ec2 import KEYS, MotoEc2, new_cluster
 from tests.helpers.machines import (
@@ -87,7 +87,7 @@ async def aws_world(
     install_crds(emu)
     cluster = new_cluster()
     seed_aws_class(emu, ec2, cluster)
-    kubelets = Ec2Kubelets(emu, ec2.url, cluster)
+    kubelets = Ec2Kubelets(lambda: emulator_client(emu), ec2.url, cluster)
     async with (
         machine_manager(emu, drivers=aws_drivers(ec2), also=also, **options) as h,
         trio.open_nursery() as nursery,
