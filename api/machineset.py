@@ -60,6 +60,12 @@ MACHINE_DEPLOYMENT_FROZEN = "Frozen"
 
 STRATEGY_RECREATE = "Recreate"
 STRATEGY_ROLLING_UPDATE = "RollingUpdate"
+STRATEGY_IN_PLACE_UPDATE = "InPlaceUpdate"
+ORCHESTRATION_AUTO = "Auto"
+ORCHESTRATION_MANUAL = "Manual"
+# On an old MachineSet during an in-place update: machines that move to the new set must not be
+# replaced by the old one before its replicas are lowered.
+LABEL_MACHINE_SET_SCALE_UP_DISABLED = "node.machine.sapcloud.io/scale-up-disabled"
 
 
 # -- shared pieces
@@ -208,11 +214,30 @@ class RollingUpdateMachineDeployment(Model, kw_only=True):
     ) = None
 
 
+class InPlaceUpdateMachineDeployment(RollingUpdateMachineDeployment, kw_only=True):
+    """Bounds of an in-place update, and who picks the machines to update."""
+
+    orchestration_type: Annotated[
+        str,
+        msgspec.Meta(
+            description="Auto: the controller selects machines within maxUnavailable; Manual: "
+            "the user labels nodes node.machine.sapcloud.io/selected-for-update."
+        ),
+    ] = ""
+
+
 class MachineDeploymentStrategy(Model, kw_only=True):
     """How machines are replaced when the template changes."""
 
-    type: Annotated[str, msgspec.Meta(description="RollingUpdate (the default) or Recreate.")] = ""
+    type: Annotated[
+        str,
+        msgspec.Meta(
+            description="RollingUpdate (the default), Recreate, or InPlaceUpdate (machines are "
+            "updated where they run and move to the new MachineSet)."
+        ),
+    ] = ""
     rolling_update: RollingUpdateMachineDeployment | None = None
+    in_place_update: InPlaceUpdateMachineDeployment | None = None
 
 
 class RollbackConfig(Model, kw_only=True):

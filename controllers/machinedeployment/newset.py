@@ -125,7 +125,12 @@ async def _create(step: Pass, writer: Writer, new_revision: int) -> MachineSet:
     name = set_name(deployment.name, hash_value)
     fresh = SetState(name=name, replicas=0)
     replicas = scaling.new_set_replicas(
-        step.strategy, step.replicas, step.bounds.max_surge, [*states(step.sets), fresh], fresh
+        step.strategy,
+        step.replicas,
+        step.bounds.max_surge,
+        [*states(step.sets), fresh],
+        fresh,
+        manual=step.manual,
     )
     annotations = {
         **new_set_annotations(deployment.metadata.annotations, {}, new_revision),

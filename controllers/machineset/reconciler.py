@@ -14,8 +14,14 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.api.machine import PHASE_FAILED, PHASE_TERMINATING, Machine
-from kubetrio.api.machineset import MachineSet
+from kubetrio.api.machine import (
+    LABEL_NODE_UPDATE_RESULT,
+    LABEL_VALUE_NODE_UPDATE_SUCCESSFUL,
+    PHASE_FAILED,
+    PHASE_TERMINATING,
+    Machine,
+)
+from kubetrio.api.machineset import LABEL_MACHINE_SET_SCALE_UP_DISABLED, MachineSet
 from kubetrio.controllers.machine.status import FINALIZER
 from kubetrio.controllers.machineset.claim import claim_machines
 from kubetrio.controllers.machineset.control import MachineControl, slow_start
@@ -42,7 +48,7 @@ RESYNC_PERIOD = 600.0
 # Labels that stop a set from creating machines (the safety controller's freeze; in-place
 # updates moving machines between sets).
 FREEZE_LABEL = "freeze"
-SCALE_UP_DISABLED_LABEL = "node.machine.sapcloud.io/scale-up-disabled"
+SCALE_UP_DISABLED_LABEL = LABEL_MACHINE_SET_SCALE_UP_DISABLED
 
 
 class ReplicaError(Exception):
@@ -215,8 +221,18 @@ class MachineSetReconciler:
                 ctx.expectations.creation_observed(key)
             return error
 
-        stale = machines_to_delete(active, min(diff, ctx.burst_replicas)) if diff > 0 else []
-        stale += [m for m in active if m.phase == PHASE_FAILED and m not in stale]
+        # A machine just moved here by an in-place update counts before the set's replicas
+        # are raised for it: it must not be taken for a surplus meanwhile.
+        removable = [
+            m
+            for m in active
+            if m.metadata.labels.get(LABEL_NODE_UPDATE_RESULT) != LABEL_VALUE_NODE_UPDATE_SUCCESSFUL
+        ]
+        surplus = len(removable) - ms.spec.replicas
+        stale = (
+            machines_to_delete(removable, min(surplus, ctx.burst_replicas)) if surplus > 0 else []
+        )
+        stale += [m for m in removable if m.phase == PHASE_FAILED and m not in stale]
         stale = stale[: ctx.burst_replicas]
         if not stale:
             return None
