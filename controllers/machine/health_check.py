@@ -156,12 +156,8 @@ async def check_health(
                 OPERATION_HEALTH_CHECK,
             )
     retry = LongRetry
-    if (
-        node is not None
-        and new_phase is None
-        and conditions is None
-        and phase in (PHASE_IN_PLACE_UPDATING, PHASE_IN_PLACE_UPDATE_FAILED)
-    ):
+    if node is not None and phase in (PHASE_IN_PLACE_UPDATING, PHASE_IN_PLACE_UPDATE_FAILED):
+        # MCM waits for a pass without copied conditions; the two go in one write here.
         verdict = _update_verdict(machine, node)
         if verdict is not None:
             new_phase, operation = verdict

@@ -350,13 +350,15 @@ class InPlaceRollout:
         return before != size
 
     async def _set_label(self, machine_set: MachineSet, key: str, value: str | None) -> MachineSet:
+        """A merge patch of the one label: the same write twice (from a cache that has not
+        shown the first yet) is harmless, so it needs no precondition."""
         if machine_set.metadata.labels.get(key) == value:
             return machine_set
-        labels = {k: v for k, v in machine_set.metadata.labels.items() if k != key}
-        if value is not None:
-            labels[key] = value
-        updated = await self.writer.patch_set(
-            machine_set, [{"op": "add", "path": "/metadata/labels", "value": labels}]
+        updated = await self.writer.client.patch(
+            MachineSet,
+            machine_set.name,
+            {"metadata": {"labels": {key: value}}},
+            namespace=machine_set.namespace,
         )
         self.step.replace(updated)
         return updated

@@ -93,6 +93,25 @@ def test_deployment_defaults_fill_only_what_is_missing() -> None:
         ({"replicas": -1}, "spec.replicas: Replicas has to be a whole number"),
         ({"strategy": {"type": "Sideways"}}, 'spec.strategy.type: "Sideways" must be one of'),
         (
+            {"strategy": {"type": "InPlaceUpdate"}},
+            "spec.strategy.inPlaceUpdate: InPlaceUpdate parameter cannot be nil for in-place "
+            "update strategy",
+        ),
+        (
+            {"strategy": {"type": "InPlaceUpdate", "inPlaceUpdate": {"orchestrationType": "Now"}}},
+            'spec.strategy.inPlaceUpdate.orchestrationType: "Now" orchestrationType must be '
+            "either Auto or Manual",
+        ),
+        (
+            {
+                "strategy": {
+                    "type": "InPlaceUpdate",
+                    "inPlaceUpdate": {"orchestrationType": "Auto", "maxUnavailable": "y"},
+                }
+            },
+            'spec.strategy.inPlaceUpdate.maxUnavailable: "y" is not a percentage',
+        ),
+        (
             {
                 "strategy": {
                     "type": "RollingUpdate",
