@@ -162,6 +162,45 @@ async def test_auto_updates_every_machine_in_place_within_max_unavailable(
         )
 
 
+async def test_auto_with_max_surge_adds_a_new_machine_and_updates_the_rest_in_place(
+    api_server: ApiServer, mock_clock: trio.testing.MockClock
+) -> None:
+    """MCM's maxSurge case: the new set first grows by the surge with a new VM; an old machine
+    is updated and moved; the new set is then full, so the old set's last machine goes."""
+    async with mcm_on(api_server) as c:
+        await c.seed_class("small")
+        await c.seed_class("large", instanceType="l")
+        pool = c.name("pool")
+        strategy = in_place("Auto", maxUnavailable=0, maxSurge=1)
+        await c.post(deployment_doc(pool, replicas=2, strategy=strategy))
+        vms = await pool_running(c, pool, 2)
+        (old_set,) = [s.metadata.name for s in c.machine_sets()]
+
+        await c.merge_patch("MachineDeployment", MACHINE_API, pool, {"spec": NEW_CLASS})
+        most = [0]
+
+        def done() -> bool:
+            machines = pool_machines(c, pool)
+            most[0] = max(most[0], len(machines))
+            new = new_set_name(c, pool, old_set)
+            return (
+                len(machines) == 2
+                and bool(new)
+                and all(owner(m) == new and m.phase == PHASE_RUNNING for m in machines)
+            )
+
+        await c.until(done)
+        machines = {m.metadata.name: m for m in pool_machines(c, pool)}
+        kept = set(machines) & set(vms)
+        (fresh,) = set(machines) - set(vms)
+        assert len(kept) == 1, "one old machine updated in place, the other removed"
+        (updated,) = kept
+        assert back_in_service(c, machines[updated])
+        assert machines[updated].spec.provider_id == vms[updated]
+        assert machines[fresh].spec.class_.name == "large", "the surge machine is new"
+        assert most[0] <= 3, "maxSurge 1"
+
+
 async def test_manual_updates_only_the_nodes_the_user_selects(
     api_server: ApiServer, mock_clock: trio.testing.MockClock
 ) -> None:
