@@ -775,6 +775,23 @@ def machines() -> dict[str, Any]:
             ],
             width=12,
         ),
+        timeseries(
+            "In-place updates",
+            "kubetrio_machine_in_place_update_phase_since_seconds counted per phase: machines "
+            "whose node is with its update agent (InPlaceUpdating), updated but not yet moved "
+            "to the new MachineSet (InPlaceUpdateSuccessful), or whose update failed "
+            "(InPlaceUpdateFailed); KubetrioMachineInPlaceUpdateStuck fires for one in "
+            "InPlaceUpdating or InPlaceUpdateFailed for 30 minutes.",
+            [
+                target(
+                    f"count by (phase) "
+                    f"(kubetrio_machine_in_place_update_phase_since_seconds{{{NS}}})",
+                    "{{phase}}",
+                )
+            ],
+            stack=True,
+            width=24,
+        ),
         machines_table(),
         *deployments_and_sets(),
         row("Lifecycle"),

@@ -33,6 +33,7 @@ from kubetrio.api.machineset import (
     MachineDeployment,
     MachineSet,
 )
+from kubetrio.api.meta import parse_time
 from kubetrio.sim.cluster.options import IN_PLACE_UPDATE_FAILS_ANNOTATION
 from kubetrio.testing.servers import ApiServer
 from tests.helpers.deployments import deployment_doc
@@ -295,6 +296,12 @@ async def test_a_failed_update_leaves_the_machine_in_place_update_failed(
         assert condition.message == "Node in-place update failed: disk full"
         assert failed_node.spec.unschedulable, "a failed node stays cordoned"
         assert owner(m) == old_set, "it stays in its old set"
+        since = c.manager.registry.get_sample_value(
+            "kubetrio_machine_in_place_update_phase_since_seconds",
+            {"namespace": c.ns, "name": m.metadata.name, "phase": PHASE_IN_PLACE_UPDATE_FAILED},
+        )
+        stamp = parse_time(m.status.current_status.last_update_time)
+        assert stamp is not None and since == stamp.timestamp()
 
 
 async def select(c: Mcm, machine: str) -> None:
