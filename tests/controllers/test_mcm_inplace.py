@@ -34,6 +34,7 @@ from kubetrio.api.machineset import (
     MachineSet,
 )
 from kubetrio.api.meta import parse_time
+from kubetrio.runtime.util.duration import Duration
 from kubetrio.sim.cluster.options import IN_PLACE_UPDATE_FAILS_ANNOTATION
 from kubetrio.testing.servers import ApiServer
 from tests.helpers.deployments import deployment_doc
@@ -253,10 +254,12 @@ async def test_manual_updates_only_the_nodes_the_user_selects(
         assert {m.metadata.name: m.spec.provider_id for m in pool_machines(c, pool)} == vms
 
 
-async def test_a_failed_update_leaves_the_machine_in_place_update_failed(
+async def test_a_failed_update_leaves_the_machine_in_place_update_failed_then_replaced(
     api_server: ApiServer, mock_clock: trio.testing.MockClock
 ) -> None:
-    async with mcm_on(api_server) as c:
+    """MCM: the agent's failure is the machine's InPlaceUpdateFailed (its node stays cordoned);
+    past the health timeout it is Failed and goes, and the new set makes a new machine."""
+    async with mcm_on(api_server, health_timeout=Duration(60)) as c:
         await c.seed_class("small")
         await c.seed_class("large", instanceType="l")
         pool = c.name("pool")
@@ -302,6 +305,17 @@ async def test_a_failed_update_leaves_the_machine_in_place_update_failed(
         )
         stamp = parse_time(m.status.current_status.last_update_time)
         assert stamp is not None and since == stamp.timestamp()
+
+        def replaced() -> bool:
+            machines = pool_machines(c, pool)
+            return (
+                c.machine(machine.metadata.name) is None
+                and len(machines) == 1
+                and machines[0].phase == PHASE_RUNNING
+                and owner(machines[0]) == new_set_name(c, pool, old_set)
+            )
+
+        await c.until(replaced)
 
 
 async def select(c: Mcm, machine: str) -> None:
