@@ -84,6 +84,32 @@ UPDATE_SUCCESSFUL = "UpdateSuccessful"
 UPDATE_FAILED = "UpdateFailed"
 
 
+# -- preservation: a machine kept (with its VM and node) for diagnosis instead of replaced
+
+# On the Node (preferred) or the Machine: now, when-failed, or false (never auto-preserve);
+# MCM itself writes auto-preserved.
+PRESERVE_ANNOTATION = "node.machine.sapcloud.io/preserve"
+PRESERVE_NOW = "now"
+PRESERVE_WHEN_FAILED = "when-failed"
+PRESERVE_AUTO_PRESERVED = "auto-preserved"
+PRESERVE_FALSE = "false"
+PRESERVE_VALUES = frozenset(
+    {PRESERVE_NOW, PRESERVE_WHEN_FAILED, PRESERVE_AUTO_PRESERVED, PRESERVE_FALSE}
+)
+# On the Machine: the node's value MCM last applied (the node's word wins over the machine's).
+LAST_APPLIED_NODE_PRESERVE_VALUE_ANNOTATION = (
+    "node.machine.sapcloud.io/last-applied-node-preserve-value"
+)
+# NoSchedule taint on a preserved Failed machine's node (not a cordon: a user's stays theirs).
+NODE_PRESERVED_TAINT = "node.machine.sapcloud.io/preserved"
+NODE_PRESERVED = "Preserved"
+PRESERVED_BY_MCM = "Preserved by MCM."
+PRESERVED_BY_USER = "Preserved by user."
+PRESERVATION_STOPPED = "Preservation stopped."
+PRESERVED_NODE_DRAIN_SUCCESSFUL = "Preserved node drained successfully."
+PRESERVED_NODE_DRAIN_UNSUCCESSFUL = "Preserved node could not be drained."
+
+
 # -- durations
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -181,6 +207,13 @@ class MachineConfiguration(Model, kw_only=True):
         ]
         | None
     ) = None
+    machine_preserve_timeout: (
+        Annotated[
+            GoDuration,
+            msgspec.Meta(description="How long a preserved machine is kept (from preservation)."),
+        ]
+        | None
+    ) = None
     max_evict_retries: Int32 | None = None
     node_conditions: (
         Annotated[
@@ -215,6 +248,13 @@ class CurrentStatus(Model, kw_only=True):
     phase: str = ""
     timeout_active: bool = False
     last_update_time: DateTime | None = None
+    preserve_expiry_time: (
+        Annotated[
+            DateTime,
+            msgspec.Meta(description="Until when the machine is preserved (unset: it is not)."),
+        ]
+        | None
+    ) = None
 
 
 class LastOperation(Model, kw_only=True):

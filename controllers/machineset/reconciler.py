@@ -14,15 +14,21 @@ from typing import Any
 
 import msgspec
 
+from kubetrio.api.core import Node
 from kubetrio.api.machine import (
     LABEL_NODE_UPDATE_RESULT,
     LABEL_VALUE_NODE_UPDATE_SUCCESSFUL,
     PHASE_FAILED,
     PHASE_TERMINATING,
+    PRESERVE_AUTO_PRESERVED,
+    PRESERVE_NOW,
+    PRESERVE_WHEN_FAILED,
     Machine,
 )
 from kubetrio.api.machineset import LABEL_MACHINE_SET_SCALE_UP_DISABLED, MachineSet
-from kubetrio.controllers.machine.status import FINALIZER
+from kubetrio.api.meta import parse_time
+from kubetrio.controllers.machine.preservation import preserve_state
+from kubetrio.controllers.machine.status import FINALIZER, NODE_LABEL
 from kubetrio.controllers.machineset.claim import claim_machines
 from kubetrio.controllers.machineset.control import MachineControl, slow_start
 from kubetrio.controllers.machineset.expectations import Expectations
@@ -84,6 +90,8 @@ class MachineSetContext:
     sets: Lister[MachineSet]
     machines: Lister[Machine]
     control: MachineControl
+    # The target cluster's nodes: a node's preserve annotation keeps its Failed machine.
+    nodes: Lister[Node] | None = None
     expectations: Expectations[ObjectKey] = field(default_factory=Expectations)
     burst_replicas: int = BURST_REPLICAS
 
@@ -232,7 +240,11 @@ class MachineSetReconciler:
         stale = (
             machines_to_delete(removable, min(surplus, ctx.burst_replicas)) if surplus > 0 else []
         )
-        stale += [m for m in removable if m.phase == PHASE_FAILED and m not in stale]
+        stale += [
+            m
+            for m in removable
+            if m.phase == PHASE_FAILED and m not in stale and self._failed_goes(m)
+        ]
         stale = stale[: ctx.burst_replicas]
         if not stale:
             return None
@@ -247,6 +259,20 @@ class MachineSetReconciler:
         for name in failed:
             ctx.expectations.deletion_observed(key, name)
         return next(iter(failed.values()), None)
+
+    def _failed_goes(self, machine: Machine) -> bool:
+        """MCM's ``shouldFailedMachineBeTerminated``: not while preserved, or about to be."""
+        until = parse_time(machine.status.current_status.preserve_expiry_time)
+        if until is not None:
+            return until <= now()
+        node_name = machine.metadata.labels.get(NODE_LABEL, "")
+        node = self.ctx.nodes.get("", node_name) if self.ctx.nodes and node_name else None
+        state = preserve_state(machine, node)
+        return state is None or state.effective not in (
+            PRESERVE_NOW,
+            PRESERVE_WHEN_FAILED,
+            PRESERVE_AUTO_PRESERVED,
+        )
 
     async def _sync_templates(
         self, ms: MachineSet, machines: list[Machine], fresh: FreshSet

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
+from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.retry import ShortRetry
 from kubetrio.controllers.machineset import webhooks
@@ -93,10 +95,12 @@ def setup(manager: Manager, config: Any) -> MachineSetContext:
     sets = cache.informer(MachineSet, namespace=namespace).lister
     machine_informer = cache.informer(Machine, namespace=namespace)
     stale = machineset_metrics(manager.registry, sets)
+    nodes = manager.cluster(TARGET).cache.informer(Node).lister
     ctx = MachineSetContext(
         client=manager.client,
         sets=sets,
         machines=machine_informer.lister,
+        nodes=nodes,
         control=MachineControl(
             manager.client, manager.event_recorder(COMPONENT), on_stale_removed=stale.inc
         ),
