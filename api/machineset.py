@@ -117,8 +117,18 @@ class MachineSummary(Model, kw_only=True):
 # -- MachineSet
 
 
+AutoPreserveFailedMachineMax = Annotated[
+    Int32,
+    msgspec.Meta(
+        description="How many Failed machines MCM preserves by itself (annotated "
+        "node.machine.sapcloud.io/preserve=auto-preserved) at a time."
+    ),
+]
+
+
 class MachineSetSpec(Model, kw_only=True):
     replicas: Replicas = 0
+    auto_preserve_failed_machine_max: AutoPreserveFailedMachineMax = 0
     selector: Selector | None = None
     machine_class: (
         Annotated[
@@ -144,6 +154,7 @@ class MachineSetStatus(Model, kw_only=True):
     fully_labeled_replicas: Int32 = 0
     ready_replicas: Int32 = 0
     available_replicas: Int32 = 0
+    preserved_failed_replicas: Int32 = 0
     observed_generation: Int64 = 0
     # MCM's wire name for a set's conditions (unlike the deployment's ``conditions``).
     conditions: tuple[MachineSetCondition, ...] = msgspec.field(
@@ -151,6 +162,7 @@ class MachineSetStatus(Model, kw_only=True):
     )
     last_operation: LastOperation = msgspec.field(default_factory=LastOperation)
     failed_machines: FailedMachines | None = None
+    auto_preserve_failed_machine_count: Int32 = 0
 
 
 REPLICAS_SCALE = Scale(".spec.replicas", ".status.replicas")
@@ -248,6 +260,7 @@ class RollbackConfig(Model, kw_only=True):
 
 class MachineDeploymentSpec(Model, kw_only=True):
     replicas: Replicas = 0
+    auto_preserve_failed_machine_max: AutoPreserveFailedMachineMax = 0
     selector: Selector | None = None
     template: MachineTemplateSpec = msgspec.field(default_factory=MachineTemplateSpec)
     strategy: MachineDeploymentStrategy = msgspec.field(default_factory=MachineDeploymentStrategy)
@@ -286,6 +299,7 @@ class MachineDeploymentStatus(Model, kw_only=True):
     ready_replicas: Int32 = 0
     available_replicas: Int32 = 0
     unavailable_replicas: Int32 = 0
+    preserved_failed_replicas: Int32 = 0
     conditions: tuple[MachineDeploymentCondition, ...] = ()
     collision_count: Int32 | None = None
     failed_machines: FailedMachines = ()

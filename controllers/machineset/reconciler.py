@@ -32,6 +32,7 @@ from kubetrio.controllers.machine.status import FINALIZER, NODE_LABEL
 from kubetrio.controllers.machineset.claim import claim_machines
 from kubetrio.controllers.machineset.control import MachineControl, slow_start
 from kubetrio.controllers.machineset.expectations import Expectations
+from kubetrio.controllers.machineset.preservation import manage_auto_preservation
 from kubetrio.controllers.machineset.priority import machines_to_delete
 from kubetrio.controllers.machineset.status import compute_status, status_patch
 from kubetrio.runtime.cache.store import Lister
@@ -171,6 +172,7 @@ class MachineSetReconciler:
 
         manage_error: str | None = None
         if not ms.deleting:
+            machines = await manage_auto_preservation(ctx.client, ms, machines)
             if needs_sync:
                 manage_error = await self._manage_replicas(key, ms, machines, fresh)
         elif not machines:

@@ -176,3 +176,46 @@ async def test_a_preserved_failed_machine_is_replaced_once_its_preservation_expi
 
         await c.until(replaced)
         assert broken.spec.provider_id not in c.world.cloud.vms
+
+
+async def test_auto_preservation_keeps_up_to_the_limit_and_releases_when_lowered(
+    api_server: ApiServer, mock_clock: trio.testing.MockClock
+) -> None:
+    async with mcm_on(api_server, health_timeout=Duration(60)) as c:
+        await c.seed_class("small")
+        name = c.name("set")
+        await c.post(machine_set_doc(name, 2, autoPreserveFailedMachineMax=1))
+        await c.until(lambda: len(running(c, name)) == 2)
+        first, second = running(c, name)
+        for m in (first, second):
+            c.world.cloud.fail(m.spec.provider_id)
+
+        def one_kept() -> bool:
+            names = {m.metadata.name for m in set_machines(c, name)}
+            kept = [
+                m
+                for m in set_machines(c, name)
+                if m.metadata.name in (first.metadata.name, second.metadata.name)
+            ]
+            return (
+                len(kept) == 1
+                and kept[0].phase == PHASE_FAILED
+                and kept[0].metadata.annotations.get(PRESERVE_ANNOTATION) == "auto-preserved"
+                and kept[0].status.current_status.preserve_expiry_time is not None
+                and len(names) == 2
+                and len(running(c, name)) == 1
+            )
+
+        await c.until(one_kept)
+        (kept,) = [
+            m
+            for m in set_machines(c, name)
+            if m.metadata.name in (first.metadata.name, second.metadata.name)
+        ]
+        condition = preserved_condition(c.node(kept.metadata.labels["node"]))
+        assert condition is not None and condition[:2] == ("True", "Preserved by MCM.")
+
+        await c.merge_patch(
+            "MachineSet", MACHINE_API, name, {"spec": {"autoPreserveFailedMachineMax": 0}}
+        )
+        await c.until(lambda: c.machine(kept.metadata.name) is None and len(running(c, name)) == 2)
