@@ -48,6 +48,8 @@ def validate(deployment: MachineDeployment) -> Fenceposts:
     spec = deployment.spec
     if spec.replicas < 0:
         raise SpecError("spec.replicas: Replicas has to be a whole number")
+    if spec.auto_preserve_failed_machine_max < 0:
+        raise SpecError("spec.autoPreserveFailedMachineMax: must be a whole number")
     rolling = spec.strategy.rolling_update
     if spec.strategy.type == STRATEGY_ROLLING_UPDATE and rolling is None:
         raise SpecError(

@@ -66,6 +66,8 @@ def validate(ms: MachineSet) -> str | None:
     """MCM's MachineSet validation, as one line naming the field; None when valid."""
     if ms.spec.replicas < 0:
         return "spec.replicas: Required value: Replicas has to be a whole number"
+    if ms.spec.auto_preserve_failed_machine_max < 0:
+        return "spec.autoPreserveFailedMachineMax: Invalid value: must be a whole number"
     selector = ms.spec.selector
     if selector is None or not (selector.match_labels or selector.match_expressions):
         # An empty selector would select (and adopt) every machine in the namespace.
