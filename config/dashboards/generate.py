@@ -792,6 +792,35 @@ def machines() -> dict[str, Any]:
             stack=True,
             width=24,
         ),
+        timeseries(
+            "Preserved machines",
+            "kubetrio_machine_preserve_expiry_time_seconds: machines preserved "
+            "(node.machine.sapcloud.io/preserve, or auto-preserved) per phase; a Failed one is "
+            "kept instead of replaced until its preserveExpiryTime "
+            "(KubetrioPreservedMachineExpiringSoon fires an hour before).",
+            [
+                target(
+                    f"count by (phase) (kubetrio_machine_preserve_expiry_time_seconds{{{NS}}})",
+                    "{{phase}}",
+                )
+            ],
+            stack=True,
+            width=12,
+        ),
+        timeseries(
+            "Soonest preservation end",
+            "Time left until the first preserved Failed machine's preservation ends and it is "
+            "replaced.",
+            [
+                target(
+                    f"min(kubetrio_machine_preserve_expiry_time_seconds"
+                    f'{{{NS}, phase="Failed"}}) - time()',
+                    "time left",
+                )
+            ],
+            "s",
+            width=12,
+        ),
         machines_table(),
         *deployments_and_sets(),
         row("Lifecycle"),

@@ -83,6 +83,8 @@ PHASE = "mcm_machine_current_status_phase"
 # machines in them get a series of their own, few at a time, so it is kept when
 # ``metricsPerMachine`` is off.
 IN_PLACE = "kubetrio_machine_in_place_update_phase_since_seconds"
+# A preserved machine's preserveExpiryTime: few machines, kept without metricsPerMachine too.
+PRESERVE_EXPIRY = "kubetrio_machine_preserve_expiry_time_seconds"
 IN_PLACE_PHASES = frozenset(
     {PHASE_IN_PLACE_UPDATING, PHASE_IN_PLACE_UPDATE_SUCCESSFUL, PHASE_IN_PLACE_UPDATE_FAILED}
 )
@@ -171,7 +173,18 @@ class MachineCollector(Collector):
             "InPlaceUpdateSuccessful, InPlaceUpdateFailed), as a Unix time",
             labels=["namespace", "name", "phase"],
         )
+        preserve = GaugeMetricFamily(
+            PRESERVE_EXPIRY,
+            "When the preserved machine's preservation ends (status.currentStatus."
+            "preserveExpiryTime), as a Unix time",
+            labels=["namespace", "name", "phase"],
+        )
         for machine in machines:
+            until = parse_time(machine.status.current_status.preserve_expiry_time)
+            if until is not None:
+                preserve.add_metric(
+                    [machine.namespace, machine.name, machine.phase], until.timestamp()
+                )
             if machine.phase in IN_PLACE_PHASES:
                 since = parse_time(machine.status.current_status.last_update_time)
                 if since is not None:
@@ -179,8 +192,7 @@ class MachineCollector(Collector):
                         [machine.namespace, machine.name, machine.phase], since.timestamp()
                     )
         if not self.per_machine:
-            yield items
-            yield in_place
+            yield from (items, in_place, preserve)
             return
         phase = PrerenderedGauge(
             PHASE,
@@ -207,7 +219,7 @@ class MachineCollector(Collector):
         info.chunks, info.values = [e[2][0] for e in entries], [e[2][1] for e in entries]
         conditions.chunks = [e[3][0] for e in entries]
         conditions.values = [e[3][1] for e in entries]
-        yield from (items, in_place, phase, info, conditions)
+        yield from (items, in_place, preserve, phase, info, conditions)
 
 
 class MachineMetrics:

@@ -19,7 +19,7 @@ from kubetrio.api.machine import (
     PRESERVE_ANNOTATION,
     Machine,
 )
-from kubetrio.api.meta import format_time
+from kubetrio.api.meta import format_time, parse_time
 from kubetrio.runtime.util.clock import now
 from kubetrio.runtime.util.duration import Duration
 from kubetrio.testing.servers import ApiServer
@@ -87,6 +87,17 @@ async def test_a_failed_machine_preserved_when_failed_is_kept_and_recovers(
             "cluster-autoscaler.kubernetes.io/scale-down-disabled"
         ) == ("true")
         assert len(set_machines(c, name)) == 2, "the Failed machine is not replaced"
+        failed = c.machine(broken.metadata.name)
+        assert failed is not None
+        until = parse_time(failed.status.current_status.preserve_expiry_time)
+        assert until is not None
+        assert (
+            c.manager.registry.get_sample_value(
+                "kubetrio_machine_preserve_expiry_time_seconds",
+                {"namespace": c.ns, "name": broken.metadata.name, "phase": PHASE_FAILED},
+            )
+            == until.timestamp()
+        )
         assert broken.spec.provider_id in c.world.cloud.vms
 
         # The VM comes back: its kubelet reports Ready again.
