@@ -40,6 +40,7 @@ def set_state(machine_set: MachineSet) -> SetState:
         available=machine_set.status.available_replicas,
         annotations=dict(machine_set.metadata.annotations),
         deleting=machine_set.deleting,
+        preserved_failed=machine_set.status.preserved_failed_replicas,
     )
 
 

@@ -65,9 +65,8 @@ def deletion_order(
 ) -> tuple[int, int, datetime, int, int, datetime, int, datetime, str]:
     """Sort key: smaller is deleted first. Preserved machines go last (MCM v0.62): of them,
     auto-preserved before those a user preserved, then the earliest to expire."""
-    moment = at if at is not None else now().replace(tzinfo=None)
     until = _time(machine.status.current_status.preserve_expiry_time)
-    preserved = until is not None and until > moment
+    preserved = until is not None and until > (at or now().replace(tzinfo=None))
     auto = machine.metadata.annotations.get(PRESERVE_ANNOTATION) == PRESERVE_AUTO_PRESERVED
     marked = _time(machine.metadata.annotations.get(MARKED_FOR_DELETION_TIME_ANNOTATION))
     created = _time(machine.metadata.creation_timestamp) or _NEVER
@@ -86,5 +85,7 @@ def deletion_order(
 
 def machines_to_delete(machines: Sequence[Machine], count: int) -> list[Machine]:
     """The ``count`` machines to delete first."""
-    moment = now().replace(tzinfo=None)
+    # The clock only when a machine is preserved (the order is also used outside a trio run).
+    preserved = any(m.status.current_status.preserve_expiry_time for m in machines)
+    moment = now().replace(tzinfo=None) if preserved else None
     return sorted(machines, key=lambda m: deletion_order(m, moment))[:count]
