@@ -53,7 +53,19 @@ def package_version() -> str:
         return "0+unknown"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def chosen_command(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names (its first word that is not a flag), if it is one of ours."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if first in SUBCOMMANDS else None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole command line, with the flags of the subcommand ``argv`` names.
+
+    Only that subcommand's module is imported to add its flags: a process keeps what it imports,
+    and ``kubetrio run`` has no use for the emulator's modules (tens of MiB). Without ``argv``,
+    or when it names no known subcommand, every subcommand gets its flags.
+    """
     parser = CommandParser(
         prog="kubetrio",
         description="Kubernetes controllers on trio: machine lifecycle (MCM), node drain, "
@@ -61,16 +73,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kubetrio {package_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    only = None if argv is None else chosen_command(argv)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         sub = subparsers.add_parser(name, help=help_text, description=help_text)
         sub.set_defaults(_module=module_name)
-        importlib.import_module(module_name).configure(sub)
+        if only in (None, name):
+            importlib.import_module(module_name).configure(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words)
+    args = parser.parse_args(words)
     if args.command is None:
         parser.print_help()
         return 0

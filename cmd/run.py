@@ -28,10 +28,7 @@ from kubetrio.cmd.config import (
     add_config_flags,
     load_config,
 )
-from kubetrio.cmd.demo import DEFAULT_MACHINES, Demo, DemoOptions
-from kubetrio.cmd.demo.clouds import EC2_CLUSTER, PROVIDERS
-from kubetrio.cmd.demo.view import kubectl_hint
-from kubetrio.cmd.demo.webhooks import with_webhooks
+from kubetrio.cmd.demo import DEFAULT_MACHINES, EC2_CLUSTER, PROVIDERS
 from kubetrio.cmd.embedded import (
     embedded_cluster,
     embedded_workdir,
@@ -244,6 +241,10 @@ async def serve_embedded_in(
 ) -> int:
     """The embedded cluster, the manager against it, and the demo as the manager's companion
     (without the machine controller there is nothing to show: the manager runs alone)."""
+    from kubetrio.cmd.demo.scenario import Demo, DemoOptions
+    from kubetrio.cmd.demo.view import kubectl_hint
+    from kubetrio.cmd.demo.webhooks import with_webhooks
+
     config = local_free_ports(config)
     if config.webhooks and config.webhook_bind_address == ":9443":
         config = msgspec.structs.replace(config, webhook_bind_address="127.0.0.1:0")

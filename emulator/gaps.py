@@ -126,18 +126,13 @@ GAPS: tuple[Gap, ...] = (
         conformance=("pv.source-immutable", "pvc.spec-immutable"),
     ),
     Gap(
-        "storage and node admission: the kubernetes.io/pv-protection and pvc-protection "
-        "finalizers, the node.kubernetes.io/not-ready taint on a new Node",
+        "storage admission: the kubernetes.io/pv-protection and pvc-protection finalizers",
         "none are added",
         conformance=(
             "pv.create",
             "pvc.create",
             "pvc.storage-class",
             "pvc.status-dropped-on-create",
-            "node.create",
-            "node.cordon",
-            "node.status-on-create",
-            "node.status-update",
         ),
     ),
     Gap(

@@ -144,6 +144,21 @@ def _generation_moves(rt: ResourceType, new: dict[str, Any], old: dict[str, Any]
     return any(new_md.get(f) != old_md.get(f) for f in GENERATION_ALSO_TRACKS.get(rt.key, ()))
 
 
+NOT_READY_TAINT = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
+
+
+def _taint_not_ready(node: dict[str, Any]) -> None:
+    """kube-apiserver's TaintNodesByCondition admission: a new Node is not ready until its
+    lifecycle controller says so, so nothing is scheduled to it before; the taint is added
+    unless one with its key and effect is there already."""
+    taints = node.setdefault("spec", {}).setdefault("taints", [])
+    if not any(
+        t.get("key") == NOT_READY_TAINT["key"] and t.get("effect") == NOT_READY_TAINT["effect"]
+        for t in taints
+    ):
+        taints.append(dict(NOT_READY_TAINT))
+
+
 def _label_namespace(obj: dict[str, Any]) -> None:
     """A namespace always carries its name as a label (the apiserver sets it on every write)."""
     md = obj["metadata"]
@@ -527,6 +542,8 @@ class Store:
             obj["status"] = crd_status(obj, self.clock.wall_rfc3339())
         elif rt.key in CREATED_STATUS:
             obj["status"] = json_copy(CREATED_STATUS[rt.key])
+        elif rt.key == "nodes":
+            _taint_not_ready(obj)
         elif rt.key == "persistentvolumes":
             obj["status"] = {
                 "phase": "Pending",

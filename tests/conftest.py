@@ -23,8 +23,19 @@ from kubetrio.testing.kubectl import MISSING, Kubectl, find_kubectl
 from tests.helpers.kube import kubectl_env
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Runs on the kit's real control plane (``api_server``'s "real" run, ``real_server``, the
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--bench",
+        action="store_true",
+        help="also run the tests marked bench (tests/bench/mcm_suites.py passes it)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``bench`` are left out unless ``--bench`` is given: heavier scenarios that
+    a benchmark-style run times on both servers, kept out of CI's budget.
+
+    Runs on the kit's real control plane (``api_server``'s "real" run, ``real_server``, the
     conformance corpus's ``control_plane``) use etcd and kube-apiserver child processes: marked
     ``process`` here, as a test's own marks cannot single out one run of a fixture's
     parameters.
@@ -32,6 +43,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     Then the files with a ``slow`` test go first (each file kept whole and in order, so its
     module fixtures are set up once): pytest-xdist hands tests out in this order, and a
     half-minute test started last would leave the other processes idle at the end."""
+    if not config.getoption("--bench"):
+        benched = [item for item in items if item.get_closest_marker("bench")]
+        if benched:
+            config.hook.pytest_deselected(items=benched)
+            items[:] = [item for item in items if not item.get_closest_marker("bench")]
     for item in items:
         callspec = getattr(item, "callspec", None)
         real = callspec is not None and callspec.params.get("_real_plane") == "real"

@@ -17,8 +17,13 @@ One module per part: ``scenario`` (the story and its waits), ``seed`` (what it w
 would), ``cluster`` (its informers), ``view`` (rows and lines), ``summary`` (the record of
 times), ``output`` (terminal or plain lines), ``webhooks`` (``--webhooks``: their configurations
 installed in the embedded cluster).
+
+The package itself holds only the demo's defaults, which ``kubetrio run``'s flags show: a manager
+that is not running the demo never imports the rest.
 """
 
-from kubetrio.cmd.demo.scenario import DEFAULT_MACHINES, Demo, DemoFailed, DemoOptions
-
-__all__ = ["DEFAULT_MACHINES", "Demo", "DemoFailed", "DemoOptions"]
+DEFAULT_MACHINES = 4
+PROVIDERS = ("sim", "aws")  # ``kubetrio run --embedded --provider``
+# The cluster the demo's EC2 instances are tagged for (``kubernetes.io/cluster/<name>``): the
+# driver's orphan sweep, the instances' kubelets and the orphans check all find them by it.
+EC2_CLUSTER = "kubetrio-demo"

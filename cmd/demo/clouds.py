@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 import trio
 
-from kubetrio.cmd.demo import seed
+from kubetrio.cmd.demo import EC2_CLUSTER, seed
 from kubetrio.runtime.http.errors import NoResponse
 from kubetrio.runtime.http.pool import ConnectionPool
 from kubetrio.runtime.util.inflight import request_in_flight
@@ -25,14 +25,10 @@ from kubetrio.runtime.util.inflight import request_in_flight
 if TYPE_CHECKING:
     from kubetrio.sim.ec2 import Ec2Account
 
-PROVIDERS = ("sim", "aws")  # ``kubetrio run --embedded --provider``
 # The simulated cloud's administration: its VMs, and one of them breaking.
 CLOUD_VMS_PATH = "/v1/vms"
 CLOUD_FAIL_PATH = "/v1/fail"
 CLOUD_TIMEOUT = 10.0
-# The cluster the demo's EC2 instances are tagged for (``kubernetes.io/cluster/<name>``): the
-# driver's orphan sweep, the instances' kubelets and the orphans check all find them by it.
-EC2_CLUSTER = "kubetrio-demo"
 EC2_SECRET = "demo-aws-credentials"
 EC2_GONE = ("shutting-down", "terminated")
 

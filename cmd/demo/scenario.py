@@ -14,7 +14,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from kubetrio.api.machine import PHASE_RUNNING, Machine
-from kubetrio.cmd.demo import seed
+from kubetrio.cmd.demo import DEFAULT_MACHINES, seed
 from kubetrio.cmd.demo.clouds import DemoCloud, Ec2Cloud, SimCloud
 from kubetrio.cmd.demo.cluster import ClusterView
 from kubetrio.cmd.demo.output import Output
@@ -53,7 +53,6 @@ from kubetrio.runtime.manager.manager import Manager
 
 # Without --duration the demo still ends: a scenario stuck this long is a failure, not a demo.
 HARD_CAP = 180.0
-DEFAULT_MACHINES = 4
 STORAGE_POLL = 1.0
 
 

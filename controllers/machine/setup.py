@@ -8,6 +8,7 @@ Pods, volumes and bootstrap tokens from ``manager.cluster(TARGET)`` (see ``contr
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -37,6 +38,7 @@ from kubetrio.controllers.machine.drain.cache import DrainCache
 from kubetrio.controllers.machine.drain.drain import UNSCHEDULABLE_TAINT, Drainer
 from kubetrio.controllers.machine.drain.metrics import drain_metrics
 from kubetrio.controllers.machine.drain.volumes import VolumeIdResolver
+from kubetrio.controllers.machine.driver.driver import Driver
 from kubetrio.controllers.machine.driver.fenced import FencedDriver
 from kubetrio.controllers.machine.driver.plugins import load_drivers
 from kubetrio.controllers.machine.driver.registry import DriverRegistry
@@ -192,6 +194,16 @@ def default_drivers(manager: Manager, options: MachineOptions) -> DriverRegistry
     return load_drivers(manager, options=options)
 
 
+def _wrapped(
+    plain: DriverRegistry, provider: str, manager: Manager, metrics: MachineMetrics
+) -> Driver:
+    """``provider``'s driver as the controller calls it: fenced by leadership, measured."""
+    driver = plain.get(provider)
+    if manager.fence is not None:
+        driver = FencedDriver(driver, manager.fence)
+    return InstrumentedDriver(driver, provider, metrics)
+
+
 def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) -> MachineContext:
     """Register the controller; the context is returned for tests and embedders."""
     options: MachineOptions = config.machine
@@ -212,10 +224,7 @@ def setup(manager: Manager, config: Any, drivers: DriverRegistry | None = None) 
     plain = drivers or default_drivers(manager, options)
     instrumented = DriverRegistry(plain.default, options)
     for provider in plain:
-        driver = plain.get(provider)
-        if manager.fence is not None:
-            driver = FencedDriver(driver, manager.fence)
-        instrumented.register(provider, InstrumentedDriver(driver, provider, metrics))
+        instrumented.register_lazy(provider, partial(_wrapped, plain, provider, manager, metrics))
     events = manager.event_recorder(COMPONENT)
     ctx = MachineContext(
         client=manager.client,
@@ -347,8 +356,8 @@ def volume_resolver(drivers: DriverRegistry) -> VolumeIdResolver:
 
     async def resolve(pvs: Sequence[PersistentVolume]) -> dict[str, str]:
         found: dict[str, str] = {}
-        for provider in drivers:
-            found.update(await drivers.get(provider).get_volume_ids(pvs))
+        for driver in drivers.built():
+            found.update(await driver.get_volume_ids(pvs))
         return found
 
     return resolve

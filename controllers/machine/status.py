@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from rapidfuzz.distance import Levenshtein
 
 from kubetrio.api.machine import STATE_FAILED, Machine, MachineCondition
 from kubetrio.api.meta import format_time, parse_time
@@ -87,7 +86,10 @@ REFRESH_AFTER = 30 * 60.0
 def similarity_ratio(a: str, b: str) -> float:
     """MCM's ``StringSimilarityRatio``: one minus the Levenshtein distance over the mean
     length, both counted in UTF-8 bytes as Go's strings are (NaN for two empty strings, as
-    Go's 0/0; never "similar", which equal strings need not be)."""
+    Go's 0/0; never "similar", which equal strings need not be). rapidfuzz is imported on the
+    first comparison: a manager whose machines never fail does not hold it."""
+    from rapidfuzz.distance import Levenshtein
+
     left, right = a.encode(), b.encode()
     mean = (len(left) + len(right)) / 2
     if mean == 0:

@@ -17,7 +17,7 @@ pass errors out on it).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -254,6 +254,20 @@ class OvershootingGuard:
     # -- writes: the status first, then the label (MCM's order), each a patch
 
     async def _freeze_set(self, machine_set: MachineSet, reason: str, message: str) -> None:
+        await _conflicts_retried(self._freeze_set_once, machine_set, reason, message)
+
+    async def _unfreeze_set(self, machine_set: MachineSet) -> None:
+        await _conflicts_retried(self._unfreeze_set_once, machine_set)
+
+    async def _freeze_deployment(
+        self, deployment: MachineDeployment, reason: str, message: str
+    ) -> None:
+        await _conflicts_retried(self._freeze_deployment_once, deployment, reason, message)
+
+    async def _unfreeze_deployment(self, deployment: MachineDeployment, reason: str) -> None:
+        await _conflicts_retried(self._unfreeze_deployment_once, deployment, reason)
+
+    async def _freeze_set_once(self, machine_set: MachineSet, reason: str, message: str) -> None:
         fresh = await self.client.get(
             MachineSet, machine_set.metadata.name, namespace=machine_set.namespace
         )
@@ -263,7 +277,7 @@ class OvershootingGuard:
         await self._patch_status(MachineSet, fresh, {"machineSetCondition": conditions})
         await self._patch(MachineSet, fresh, {"metadata": {"labels": {FREEZE_LABEL: FROZEN}}})
 
-    async def _unfreeze_set(self, machine_set: MachineSet) -> None:
+    async def _unfreeze_set_once(self, machine_set: MachineSet) -> None:
         fresh = await self.client.get(
             MachineSet, machine_set.metadata.name, namespace=machine_set.namespace
         )
@@ -279,7 +293,7 @@ class OvershootingGuard:
         )
         log.info("unfroze machine set", machine_set=fresh.metadata.name)
 
-    async def _freeze_deployment(
+    async def _freeze_deployment_once(
         self, deployment: MachineDeployment, reason: str, message: str
     ) -> None:
         fresh = await self.client.get(
@@ -294,7 +308,7 @@ class OvershootingGuard:
         )
         log.warning("froze machine deployment", deployment=fresh.metadata.name, reason=reason)
 
-    async def _unfreeze_deployment(self, deployment: MachineDeployment, reason: str) -> None:
+    async def _unfreeze_deployment_once(self, deployment: MachineDeployment, reason: str) -> None:
         fresh = await self.client.get(
             MachineDeployment, deployment.metadata.name, namespace=deployment.namespace
         )
@@ -319,6 +333,26 @@ class OvershootingGuard:
 
     async def _patch(self, kind: type[KubeObject], obj: KubeObject, patch: dict[str, Any]) -> None:
         await self.client.patch(kind, obj.metadata.name, patch, namespace=obj.metadata.namespace)
+
+
+# How often a freeze or thaw is read and written again after a conflict.
+CONFLICT_ATTEMPTS = 5
+
+
+async def _conflicts_retried(write: Callable[..., Awaitable[None]], *args: Any) -> None:
+    """``write`` (which reads the object fresh, then writes it) again after a conflict, as
+    MCM's freeze and thaw re-read and update until the write goes through: a conflict only
+    means another writer (the MachineSet controller's status) came between the read and the
+    write, and leaving the freeze to the next pass can miss it altogether, the overshoot being
+    over by then."""
+    for attempt in range(CONFLICT_ATTEMPTS):
+        try:
+            await write(*args)
+            return
+        except ApiError as error:
+            if error.status != 409 or attempt == CONFLICT_ATTEMPTS - 1:
+                raise
+            log.info("safety: conflict, reading again", attempt=attempt + 1)
 
 
 _UNFREEZE_PATCH: dict[str, Any] = {

@@ -35,7 +35,6 @@ A handler that raises is logged and skipped, never allowed to stop the informer.
 
 from __future__ import annotations
 
-import functools
 import logging
 import random
 from collections.abc import Callable
@@ -266,42 +265,39 @@ class Informer(Generic[T]):
         """One watch request: None when it ended cleanly, else the error that ended it;
         whether it delivered any event (a sign of a healthy watch); and, for a streaming list
         (``initial``), whether its initial state was complete and replaced the store."""
-        send, receive = trio.open_memory_channel[list[WatchEvent[T]]](16)
-        timeout = int(MIN_WATCH_TIMEOUT * (1 + random.random()))
         failure: ApiError | None = None
         delivered = False
         state = _InitialState[T]() if initial else None
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                functools.partial(
-                    self.client.watch,
-                    self.kind,
-                    send,
-                    namespace=self.namespace,
-                    resource_version=self.last_resource_version,
-                    label_selector=self.label_selector,
-                    field_selector=self.field_selector,
-                    timeout_seconds=timeout,
-                    send_initial_events=initial,
-                )
-            )
-            async with receive:
-                async for batch in receive:
-                    for event in batch:
-                        if event.type == "ERROR":
-                            failure = event.error
-                            nursery.cancel_scope.cancel()
-                            break
-                        delivered = True
-                        if state is None or state.done:
-                            self._apply(event)
-                        elif state.take(event, self._ingest):
-                            self._replace(list(state.objects.values()), state.poisons)
-                            self.last_resource_version = state.resource_version
-                            self.relists += 1
-                            self._synced.set()
-                            self._settled.set()
-        return failure, delivered, state is not None and state.done
+
+        def deliver(batch: list[WatchEvent[T]]) -> bool:
+            # In the reading task: no channel, no task switch per batch.
+            nonlocal failure, delivered
+            for event in batch:
+                if event.type == "ERROR":
+                    failure = event.error
+                    return True
+                delivered = True
+                if state is None or state.done:
+                    self._apply(event)
+                elif state.take(event, self._ingest):
+                    self._replace(list(state.objects.values()), state.poisons)
+                    self.last_resource_version = state.resource_version
+                    self.relists += 1
+                    self._synced.set()
+                    self._settled.set()
+            return False
+
+        ended = await self.client.watch_batches(
+            self.kind,
+            deliver,
+            namespace=self.namespace,
+            resource_version=self.last_resource_version,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            timeout_seconds=int(MIN_WATCH_TIMEOUT * (1 + random.random())),
+            send_initial_events=initial,
+        )
+        return failure or ended, delivered, state is not None and state.done
 
     def _apply(self, event: WatchEvent[T]) -> None:
         if event.resource_version:

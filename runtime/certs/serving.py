@@ -26,12 +26,10 @@ import ssl
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+if TYPE_CHECKING:
+    from cryptography import x509
 
 __all__ = ["CertificateError", "ServingPair", "self_signed", "server_context"]
 
@@ -61,7 +59,15 @@ def self_signed(
     also: tuple[str, ...] = (),
 ) -> ServingPair:
     """A CA and a serving certificate it issued for ``host``, the DNS names in ``also`` and
-    the addresses in ``ips``, as certutil makes; both pass strict X.509 verification."""
+    the addresses in ``ips``, as certutil makes; both pass strict X.509 verification.
+
+    cryptography's X.509 modules are imported here, not with the module: several MiB that a
+    manager serving plain HTTP never needs."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
     now = dt.datetime.now(dt.UTC)
     stamp = int(now.timestamp())
     start, end = now - dt.timedelta(hours=1), now + VALIDITY  # an hour for clock skew
@@ -114,10 +120,14 @@ def self_signed(
 
 
 def _authority(issuer: x509.SubjectKeyIdentifier) -> x509.AuthorityKeyIdentifier:
+    from cryptography import x509
+
     return x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(issuer)
 
 
 def _usage(*, cert_sign: bool) -> x509.KeyUsage:
+    from cryptography import x509
+
     return x509.KeyUsage(
         digital_signature=True,
         content_commitment=False,

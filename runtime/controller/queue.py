@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 from collections import deque
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
@@ -253,17 +252,22 @@ class WorkQueue(Generic[K]):
         until it calls ``done(key)``.
         """
         await trio.lowlevel.checkpoint_if_cancelled()
+        waited = False
         while True:
             if self._parked:
                 self._promote_due()
             key = self._hand_out()
             if key is not None:
-                await trio.lowlevel.cancel_shielded_checkpoint()
+                if not waited:  # a wait was this call's schedule point; else it needs one
+                    await trio.lowlevel.cancel_shielded_checkpoint()
                 return key
             if self._shutting_down:
                 raise QueueShutDown(f"work queue {self.name or '(unnamed)'} is shut down")
-            wake_at = self._parked[0][0] if self._parked else math.inf
-            with trio.move_on_at(wake_at):
+            waited = True
+            if not self._parked:  # nothing due later: no deadline (a cancel scope per wait)
+                await self._workers_waiting.park()
+                continue
+            with trio.move_on_at(self._parked[0][0]):
                 await self._workers_waiting.park()
 
     def get_nowait(self) -> K:

@@ -29,7 +29,8 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
-from kubetrio.runtime.http.connection import Connection
+from kubetrio.runtime.http.chunked import Dechunker, MalformedChunk
+from kubetrio.runtime.http.connection import READ_SIZE, Connection
 from kubetrio.runtime.http.errors import ClosedEarly, NoResponse
 from kubetrio.runtime.http.proxy import Proxy, authority, open_tunnel
 
@@ -56,7 +57,7 @@ class _Stale(Exception):
 class Streamed:
     """An answer whose head is in: iterate ``chunks()`` for its body as it arrives."""
 
-    __slots__ = ("_connection", "_origin", "headers", "reason", "status")
+    __slots__ = ("_connection", "_keep_alive", "_origin", "headers", "reason", "status")
 
     def __init__(self, origin: str, connection: Connection, response: h11.Response) -> None:
         self._origin = origin
@@ -64,9 +65,39 @@ class Streamed:
         self.status: int = response.status_code
         self.reason = response.reason.decode("latin-1")
         self.headers = _headers(response)
+        self._keep_alive = response.http_version == b"1.1" and "close" not in self.headers.get(
+            "connection", ""
+        ).lower().split(",")
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's pieces; ``NoResponse`` when the stream breaks before its end."""
+        """The body's pieces; ``NoResponse`` when the stream breaks before its end.
+
+        A chunked body (a watch's) is undone here a whole read at a time (``chunked``): one
+        piece per read, not one h11 event per chunk."""
+        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            connection = self._connection
+            dechunk = Dechunker()
+            data, _ = connection.h11.trailing_data  # what came in with the head
+            while True:
+                try:
+                    payload = dechunk.feed(data)
+                except MalformedChunk as error:
+                    cut = h11.RemoteProtocolError(str(error))
+                    raise NoResponse(self._origin, cut) from cut
+                if payload:
+                    yield payload
+                if dechunk.done:
+                    if self._keep_alive and not dechunk.left:
+                        # h11 never saw the body: the next exchange starts on fresh state.
+                        connection.h11 = h11.Connection(h11.CLIENT)
+                    return
+                try:
+                    data = bytes(await connection.stream.receive_some(READ_SIZE))
+                except _IO_ERRORS as error:
+                    raise NoResponse(self._origin, error) from error
+                if not data:
+                    cut = h11.RemoteProtocolError("stream ended mid-answer (connection closed)")
+                    raise NoResponse(self._origin, cut) from cut
         while True:
             try:
                 event = await self._connection.next_event()

@@ -19,8 +19,14 @@ import sys
 from collections.abc import Mapping
 from typing import Final, Literal, TextIO, get_args
 
-import structlog
-from structlog.typing import EventDict, Processor, WrappedLogger
+from kubetrio.runtime.util.lean import import_without
+
+# structlog's development console draws tracebacks with rich when it is installed; the
+# manager's renderers (logfmt, JSON) never do.
+import_without("structlog", hidden=("rich",))
+
+import structlog  # noqa: E402
+from structlog.typing import EventDict, Processor, WrappedLogger  # noqa: E402
 
 __all__ = [
     "LOG_FORMATS",

@@ -44,14 +44,21 @@ __all__ = [
 
 
 @asynccontextmanager
-async def serve_storage_sim(emu: Emulator, **options: Any) -> AsyncIterator[SimulatedStorage]:
-    """Serve the service of ``emu``'s Nodes on a port of its own and run it for the block
-    (``options``: ``csi_driver``, ``offline_after``, ``lock_seconds``, ``seed``; see
-    ``SimulatedStorage``); its ``url`` is the backend URL. It follows the Nodes through the
-    emulator's API, as ``kubetrio simulate`` does beside any API server."""
+async def serve_storage_sim(
+    server: Emulator | Client, **options: Any
+) -> AsyncIterator[SimulatedStorage]:
+    """Serve the service of ``server``'s Nodes on a port of its own and run it for the block
+    (``server``: an emulator, or a client of any API server; ``options``: ``csi_driver``,
+    ``offline_after``, ``lock_seconds``, ``seed``; see ``SimulatedStorage``); its ``url`` is
+    the backend URL. It follows the Nodes through the API, as ``kubetrio simulate`` does
+    beside any API server."""
     nodes = ApiObjects(resources=(ApiObjects.nodes,))
     storage = SimulatedStorage(nodes, **options)
-    client = Client.from_url(emu.url, token=emu.token, qps=0)
+    client = (
+        server
+        if isinstance(server, Client)
+        else Client.from_url(server.url, token=server.token, qps=0)
+    )
     async with trio.open_nursery() as nursery:
         nursery.start_soon(nodes.run, client)
         address = await nursery.start(serve_api, StorageApi(storage), "the simulated storage")

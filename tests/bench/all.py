@@ -18,8 +18,8 @@ Each benchmark's own output is passed through as it runs; the summary table foll
 ``RESULT {json}`` (every benchmark's ``RESULT`` by name). The exit status is non-zero when any
 benchmark failed; the others still run. Needs the ``bench`` extra (kopf, kubernetes) and
 kubectl 1.33 (see ``tests/bench/drain.py``), and a real control plane in ``KUBEBUILDER_ASSETS``
-for the benchmarks that run both servers (informer, reconcile, drain, simulate: ``realserver.py``;
-without it they leave the real half out, except under CI, where they fail).
+for the benchmarks that run both servers (informer, reconcile, drain, simulate, mcm_suites:
+``realserver.py``; without it they leave the real half out, except under CI, where they fail).
 """
 
 from __future__ import annotations
@@ -132,11 +132,37 @@ BENCHES = (
             "through the API, emulator: sync peak growth kt_stream / kt": key(
                 "emulator_kt_stream_over_kt_peak"
             ),
+            "real: informer sync time kt / controller-runtime (full cache)": key(
+                "real_kt_over_cr_full_sync_s"
+            ),
+            "real: informer sync CPU per pod kt / controller-runtime (full cache)": key(
+                "real_kt_over_cr_full_cpu_us_per_pod"
+            ),
+            "real: RSS per cached pod kt / controller-runtime (full cache)": key(
+                "real_kt_over_cr_full_kib_per_pod"
+            ),
+            "real: RSS per cached pod kt / controller-runtime (metadata cache)": key(
+                "real_kt_over_cr_metadata_kib_per_pod"
+            ),
+            "real: sync peak per pod kt / controller-runtime (full cache)": key(
+                "real_kt_over_cr_full_peak_kib_per_pod"
+            ),
         },
     ),
     Bench(
         "reconcile",
-        ("--objects", "2000", "--repeat", "1", "--min-window", "0", "--cross-objects", "500"),
+        (
+            "--objects",
+            "2000",
+            "--repeat",
+            "1",
+            "--min-window",
+            "0",
+            "--cross-objects",
+            "500",
+            "--cr-objects",
+            "1000",
+        ),
         (),
         {
             "e2e / kopf (burst)": key("e2e_over_kopf"),
@@ -149,6 +175,18 @@ BENCHES = (
             ),
             "written->reconciled latency p99 real / emulator": key(
                 "real_over_emulator_latency_p99_ms"
+            ),
+            "real: CPU per watched event kt / controller-runtime (target <= 1.5)": key(
+                "real_kt_over_cr_cpu_us"
+            ),
+            "real: initial, start -> first reconcile kt / controller-runtime": key(
+                "real_kt_over_cr_initial_first_s"
+            ),
+            "real: initial, start -> all reconciled kt / controller-runtime": key(
+                "real_kt_over_cr_initial_all_s"
+            ),
+            "real: initial, CPU per object kt / controller-runtime": key(
+                "real_kt_over_cr_initial_cpu_us"
             ),
         },
     ),
@@ -242,6 +280,21 @@ BENCHES = (
         },
     ),
     Bench(
+        "memory",
+        (),
+        (),
+        {
+            "manager RSS at rest / controller-runtime's (emulator)": key("emulator_kt_over_cr_rss"),
+            "manager RSS at rest / controller-runtime's (real)": key("real_kt_over_cr_rss"),
+        },
+    ),
+    Bench(
+        "mcm_suites",
+        ("--quick",),
+        (),
+        {"MCM scenarios: wall real / emulator": key("real_over_emulator_s")},
+    ),
+    Bench(
         "secure_metrics",
         ("--scrapes", "100"),
         (),
@@ -258,14 +311,15 @@ BENCHES = (
 BOTH_SERVERS = {"informer", "reconcile", "drain"}
 # simulate.py runs both too, but starts a control plane of its own for each size: its real
 # server runs the controllers the simulation does not replace, and its nodes must not meet the
-# others' benchmarks.
+# others' benchmarks. mcm_suites.py runs pytest, whose kit starts the control plane its
+# scenarios share.
 
 # Their figures are in simulated seconds (trio's MockClock) and counts: a waiting process
 # beside them changes none of them.
 SIMULATED_TIME = {"soak"}
 
 # Modules the benchmarks share, not benchmarks.
-HELPERS = {"realserver"}
+HELPERS = {"realserver", "crbaseline"}
 
 # Run on their own: what they measure takes real time that no size makes short.
 SEPARATE = {

@@ -41,7 +41,8 @@ from prometheus_client import CollectorRegistry
 
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.controllers.machine.driver import Code, MachineError
-from kubetrio.controllers.machine.driver.aws import AwsDriver, Clients
+from kubetrio.controllers.machine.driver.aws.clients import Clients
+from kubetrio.controllers.machine.driver.aws.driver import AwsDriver
 from kubetrio.controllers.machine.provider_metrics import ProviderMetrics
 
 REGION = "eu-west-1"

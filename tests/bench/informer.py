@@ -1,7 +1,9 @@
-"""Informer initial sync: kubetrio against pykube-ng, a plain-dict cache and the official client.
+"""Informer initial sync: kubetrio against pykube-ng, a plain-dict cache, the official client and
+controller-runtime.
 
 Servers: the emulator for every variant; then kubetrio and the plain-dict cache on the emulator
-and on a real kube-apiserver side by side ("Both servers" below).
+and on a real kube-apiserver side by side ("Both servers" below); controller-runtime's caches
+on that real server.
 
 What is compared. N realistic pods (~4 KB of JSON each) are written straight into an emulator
 state file. For **every measurement a fresh emulator** is started from that file (a child
@@ -54,6 +56,15 @@ response, so the informer holds the whole body while it decodes, where the emula
 in the steady RSS as holes below live objects until ``malloc_trim`` (the printed response counts
 say how each server answered).
 
+**controller-runtime**, on the real server only (``crbaseline.py``): ``crbench informer
+--cache full|strip|metadata`` (controller-runtime v0.24.1's default typed cache; the same with
+managedFields stripped by a transform; PartialObjectMetadata) syncs the same pods right after
+the kubetrio variants of each round, and is compared with ``kt_stream`` (kubetrio's informer as
+it syncs by default): sync seconds, sync CPU per pod (the process's user+system CPU over the
+sync), RSS per pod after the sync (crbench's after a GC and ``debug.FreeOSMemory()``, kubetrio's
+after ``gc.collect()``) and at the sync's peak (``VmHWM`` reset just before it), both above the
+RSS just before the sync; kt_stream / cr per cache.
+
 Why both memory measures: RSS is what the process costs, tracemalloc what Python holds; the
 difference between them is what showed that interning a list's strings only after decoding all
 of it left holes between the cached objects (``kubetrio.runtime.cache.intern`` now interns each
@@ -95,6 +106,7 @@ import tracemalloc
 import uuid
 from typing import Any
 
+import crbaseline
 import msgspec
 import yaml
 from realserver import SHARED, available, real_server
@@ -466,6 +478,8 @@ def paged_list(url: str) -> tuple[int, int]:
 # --------------------------------------------------------------------------- both servers
 
 SERVER_VARIANTS = ("kt", "kt_stream", "dict")
+# controller-runtime's caches (``crbench informer --cache``), on the real server only.
+CR_CACHES = ("full", "strip", "metadata")
 WRITERS = 16
 
 
@@ -518,11 +532,14 @@ def load_via_api(kubeconfig: Path, pods: int) -> float:
                         },
                     },
                 }
-                answer = await client.request(
-                    "POST",
-                    f"/apis/apps/v1/namespaces/{ns}/replicasets",
-                    body=json.dumps(rs).encode(),
-                )
+                collection = f"/apis/apps/v1/namespaces/{ns}/replicasets"
+                try:
+                    answer = await client.request("POST", collection, body=json.dumps(rs).encode())
+                except ApiError as error:
+                    if error.status != 409:
+                        raise
+                    # A shared server keeps them from an earlier run: its owner is that one.
+                    answer = await client.request("GET", f"{collection}/{name}")
                 owners[(ns, name)] = json.loads(answer)["metadata"]["uid"]
         rng = random.Random(20261123)
         todo = iter(range(pods))
@@ -614,9 +631,12 @@ def server_child(variant: str, kubeconfig: Path, n: int) -> dict[str, Any]:
     return result
 
 
-def on_server(server: str, kubeconfig: Path, n: int, repeat: int) -> dict[str, Any]:
-    """Load the data set through the server's API, then the ``SERVER_VARIANTS`` against it,
-    each in its own process, rounds interleaved."""
+def on_server(
+    server: str, kubeconfig: Path, n: int, repeat: int, crbench: Path | None = None
+) -> dict[str, Any]:
+    """Load the data set through the server's API, then the ``SERVER_VARIANTS`` (and with
+    ``crbench``, controller-runtime's ``CR_CACHES``) against it, each in its own process,
+    rounds interleaved."""
     loaded = load_via_api(kubeconfig, n)
     count, size, responses = first_list(kubeconfig)  # the warm-up (a real server's watch cache)
     if count != n:
@@ -626,11 +646,16 @@ def on_server(server: str, kubeconfig: Path, n: int, repeat: int) -> dict[str, A
         f"resourceVersion=0 answered in {responses} response(s), {size / n:.0f} B per pod",
         flush=True,
     )
-    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in SERVER_VARIANTS}
+    variants = SERVER_VARIANTS + tuple(f"cr_{c}" for c in CR_CACHES if crbench is not None)
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     for round_ in range(repeat):
-        order = SERVER_VARIANTS if round_ % 2 == 0 else SERVER_VARIANTS[::-1]
+        order = variants if round_ % 2 == 0 else variants[::-1]
         for variant in order:
-            runs[variant].append(server_child(variant, kubeconfig, n))
+            if crbench is not None and variant.startswith("cr_"):
+                cache = variant.removeprefix("cr_")
+                runs[variant].append(crbaseline.informer(crbench, str(kubeconfig), cache, n))
+            else:
+                runs[variant].append(server_child(variant, kubeconfig, n))
     return {"runs": runs, "responses": responses, "json_bytes_per_pod": size / n}
 
 
@@ -645,10 +670,11 @@ def both_servers(n: int, repeat: int) -> dict[str, dict[str, Any]]:
             out["emulator"] = on_server("emulator", kubeconfig, n, repeat)
         finally:
             stop_emulator(emulator)
+    crbench = crbaseline.binary()
     with real_server() as real:
         if real is not None:
             try:
-                out["real"] = on_server("real server", real, n, repeat)
+                out["real"] = on_server("real server", real, n, repeat, crbench)
             finally:
                 clear_pods(real)
     return out
@@ -670,7 +696,8 @@ class Probe:
 
     def __init__(self, traced: bool) -> None:
         self.traced = traced
-        self.figures: dict[str, int] = {}
+        self.figures: dict[str, float] = {}
+        self._cpu = 0.0
 
     def start(self) -> None:
         gc.collect()
@@ -679,6 +706,7 @@ class Probe:
             return
         Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
         self.figures["rss_before"] = _status_kib("VmRSS") * KIB
+        self._cpu = time.process_time()
 
     def end(self) -> None:
         """Call with the cache alive."""
@@ -688,6 +716,7 @@ class Probe:
             tracemalloc.stop()
             self.figures.update(traced=current, traced_peak=peak)
             return
+        self.figures["sync_cpu_s"] = time.process_time() - self._cpu
         peak = _status_kib("VmHWM") * KIB
         gc.collect()
         self.figures.update(rss_after=_status_kib("VmRSS") * KIB, rss_peak=peak)
@@ -916,6 +945,7 @@ def main() -> None:
     n = args.pods or (2000 if args.quick else 50_000)
     if not os.environ.get(SHARED):
         available()  # under CI, fail before the work
+    crbaseline.binary()  # likewise
     variants = [v for v in VARIANTS if not (args.quick and v == "k8s_client")]
     memory_variants = [v for v in MEMORY_VARIANTS if v in variants]
     if args.repeat is None:
@@ -1010,7 +1040,52 @@ def main() -> None:
         print(f"  {label:<34}{''.join(values)}")
         for server, figures in side.items():
             result[f"{server}_{figure}"] = round(figures[figure], 3)
+    if "real" in servers and "cr_full" in servers["real"]["runs"]:
+        against_controller_runtime(servers["real"]["runs"], server_n, result)
     print("RESULT " + json.dumps(result))
+
+
+CR_FIGURES = {
+    "sync_s": "sync (s)",
+    "cpu_us_per_pod": "sync CPU µs per pod",
+    "kib_per_pod": "RSS KiB per pod after sync",
+    "peak_kib_per_pod": "sync peak KiB per pod",
+}
+
+
+def against_controller_runtime(
+    runs: dict[str, list[dict[str, Any]]], n: int, result: dict[str, Any]
+) -> None:
+    """kubetrio's informer (``kt_stream``, its default; ``kt``, a paged LIST) beside
+    controller-runtime's caches on the real server: medians per variant, and kt_stream / cr
+    per cache into ``result`` (``real_{variant}_{figure}``, ``real_kt_over_cr_{cache}_…``)."""
+
+    def median(variant: str, figure: str) -> float:
+        return statistics.median(float(r[figure]) for r in runs[variant])
+
+    table: dict[str, dict[str, float]] = {}
+    for variant in ("kt_stream", "kt", *(f"cr_{c}" for c in CR_CACHES)):
+        before = median(variant, "rss_before")
+        table[variant] = {
+            "sync_s": median(variant, "seconds"),
+            "cpu_us_per_pod": median(variant, "sync_cpu_s") / n * 1e6,
+            "kib_per_pod": (median(variant, "rss_after") - before) / n / KIB,
+            "peak_kib_per_pod": (median(variant, "rss_peak") - before) / n / KIB,
+        }
+        for figure, value in table[variant].items():
+            result[f"real_{variant}_{figure}"] = round(value, 4)
+    print(f"kubetrio's informer and controller-runtime's caches, real server, {n} pods:")
+    print(f"  {'':28}" + "".join(f"{v:>12}" for v in table))
+    for figure, label in CR_FIGURES.items():
+        print(f"  {label:<28}" + "".join(f"{table[v][figure]:12.3f}" for v in table))
+    for cache in CR_CACHES:
+        ratios = {f: table["kt_stream"][f] / table[f"cr_{cache}"][f] for f in CR_FIGURES}
+        for figure, ratio in ratios.items():
+            result[f"real_kt_over_cr_{cache}_{figure}"] = round(ratio, 3)
+        print(
+            f"  kt_stream / cr {cache}: "
+            + ", ".join(f"{CR_FIGURES[f]} {r:.2f}" for f, r in ratios.items())
+        )
 
 
 SERVER_FIGURES = {

@@ -1,6 +1,7 @@
-"""Reconcile throughput: kubetrio in-process, kubetrio end to end, and kopf on the same objects.
+"""Reconcile throughput: kubetrio in-process and end to end, against kopf and controller-runtime.
 
-Servers: the emulator for (1)-(3); the emulator and a real kube-apiserver side by side for (4).
+Servers: the emulator for (1)-(3); the emulator and a real kube-apiserver side by side for (4);
+the real kube-apiserver for (5), kubetrio against controller-runtime.
 
 (1) ``inprocess``: ``Controller`` (metrics on, private ``CollectorRegistry``, ``--workers``)
     with a no-op reconciler; the clock runs from adding N distinct ``ObjectKey``s to its queue
@@ -46,6 +47,17 @@ Servers: the emulator for (1)-(3); the emulator and a real kube-apiserver side b
     idle cost, a few ms per second, weighs a little more per event); its rate is printed.
     The real server's events are larger too: its objects carry ``managedFields``, and it
     speaks only TLS. kopf is not run here; (3) compares it on the emulator.
+(5) **controller-runtime** on the **real server** only (``--cr-objects``, ``crbaseline.py``):
+    ``crbench reconcile`` (controller-runtime v0.24.1: one no-op reconciler ``For(ConfigMap)``
+    in one namespace, the same ``--workers``, its defaults otherwise: protobuf, priority queue,
+    full typed cache) beside the same kubetrio ``Manager`` as in (2), one after the other
+    against the same kube-apiserver, the order alternating per round. *Watched events*: each
+    syncs on an empty namespace of its own and reconciles a probe; ``crbench create`` (one
+    writer for both: protobuf, 8 requests at once) then writes N ConfigMaps; CPU per event is
+    the consumer's CPU from the probe's reconcile to the N-th name's, over N. *Initial*: N
+    ConfigMaps exist in a third namespace; from just before the manager starts (crbench's
+    ``STARTUP``), the time to the first reconcile and to all N reconciled, and CPU per object.
+    Printed as kubetrio, controller-runtime and kt/cr (< 1: kubetrio spends or takes less).
 
 Each e2e/kopf scenario runs ``--repeat`` times (default 3), interleaved; medians are reported.
 ``e2e_over_kopf`` compares the headline (burst) figures; the other two ratios are printed too.
@@ -110,10 +122,10 @@ Fairness of the kopf side (kopf 1.x, asyncio, standalone):
   and import time are excluded (as they are for kubetrio).
 
 ``python tests/bench/reconcile.py [--objects N] [--min-window S]`` (default 10 000 and 2 s, i.e.
-N grows to fill 2 s; CI: ``--objects 2000 --repeat 1 --min-window 0 --cross-objects 500``).
-Prints the targets (in-process >= 150 000/s; e2e >= 25x kopf) with pass/MISS and the
-CPU ratio; last line ``RESULT {json}``. Needs the ``bench`` extra (``kopf``); ``--skip-kopf``
-runs without it.
+N grows to fill 2 s; CI: ``--objects 2000 --repeat 1 --min-window 0 --cross-objects 500
+--cr-objects 1000``; ``--cr-only`` runs (5) alone). Prints the targets (in-process >=
+150 000/s; e2e >= 25x kopf) with pass/MISS and the CPU ratio; last line ``RESULT {json}``.
+Needs the ``bench`` extra (``kopf``); ``--skip-kopf`` runs without it.
 """
 
 from __future__ import annotations
@@ -276,6 +288,7 @@ class Counting:
         self.first = trio.Event()
         self.done = trio.Event()
         self.finished_at = 0.0
+        self.first_at = 0.0  # time.monotonic() when the first key was reconciled
         self.cpu_first = 0.0  # process CPU seconds when the first (probe) key was reconciled
         self.cpu_done = 0.0  # ... and when the n-th distinct name was
         self._result = Result()
@@ -283,6 +296,7 @@ class Counting:
 
     async def reconcile(self, key: Any) -> Any:
         if not self.calls:
+            self.first_at = time.monotonic()
             self.cpu_first = time.process_time()
             self.first.set()
         self.calls += 1
@@ -519,13 +533,13 @@ async def written_to_reconciled(kubeconfig: str, namespace: str, n: int, workers
     docstring): per-object latency from written to reconciled, and CPU per event."""
     import trio
 
-    from kubetrio.api.core import ConfigMap, Namespace
+    from kubetrio.api.core import ConfigMap
     from kubetrio.runtime.client.typed import Client
     from kubetrio.runtime.manager.manager import Manager
 
     counter = Stamping(n)
     client = Client.from_kubeconfig(kubeconfig)
-    await client.create(Namespace, {"metadata": {"name": namespace}})
+    await ensure_namespace(kubeconfig, namespace)
     manager = Manager(
         client, metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0"
     )
@@ -572,6 +586,7 @@ def both_servers(n: int, workers: int, repeat: int) -> dict[str, dict[str, float
             if real is not None:
                 with consumer_gc():
                     f = trio.run(written_to_reconciled, str(real), namespace, n, workers)
+                clear_configmaps(str(real), [namespace])  # a shared server keeps them
                 rounds.setdefault("real", []).append(f)
             for server, fs in rounds.items():
                 f = fs[-1]
@@ -588,6 +603,183 @@ def both_servers(n: int, workers: int, repeat: int) -> dict[str, dict[str, float
     }
 
 
+# --------------------------------------------------------------------------- controller-runtime
+
+CR_FIGURES = {
+    "cpu_us": "CPU µs per watched event",
+    "initial_first_s": "initial: start -> first reconcile (s)",
+    "initial_all_s": "initial: start -> all reconciled (s)",
+    "initial_cpu_us": "initial: CPU µs per object",
+}
+
+
+async def kubetrio_real(
+    kubeconfig: str, crbench: Path, namespace: str, n: int, workers: int, initial: bool
+) -> dict[str, float]:
+    """kubetrio's side of (5): the same ``Manager`` as in (2) on the real server. Watched
+    events: synced on an empty namespace, a probe reconciled, then ``crbench create`` writes N
+    ConfigMaps; CPU from the probe's reconcile to the N-th name's. Initial: the N exist; the
+    clock and CPU run from just before ``Manager.run`` (what crbench's STARTUP marks)."""
+    import trio
+    from crbaseline import create
+
+    from kubetrio.api.core import ConfigMap
+    from kubetrio.runtime.client.typed import Client
+    from kubetrio.runtime.manager.manager import Manager
+
+    counter = Counting(n)
+    client = Client.from_kubeconfig(kubeconfig)
+    manager = Manager(
+        client, metrics_bind_address="127.0.0.1:0", health_probe_bind_address="127.0.0.1:0"
+    )
+    manager.controller("bench").for_(ConfigMap, namespace=namespace).workers(workers).complete(
+        counter
+    )
+    async with trio.open_nursery() as nursery:
+        start, cpu_start = time.monotonic(), time.process_time()
+        await nursery.start(manager.run)
+        if not initial:
+            await trio.to_thread.run_sync(create, crbench, kubeconfig, namespace, 1, "probe-")
+            with trio.fail_after(TIMEOUT):
+                await counter.first.wait()
+            cpu_start = counter.cpu_first
+            await trio.to_thread.run_sync(create, crbench, kubeconfig, namespace, n, PREFIX)
+        with trio.fail_after(TIMEOUT):
+            await counter.done.wait()
+        manager.stop()
+    if not initial:
+        return {"cpu_us": (counter.cpu_done - cpu_start) / n * 1e6}
+    return {
+        "initial_first_s": counter.first_at - start,
+        "initial_all_s": counter.finished_at - start,
+        "initial_cpu_us": (counter.cpu_done - cpu_start) / n * 1e6,
+    }
+
+
+def crbench_real(
+    kubeconfig: str, crbench: Path, namespace: str, n: int, workers: int, initial: bool
+) -> dict[str, float]:
+    """controller-runtime's side of (5): ``crbench reconcile``, the same steps and clocks."""
+    from crbaseline import Process, create
+
+    with Process(
+        crbench,
+        "reconcile",
+        "--kubeconfig",
+        kubeconfig,
+        "--namespace",
+        namespace,
+        "--n",
+        str(n),
+        "--prefix",
+        PREFIX,
+        "--workers",
+        str(workers),
+    ) as run:
+        start, cpu_start = map(float, run.wait_for("STARTUP"))
+        if not initial:
+            create(crbench, kubeconfig, namespace, 1, "probe-")
+            cpu_start = float(run.wait_for("SEEN")[2])
+            create(crbench, kubeconfig, namespace, n, PREFIX)
+            return {"cpu_us": (float(run.wait_for("DONE")[1]) - cpu_start) / n * 1e6}
+        first = float(run.wait_for("FIRST")[0])
+        done, cpu_done = map(float, run.wait_for("DONE")[:2])
+    return {
+        "initial_first_s": first - start,
+        "initial_all_s": done - start,
+        "initial_cpu_us": (cpu_done - cpu_start) / n * 1e6,
+    }
+
+
+def clear_configmaps(kubeconfig: str, namespaces: list[str]) -> None:
+    """The rounds' ConfigMaps deleted (the real server keeps what a benchmark leaves)."""
+    import trio
+
+    from kubetrio.runtime.client.typed import Client
+
+    async def main() -> None:
+        client = Client.from_kubeconfig(kubeconfig, qps=0)
+        for namespace in namespaces:
+            await client.request("DELETE", f"/api/v1/namespaces/{namespace}/configmaps")
+
+    trio.run(main)
+
+
+def controller_runtime(n: int, workers: int, repeat: int) -> dict[str, dict[str, float]] | None:
+    """(5), rounds alternating which side goes first: per round a namespace for each side's
+    watched events and one whose N existing objects both sync in turn; medians per side."""
+    import trio
+    from crbaseline import binary, create
+    from realserver import real_server
+
+    crbench = binary()
+    if crbench is None:
+        return None
+    rounds: dict[str, list[dict[str, float]]] = {"kt": [], "cr": []}
+    with real_server() as real:
+        if real is None:
+            return None
+        kubeconfig = str(real)
+        for round_ in range(repeat):
+            names = [f"cr-{round_}-kt", f"cr-{round_}-cr", f"cr-{round_}-initial"]
+            for namespace in names:
+                trio.run(ensure_namespace, kubeconfig, namespace)
+            sides = ("kt", "cr") if round_ % 2 == 0 else ("cr", "kt")
+            figures: dict[str, dict[str, float]] = {"kt": {}, "cr": {}}
+            for side in sides:
+                namespace = names[0] if side == "kt" else names[1]
+                figures[side].update(real_side(side, kubeconfig, crbench, namespace, n, workers))
+            create(crbench, kubeconfig, names[2], n, PREFIX)
+            for side in sides:
+                figures[side].update(
+                    real_side(side, kubeconfig, crbench, names[2], n, workers, True)
+                )
+            clear_configmaps(kubeconfig, names)
+            for side in ("kt", "cr"):
+                rounds[side].append(figures[side])
+                f = figures[side]
+                print(
+                    f"[{round_ + 1}/{repeat}] real server, {side}: {f['cpu_us']:.1f} CPU µs per "
+                    f"watched event; initial: first {f['initial_first_s']:.3f} s, all "
+                    f"{f['initial_all_s']:.3f} s, {f['initial_cpu_us']:.1f} CPU µs per object",
+                    flush=True,
+                )
+    return {
+        side: {k: statistics.median(f[k] for f in fs) for k in fs[0]} for side, fs in rounds.items()
+    }
+
+
+def real_side(
+    side: str,
+    kubeconfig: str,
+    crbench: Path,
+    namespace: str,
+    n: int,
+    workers: int,
+    initial: bool = False,
+) -> dict[str, float]:
+    """One side's figures for one scenario of (5)."""
+    import trio
+
+    if side == "cr":
+        return crbench_real(kubeconfig, crbench, namespace, n, workers, initial)
+    with consumer_gc():
+        return trio.run(kubetrio_real, kubeconfig, crbench, namespace, n, workers, initial)
+
+
+async def ensure_namespace(kubeconfig: str, namespace: str) -> None:
+    from kubetrio.api.core import Namespace
+    from kubetrio.runtime.client.errors import ApiError
+    from kubetrio.runtime.client.typed import Client
+
+    client = Client.from_kubeconfig(kubeconfig)
+    try:
+        await client.create(Namespace, {"metadata": {"name": namespace}})
+    except ApiError as error:
+        if error.status != 409:
+            raise
+
+
 # --------------------------------------------------------------------------- main
 
 
@@ -600,6 +792,27 @@ def sized(n: int, per_s: float, min_window: float) -> int:
 def spread(values: list[float]) -> float:
     """(max - min) / median: how far the rounds of one figure disagree."""
     return (max(values) - min(values)) / statistics.median(values)
+
+
+def report_cr(
+    cr: dict[str, dict[str, float]] | None, args: argparse.Namespace, result: dict[str, Any]
+) -> None:
+    """(5)'s table, kt/cr per figure, into ``result`` as ``real_{kt,cr}_*`` and
+    ``real_kt_over_cr_*``."""
+    if cr is None:
+        return
+    result["cr_objects"] = args.cr_objects
+    print(
+        f"controller-runtime on the real server, {args.cr_objects} objects, medians of "
+        f"{args.repeat}:"
+    )
+    print(f"  {'':40}{'kubetrio':>10}{'c-runtime':>10}{'kt/cr':>8}")
+    for figure, label in CR_FIGURES.items():
+        kt, cr_ = cr["kt"][figure], cr["cr"][figure]
+        result[f"real_kt_{figure}"] = round(kt, 4)
+        result[f"real_cr_{figure}"] = round(cr_, 4)
+        result[f"real_kt_over_cr_{figure}"] = round(kt / cr_, 3)
+        print(f"  {label:<40}{kt:10.3f}{cr_:10.3f}{kt / cr_:8.2f}")
 
 
 def main() -> None:
@@ -627,6 +840,15 @@ def main() -> None:
         default=2000,
         help="objects written in the written->reconciled scenario on both servers (0: none)",
     )
+    parser.add_argument(
+        "--cr-objects",
+        type=int,
+        default=10_000,
+        help="objects of the controller-runtime comparison on the real server (0: none)",
+    )
+    parser.add_argument(
+        "--cr-only", action="store_true", help="only the controller-runtime comparison (5)"
+    )
     parser.add_argument("--serve-emulator", nargs=2, metavar=("KUBECONFIG", "WINDOW"))
     parser.add_argument("--write-child", nargs=3, metavar=("KUBECONFIG", "NAMESPACE", "N"))
     parser.add_argument("--kopf-child", type=int, metavar="N")
@@ -648,12 +870,21 @@ def main() -> None:
     from kubetrio.runtime.util.log import configure_logging
 
     configure_logging(level="warning")
-    if args.cross_objects:
+    if args.cross_objects or args.cr_objects:
         from realserver import SHARED, available
 
         if not os.environ.get(SHARED):
             available()  # under CI, fail before the work
+    if args.cr_objects:
+        from crbaseline import binary
+
+        binary()  # likewise
     n, workers = args.objects, args.workers
+    if args.cr_only:
+        result: dict[str, Any] = {}
+        report_cr(controller_runtime(args.cr_objects, workers, args.repeat), args, result)
+        print("RESULT " + json.dumps(result), flush=True)
+        return
     print(f"objects={n} workers={workers} cores={os.cpu_count()} gc={args.gc}", flush=True)
 
     async def inprocess() -> tuple[float, float, int]:
@@ -718,7 +949,7 @@ def main() -> None:
     e2e = figures["e2e"]["per_s"]
     kopf = figures["kopf"]["per_s"] if "kopf" in figures else None
     ratio = e2e / kopf if kopf else None
-    result: dict[str, Any] = {
+    result = {
         "objects": n,
         "inprocess_objects": inproc_n,
         "inprocess_per_s": round(inproc),
@@ -762,6 +993,8 @@ def main() -> None:
             real = f"{row['real']:12.2f}" if "real" in row else f"{'-':>12}"
             shown = f"{over:15.3f}" if over is not None else ""
             print(f"  {label:<24}{row['emulator']:12.2f}{real}{shown}")
+    if args.cr_objects:
+        report_cr(controller_runtime(args.cr_objects, workers, args.repeat), args, result)
     verdict = "pass" if inproc >= INPROCESS_TARGET else "MISS"
     print(f"target inprocess >= {INPROCESS_TARGET:,.0f}/s: {verdict}")
     if ratio is not None:

@@ -17,7 +17,8 @@ import trio.testing
 from kubetrio.api.core import Node, PersistentVolumeClaim
 from kubetrio.api.machine import PHASE_RUNNING, Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
-from kubetrio.cmd.demo import Demo, DemoFailed, DemoOptions, seed
+from kubetrio.cmd.demo import seed
+from kubetrio.cmd.demo.scenario import Demo, DemoFailed, DemoOptions
 from kubetrio.cmd.embedded import install_crds
 from kubetrio.controllers.machinedeployment.setup import setup as deployment_setup
 from kubetrio.controllers.machineset.setup import setup as machineset_setup

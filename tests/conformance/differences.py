@@ -89,10 +89,6 @@ DIFFERS: dict[str, tuple[str, ...]] = {
     "delete.bad-body": ("1",),
     "event.new-api-create": ("0",),
     "event.new-api-missing-fields": ("0",),
-    "node.create": ("0.body.spec.taints",),
-    "node.status-on-create": ("0.body.spec.taints",),
-    "node.cordon": ("1.body.spec.taints",),
-    "node.status-update": ("1.body.spec.taints",),
     "pv.create": (
         "0.body.metadata.finalizers",
         "1.body.metadata.deletionGracePeriodSeconds",

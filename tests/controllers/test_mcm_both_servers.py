@@ -11,43 +11,15 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, PHASE_UNKNOWN, Machine
+from kubetrio.api.machine import PHASE_FAILED, PHASE_UNKNOWN, Machine
 from kubetrio.api.machineset import MachineDeployment
 from kubetrio.runtime.util.duration import Duration
 from kubetrio.testing.servers import ApiServer
 from tests.helpers.deployments import deployment_doc
 from tests.helpers.machines import MACHINE_API, machine_doc
 from tests.helpers.machinesets import machine_set_doc
-from tests.helpers.mcm_world import Mcm, mcm_on, ready
+from tests.helpers.mcm_world import app_pods_on, mcm_on, ready, running, running_machines
 from tests.helpers.simcluster import pdb, replicaset
-
-
-def running(m: Machine | None) -> bool:
-    return m is not None and m.phase == PHASE_RUNNING
-
-
-def running_machines(c: Mcm, **labels: str) -> list[Machine]:
-    return [
-        m
-        for m in c.machines()
-        if running(m)
-        and not m.metadata.deletion_timestamp
-        and all(m.metadata.labels.get(k) == v for k, v in labels.items())
-    ]
-
-
-def app_pods_on(c: Mcm, app: str) -> dict[str, list[str]]:
-    """The app's running pods by node, as the machine controller's cache shows them."""
-    on: dict[str, list[str]] = {}
-    for p in c.ctx.drainer.cache.pods.list():
-        if (
-            p.metadata.namespace == c.ns
-            and p.metadata.labels.get("app") == app
-            and not p.deleting
-            and p.status.phase == "Running"
-        ):
-            on.setdefault(p.spec.node_name, []).append(p.metadata.name)
-    return on
 
 
 async def test_a_machine_boots_registers_its_node_and_runs(

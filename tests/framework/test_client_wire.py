@@ -55,7 +55,7 @@ async def _read_request(stream: trio.SocketStream, buffer: bytearray) -> dict[st
 async def _serve(mode: str, seen: Seen, stream: trio.SocketStream) -> None:
     """``keep``: answer on a kept-alive connection; ``close``: hang up after each answer
     without saying so (as an idle timeout does); ``silent``: never answer; ``unauthorized``:
-    answer 401 to everything."""
+    answer 401 to everything; ``chunked``: as ``keep``, a watch answered as a chunked body."""
     seen.connections += 1
     buffer = bytearray()
     try:
@@ -70,6 +70,9 @@ async def _serve(mode: str, seen: Seen, stream: trio.SocketStream) -> None:
                     f"{head}Content-Length: {len(status)}\r\n\r\n".encode() + status
                 )
                 continue
+            if mode == "chunked" and "watch=true" in request["target"]:
+                await _send_watch(stream, len(seen.requests))
+                continue
             body = json.dumps({"n": len(seen.requests), **request}).encode()
             head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
             await stream.send_all(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
@@ -79,6 +82,34 @@ async def _serve(mode: str, seen: Seen, stream: trio.SocketStream) -> None:
         return
     finally:
         await trio.aclose_forcefully(stream)
+
+
+async def _send_watch(stream: trio.SocketStream, n: int) -> None:
+    """A watch answer as kube-apiserver sends one: chunked, one event per chunk, here in
+    writes that split chunks anywhere, then the last chunk and a trailer."""
+    events = b"".join(
+        b"%x\r\n%s\r\n" % (len(line), line)
+        for line in (
+            json.dumps(
+                {
+                    "type": "ADDED",
+                    "object": {
+                        "kind": "ConfigMap",
+                        "apiVersion": "v1",
+                        "metadata": {"name": f"c{n}-{i}", "resourceVersion": str(i + 1)},
+                    },
+                }
+            ).encode()
+            + b"\n"
+            for i in range(3)
+        )
+    )
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    data = head + events + b"0\r\nX-Trailer: t\r\n\r\n"
+    for at in range(0, len(data), 37):
+        await stream.send_all(data[at : at + 37])
 
 
 @asynccontextmanager
@@ -101,6 +132,23 @@ async def test_requests_share_one_kept_alive_connection(
             answer = json.loads(await kube.request("GET", "/x", params={"a": "b c"}))
         assert answer["target"] == "/x?a=b+c"
         assert answer["auth"] == "Bearer t0k"
+        assert seen.connections == 1
+
+
+async def test_a_watch_read_to_its_end_leaves_its_connection_for_the_next_request(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """A chunked watch answer is undone without h11 (``runtime.http.chunked``): every event
+    arrives whatever way the writes split it, and the connection is reused afterwards."""
+    async with bare_server("chunked") as (url, seen):
+        kube = Client.from_url(url, token="t0k")
+        for round_ in range(2):
+            send, receive = trio.open_memory_channel[list[WatchEvent[ConfigMap]]](10)
+            await kube.watch(ConfigMap, send)
+            names = [e.obj.metadata.name async for batch in receive for e in batch if e.obj]
+            assert names == [f"c{2 * round_ + 1}-{i}" for i in range(3)]
+            answer = json.loads(await kube.request("GET", "/x"))
+            assert answer["n"] == 2 * round_ + 2
         assert seen.connections == 1
 
 

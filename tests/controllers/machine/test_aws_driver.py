@@ -18,12 +18,9 @@ from prometheus_client import CollectorRegistry
 from kubetrio.api.core import PersistentVolume
 from kubetrio.api.machine import Machine, MachineClass
 from kubetrio.controllers.machine.driver import Code, DriverRegistry, MachineError
-from kubetrio.controllers.machine.driver.aws import (
-    AwsDriver,
-    Clients,
-    decode_provider_id,
-    register_aws,
-)
+from kubetrio.controllers.machine.driver.aws.clients import Clients
+from kubetrio.controllers.machine.driver.aws.driver import AwsDriver, decode_provider_id
+from kubetrio.controllers.machine.driver.aws.register import register_aws
 from kubetrio.controllers.machine.provider_metrics import ProviderMetrics
 from tests.helpers.ec2 import (
     SECRET,

@@ -18,7 +18,7 @@ from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING, Machine
 from kubetrio.api.machineset import MachineDeployment
 from kubetrio.cmd.config import ManagerConfig
 from kubetrio.controllers.machine.driver import DriverRegistry
-from kubetrio.controllers.machine.driver.aws import register_aws
+from kubetrio.controllers.machine.driver.aws.register import register_aws
 from kubetrio.controllers.machine.provider_metrics import ProviderMetrics, provider_metrics
 from kubetrio.controllers.machinedeployment.setup import setup as deployment_setup
 from kubetrio.controllers.machineset.setup import setup as machineset_setup

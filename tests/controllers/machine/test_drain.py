@@ -155,6 +155,7 @@ async def test_evicts_cordons_and_leaves_daemonsets_and_mirrors(
         assert cordoned is not None and cordoned["spec"]["unschedulable"] is True
         assert {t["key"] for t in cordoned["spec"]["taints"]} == {
             "dedicated",
+            "node.kubernetes.io/not-ready",  # admission's, on every new Node
             "node.kubernetes.io/unschedulable",
         }
         assert (

@@ -221,6 +221,28 @@ async def test_a_set_with_too_many_machines_is_frozen_and_unfrozen_when_back_in_
         )
 
 
+async def test_a_freeze_that_meets_a_conflict_reads_again_and_goes_through(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """Another writer between the guard's read and its status write (the MachineSet
+    controller's status, on a busy server) must not put the freeze off to the next pass: by
+    then the overshoot may be over and the freeze missed."""
+    install_crds(emu)
+    solo = emu.create(machine_set_doc("solo", 1, {"pool": "solo"}))
+    add_machines(emu, solo, 1, 3)
+    async with guarded(emu) as g:
+        await trio.sleep(2 * PERIOD)
+        emu.faults.add(
+            verb="patch", resource="machinesets", subresource="status", status=409, count=1
+        )
+        add_machines(emu, solo, 4, 1)
+        added = trio.current_time()
+        await g.until_set(lambda: frozen(g.machine_set("solo")))
+        assert trio.current_time() - added < 5  # not the next pass, a minute later
+        condition = g.machine_set("solo").condition("Frozen")
+        assert condition is not None and condition.reason == OVERSHOOTING_REPLICA_COUNT
+
+
 async def test_a_deployment_counts_its_surge_and_is_frozen_with_its_set(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:

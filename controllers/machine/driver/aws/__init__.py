@@ -1,19 +1,8 @@
 """The ``aws`` machine driver: MCM's provider-aws semantics on boto3 (``pip install
-kubetrio[aws]``)."""
+kubetrio[aws]``).
 
-from kubetrio.controllers.machine.driver.aws.clients import Clients
-from kubetrio.controllers.machine.driver.aws.driver import (
-    AwsDriver,
-    decode_provider_id,
-    encode_provider_id,
-)
-from kubetrio.controllers.machine.driver.aws.register import PROVIDERS, register_aws
-
-__all__ = [
-    "PROVIDERS",
-    "AwsDriver",
-    "Clients",
-    "decode_provider_id",
-    "encode_provider_id",
-    "register_aws",
-]
+The package itself imports nothing: boto3 is tens of MiB, and a manager that registers the
+driver but never serves an AWS class should not pay for it. Import from the modules:
+``driver`` (``AwsDriver``, the provider IDs), ``clients`` (``Clients``), ``register``
+(``register_aws``, ``PROVIDERS``).
+"""
