@@ -35,6 +35,11 @@ PHASE_TERMINATING = "Terminating"
 PHASE_UNKNOWN = "Unknown"
 PHASE_FAILED = "Failed"
 PHASE_CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
+# An in-place update (MCM's GEP-31): the node drained and handed to the update agent, then
+# the agent's verdict.
+PHASE_IN_PLACE_UPDATING = "InPlaceUpdating"
+PHASE_IN_PLACE_UPDATE_SUCCESSFUL = "InPlaceUpdateSuccessful"
+PHASE_IN_PLACE_UPDATE_FAILED = "InPlaceUpdateFailed"
 PHASES = (
     PHASE_PENDING,
     PHASE_AVAILABLE,
@@ -43,6 +48,9 @@ PHASES = (
     PHASE_UNKNOWN,
     PHASE_FAILED,
     PHASE_CRASH_LOOP_BACK_OFF,
+    PHASE_IN_PLACE_UPDATING,
+    PHASE_IN_PLACE_UPDATE_SUCCESSFUL,
+    PHASE_IN_PLACE_UPDATE_FAILED,
 )
 
 STATE_PROCESSING = "Processing"
@@ -53,6 +61,53 @@ OPERATION_CREATE = "Create"
 OPERATION_UPDATE = "Update"
 OPERATION_HEALTH_CHECK = "HealthCheck"
 OPERATION_DELETE = "Delete"
+OPERATION_IN_PLACE_UPDATE = "InPlaceUpdate"
+
+# -- in-place updates: how MCM and the node's update agent talk through the Node
+
+# Node labels: MCM marks every node of an old MachineSet a candidate, then selects some (Auto)
+# or leaves the selection to the user (Manual); the agent reports with the result label.
+LABEL_NODE_CANDIDATE_FOR_UPDATE = "node.machine.sapcloud.io/candidate-for-update"
+LABEL_NODE_SELECTED_FOR_UPDATE = "node.machine.sapcloud.io/selected-for-update"
+LABEL_NODE_UPDATE_RESULT = "node.machine.sapcloud.io/update-result"
+LABEL_VALUE_NODE_UPDATE_SUCCESSFUL = "successful"
+LABEL_VALUE_NODE_UPDATE_FAILED = "failed"
+# Node annotation: why the agent's update failed (copied into the condition's message).
+ANNOTATION_MACHINE_UPDATE_FAILED_REASON = "node.machine.sapcloud.io/update-failed-reason"
+# The node condition MCM keeps (and copies onto the Machine) and its reasons, in order.
+NODE_IN_PLACE_UPDATE = "InPlaceUpdate"
+CANDIDATE_FOR_UPDATE = "CandidateForUpdate"
+SELECTED_FOR_UPDATE = "SelectedForUpdate"
+DRAIN_SUCCESSFUL = "DrainSuccessful"
+READY_FOR_UPDATE = "ReadyForUpdate"
+UPDATE_SUCCESSFUL = "UpdateSuccessful"
+UPDATE_FAILED = "UpdateFailed"
+
+
+# -- preservation: a machine kept (with its VM and node) for diagnosis instead of replaced
+
+# On the Node (preferred) or the Machine: now, when-failed, or false (never auto-preserve);
+# MCM itself writes auto-preserved.
+PRESERVE_ANNOTATION = "node.machine.sapcloud.io/preserve"
+PRESERVE_NOW = "now"
+PRESERVE_WHEN_FAILED = "when-failed"
+PRESERVE_AUTO_PRESERVED = "auto-preserved"
+PRESERVE_FALSE = "false"
+PRESERVE_VALUES = frozenset(
+    {PRESERVE_NOW, PRESERVE_WHEN_FAILED, PRESERVE_AUTO_PRESERVED, PRESERVE_FALSE}
+)
+# On the Machine: the node's value MCM last applied (the node's word wins over the machine's).
+LAST_APPLIED_NODE_PRESERVE_VALUE_ANNOTATION = (
+    "node.machine.sapcloud.io/last-applied-node-preserve-value"
+)
+# NoSchedule taint on a preserved Failed machine's node (not a cordon: a user's stays theirs).
+NODE_PRESERVED_TAINT = "node.machine.sapcloud.io/preserved"
+NODE_PRESERVED = "Preserved"
+PRESERVED_BY_MCM = "Preserved by MCM."
+PRESERVED_BY_USER = "Preserved by user."
+PRESERVATION_STOPPED = "Preservation stopped."
+PRESERVED_NODE_DRAIN_SUCCESSFUL = "Preserved node drained successfully."
+PRESERVED_NODE_DRAIN_UNSUCCESSFUL = "Preserved node could not be drained."
 
 
 # -- durations
@@ -145,6 +200,20 @@ class MachineConfiguration(Model, kw_only=True):
     drain_timeout: GoDuration | None = None
     health_timeout: GoDuration | None = None
     creation_timeout: GoDuration | None = None
+    in_place_update_timeout: (
+        Annotated[
+            GoDuration,
+            msgspec.Meta(description="How long an in-place update may take before it failed."),
+        ]
+        | None
+    ) = None
+    machine_preserve_timeout: (
+        Annotated[
+            GoDuration,
+            msgspec.Meta(description="How long a preserved machine is kept (from preservation)."),
+        ]
+        | None
+    ) = None
     max_evict_retries: Int32 | None = None
     node_conditions: (
         Annotated[
@@ -179,6 +248,13 @@ class CurrentStatus(Model, kw_only=True):
     phase: str = ""
     timeout_active: bool = False
     last_update_time: DateTime | None = None
+    preserve_expiry_time: (
+        Annotated[
+            DateTime,
+            msgspec.Meta(description="Until when the machine is preserved (unset: it is not)."),
+        ]
+        | None
+    ) = None
 
 
 class LastOperation(Model, kw_only=True):

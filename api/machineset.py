@@ -60,6 +60,12 @@ MACHINE_DEPLOYMENT_FROZEN = "Frozen"
 
 STRATEGY_RECREATE = "Recreate"
 STRATEGY_ROLLING_UPDATE = "RollingUpdate"
+STRATEGY_IN_PLACE_UPDATE = "InPlaceUpdate"
+ORCHESTRATION_AUTO = "Auto"
+ORCHESTRATION_MANUAL = "Manual"
+# On an old MachineSet during an in-place update: machines that move to the new set must not be
+# replaced by the old one before its replicas are lowered.
+LABEL_MACHINE_SET_SCALE_UP_DISABLED = "node.machine.sapcloud.io/scale-up-disabled"
 
 
 # -- shared pieces
@@ -111,8 +117,18 @@ class MachineSummary(Model, kw_only=True):
 # -- MachineSet
 
 
+AutoPreserveFailedMachineMax = Annotated[
+    Int32,
+    msgspec.Meta(
+        description="How many Failed machines MCM preserves by itself (annotated "
+        "node.machine.sapcloud.io/preserve=auto-preserved) at a time."
+    ),
+]
+
+
 class MachineSetSpec(Model, kw_only=True):
     replicas: Replicas = 0
+    auto_preserve_failed_machine_max: AutoPreserveFailedMachineMax = 0
     selector: Selector | None = None
     machine_class: (
         Annotated[
@@ -138,6 +154,7 @@ class MachineSetStatus(Model, kw_only=True):
     fully_labeled_replicas: Int32 = 0
     ready_replicas: Int32 = 0
     available_replicas: Int32 = 0
+    preserved_failed_replicas: Int32 = 0
     observed_generation: Int64 = 0
     # MCM's wire name for a set's conditions (unlike the deployment's ``conditions``).
     conditions: tuple[MachineSetCondition, ...] = msgspec.field(
@@ -145,6 +162,7 @@ class MachineSetStatus(Model, kw_only=True):
     )
     last_operation: LastOperation = msgspec.field(default_factory=LastOperation)
     failed_machines: FailedMachines | None = None
+    auto_preserve_failed_machine_count: Int32 = 0
 
 
 REPLICAS_SCALE = Scale(".spec.replicas", ".status.replicas")
@@ -208,11 +226,30 @@ class RollingUpdateMachineDeployment(Model, kw_only=True):
     ) = None
 
 
+class InPlaceUpdateMachineDeployment(RollingUpdateMachineDeployment, kw_only=True):
+    """Bounds of an in-place update, and who picks the machines to update."""
+
+    orchestration_type: Annotated[
+        str,
+        msgspec.Meta(
+            description="Auto: the controller selects machines within maxUnavailable; Manual: "
+            "the user labels nodes node.machine.sapcloud.io/selected-for-update."
+        ),
+    ] = ""
+
+
 class MachineDeploymentStrategy(Model, kw_only=True):
     """How machines are replaced when the template changes."""
 
-    type: Annotated[str, msgspec.Meta(description="RollingUpdate (the default) or Recreate.")] = ""
+    type: Annotated[
+        str,
+        msgspec.Meta(
+            description="RollingUpdate (the default), Recreate, or InPlaceUpdate (machines are "
+            "updated where they run and move to the new MachineSet)."
+        ),
+    ] = ""
     rolling_update: RollingUpdateMachineDeployment | None = None
+    in_place_update: InPlaceUpdateMachineDeployment | None = None
 
 
 class RollbackConfig(Model, kw_only=True):
@@ -223,6 +260,7 @@ class RollbackConfig(Model, kw_only=True):
 
 class MachineDeploymentSpec(Model, kw_only=True):
     replicas: Replicas = 0
+    auto_preserve_failed_machine_max: AutoPreserveFailedMachineMax = 0
     selector: Selector | None = None
     template: MachineTemplateSpec = msgspec.field(default_factory=MachineTemplateSpec)
     strategy: MachineDeploymentStrategy = msgspec.field(default_factory=MachineDeploymentStrategy)
@@ -261,6 +299,7 @@ class MachineDeploymentStatus(Model, kw_only=True):
     ready_replicas: Int32 = 0
     available_replicas: Int32 = 0
     unavailable_replicas: Int32 = 0
+    preserved_failed_replicas: Int32 = 0
     conditions: tuple[MachineDeploymentCondition, ...] = ()
     collision_count: Int32 | None = None
     failed_machines: FailedMachines = ()

@@ -39,6 +39,7 @@ BEHAVIOURS: dict[str, str] = {
     "deployments": "deployments",
     "disruption": "disruption",
     "node-lifecycle": "node_lifecycle",
+    "in-place-update-agent": "in_place_update_agent",
 }
 
 

@@ -248,6 +248,16 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     ),
     _s("--machine-drain-timeout", "machine.drainTimeout", "drain time limit"),
     _s(
+        "--machine-preserve-timeout",
+        "machine.machinePreserveTimeout",
+        "how long a preserved Machine (node.machine.sapcloud.io/preserve) is kept",
+    ),
+    _s(
+        "--machine-inplace-update-timeout",
+        "machine.inPlaceUpdateTimeout",
+        "how long an in-place update may take before the Machine is InPlaceUpdateFailed",
+    ),
+    _s(
         "--machine-max-evict-retries",
         "machine.maxEvictRetries",
         "eviction attempts per pod during a drain",

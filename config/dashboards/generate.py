@@ -854,6 +854,52 @@ def machines() -> dict[str, Any]:
             ],
             width=12,
         ),
+        timeseries(
+            "In-place updates",
+            "kubetrio_machine_in_place_update_phase_since_seconds counted per phase: machines "
+            "whose node is with its update agent (InPlaceUpdating), updated but not yet moved "
+            "to the new MachineSet (InPlaceUpdateSuccessful), or whose update failed "
+            "(InPlaceUpdateFailed); KubetrioMachineInPlaceUpdateStuck fires for one in "
+            "InPlaceUpdating or InPlaceUpdateFailed for 30 minutes.",
+            [
+                target(
+                    f"count by (phase) "
+                    f"(kubetrio_machine_in_place_update_phase_since_seconds{{{NS}}})",
+                    "{{phase}}",
+                )
+            ],
+            stack=True,
+            width=24,
+        ),
+        timeseries(
+            "Preserved machines",
+            "kubetrio_machine_preserve_expiry_time_seconds: machines preserved "
+            "(node.machine.sapcloud.io/preserve, or auto-preserved) per phase; a Failed one is "
+            "kept instead of replaced until its preserveExpiryTime "
+            "(KubetrioPreservedMachineExpiringSoon fires an hour before).",
+            [
+                target(
+                    f"count by (phase) (kubetrio_machine_preserve_expiry_time_seconds{{{NS}}})",
+                    "{{phase}}",
+                )
+            ],
+            stack=True,
+            width=12,
+        ),
+        timeseries(
+            "Soonest preservation end",
+            "Time left until the first preserved Failed machine's preservation ends and it is "
+            "replaced.",
+            [
+                target(
+                    f"min(kubetrio_machine_preserve_expiry_time_seconds"
+                    f'{{{NS}, phase="Failed"}}) - time()',
+                    "time left",
+                )
+            ],
+            "s",
+            width=12,
+        ),
         machines_table(),
         *deployments_and_sets(),
         row("Lifecycle"),

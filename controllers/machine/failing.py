@@ -66,11 +66,13 @@ def deployment_machines(
 
 def replacements_in_progress(machines: Sequence[Machine]) -> int:
     """MCM's count: every machine neither Running nor Unknown is being replaced or created;
-    a Terminating one counts twice (its replacement is on the way too)."""
+    a Terminating one counts twice (its replacement is on the way too). A preserved one is
+    not being replaced, so it does not count (a Terminating one still does, once)."""
     count = 0
     for machine in machines:
         if machine.phase not in (PHASE_RUNNING, PHASE_UNKNOWN):
-            count += 2 if machine.phase == PHASE_TERMINATING else 1
+            kept = machine.status.current_status.preserve_expiry_time is not None
+            count += (0 if kept else 1) + (1 if machine.phase == PHASE_TERMINATING else 0)
     return count
 
 

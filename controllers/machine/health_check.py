@@ -15,9 +15,18 @@ import trio
 
 from kubetrio.api.core import Node, NodeCondition, Secret
 from kubetrio.api.machine import (
+    ANNOTATION_MACHINE_UPDATE_FAILED_REASON,
+    LABEL_NODE_UPDATE_RESULT,
+    LABEL_VALUE_NODE_UPDATE_FAILED,
+    LABEL_VALUE_NODE_UPDATE_SUCCESSFUL,
+    NODE_IN_PLACE_UPDATE,
     OPERATION_CREATE,
     OPERATION_HEALTH_CHECK,
+    OPERATION_IN_PLACE_UPDATE,
     PHASE_FAILED,
+    PHASE_IN_PLACE_UPDATE_FAILED,
+    PHASE_IN_PLACE_UPDATE_SUCCESSFUL,
+    PHASE_IN_PLACE_UPDATING,
     PHASE_PENDING,
     PHASE_RUNNING,
     PHASE_UNKNOWN,
@@ -70,13 +79,19 @@ def machine_conditions(conditions: Sequence[NodeCondition]) -> tuple[MachineCond
     )
 
 
+def _compared(c: MachineCondition) -> tuple[str, str, str]:
+    # The in-place condition's steps all have status True: its reason is what moves.
+    return (c.type, c.status, c.reason if c.type == NODE_IN_PLACE_UPDATE else "")
+
+
 def conditions_differ(
     machine: Sequence[MachineCondition], node: Sequence[MachineCondition]
 ) -> bool:
-    """MCM copies when the count or any status (by position) differs; heartbeats alone do not
-    count, or every kubelet heartbeat would rewrite every machine."""
+    """MCM copies when the count or any status (by position) differs, or the in-place
+    condition's reason; heartbeats alone do not count, or every kubelet heartbeat would
+    rewrite every machine."""
     return len(machine) != len(node) or any(
-        (a.type, a.status) != (b.type, b.status) for a, b in zip(machine, node, strict=True)
+        _compared(a) != _compared(b) for a, b in zip(machine, node, strict=True)
     )
 
 
@@ -125,7 +140,10 @@ async def check_health(
             conditions = from_node
         current = conditions if conditions is not None else machine.status.conditions
         healthy = is_healthy(current, options.node_conditions)
-        if healthy and phase != PHASE_RUNNING:
+        if phase in (PHASE_IN_PLACE_UPDATING, PHASE_IN_PLACE_UPDATE_FAILED):
+            # Mid-update (or after a failed one) the node's health says nothing certain.
+            pass
+        elif healthy and phase != PHASE_RUNNING:
             if not (phase == PHASE_PENDING and _critical_components_pending(node)):
                 new_phase = PHASE_RUNNING
                 operation, reason, joined = await _joined(ctx, machine)
@@ -138,10 +156,27 @@ async def check_health(
                 OPERATION_HEALTH_CHECK,
             )
     retry = LongRetry
-    if new_phase is None and phase in (PHASE_PENDING, PHASE_UNKNOWN):
+    if node is not None and phase in (PHASE_IN_PLACE_UPDATING, PHASE_IN_PLACE_UPDATE_FAILED):
+        # MCM waits for a pass without copied conditions; the two go in one write here.
+        verdict = _update_verdict(machine, node)
+        if verdict is not None:
+            new_phase, operation = verdict
+            reason = new_phase
+    if new_phase is None and phase in (
+        PHASE_PENDING,
+        PHASE_UNKNOWN,
+        PHASE_IN_PLACE_UPDATING,
+        PHASE_IN_PLACE_UPDATE_FAILED,
+    ):
         outcome = await _check_timeouts(ctx, machine, options)
         if isinstance(outcome, float):
             retry = outcome
+        elif outcome.type == OPERATION_IN_PLACE_UPDATE:
+            new_phase, operation, reason = (
+                PHASE_IN_PLACE_UPDATE_FAILED,
+                outcome,
+                PHASE_IN_PLACE_UPDATE_FAILED,
+            )
         else:
             new_phase, operation, reason = PHASE_FAILED, outcome, "Failed"
     if operation is None and conditions is None:
@@ -167,6 +202,10 @@ async def check_health(
         ctx.durations.failed_to_join(machine)
     if new_phase == PHASE_UNKNOWN:  # the health timeout starts now
         retry = min(LongRetry, options.health_timeout + TIMESTAMP_SLACK)
+    elif new_phase == PHASE_IN_PLACE_UPDATE_SUCCESSFUL:
+        retry = ShortRetry  # back to Running once the node's condition is copied
+    elif new_phase == PHASE_IN_PLACE_UPDATE_FAILED:  # replaced if it stays so
+        retry = min(LongRetry, options.health_timeout + TIMESTAMP_SLACK)
     return machine, retry
 
 
@@ -180,6 +219,26 @@ async def _annotate_join(ctx: MachineContext, machine: Machine, joined: float) -
         if error.status != 404:
             raise
         return machine
+
+
+def _update_verdict(machine: Machine, node: Node) -> tuple[str, Operation] | None:
+    """The agent's ``update-result`` label, as the machine's phase (MCM's health check)."""
+    result = node.metadata.labels.get(LABEL_NODE_UPDATE_RESULT)
+    phase = machine.phase
+    if result == LABEL_VALUE_NODE_UPDATE_SUCCESSFUL and phase != PHASE_IN_PLACE_UPDATE_SUCCESSFUL:
+        return PHASE_IN_PLACE_UPDATE_SUCCESSFUL, Operation(
+            f"Machine {machine.name} successfully updated dependencies",
+            STATE_SUCCESSFUL,
+            OPERATION_IN_PLACE_UPDATE,
+        )
+    if result == LABEL_VALUE_NODE_UPDATE_FAILED and phase != PHASE_IN_PLACE_UPDATE_FAILED:
+        why = node.metadata.annotations.get(ANNOTATION_MACHINE_UPDATE_FAILED_REASON, "")
+        return PHASE_IN_PLACE_UPDATE_FAILED, Operation(
+            f"Machine {machine.name} failed to update dependencies: {why}",
+            STATE_FAILED,
+            OPERATION_IN_PLACE_UPDATE,
+        )
+    return None
 
 
 def _unchanged(machine: Machine) -> Operation:
@@ -231,6 +290,9 @@ async def _check_timeouts(
         # Counted from creation (MCM master), so a crash loop cannot buy a fresh 20 minutes.
         since = parse_time(machine.metadata.creation_timestamp)
         timeout = options.creation_timeout
+    elif machine.phase == PHASE_IN_PLACE_UPDATING:
+        since = parse_time(machine.status.current_status.last_update_time)
+        timeout = options.in_place_update_timeout
     else:
         since = parse_time(machine.status.current_status.last_update_time)
         timeout = options.health_timeout
@@ -238,6 +300,12 @@ async def _check_timeouts(
     if elapsed < timeout:
         return min(LongRetry, math.ceil(timeout - elapsed) + TIMESTAMP_SLACK)
     minutes = f"{timeout / 60:g}"
+    if machine.phase == PHASE_IN_PLACE_UPDATING:
+        return Operation(
+            f"Machine {machine.name} failed to in-place update in {minutes} minutes.",
+            STATE_FAILED,
+            OPERATION_IN_PLACE_UPDATE,
+        )
     if machine.phase == PHASE_PENDING:
         return Operation(
             f"Machine {machine.name} failed to join the cluster in {minutes} minutes.",

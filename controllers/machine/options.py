@@ -43,6 +43,10 @@ class MachineOptions(Options, kw_only=True, frozen=True):
     creation_timeout: Duration = Duration(20 * 60)
     health_timeout: Duration = Duration(10 * 60)
     drain_timeout: Duration = Duration(2 * 3600)
+    # MCM's --machine-inplace-update-timeout: an in-place update not done by then has failed.
+    in_place_update_timeout: Duration = Duration(20 * 60)
+    # MCM's --machine-preserve-timeout: how long a preserved machine is kept.
+    machine_preserve_timeout: Duration = Duration(96 * 3600)
     max_evict_retries: NonNegativeInt = 360
     pv_detach_timeout: Duration = Duration(2 * 60)
     pv_reattach_timeout: Duration = Duration(90)
@@ -81,6 +85,8 @@ class MachineOptions(Options, kw_only=True, frozen=True):
             ("drain_timeout", overrides.drain_timeout),
             ("health_timeout", overrides.health_timeout),
             ("creation_timeout", overrides.creation_timeout),
+            ("in_place_update_timeout", overrides.in_place_update_timeout),
+            ("machine_preserve_timeout", overrides.machine_preserve_timeout),
         ):
             if text is not None:
                 with contextlib.suppress(ValueError):

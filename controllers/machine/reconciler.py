@@ -22,7 +22,9 @@ from kubetrio.controllers.machine import creation
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.health_check import check_health
+from kubetrio.controllers.machine.inplace import in_place_update
 from kubetrio.controllers.machine.nodetemplate import sync_node_template
+from kubetrio.controllers.machine.preservation import Preservation
 from kubetrio.controllers.machine.retry import LongRetry, ShortRetry
 from kubetrio.controllers.machine.status import FINALIZER, NODE_LABEL, Operation
 from kubetrio.controllers.machine.termination import terminating
@@ -74,6 +76,12 @@ class MachineReconciler:
         if machine.metadata.labels.get(NODE_LABEL) and machine.phase:
             machine, retry = await check_health(ctx, machine, options)
             await self._sync_template(machine)
+            machine, updating = await in_place_update(ctx, machine, options)
+            if updating is not None:
+                return Result(requeue_after=min(retry, updating))
+        machine, until_expiry = await Preservation(ctx, machine, options).run()
+        if until_expiry is not None:
+            retry = min(retry, until_expiry)
         # A Failed machine stays Failed until deleted; "VM using old node obj" has no providerID
         # and must not create (and adopt) again.
         if machine.phase in ("", PHASE_CRASH_LOOP_BACK_OFF) or (

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from kubetrio.api.core import Node, PersistentVolume, Secret
-from kubetrio.api.machine import Machine, MachineClass, MachineSpec
+from kubetrio.api.machine import NODE_IN_PLACE_UPDATE, Machine, MachineClass, MachineSpec
 from kubetrio.api.machineset import MachineSet
 from kubetrio.api.meta import KubeObject, ObjectMeta
 from kubetrio.api.storage import VolumeAttachment
@@ -120,7 +120,13 @@ def node_changed() -> Predicate:
     def relevant(node: Node) -> tuple[Any, ...]:
         # The Terminating condition and the cordon are this controller's own doing.
         return (
-            [(c.type, c.status) for c in node.status.conditions if c.type != TERMINATING_CONDITION],
+            # The in-place condition's reason is copied onto the machine, where the deployment
+            # reads it: its own writes of it count.
+            [
+                (c.type, c.status, c.reason if c.type == NODE_IN_PLACE_UPDATE else "")
+                for c in node.status.conditions
+                if c.type != TERMINATING_CONDITION
+            ],
             node.metadata.labels,
             node.metadata.annotations,
             [t for t in node.spec.taints if t.key != UNSCHEDULABLE_TAINT],

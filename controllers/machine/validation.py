@@ -66,6 +66,8 @@ def validate_machine(machine: Machine) -> list[str]:
             ("drainTimeout", overrides.drain_timeout),
             ("healthTimeout", overrides.health_timeout),
             ("creationTimeout", overrides.creation_timeout),
+            ("inPlaceUpdateTimeout", overrides.in_place_update_timeout),
+            ("machinePreserveTimeout", overrides.machine_preserve_timeout),
         ):
             if text is None:
                 continue

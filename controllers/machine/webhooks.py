@@ -19,16 +19,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kubetrio.api.machine import Machine, MachineClass
+from kubetrio.api.machine import PRESERVE_ANNOTATION, PRESERVE_VALUES, Machine, MachineClass
 from kubetrio.controllers.machine.validation import validate_class, validate_machine
+from kubetrio.runtime.util.gotext import go_quote
 from kubetrio.runtime.webhook.fields import FieldValidator
 from kubetrio.runtime.webhook.manifest import Registrar
+
+
+def machine_problems(machine: Machine) -> list[str]:
+    """The controller's checks, and a preserve annotation the controller would ignore."""
+    problems = validate_machine(machine)
+    value = machine.metadata.annotations.get(PRESERVE_ANNOTATION)
+    if value is not None and value not in PRESERVE_VALUES:
+        problems.append(
+            f"metadata.annotations[{PRESERVE_ANNOTATION}]: {go_quote(value)} must be one of "
+            f"[{' '.join(sorted(PRESERVE_VALUES))}]"
+        )
+    return problems
 
 
 def register(webhooks: Registrar, providers: Sequence[str] = ()) -> None:
     """``providers``: the names the registered drivers serve (a class's ``provider``)."""
     known = list(providers)
-    webhooks.webhook(Machine).validator(FieldValidator(Machine, validate_machine))
+    webhooks.webhook(Machine).validator(FieldValidator(Machine, machine_problems))
     webhooks.webhook(MachineClass).validator(
         FieldValidator(MachineClass, lambda c: validate_class(c, known))
     )

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 STRATEGY_RECREATE = "Recreate"
 STRATEGY_ROLLING_UPDATE = "RollingUpdate"
+STRATEGY_IN_PLACE_UPDATE = "InPlaceUpdate"
+STRATEGIES = (STRATEGY_IN_PLACE_UPDATE, STRATEGY_RECREATE, STRATEGY_ROLLING_UPDATE)  # sorted
 INT32_MAX = 2**31 - 1
 
 
@@ -18,9 +20,14 @@ class SpecError(ValueError):
     """A deployment field that cannot be acted on; the message names the field."""
 
 
-def scaled_value(value: int | str | None, total: int, round_up: bool, field: str) -> int:
-    """An int, or a percentage of ``total`` ("25%"): ``intstr.GetScaledValueFromIntOrPercent``."""
+def scaled_value(
+    value: int | str | None, total: int, round_up: bool, field: str, *, required: bool = True
+) -> int:
+    """An int, or a percentage of ``total`` ("25%"): ``intstr.GetScaledValueFromIntOrPercent``.
+    An unset value is 0 where it is not ``required`` (MCM's in-place bounds)."""
     if value is None:
+        if not required:
+            return 0
         raise SpecError(f"{field}: required for the RollingUpdate strategy")
     if isinstance(value, bool):
         raise SpecError(f"{field}: {value!r} is neither an integer nor a percentage")
@@ -52,20 +59,24 @@ def resolve(
     replicas: int,
     max_surge: int | str | None,
     max_unavailable: int | str | None,
+    *,
+    manual: bool = False,
 ) -> Fenceposts:
     """MCM's ``MaxSurge`` and ``MaxUnavailable`` together: 0/0 for Recreate, unavailability
-    never above replicas (and 0 when there are none)."""
+    never above replicas (and 0 when there are none). A Manual in-place update never surges:
+    its new set only grows by the machines the user's selection moves to it."""
     if strategy == STRATEGY_RECREATE:
         return Fenceposts(0, 0)
-    if strategy != STRATEGY_ROLLING_UPDATE:
-        raise SpecError(
-            f'spec.strategy.type: "{strategy}" must be one of [{STRATEGY_RECREATE} '
-            f"{STRATEGY_ROLLING_UPDATE}]"
-        )
-    surge = scaled_value(max_surge, replicas, True, "spec.strategy.rollingUpdate.maxSurge")
+    if strategy not in STRATEGIES:
+        raise SpecError(f'spec.strategy.type: "{strategy}" must be one of [{" ".join(STRATEGIES)}]')
+    rolling = strategy == STRATEGY_ROLLING_UPDATE
+    where = "spec.strategy.rollingUpdate" if rolling else "spec.strategy.inPlaceUpdate"
+    surge = scaled_value(max_surge, replicas, True, f"{where}.maxSurge", required=rolling)
     unavailable = scaled_value(
-        max_unavailable, replicas, False, "spec.strategy.rollingUpdate.maxUnavailable"
+        max_unavailable, replicas, False, f"{where}.maxUnavailable", required=rolling
     )
+    if manual:
+        surge = 0
     if surge == 0 and unavailable == 0:
         unavailable = 1
     if replicas == 0:

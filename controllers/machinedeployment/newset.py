@@ -66,6 +66,9 @@ async def _update_existing(
                 "value": step.deployment.spec.min_ready_seconds,
             }
         )
+    limit = step.deployment.spec.auto_preserve_failed_machine_max
+    if new.spec.auto_preserve_failed_machine_max != limit:
+        ops.append({"op": "add", "path": "/spec/autoPreserveFailedMachineMax", "value": limit})
     have = template_of(new).get("spec") or {}
     want = template_of(step.deployment).get("spec") or {}
     for part in IN_PLACE:
@@ -125,7 +128,12 @@ async def _create(step: Pass, writer: Writer, new_revision: int) -> MachineSet:
     name = set_name(deployment.name, hash_value)
     fresh = SetState(name=name, replicas=0)
     replicas = scaling.new_set_replicas(
-        step.strategy, step.replicas, step.bounds.max_surge, [*states(step.sets), fresh], fresh
+        step.strategy,
+        step.replicas,
+        step.bounds.max_surge,
+        [*states(step.sets), fresh],
+        fresh,
+        manual=step.manual,
     )
     annotations = {
         **new_set_annotations(deployment.metadata.annotations, {}, new_revision),
@@ -142,6 +150,8 @@ async def _create(step: Pass, writer: Writer, new_revision: int) -> MachineSet:
         "spec": {
             "replicas": replicas,
             "minReadySeconds": deployment.spec.min_ready_seconds,
+            "autoPreserveFailedMachineMax": deployment.spec.auto_preserve_failed_machine_max
+            or None,
             "selector": selector,
             "template": template,
         },

@@ -95,9 +95,10 @@ def calculate_status(
     now: dt.datetime,
 ) -> dict[str, Any]:
     """The counts, and Available: True while at least ``replicas - maxUnavailable`` machines
-    are available."""
+    are available, the preserved Failed ones not expected to be."""
     available = total_available(all_sets)
     total = total_replicas(all_sets)
+    preserved_failed = sum(s.preserved_failed for s in all_sets if s is not None)
     status: dict[str, Any] = {
         "observedGeneration": spec.generation,
         "replicas": total_actual(all_sets),
@@ -105,12 +106,13 @@ def calculate_status(
         "readyReplicas": total_ready(all_sets),
         "availableReplicas": available,
         "unavailableReplicas": max(total - available, 0),
+        "preservedFailedReplicas": preserved_failed or None,
         "failedMachines": [dict(m) for m in failed_machines],
     }
     if old_status.get("collisionCount") is not None:
         status["collisionCount"] = old_status["collisionCount"]
     conditions = [dict(c) for c in old_status.get("conditions") or ()]
-    if available >= max(spec.replicas - spec.max_unavailable, 0):
+    if available >= max(spec.replicas - spec.max_unavailable - preserved_failed, 0):
         condition = new_condition(
             AVAILABLE, "True", MINIMUM_AVAILABLE, "Deployment has minimum availability.", now
         )
@@ -269,6 +271,7 @@ def status_update_required(old: Mapping[str, Any], new: Mapping[str, Any]) -> bo
         "replicas",
         "updatedReplicas",
         "unavailableReplicas",
+        "preservedFailedReplicas",
     )
     if any((old.get(k) or 0) != (new.get(k) or 0) for k in keys):
         return True

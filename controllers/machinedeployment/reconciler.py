@@ -18,7 +18,12 @@ from kubetrio.controllers.machinedeployment import autoscaler, progress, scaling
 from kubetrio.controllers.machinedeployment.backfill import backfill_hash_labels
 from kubetrio.controllers.machinedeployment.catchup import PATIENCE
 from kubetrio.controllers.machinedeployment.claim import claim_sets
-from kubetrio.controllers.machinedeployment.fenceposts import Fenceposts, SpecError
+from kubetrio.controllers.machinedeployment.fenceposts import (
+    STRATEGY_IN_PLACE_UPDATE,
+    Fenceposts,
+    SpecError,
+)
+from kubetrio.controllers.machinedeployment.inplace import InPlaceRollout
 from kubetrio.controllers.machinedeployment.newset import sync_new_set
 from kubetrio.controllers.machinedeployment.revisions import (
     DESIRED_REPLICAS_ANNOTATION,
@@ -107,6 +112,8 @@ class DeploymentReconciler:
             await self._sync(step)
         elif spec.strategy.type == "Recreate":
             await self._recreate(step)
+        elif spec.strategy.type == STRATEGY_IN_PLACE_UPDATE:
+            await self._in_place(step)
         else:
             await self._rolling(step)
         return Result(requeue_after=self._requeue(step))
@@ -217,6 +224,14 @@ class DeploymentReconciler:
             await self._scale(step, sizes)
         elif progress.complete(step.spec(), step.status):
             await self._rollout_done(step, new)
+        await self._sync_status(step)
+
+    async def _in_place(self, step: Pass) -> None:
+        rollout = InPlaceRollout(step, self.writer, self.machines, self.nodes)
+        new = await rollout.run()
+        if new is not None and progress.complete(step.spec(), step.status):
+            await autoscaler.enable_scale_down(self.writer, step.sets, self.machines, self.nodes)
+            await self._cleanup(step, new)
         await self._sync_status(step)
 
     async def _autoscaler_hands_off(self, step: Pass, new: MachineSet | None) -> None:

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kubetrio.controllers.machinedeployment.fenceposts import STRATEGY_ROLLING_UPDATE
+from kubetrio.controllers.machinedeployment.fenceposts import (
+    STRATEGY_IN_PLACE_UPDATE,
+    STRATEGY_ROLLING_UPDATE,
+)
 from kubetrio.controllers.machinedeployment.revisions import (
     DESIRED_REPLICAS_ANNOTATION,
     MAX_REPLICAS_ANNOTATION,
@@ -26,16 +29,25 @@ from kubetrio.controllers.machinedeployment.sets import (
 
 
 def new_set_replicas(
-    strategy: str, replicas: int, max_surge: int, all_sets: Sequence[SetState], new: SetState
+    strategy: str,
+    replicas: int,
+    max_surge: int,
+    all_sets: Sequence[SetState],
+    new: SetState,
+    *,
+    manual: bool = False,
 ) -> int:
-    """The new set's next size: Recreate takes all at once; RollingUpdate grows it by what the
-    surge allows over the machines there are.
+    """The new set's next size: Recreate takes all at once; RollingUpdate and an Auto in-place
+    update grow it by what the surge allows over the machines there are; a Manual in-place
+    update starts it empty (it grows only by the machines moved to it).
 
     MCM counts the machines the sets report (``status.replicas``): a set being scaled down
     keeps its machines until they are drained and gone. But a set's report lags its growth —
     asked for 2, it may still report 1 — and MCM then grows the new set past the surge. So
     each set counts as the larger of what it was asked for and what it reports."""
-    if strategy != STRATEGY_ROLLING_UPDATE:
+    if strategy == STRATEGY_IN_PLACE_UPDATE and manual:
+        return 0
+    if strategy not in (STRATEGY_ROLLING_UPDATE, STRATEGY_IN_PLACE_UPDATE):
         return replicas
     ceiling = replicas + max_surge
     current = sum(max(s.replicas, s.actual) for s in all_sets)

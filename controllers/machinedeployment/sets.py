@@ -19,6 +19,7 @@ class SetState:
     available: int = 0
     annotations: dict[str, str] = field(default_factory=dict)
     deleting: bool = False
+    preserved_failed: int = 0  # status.preservedFailedReplicas
 
 
 def age_key(created: str, annotations: Mapping[str, str], name: str) -> tuple[str, int, str]:

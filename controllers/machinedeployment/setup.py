@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from kubetrio.api.core import Node
-from kubetrio.api.machine import Machine
+from kubetrio.api.machine import NODE_IN_PLACE_UPDATE, UPDATE_SUCCESSFUL, Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.options import MachineOptions
@@ -17,7 +17,7 @@ from kubetrio.controllers.machinedeployment.reconciler import DeploymentReconcil
 from kubetrio.controllers.machinedeployment.writes import Writer
 from kubetrio.controllers.sharding import writes
 from kubetrio.runtime.cache.store import Lister
-from kubetrio.runtime.controller.predicates import on_events
+from kubetrio.runtime.controller.predicates import Predicate
 from kubetrio.runtime.controller.queue import ObjectKey
 from kubetrio.runtime.controller.ratelimit import default_controller_rate_limiter
 from kubetrio.runtime.manager.manager import Manager
@@ -42,6 +42,20 @@ def deployment_of_machine(sets: Lister[MachineSet]) -> Any:
         return (ObjectKey(machine.namespace, owner.name),)
 
     return mapper
+
+
+def _update_successful(machine: Machine) -> bool:
+    condition = machine.condition(NODE_IN_PLACE_UPDATE)
+    return condition is not None and condition.reason == UPDATE_SUCCESSFUL
+
+
+def machine_deletion_or_update_done() -> Predicate:
+    """A machine gone (Recreate waits for the last old one), or its in-place update seen
+    successful (MCM's ``updateMachineToMachineDeployment``: it may move to the new set)."""
+    return Predicate(
+        create=lambda _m: False,
+        update=lambda old, new: not _update_successful(old) and _update_successful(new),
+    )
 
 
 def setup(manager: Manager, config: Any) -> DeploymentReconciler:
@@ -73,7 +87,7 @@ def setup(manager: Manager, config: Any) -> DeploymentReconciler:
         .watches(
             Machine,
             deployment_of_machine(sets),
-            on_events(create=False, update=False),
+            machine_deletion_or_update_done(),
             namespace=namespace,
         )
     )

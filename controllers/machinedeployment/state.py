@@ -10,8 +10,14 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.api.machineset import MachineDeployment, MachineSet
+from kubetrio.api.machineset import (
+    ORCHESTRATION_AUTO,
+    ORCHESTRATION_MANUAL,
+    MachineDeployment,
+    MachineSet,
+)
 from kubetrio.controllers.machinedeployment.fenceposts import (
+    STRATEGY_IN_PLACE_UPDATE,
     STRATEGY_ROLLING_UPDATE,
     Fenceposts,
     SpecError,
@@ -34,6 +40,7 @@ def set_state(machine_set: MachineSet) -> SetState:
         available=machine_set.status.available_replicas,
         annotations=dict(machine_set.metadata.annotations),
         deleting=machine_set.deleting,
+        preserved_failed=machine_set.status.preserved_failed_replicas,
     )
 
 
@@ -42,12 +49,29 @@ def validate(deployment: MachineDeployment) -> Fenceposts:
     spec = deployment.spec
     if spec.replicas < 0:
         raise SpecError("spec.replicas: Replicas has to be a whole number")
+    if spec.auto_preserve_failed_machine_max < 0:
+        raise SpecError("spec.autoPreserveFailedMachineMax: must be a whole number")
     rolling = spec.strategy.rolling_update
     if spec.strategy.type == STRATEGY_ROLLING_UPDATE and rolling is None:
         raise SpecError(
             "spec.strategy.rollingUpdate: RollingUpdate parameter cannot be nil for rolling "
             "update strategy"
         )
+    in_place = spec.strategy.in_place_update
+    manual = False
+    if spec.strategy.type == STRATEGY_IN_PLACE_UPDATE:
+        if in_place is None:
+            raise SpecError(
+                "spec.strategy.inPlaceUpdate: InPlaceUpdate parameter cannot be nil for in-place "
+                "update strategy"
+            )
+        if in_place.orchestration_type not in (ORCHESTRATION_AUTO, ORCHESTRATION_MANUAL):
+            raise SpecError(
+                f"spec.strategy.inPlaceUpdate.orchestrationType: "
+                f'"{in_place.orchestration_type}" orchestrationType must be either Auto or Manual'
+            )
+        manual = in_place.orchestration_type == ORCHESTRATION_MANUAL
+        rolling = in_place
     selector = spec.selector
     if selector is not None:
         labels = spec.template.metadata.labels
@@ -66,6 +90,7 @@ def validate(deployment: MachineDeployment) -> Fenceposts:
         spec.replicas,
         rolling.max_surge if rolling else None,
         rolling.max_unavailable if rolling else None,
+        manual=manual,
     )
 
 
@@ -108,6 +133,16 @@ class Pass:
     @property
     def strategy(self) -> str:
         return self.deployment.spec.strategy.type
+
+    @property
+    def manual(self) -> bool:
+        """An in-place update whose machines the user selects."""
+        in_place = self.deployment.spec.strategy.in_place_update
+        return (
+            self.strategy == STRATEGY_IN_PLACE_UPDATE
+            and in_place is not None
+            and in_place.orchestration_type == ORCHESTRATION_MANUAL
+        )
 
     async def raw_spec(self) -> Mapping[str, Any]:
         """The stored spec, whole: a set's template is copied from it, including fields the

@@ -21,6 +21,8 @@ from kubetrio.api.machine import (
     PHASE_RUNNING,
     PHASE_TERMINATING,
     PHASE_UNKNOWN,
+    PRESERVE_ANNOTATION,
+    PRESERVE_AUTO_PRESERVED,
     Machine,
 )
 from kubetrio.api.machineset import (
@@ -28,6 +30,7 @@ from kubetrio.api.machineset import (
     MARKED_FOR_DELETION_TIME_ANNOTATION,
 )
 from kubetrio.api.meta import parse_time
+from kubetrio.runtime.util.clock import now
 
 DEFAULT_PRIORITY = 3
 PHASE_RANK = {
@@ -57,11 +60,20 @@ def _time(value: str | None) -> datetime | None:
     return moment.replace(tzinfo=None) if moment is not None else None
 
 
-def deletion_order(machine: Machine) -> tuple[int, int, datetime, int, datetime, str]:
-    """Sort key: smaller is deleted first."""
+def deletion_order(
+    machine: Machine, at: datetime | None = None
+) -> tuple[int, int, datetime, int, int, datetime, int, datetime, str]:
+    """Sort key: smaller is deleted first. Preserved machines go last (MCM v0.62): of them,
+    auto-preserved before those a user preserved, then the earliest to expire."""
+    until = _time(machine.status.current_status.preserve_expiry_time)
+    preserved = until is not None and until > (at or now().replace(tzinfo=None))
+    auto = machine.metadata.annotations.get(PRESERVE_ANNOTATION) == PRESERVE_AUTO_PRESERVED
     marked = _time(machine.metadata.annotations.get(MARKED_FOR_DELETION_TIME_ANNOTATION))
     created = _time(machine.metadata.creation_timestamp) or _NEVER
     return (
+        1 if preserved else 0,
+        0 if preserved and auto else 1,
+        until if preserved and until is not None else _NEVER,
         machine_priority(machine),
         0 if marked is not None else 1,
         marked or _NEVER,
@@ -73,4 +85,7 @@ def deletion_order(machine: Machine) -> tuple[int, int, datetime, int, datetime,
 
 def machines_to_delete(machines: Sequence[Machine], count: int) -> list[Machine]:
     """The ``count`` machines to delete first."""
-    return sorted(machines, key=deletion_order)[:count]
+    # The clock only when a machine is preserved (the order is also used outside a trio run).
+    preserved = any(m.status.current_status.preserve_expiry_time for m in machines)
+    moment = now().replace(tzinfo=None) if preserved else None
+    return sorted(machines, key=lambda m: deletion_order(m, moment))[:count]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
 from kubetrio.runtime import events
@@ -11,6 +12,8 @@ RBAC = (
     Permissions(
         cluster=(
             *cached(MachineSet.KIND, Machine.KIND),
+            # a Failed machine preserved through its node's annotation is not replaced
+            *cached(Node.KIND),
             # a fresh copy before acting on a stale-looking set
             on(MachineSet.KIND, "get"),
             on(MachineSet.KIND, "patch", subresource="status"),  # replicas and conditions

@@ -14,12 +14,25 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.api.machine import PHASE_FAILED, PHASE_TERMINATING, Machine
-from kubetrio.api.machineset import MachineSet
-from kubetrio.controllers.machine.status import FINALIZER
+from kubetrio.api.core import Node
+from kubetrio.api.machine import (
+    LABEL_NODE_UPDATE_RESULT,
+    LABEL_VALUE_NODE_UPDATE_SUCCESSFUL,
+    PHASE_FAILED,
+    PHASE_TERMINATING,
+    PRESERVE_AUTO_PRESERVED,
+    PRESERVE_NOW,
+    PRESERVE_WHEN_FAILED,
+    Machine,
+)
+from kubetrio.api.machineset import LABEL_MACHINE_SET_SCALE_UP_DISABLED, MachineSet
+from kubetrio.api.meta import parse_time
+from kubetrio.controllers.machine.preservation import preserve_state
+from kubetrio.controllers.machine.status import FINALIZER, NODE_LABEL
 from kubetrio.controllers.machineset.claim import claim_machines
 from kubetrio.controllers.machineset.control import MachineControl, slow_start
 from kubetrio.controllers.machineset.expectations import Expectations
+from kubetrio.controllers.machineset.preservation import manage_auto_preservation
 from kubetrio.controllers.machineset.priority import machines_to_delete
 from kubetrio.controllers.machineset.status import compute_status, status_patch
 from kubetrio.runtime.cache.store import Lister
@@ -42,7 +55,7 @@ RESYNC_PERIOD = 600.0
 # Labels that stop a set from creating machines (the safety controller's freeze; in-place
 # updates moving machines between sets).
 FREEZE_LABEL = "freeze"
-SCALE_UP_DISABLED_LABEL = "node.machine.sapcloud.io/scale-up-disabled"
+SCALE_UP_DISABLED_LABEL = LABEL_MACHINE_SET_SCALE_UP_DISABLED
 
 
 class ReplicaError(Exception):
@@ -53,6 +66,8 @@ def validate(ms: MachineSet) -> str | None:
     """MCM's MachineSet validation, as one line naming the field; None when valid."""
     if ms.spec.replicas < 0:
         return "spec.replicas: Required value: Replicas has to be a whole number"
+    if ms.spec.auto_preserve_failed_machine_max < 0:
+        return "spec.autoPreserveFailedMachineMax: Invalid value: must be a whole number"
     selector = ms.spec.selector
     if selector is None or not (selector.match_labels or selector.match_expressions):
         # An empty selector would select (and adopt) every machine in the namespace.
@@ -78,6 +93,8 @@ class MachineSetContext:
     sets: Lister[MachineSet]
     machines: Lister[Machine]
     control: MachineControl
+    # The target cluster's nodes: a node's preserve annotation keeps its Failed machine.
+    nodes: Lister[Node] | None = None
     expectations: Expectations[ObjectKey] = field(default_factory=Expectations)
     burst_replicas: int = BURST_REPLICAS
 
@@ -157,6 +174,7 @@ class MachineSetReconciler:
 
         manage_error: str | None = None
         if not ms.deleting:
+            machines = await manage_auto_preservation(ctx.client, ms, machines)
             if needs_sync:
                 manage_error = await self._manage_replicas(key, ms, machines, fresh)
         elif not machines:
@@ -215,8 +233,22 @@ class MachineSetReconciler:
                 ctx.expectations.creation_observed(key)
             return error
 
-        stale = machines_to_delete(active, min(diff, ctx.burst_replicas)) if diff > 0 else []
-        stale += [m for m in active if m.phase == PHASE_FAILED and m not in stale]
+        # A machine just moved here by an in-place update counts before the set's replicas
+        # are raised for it: it must not be taken for a surplus meanwhile.
+        removable = [
+            m
+            for m in active
+            if m.metadata.labels.get(LABEL_NODE_UPDATE_RESULT) != LABEL_VALUE_NODE_UPDATE_SUCCESSFUL
+        ]
+        surplus = len(removable) - ms.spec.replicas
+        stale = (
+            machines_to_delete(removable, min(surplus, ctx.burst_replicas)) if surplus > 0 else []
+        )
+        stale += [
+            m
+            for m in removable
+            if m.phase == PHASE_FAILED and m not in stale and self._failed_goes(m)
+        ]
         stale = stale[: ctx.burst_replicas]
         if not stale:
             return None
@@ -231,6 +263,20 @@ class MachineSetReconciler:
         for name in failed:
             ctx.expectations.deletion_observed(key, name)
         return next(iter(failed.values()), None)
+
+    def _failed_goes(self, machine: Machine) -> bool:
+        """MCM's ``shouldFailedMachineBeTerminated``: not while preserved, or about to be."""
+        until = parse_time(machine.status.current_status.preserve_expiry_time)
+        if until is not None:
+            return until <= now()
+        node_name = machine.metadata.labels.get(NODE_LABEL, "")
+        node = self.ctx.nodes.get("", node_name) if self.ctx.nodes and node_name else None
+        state = preserve_state(machine, node)
+        return state is None or state.effective not in (
+            PRESERVE_NOW,
+            PRESERVE_WHEN_FAILED,
+            PRESERVE_AUTO_PRESERVED,
+        )
 
     async def _sync_templates(
         self, ms: MachineSet, machines: list[Machine], fresh: FreshSet

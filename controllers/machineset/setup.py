@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
+from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.controllers.machine.retry import ShortRetry
 from kubetrio.controllers.machineset import webhooks
@@ -96,10 +98,12 @@ def setup(manager: Manager, config: Any) -> MachineSetContext:
     machine_informer = cache.informer(Machine, namespace=namespace)
     stale = machineset_metrics(manager.registry, sets)
     work = writes(manager)
+    nodes = manager.cluster(TARGET).cache.informer(Node).lister
     ctx = MachineSetContext(
         client=work.client,
         sets=sets,
         machines=machine_informer.lister,
+        nodes=nodes,
         control=MachineControl(
             work.client,
             manager.event_recorder(COMPONENT, sharded=work.sharded),

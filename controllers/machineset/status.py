@@ -15,7 +15,15 @@ from typing import Any
 
 import msgspec
 
-from kubetrio.api.machine import PHASE_AVAILABLE, PHASE_RUNNING, STATE_FAILED, Machine
+from kubetrio.api.machine import (
+    PHASE_AVAILABLE,
+    PHASE_FAILED,
+    PHASE_RUNNING,
+    PRESERVE_ANNOTATION,
+    PRESERVE_AUTO_PRESERVED,
+    STATE_FAILED,
+    Machine,
+)
 from kubetrio.api.machineset import MACHINE_SET_REPLICA_FAILURE, MachineSet, MachineSetCondition
 from kubetrio.api.meta import format_time, parse_time
 
@@ -63,7 +71,7 @@ def compute_status(
     """The status to write (wire names; zero counts left out, as MCM's omitempty) and the
     seconds until a machine that is ready but not yet available becomes available."""
     template_labels = ms.spec.template.metadata.labels
-    fully_labeled = ready = available = 0
+    fully_labeled = ready = available = preserved_failed = auto_preserved = 0
     next_available: float | None = None
     failed: list[dict[str, Any]] = []
     for machine in machines:
@@ -79,6 +87,10 @@ def compute_status(
             next_available = wait if next_available is None else min(next_available, wait)
         if machine.status.last_operation.state == STATE_FAILED:
             failed.append(summary(machine))
+        if machine.phase == PHASE_FAILED and machine.status.current_status.preserve_expiry_time:
+            preserved_failed += 1
+        if machine.metadata.annotations.get(PRESERVE_ANNOTATION) == PRESERVE_AUTO_PRESERVED:
+            auto_preserved += 1
 
     conditions = list(ms.status.conditions)
     failure = ms.condition(MACHINE_SET_REPLICA_FAILURE)
@@ -102,6 +114,8 @@ def compute_status(
         "fullyLabeledReplicas": fully_labeled or None,
         "readyReplicas": ready or None,
         "availableReplicas": available or None,
+        "preservedFailedReplicas": preserved_failed or None,
+        "autoPreserveFailedMachineCount": auto_preserved or None,
         "machineSetCondition": [msgspec.to_builtins(c) for c in conditions] or None,
         "failedMachines": failed or None,
     }
@@ -115,6 +129,8 @@ def _current(ms: MachineSet) -> dict[str, Any]:
         "fullyLabeledReplicas": s.fully_labeled_replicas or None,
         "readyReplicas": s.ready_replicas or None,
         "availableReplicas": s.available_replicas or None,
+        "preservedFailedReplicas": s.preserved_failed_replicas or None,
+        "autoPreserveFailedMachineCount": s.auto_preserve_failed_machine_count or None,
         "machineSetCondition": [msgspec.to_builtins(c) for c in s.conditions] or None,
         "failedMachines": [msgspec.to_builtins(m) for m in s.failed_machines or ()] or None,
     }

@@ -30,6 +30,7 @@ from kubetrio.api.machineset import (
     MACHINE_SET_FROZEN,
     MachineDeployment,
     MachineSet,
+    RollingUpdateMachineDeployment,
 )
 from kubetrio.api.meta import KubeObject, format_time
 from kubetrio.runtime.cache.informer import EventHandler, Informer
@@ -64,9 +65,14 @@ def is_frozen(obj: KubeObject) -> bool:
 
 def surge(deployment: MachineDeployment) -> int:
     """``maxSurge`` as a count, rounded up like Kubernetes' ``GetValueFromIntOrPercent``.
-    Raises ValueError naming the field when it is neither an integer nor a percentage."""
-    rolling = deployment.spec.strategy.rolling_update
-    value = rolling.max_surge if rolling is not None else None
+    Raises ValueError naming the field when it is neither an integer nor a percentage. MCM
+    reads the in-place bounds when there is no rollingUpdate."""
+    strategy = deployment.spec.strategy
+    field = "rollingUpdate"
+    bounds: RollingUpdateMachineDeployment | None = strategy.rolling_update
+    if bounds is None and strategy.in_place_update is not None:
+        field, bounds = "inPlaceUpdate", strategy.in_place_update
+    value = bounds.max_surge if bounds is not None else None
     if value is None:
         return 0
     if isinstance(value, int):
@@ -75,7 +81,7 @@ def surge(deployment: MachineDeployment) -> int:
     if text.endswith("%") and text[:-1].isdigit():
         return math.ceil(int(text[:-1]) * deployment.spec.replicas / 100)
     raise ValueError(
-        f"spec.strategy.rollingUpdate.maxSurge: expected an integer or a percentage, got {value!r}"
+        f"spec.strategy.{field}.maxSurge: expected an integer or a percentage, got {value!r}"
     )
 
 

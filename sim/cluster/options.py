@@ -9,6 +9,8 @@ SIM_CSI_DRIVER = "sim.csi.kubetrio.io"
 # A node with this annotation set to "true" never gets a Ready condition from the kubelet: the
 # stand-in for a machine whose kubelet never comes up (MCM's health checks act on those).
 NEVER_READY_ANNOTATION = "sim.kubetrio.io/never-ready"
+# A node with this annotation fails its in-place update; the value is the reason it reports.
+IN_PLACE_UPDATE_FAILS_ANNOTATION = "sim.kubetrio.io/in-place-update-fails"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,10 +32,12 @@ class ClusterSimulation:
     deployments: bool = True
     disruption: bool = True
     node_lifecycle: bool = True
+    in_place_update_agent: bool = True
     pod_start_delay: float = 0.0
     grace_factor: float = 1.0
     attach_delay: float = 0.0
     detach_delay: float = 0.0
+    in_place_update_delay: float = 30.0  # how long the node agent's in-place update takes
     csi_driver: str = SIM_CSI_DRIVER
     storage_classes: tuple[str, ...] = ("", "standard", "sim-csi")
 

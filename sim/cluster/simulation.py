@@ -11,6 +11,7 @@ from kubetrio.sim.cluster.daemonset import DaemonSets
 from kubetrio.sim.cluster.deployment import Deployments
 from kubetrio.sim.cluster.disruption import Disruption
 from kubetrio.sim.cluster.indexes import ClusterIndexes
+from kubetrio.sim.cluster.inplaceagent import InPlaceUpdateAgent
 from kubetrio.sim.cluster.kubelet import Kubelet
 from kubetrio.sim.cluster.loop import Controller, Tracking, Wakeup, run_controller
 from kubetrio.sim.cluster.nodelifecycle import NodeLifecycle
@@ -34,6 +35,7 @@ def build_controllers(objs: Objects, options: ClusterSimulation) -> list[Control
         (options.daemonsets, DaemonSets),
         (options.deployments, Deployments),
         (options.disruption, Disruption),
+        (options.in_place_update_agent, InPlaceUpdateAgent),
     ]
     return [cls(objs, options) for on, cls in enabled if on]  # type: ignore[call-arg]
 

@@ -54,6 +54,8 @@ class DrainOptions:
     grace_period_seconds: int | None = None  # None: each pod's own
     max_parallel_evictions: int = 20
     eviction_supported: bool = True  # discovery lists pods/eviction
+    # False: the caller keeps pods off the node its own way (a preserved node's taint).
+    cordon: bool = True
 
 
 class PodDrainError(Exception):
@@ -131,7 +133,8 @@ class Drainer:
             return result
         await self._event(node, "Normal", "DrainStarted", f"draining node ({_mode(options)})")
         try:
-            await self.cordon(node)
+            if options.cordon:
+                await self.cordon(node)
             catch_up = min(deadline, trio.current_time() + CATCH_UP_TIMEOUT)
             missing = await wait_for_pods(self.client, self.cache, node_name, catch_up)
         except (ApiError, PodDrainError) as error:

@@ -14,6 +14,7 @@ from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.cmd.main import main
 from kubetrio.cmd.webhooks import documents
+from kubetrio.controllers.machine import webhooks as machine_webhooks
 from kubetrio.controllers.machinedeployment import webhooks as md_webhooks
 from kubetrio.controllers.machineset import webhooks as ms_webhooks
 from kubetrio.runtime.webhook import Denied
@@ -91,7 +92,30 @@ def test_deployment_defaults_fill_only_what_is_missing() -> None:
     ("spec", "problem"),
     [
         ({"replicas": -1}, "spec.replicas: Replicas has to be a whole number"),
+        (
+            {"autoPreserveFailedMachineMax": -1},
+            "spec.autoPreserveFailedMachineMax: must be a whole number",
+        ),
         ({"strategy": {"type": "Sideways"}}, 'spec.strategy.type: "Sideways" must be one of'),
+        (
+            {"strategy": {"type": "InPlaceUpdate"}},
+            "spec.strategy.inPlaceUpdate: InPlaceUpdate parameter cannot be nil for in-place "
+            "update strategy",
+        ),
+        (
+            {"strategy": {"type": "InPlaceUpdate", "inPlaceUpdate": {"orchestrationType": "Now"}}},
+            'spec.strategy.inPlaceUpdate.orchestrationType: "Now" orchestrationType must be '
+            "either Auto or Manual",
+        ),
+        (
+            {
+                "strategy": {
+                    "type": "InPlaceUpdate",
+                    "inPlaceUpdate": {"orchestrationType": "Auto", "maxUnavailable": "y"},
+                }
+            },
+            'spec.strategy.inPlaceUpdate.maxUnavailable: "y" is not a percentage',
+        ),
         (
             {
                 "strategy": {
@@ -155,6 +179,32 @@ def test_set_problems_include_its_machines() -> None:
         "spec.template.spec.class.name: Required value",
         'spec.template.spec.class.kind: "X" is not MachineClass',
     ]
+
+
+def test_a_machine_preserve_annotation_and_in_place_timeouts_are_checked() -> None:
+    machine = msgspec.convert(
+        {
+            "metadata": {
+                "name": "m",
+                "annotations": {"node.machine.sapcloud.io/preserve": "forever"},
+            },
+            "spec": {
+                "class": {"name": "c"},
+                "machineConfiguration": {
+                    "inPlaceUpdateTimeout": "soon",
+                    "machinePreserveTimeout": "96h",
+                },
+            },
+        },
+        Machine,
+    )
+    problems = machine_webhooks.machine_problems(machine)
+    assert problems[-1] == (
+        'metadata.annotations[node.machine.sapcloud.io/preserve]: "forever" must be one of '
+        "[auto-preserved false now when-failed]"
+    )
+    assert any(p.startswith("spec.machineConfiguration.inPlaceUpdateTimeout:") for p in problems)
+    assert not any("machinePreserveTimeout" in p for p in problems)
 
 
 def test_updates_ratchet_and_deletions_pass() -> None:

@@ -104,6 +104,38 @@ def test_phases_in_mcm_order_a_machine_without_phase_first() -> None:
     assert order(ms) == ["new", *reversed(phases)]
 
 
+def preserved(m: Machine, until: datetime, auto: bool = False) -> Machine:
+    status = msgspec.structs.replace(
+        m.status,
+        current_status=msgspec.structs.replace(
+            m.status.current_status, preserve_expiry_time=format_time(until)
+        ),
+    )
+    annotations = {"node.machine.sapcloud.io/preserve": "auto-preserved" if auto else "now"}
+    metadata = msgspec.structs.replace(m.metadata, annotations=annotations)
+    return msgspec.structs.replace(m, status=status, metadata=metadata)
+
+
+def test_preserved_machines_go_last_auto_preserved_first_then_the_earliest_to_expire() -> None:
+    """MCM v0.62's ActiveMachines: preservation outranks priority; an expired one counts as
+    not preserved."""
+    start = datetime.now(UTC)  # the run's clock starts from the wall clock
+    later, sooner = start + timedelta(hours=2), start + timedelta(hours=1)
+    ms = [
+        preserved(machine("user-later", "Failed"), later),
+        preserved(machine("user-sooner", "Failed"), sooner),
+        preserved(machine("auto", "Failed"), later, auto=True),
+        preserved(machine("expired", "Failed"), start - timedelta(hours=1)),
+        machine("plain", priority="5"),
+    ]
+
+    async def main() -> list[str]:
+        return order(ms)
+
+    result = trio.run(main, clock=trio.testing.MockClock())
+    assert result == ["expired", "plain", "auto", "user-sooner", "user-later"]
+
+
 def test_same_rank_deletes_the_oldest_first_as_mcm() -> None:
     ms = [machine("young", created=60), machine("old", created=0), machine("mid", created=30)]
     assert order(ms) == ["old", "mid", "young"]
