@@ -28,6 +28,7 @@ from kubetrio.runtime.cache.changes import InformerChanges
 from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.queue import ObjectKey, WorkQueue
+from kubetrio.runtime.util.gotext import go_quote
 
 MACHINE_NODE_INDEX = "machine.node"
 MACHINE_CLASS_INDEX = "machine.class"
@@ -105,6 +106,18 @@ class MachineContext:
         for key, text in secret.string_data.items():
             data[key] = text.encode()
         return data
+
+    def user_data_missing(self, machine_class: MachineClass) -> str:
+        """Why the class gives no ``userData``, naming the class and the Secret it refers to:
+        the fix differs (add ``secretRef``, create the Secret, add the key)."""
+        name = f"MachineClass {go_quote(machine_class.namespace + '/' + machine_class.name)}"
+        ref = machine_class.secret_ref
+        if ref is None or not ref.name:
+            return f"{name} has no secretRef"
+        where = f"{ref.namespace or machine_class.namespace}/{ref.name}"
+        if self.secrets.get(ref.namespace or machine_class.namespace, ref.name) is None:
+            return f"Secret {go_quote(where)} named by {name} (secretRef) does not exist"
+        return f"Secret {go_quote(where)} named by {name} (secretRef) has no userData key"
 
     async def caught_up(self, key: ObjectKey) -> bool:
         """Whether the cache shows the machine at ``key`` at least as new as this controller's

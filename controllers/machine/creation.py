@@ -71,7 +71,9 @@ async def create(
         machine = await ctx.status.write(
             machine,
             Operation(
-                f"Userdata field not found in secret for machine {go_quote(machine.name)}",
+                # MCM's words, then which of the class, its reference or its Secret is wrong.
+                f"Userdata field not found in secret for machine {go_quote(machine.name)}: "
+                + ctx.user_data_missing(machine_class),
                 STATE_FAILED,
                 OPERATION_CREATE,
             ),

@@ -205,19 +205,43 @@ async def test_invalid_machine_and_class_name_the_field(
         assert one.phase == "" and two.phase == ""  # nothing was created
 
 
+@pytest.mark.parametrize(
+    ("secret", "secret_ref", "why"),
+    [
+        (
+            True,
+            True,
+            'Secret "default/small-secret" named by MachineClass "default/small" (secretRef) '
+            "has no userData key",
+        ),
+        (
+            False,
+            True,
+            'Secret "default/small-secret" named by MachineClass "default/small" (secretRef) '
+            "does not exist",
+        ),
+        (False, False, 'MachineClass "default/small" has no secretRef'),
+    ],
+    ids=["no-key", "no-secret", "no-secret-ref"],
+)
 async def test_missing_user_data_is_reported(
-    emu: Emulator, mock_clock: trio.testing.MockClock
+    emu: Emulator, mock_clock: trio.testing.MockClock, secret: bool, secret_ref: bool, why: str
 ) -> None:
+    """MCM's sentence, then which of the class, its reference or its Secret is wrong."""
     install_crds(emu)
-    emu.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Secret",
-            "metadata": {"name": "small-secret", "namespace": "default"},
-            "data": {},
-        }
-    )
-    emu.create(machine_class_doc("small"))
+    if secret:
+        emu.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "small-secret", "namespace": "default"},
+                "data": {},
+            }
+        )
+    machine_class = machine_class_doc("small")
+    if not secret_ref:
+        del machine_class["secretRef"]
+    emu.create(machine_class)
     async with machine_manager(emu) as h:
         emu.create(machine_doc("m-1"))
         machine = await h.wait_machine(
@@ -225,7 +249,7 @@ async def test_missing_user_data_is_reported(
         )
         assert machine is not None
         assert machine.status.last_operation.description == (
-            'Userdata field not found in secret for machine "m-1"'
+            f'Userdata field not found in secret for machine "m-1": {why}'
         )
 
 
