@@ -258,6 +258,11 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "how long an in-place update may take before the Machine is InPlaceUpdateFailed",
     ),
     _s(
+        "--resource-exhausted-retry",
+        "machine.resourceExhaustedRetry",
+        "when to retry a creation the provider refused as ResourceExhausted (out of capacity)",
+    ),
+    _s(
         "--machine-max-evict-retries",
         "machine.maxEvictRetries",
         "eviction attempts per pod during a drain",

@@ -95,13 +95,12 @@ async def create(
         if error.code == Code.Uninitialized:
             initialize = True
         elif error.code not in (Code.NotFound, Code.Unimplemented):
-            retry = ShortRetry if error.code in TRANSIENT_CODES else MediumRetry
-            return await _create_failed(ctx, machine, options, error), retry
+            return await _create_failed(ctx, machine, options, error), _retry(error, options)
         if not node_name or not provider_id:
             try:
                 created = await driver.create_machine(machine, machine_class, data)
             except MachineError as create_error:
-                retry = ShortRetry if create_error.code in TRANSIENT_CODES else MediumRetry
+                retry = _retry(create_error, options)
                 return await _create_failed(ctx, machine, options, create_error), retry
             initialize = True
             elapsed = seconds_since(parse_time(machine.metadata.creation_timestamp))
@@ -200,6 +199,14 @@ def create_failure_phase(machine: Machine, options: MachineOptions) -> str:
     creation timeout, then Failed."""
     age = seconds_since(parse_time(machine.metadata.creation_timestamp)) or 0.0
     return PHASE_FAILED if age > options.creation_timeout else PHASE_CRASH_LOOP_BACK_OFF
+
+
+def _retry(error: MachineError, options: MachineOptions) -> float:
+    """When to try a failed creation again: soon after a transient error, after
+    ``resourceExhaustedRetry`` when the provider is out of capacity, else MCM's medium pace."""
+    if error.code == Code.ResourceExhausted:
+        return float(options.resource_exhausted_retry)
+    return ShortRetry if error.code in TRANSIENT_CODES else MediumRetry
 
 
 async def _create_failed(

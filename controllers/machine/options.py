@@ -47,6 +47,9 @@ class MachineOptions(Options, kw_only=True, frozen=True):
     in_place_update_timeout: Duration = Duration(20 * 60)
     # MCM's --machine-preserve-timeout: how long a preserved machine is kept.
     machine_preserve_timeout: Duration = Duration(96 * 3600)
+    # MCM's --resource-exhausted-retry: a provider out of capacity (ResourceExhausted) is asked
+    # again after this, not at the usual pace of a failed creation.
+    resource_exhausted_retry: Duration = Duration(600)
     max_evict_retries: NonNegativeInt = 360
     pv_detach_timeout: Duration = Duration(2 * 60)
     pv_reattach_timeout: Duration = Duration(90)

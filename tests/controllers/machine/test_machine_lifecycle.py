@@ -95,10 +95,24 @@ async def test_permanent_create_error_retries_after_medium_retry(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
     install_crds(emu)
-    seed_class(emu, failNext={"create": {"code": "ResourceExhausted", "count": 1}})
+    seed_class(emu, failNext={"create": {"code": "InvalidArgument", "count": 1}})
     async with machine_manager(emu) as h:
         emu.create(machine_doc("m-1"))
         assert 179 <= await crash_then_pending(h, "m-1") <= 181
+
+
+@pytest.mark.parametrize(("configured", "expected"), [(None, 600.0), (60.0, 60.0)])
+async def test_an_exhausted_provider_is_asked_again_after_resource_exhausted_retry(
+    emu: Emulator, mock_clock: trio.testing.MockClock, configured: float | None, expected: float
+) -> None:
+    """MCM's --resource-exhausted-retry (LongRetry by default): out of capacity is not a
+    creation to try again at the pace of any other failure."""
+    install_crds(emu)
+    seed_class(emu, failNext={"create": {"code": "ResourceExhausted", "count": 1}})
+    options = {} if configured is None else {"resource_exhausted_retry": configured}
+    async with machine_manager(emu, **options) as h:
+        emu.create(machine_doc("m-1"))
+        assert expected - 1 <= await crash_then_pending(h, "m-1") <= expected + 1
 
 
 @pytest.mark.slow
