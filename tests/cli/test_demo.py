@@ -84,26 +84,32 @@ def node_of(output: str, machine: str) -> str:
 
 
 @pytest.mark.parametrize(
-    ("provider", "classes", "plane"),
+    ("provider", "classes", "plane", "webhooks"),
     [
-        ("sim", ("demo-sim", "demo-sim-v2"), "emulator"),
-        ("aws", ("demo-aws", "demo-aws-v2"), "emulator"),
-        ("sim", ("demo-sim", "demo-sim-v2"), "real"),
+        ("sim", ("demo-sim", "demo-sim-v2"), "emulator", True),
+        ("aws", ("demo-aws", "demo-aws-v2"), "emulator", False),
+        ("sim", ("demo-sim", "demo-sim-v2"), "real", False),
     ],
 )
 async def test_demo_runs_to_its_summary(
-    tmp_path: Path, provider: str, classes: tuple[str, str], plane: str
+    tmp_path: Path, provider: str, classes: tuple[str, str], plane: str, webhooks: bool
 ) -> None:
     """The same story and outcome on the simulated cloud and on moto's EC2, which the
     embedded cluster starts for ``--provider aws`` (the failure there: StopInstances), and on
     a real etcd, kube-apiserver and kube-controller-manager with ``kubetrio simulate`` beside
-    them (``--control-plane real``: the machine controllers on a real API server)."""
+    them (``--control-plane real``: the machine controllers on a real API server). On the
+    simulated cloud the whole story also passes through the machine webhooks (``--webhooks``:
+    the configurations installed in url form); the demo without them is the README's
+    (tests/packaging/test_readme.py) and the other two here."""
     if plane == "real":
         control_plane_assets()  # skipped without the binaries outside CI, a failure in CI
+    extra = ("--webhooks",) if webhooks else ()
     with trio.fail_after(HANG_GUARD):
         result = await trio.run_process(
             run_command(
-                tmp_path, "--machines", "2", "--provider", provider, "--control-plane", plane
+                tmp_path,
+                *("--machines", "2", "--provider", provider, "--control-plane", plane),
+                *extra,
             ),
             capture_stdout=True,
             capture_stderr=True,
@@ -112,6 +118,10 @@ async def test_demo_runs_to_its_summary(
     output = result.stdout.decode()
     assert result.returncode == 0, output + result.stderr.decode()[-3000:]
     assert "kubeconfig: " in output
+    everything = output + result.stderr.decode()
+    for name in ("mutating", "validating"):
+        installed = f'"webhooks installed" configuration=kubetrio-{name}-webhook-configuration'
+        assert (installed in everything) == webhooks, name
 
     # Every phase, in order, with its measured time.
     events = [parse(line)["demo"] for line in output.splitlines() if " demo=" in line]
@@ -184,7 +194,6 @@ async def test_demo_runs_to_its_summary(
     assert "BOOTSTRAP_TOKEN" not in output and "cloud-config" not in output
     # A healthy run is calm: a warning would mean a person should look (retried conflicts and
     # the storage backend holding a node for a while are the normal course of things).
-    everything = output + result.stderr.decode()
     loud = [line for line in everything.splitlines() if re.search(r"level=(warning|error)", line)]
     assert not loud, loud
 

@@ -48,7 +48,9 @@ def test_synced_collects_then_freezes_once() -> None:
     assert frozen >= len(kept)
     later = [Node() for _ in range(1000)]
     tuning.synced()  # a second sync (another cluster's, a relist) freezes nothing more
-    assert gc.get_freeze_count() == frozen
+    # Fewer is no freeze: a frozen object another thread of the process (pytest-xdist's)
+    # lets go of leaves the permanent generation.
+    assert gc.get_freeze_count() <= frozen
     scanned = {id(o) for o in gc.get_objects()}  # every generation but the frozen one
     assert not any(id(n) in scanned for n in kept)
     assert all(id(n) in scanned for n in later), "allocated after the freeze: still scanned"

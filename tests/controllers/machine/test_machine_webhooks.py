@@ -1,13 +1,13 @@
 """Our own kinds behind the manager's webhooks, end to end: ``kubectl apply`` against the
 emulator, which calls the webhooks of the generated configuration (``kubetrio webhooks
-manifest``, turned into url form for a manager running in the test) over TLS."""
+manifest``, turned into url form for a manager running in the test) over TLS. The embedded
+demo through the webhooks (``kubetrio run --embedded --webhooks``) is
+tests/cli/test_demo.py's run on the simulated cloud."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -195,26 +195,3 @@ async def test_the_emulator_keeps_its_connection_to_the_webhook(
             {"webhook": "/validate-machine-sapcloud-io-v1alpha1-machine", "code": "200"},
         )
         assert reviews == 4
-
-
-@pytest.mark.process
-@pytest.mark.slow
-async def test_the_embedded_demo_runs_through_the_webhooks(tmp_path: Path) -> None:
-    """``kubetrio run --embedded --webhooks``: the configurations are installed in url form
-    and the whole demo (create, scale, roll out, fail, scale down) passes through them."""
-    command = [
-        sys.executable, "-m", "kubetrio.cmd.main", "run", "--embedded",
-        "--embedded-dir", str(tmp_path / "cluster"), "--machines", "2", "--webhooks",
-        "--metrics-bind-address", "127.0.0.1:0", "--health-probe-bind-address", "0",
-    ]  # fmt: skip
-    with trio.fail_after(120):
-        result = await trio.run_process(
-            command, capture_stdout=True, capture_stderr=True, check=False
-        )
-    output = result.stdout.decode() + result.stderr.decode()
-    assert result.returncode == 0, output[-3000:]
-    for name in ("mutating", "validating"):
-        assert f'"webhooks installed" configuration=kubetrio-{name}-webhook-configuration' in (
-            output
-        )
-    assert "summary machines=5 running=5 failed=1 deleted=4 " in output
