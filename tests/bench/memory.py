@@ -153,10 +153,9 @@ def install_crds(kubeconfig: Path) -> None:
     )
 
 
-def kubetrio_at_rest(
-    kubeconfig: Path, services: list[str], workdir: Path, settle: float
-) -> dict[str, float]:
-    command = [
+def manager_command(kubeconfig: Path, services: list[str]) -> list[str]:
+    """``kubetrio run`` with its default (every built-in) controllers against ``kubeconfig``."""
+    return [
         sys.executable,
         "-m",
         "kubetrio.cmd.main",
@@ -169,6 +168,12 @@ def kubetrio_at_rest(
         "127.0.0.1:0",
         *services,
     ]
+
+
+def kubetrio_at_rest(
+    kubeconfig: Path, services: list[str], workdir: Path, settle: float
+) -> dict[str, float]:
+    command = manager_command(kubeconfig, services)
     with running(command, workdir / f"kubetrio-{kubeconfig.stem}.log") as manager:
         manager.wait_for(READY_LINE)
         time.sleep(settle)  # what start-up left for the garbage collector is collected
