@@ -35,24 +35,21 @@ from kubetrio.cmd.embedded import (
     real_control_plane_cluster,
     with_services,
 )
-from kubetrio.cmd.endpoints import announce_endpoints, local_free_ports, secure_serving
+from kubetrio.cmd.endpoints import announce_endpoints, local_free_ports
 from kubetrio.cmd.failures import ServerCheckFailed, describe_failure, expected_failure
+from kubetrio.cmd.managers import lease_namespace, new_manager
 from kubetrio.cmd.sharding import sharding_options
 from kubetrio.controllers import BUILTIN_CONTROLLERS
 from kubetrio.controllers.clusters import TARGET
 from kubetrio.controllers.example import seed_demo
 from kubetrio.runtime.client.errors import ApiError
-from kubetrio.runtime.client.incluster import pod_namespace
 from kubetrio.runtime.client.typed import Client
-from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
 from kubetrio.runtime.manager.manager import Manager, process_registry
 from kubetrio.runtime.manager.plugins import ControllerRegistry, PluginError
 from kubetrio.runtime.util.log import configure_logging, get_logger
 
 log = get_logger("kubetrio.run")
 
-# Where the Lease goes when neither the configuration nor a pod's mount names a namespace.
-OUTSIDE_A_POD_LEASE_NAMESPACE = "kube-system"
 
 # The embedded cluster runs in its own session (a Ctrl-C must reach the manager first), so
 # nothing stops it if this process dies: a closed terminal (SIGHUP) is a stop like Ctrl-C,
@@ -362,30 +359,15 @@ async def run_manager(
     if target is not None:
         await check_target(target, config.client.timeout)
     election = config.leader_election
-    lease_namespace = election.namespace or pod_namespace() or OUTSIDE_A_POD_LEASE_NAMESPACE
-    manager = Manager(
+    manager = new_manager(
+        config,
         client,
-        registry=metrics,
-        metrics_bind_address=config.metrics_bind_address,
-        health_probe_bind_address=config.health_probe_bind_address,
-        metrics_secure=secure_serving(config),
-        webhook_bind_address=config.webhook_bind_address,
-        webhook_cert_path=Path(config.webhook_cert_path) if config.webhook_cert_path else None,
-        graceful_shutdown_timeout=config.graceful_shutdown_timeout,
+        metrics,
+        identity,
+        lease_name=election.name,
+        elect=election.enabled,
         workers=config.workers,
-        gc=config.gc,
-        sharding=sharding_options(config, lease_namespace),
-        leader_election=LeaderElectionOptions(
-            namespace=lease_namespace,
-            name=election.name,
-            identity=identity,
-            lease_duration=election.lease_duration,
-            renew_deadline=election.renew_deadline,
-            retry_period=election.retry_period,
-            release_on_cancel=election.release_on_cancel,
-        )
-        if election.enabled
-        else None,
+        sharding=sharding_options(config, lease_namespace(config)),
     )
     if target is not None:
         manager.add_cluster(TARGET, target)  # Nodes and what runs on them (controllers.clusters)

@@ -16,25 +16,21 @@ import os
 import socket
 import sys
 import uuid
-from pathlib import Path
 
 import trio
 
 from kubetrio.cmd.clusters import cluster_clients
 from kubetrio.cmd.config import ConfigError, ManagerConfig, add_config_flags, load_config
-from kubetrio.cmd.endpoints import secure_serving
 from kubetrio.cmd.failures import describe_failure, expected_failure
+from kubetrio.cmd.managers import lease_namespace, new_manager
 from kubetrio.cmd.sharding import sharded_kinds, sharding_options
 from kubetrio.controllers import BUILTIN_CONTROLLERS
-from kubetrio.runtime.client.incluster import pod_namespace
-from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
-from kubetrio.runtime.manager.manager import Manager, process_registry
+from kubetrio.runtime.manager.manager import process_registry
 from kubetrio.runtime.manager.plugins import ControllerRegistry, PluginError
 from kubetrio.runtime.util.log import configure_logging, get_logger
 
 log = get_logger("kubetrio.sharder")
 
-OUTSIDE_A_POD_LEASE_NAMESPACE = "kube-system"
 SUFFIX = "-sharder"
 
 
@@ -75,33 +71,20 @@ async def serve(config: ManagerConfig, registry: ControllerRegistry) -> int:
     metrics = process_registry()
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
     client, _target = cluster_clients(config, metrics, identity)
-    election = config.leader_election
-    namespace = election.namespace or pod_namespace() or OUTSIDE_A_POD_LEASE_NAMESPACE
+    namespace = lease_namespace(config)
     options = sharding_options(config, namespace, sharder=True)
     assert options is not None
     kinds = sharded_kinds(registry, config)
     if not kinds:
         log.error("no enabled controller shards: nothing to assign", controllers=config.controllers)
         return 2
-    manager = Manager(
+    manager = new_manager(
+        config,
         client,
-        registry=metrics,
-        metrics_bind_address=config.metrics_bind_address,
-        health_probe_bind_address=config.health_probe_bind_address,
-        metrics_secure=secure_serving(config),
-        webhook_bind_address=config.webhook_bind_address,
-        webhook_cert_path=Path(config.webhook_cert_path) if config.webhook_cert_path else None,
-        graceful_shutdown_timeout=config.graceful_shutdown_timeout,
-        gc=config.gc,
-        leader_election=LeaderElectionOptions(
-            namespace=namespace,
-            name=f"{election.name}{SUFFIX}",
-            identity=identity,
-            lease_duration=election.lease_duration,
-            renew_deadline=election.renew_deadline,
-            retry_period=election.retry_period,
-            release_on_cancel=election.release_on_cancel,
-        ),
+        metrics,
+        identity,
+        lease_name=f"{config.leader_election.name}{SUFFIX}",
+        elect=True,
     )
     manager.add_sharder(options, kinds)
     log.info("sharder", ring=options.ring, namespace=options.namespace)
