@@ -26,11 +26,11 @@ import yaml
 
 from kubetrio.cmd.assets import crd_documents
 from kubetrio.cmd.config import ManagerConfig
+from kubetrio.runtime.client.crds import CrdsNotServed, create_crds
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 
 STARTUP_TIMEOUT = 30.0
-CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
 class EmbeddedClusterError(Exception):
@@ -239,12 +239,10 @@ async def _read_announcement(process: trio.Process, log_name: str) -> dict[str, 
 
 
 async def install_crds(client: Client) -> None:
-    """Create each CRD unless it is there already (a restart on kept state)."""
-    for crd in crd_documents():
-        try:
-            await client.request("POST", CRD_PATH, body=msgspec.json.encode(crd))
-        except ApiError as error:
-            if error.status != 409:
-                raise EmbeddedClusterError(
-                    f"installing CRD {crd['metadata']['name']}: {error}"
-                ) from error
+    """Create each CRD unless it is there already (a restart on kept state), and wait until
+    the API server serves them all: the manager starts next, and a CRD not yet served would
+    look missing to it."""
+    try:
+        await create_crds(client, crd_documents(), timeout=STARTUP_TIMEOUT)
+    except (ApiError, CrdsNotServed) as error:
+        raise EmbeddedClusterError(f"installing the machine CRDs: {error}") from error

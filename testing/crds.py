@@ -18,17 +18,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import msgspec
-import trio
 import yaml
 
-from kubetrio.runtime.client.errors import ApiError
+from kubetrio.runtime.client.crds import CrdsNotServed, create_crds
 from kubetrio.runtime.client.typed import Client
 
-CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-# Established is near-instant on a real server and instant on the emulator; while it is not,
-# re-check on this period (of the test's clock: free on the mock clock), as envtest does.
-POLL_SECONDS = 0.05
 TIMEOUT_SECONDS = 60.0
 
 CrdSource = str | os.PathLike[str] | Mapping[str, Any] | type
@@ -52,28 +46,6 @@ def _documents(source: CrdSource) -> list[dict[str, Any]]:
     return docs
 
 
-def _served_version(crd: Mapping[str, Any]) -> str:
-    served = [str(v["name"]) for v in crd["spec"]["versions"] if v.get("served", True)]
-    return served[0]
-
-
-async def _established(client: Client, crd: Mapping[str, Any]) -> bool:
-    name = crd["metadata"]["name"]
-    current = msgspec.json.decode(await client.request("GET", f"{CRD_PATH}/{name}"))
-    conditions = (current.get("status") or {}).get("conditions") or []
-    if not any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
-        return False
-    group, plural = crd["spec"]["group"], crd["spec"]["names"]["plural"]
-    try:
-        body = await client.request("GET", f"/apis/{group}/{_served_version(crd)}")
-    except ApiError as error:
-        if error.status == 404:
-            return False
-        raise
-    resources = msgspec.json.decode(body).get("resources") or []
-    return any(r.get("name") == plural for r in resources)
-
-
 async def install_crds(
     client: Client,
     *sources: CrdSource,
@@ -81,19 +53,7 @@ async def install_crds(
 ) -> None:
     """Create the CRDs of ``sources`` and wait until each is served."""
     crds = [doc for source in sources for doc in _documents(source)]
-    for crd in crds:
-        try:
-            await client.request("POST", CRD_PATH, body=msgspec.json.encode(crd))
-        except ApiError as error:
-            if error.status != 409:
-                raise
-    with trio.move_on_after(timeout):
-        for crd in crds:
-            # No watch of CRDs in the typed client: re-check, as envtest's WaitForCRDs does.
-            while not await _established(client, crd):  # noqa: ASYNC110
-                await trio.sleep(POLL_SECONDS)
-        return
-    raise AssertionError(
-        f"install_crds: not served after {timeout:g}s: "
-        + ", ".join(crd["metadata"]["name"] for crd in crds)
-    )
+    try:
+        await create_crds(client, crds, timeout=timeout)
+    except CrdsNotServed as error:
+        raise AssertionError(f"install_crds: {error}") from None

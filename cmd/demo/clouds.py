@@ -36,13 +36,14 @@ EC2_GONE = ("shutting-down", "terminated")
 class DemoCloud(Protocol):
     class_name: str  # the class the deployment starts with
     new_class_name: str  # the one it is rolled to
+    in_place_class_name: str  # the one it is then updated to in place
 
     async def prepare(self) -> None:
         """Learn what the classes need from the cloud, before the first phase is timed."""
         ...
 
     async def documents(self) -> list[dict[str, Any]]:
-        """The class Secret and both MachineClasses."""
+        """The class Secret and the three MachineClasses."""
         ...
 
     async def break_vm(self, provider_id: str) -> None:
@@ -65,6 +66,7 @@ class SimCloud:
 
     class_name = seed.CLASS_NAME
     new_class_name = seed.NEW_CLASS_NAME
+    in_place_class_name = seed.IN_PLACE_CLASS_NAME
 
     def __init__(self, url: str | None, boot_seconds: float) -> None:
         self.url = url
@@ -108,11 +110,13 @@ class SimCloud:
 
 class Ec2Cloud:
     """moto's EC2 at ``url``: the classes use two AMIs of its catalogue (the rolling update
-    moves to the other one and a bigger machine type), its default subnet and security group,
-    and the access key pair boto3 signs with."""
+    moves to the other one and a bigger machine type; the in-place update back to the first
+    image on the same instances), its default subnet and security group, and the access key
+    pair boto3 signs with."""
 
     class_name = "demo-aws"
     new_class_name = "demo-aws-v2"
+    in_place_class_name = "demo-aws-v3"
 
     def __init__(self, url: str) -> None:
         self.url = url
@@ -156,6 +160,7 @@ class Ec2Cloud:
             secret,
             self._machine_class(self.class_name, account, account.ami, "m5.large"),
             self._machine_class(self.new_class_name, account, account.other_ami, "m5.xlarge"),
+            self._machine_class(self.in_place_class_name, account, account.ami, "m5.xlarge"),
         ]
 
     def _machine_class(

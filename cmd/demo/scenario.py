@@ -13,7 +13,17 @@ import trio
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from kubetrio.api.machine import PHASE_RUNNING, Machine
+from kubetrio.api.machine import (
+    LABEL_NODE_CANDIDATE_FOR_UPDATE,
+    LABEL_NODE_SELECTED_FOR_UPDATE,
+    LABEL_NODE_UPDATE_RESULT,
+    NODE_PRESERVED,
+    PHASE_FAILED,
+    PHASE_RUNNING,
+    PRESERVE_FALSE,
+    PRESERVE_WHEN_FAILED,
+    Machine,
+)
 from kubetrio.cmd.demo import DEFAULT_MACHINES, seed
 from kubetrio.cmd.demo.clouds import DemoCloud, Ec2Cloud, SimCloud
 from kubetrio.cmd.demo.cluster import ClusterView
@@ -33,6 +43,7 @@ from kubetrio.cmd.demo.view import (
     kubectl_hint,
     machine_node,
     machine_rows,
+    machine_set_name,
     machine_table,
     natural_key,
     plain_line,
@@ -54,6 +65,14 @@ from kubetrio.runtime.manager.manager import Manager
 # Without --duration the demo still ends: a scenario stuck this long is a failure, not a demo.
 HARD_CAP = 180.0
 STORAGE_POLL = 1.0
+# How long the demo watches a preserved failed machine stay (not replaced) before the user
+# releases it.
+PRESERVED_FOR = 2.0
+UPDATE_LABELS = (
+    LABEL_NODE_CANDIDATE_FOR_UPDATE,
+    LABEL_NODE_SELECTED_FOR_UPDATE,
+    LABEL_NODE_UPDATE_RESULT,
+)
 
 
 class DemoFailed(Exception):
@@ -232,8 +251,10 @@ class Demo:
 
     def _settled(self, replicas: int, class_name: str) -> bool:
         """The deployment has rolled out ``replicas`` machines of ``class_name``: its status
-        says so, exactly that many Running machines exist and none is being deleted, no older
-        set still has machines, and no node outlived its machine."""
+        says so, exactly that many Running machines exist, none is being deleted and each
+        belongs to the set of that class (an in-place update moves machines to the new set
+        without changing their spec), no other set still has machines, and no node outlived
+        its machine."""
         deployment = self.view.deployment()
         if deployment is None or deployment.spec.replicas != replicas:
             return False
@@ -242,18 +263,39 @@ class Demo:
             return False
         if not status.replicas == status.updated_replicas == status.available_replicas == replicas:
             return False
+        sets = self.view.set_list()
+        if any(s.status.replicas and s.spec.template.spec.class_.name != class_name for s in sets):
+            return False
+        current = {s.name for s in sets if s.spec.template.spec.class_.name == class_name}
         machines = self.view.machine_list()
         if len(machines) != replicas or any(
-            m.deleting or m.phase != PHASE_RUNNING or m.spec.class_.name != class_name
+            m.deleting or m.phase != PHASE_RUNNING or machine_set_name(m) not in current
             for m in machines
         ):
             return False
-        if any(
-            s.status.replicas and s.spec.template.spec.class_.name != class_name
-            for s in self.view.set_list()
-        ):
-            return False
         return not self.orphan_nodes()
+
+    def _back_in_service(self) -> bool:
+        """Every machine's node is free of the in-place update's labels and schedulable."""
+        nodes = self.view.node_map()
+        for machine in self.view.machine_list():
+            node = nodes.get(machine_node(machine))
+            if node is None or node.spec.unschedulable:
+                return False
+            if any(label in node.metadata.labels for label in UPDATE_LABELS):
+                return False
+        return True
+
+    def _preserved(self, name: str) -> bool:
+        """The machine is Failed and preserved, and its node says it was drained."""
+        machine = next((m for m in self.view.machine_list() if m.name == name), None)
+        if machine is None or machine.phase != PHASE_FAILED:
+            return False
+        if not machine.status.current_status.preserve_expiry_time:
+            return False
+        node = self.view.node_map().get(machine_node(machine))
+        condition = node.condition(NODE_PRESERVED) if node is not None else None
+        return condition is not None and condition.status == "True"
 
     def live_nodes(self) -> set[str]:
         return {node for m in self.view.machine_list() if (node := machine_node(m))}
@@ -343,6 +385,7 @@ class Demo:
         await self.until(lambda: self._settled(total, self.cloud.new_class_name))
         self._end("rolled out", machine_class=self.cloud.new_class_name)
 
+        await self._in_place(total)
         await self._failure(total)
 
         replicas = seed.workload_replicas(total)
@@ -370,34 +413,87 @@ class Demo:
             self._end("storage nodes removed")
         await self._check_orphans()
 
+    async def _in_place(self, total: int) -> None:
+        """The deployment moves to a new class in place (MCM's ``InPlaceUpdate`` strategy):
+        the same machines on the same VMs, drained, updated by the node's agent and moved to
+        the new set, a bounded number at a time."""
+        before = {m.name: m.spec.provider_id for m in self.view.machine_list()}
+        target = self.cloud.in_place_class_name
+        self._begin(
+            "in-place-update",
+            "in-place update",
+            machine_class=f"{self.cloud.new_class_name}->{target}",
+            max_unavailable=seed.IN_PLACE_MAX_UNAVAILABLE,
+        )
+        await seed.update_in_place(self.client, target)
+        await self.until(lambda: self._settled(total, target) and self._back_in_service())
+        after = {m.name: m.spec.provider_id for m in self.view.machine_list()}
+        kept = sorted((name for name in after if before.get(name) == after[name]), key=natural_key)
+        self._end(
+            "updated in place",
+            machine_class=target,
+            same_vms=len(kept),
+            new_machines=len(after.keys() - before.keys()),
+        )
+
     async def _failure(self, total: int) -> None:
-        """One VM breaks; the machine controller marks its machine Failed after the health
-        timeout, and the MachineSet replaces it."""
+        """A user asks MCM to preserve a machine should it fail (the node's ``preserve``
+        annotation), and its VM breaks: the machine controller marks it Failed after the health
+        timeout and preserves it (its node tainted and drained, its MachineSet not replacing
+        it); once the user releases it, the MachineSet replaces it."""
         running = sorted(
             (m for m in self.view.machine_list() if m.phase == PHASE_RUNNING),
             key=lambda m: natural_key(m.name),
         )
-        if not running or not running[0].spec.provider_id:
+        if not running or not running[0].spec.provider_id or not machine_node(running[0]):
             self.event("failure skipped", reason="no running machine with a VM")
             return
         victim = running[0]
+        node = machine_node(victim)
+        target = self.cloud.in_place_class_name
         self._begin(
             "failure",
             "failing a VM",
             machine=victim.name,
             provider_id=victim.spec.provider_id,
             health_timeout=seed.HEALTH_TIMEOUT,
+            preserve=PRESERVE_WHEN_FAILED,
         )
+        await seed.preserve_node(self.client, node, PRESERVE_WHEN_FAILED)
         broke = trio.current_time()
         await self.cloud.break_vm(victim.spec.provider_id)
         times = self.timeline.machines[victim.name]
         await self.until(lambda: times.failed is not None or times.gone is not None)
         failed_after = (times.failed if times.failed is not None else trio.current_time()) - broke
         self.event("machine failed", machine=victim.name, after=f"{failed_after:.1f}s")
-        await self.until(
-            lambda: times.gone is not None and self._settled(total, self.cloud.new_class_name)
+        await self.until(lambda: self._preserved(victim.name) or times.gone is not None)
+        if times.gone is not None:
+            raise DemoFailed(f"machine {victim.name} was replaced although preserved")
+        preserved_at = trio.current_time()
+        machine = next(m for m in self.view.machine_list() if m.name == victim.name)
+        self.event(
+            "machine preserved",
+            machine=victim.name,
+            node=node,
+            until=machine.status.current_status.preserve_expiry_time,
         )
-        self.timeline.end(trio.current_time(), failed_after=failed_after)
+        with trio.move_on_after(PRESERVED_FOR):
+            await self.until(lambda: times.gone is not None or self._replacements(broke) > 0)
+        if times.gone is not None or self._replacements(broke):
+            raise DemoFailed(f"machine {victim.name} was replaced although preserved")
+        self.event(
+            "releasing the preserved machine",
+            machine=victim.name,
+            kept_for=f"{trio.current_time() - preserved_at:.1f}s",
+            preserve=PRESERVE_FALSE,
+        )
+        await seed.preserve_node(self.client, node, PRESERVE_FALSE)
+        await self.until(lambda: times.gone is not None and self._settled(total, target))
+        self.timeline.end(
+            trio.current_time(),
+            failed_after=failed_after,
+            preserved_after=preserved_at - broke,
+        )
         replacements = sorted(
             (name for name, t in self.timeline.machines.items() if t.created > broke),
             key=natural_key,
@@ -409,6 +505,9 @@ class Demo:
             took=f"{self.timeline.phases[-1].seconds or 0.0:.1f}s",
         )
 
+    def _replacements(self, since: float) -> int:
+        return sum(1 for t in self.timeline.machines.values() if t.created > since)
+
     async def _scale_down(self, total: int, last: int) -> None:
         placed_before = {
             pod.name: pod.spec.node_name
@@ -419,7 +518,10 @@ class Demo:
         self._begin("scale-down", "scaling down", replicas=last)
         await seed.scale(self.client, last)
         await self.until(
-            lambda: self._settled(last, self.cloud.new_class_name) and self._workloads_placed(total)
+            lambda: (
+                self._settled(last, self.cloud.in_place_class_name)
+                and self._workloads_placed(total)
+            )
         )
         left = nodes_before - self.live_nodes()
         evicted = {pod: node for pod, node in placed_before.items() if node in left}

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 
+from kubetrio.api.machine import PRESERVE_ANNOTATION
 from kubetrio.api.registry import lookup
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client, object_path
@@ -26,6 +27,9 @@ NAMESPACE = "default"
 DEPLOYMENT = "demo"  # the MachineDeployment, and its machines' ``name`` label (MCM's grouping)
 CLASS_NAME = "demo-sim"
 NEW_CLASS_NAME = "demo-sim-v2"  # what the rolling update moves the deployment to
+# What the in-place update moves it to: as a new OS image would, under a new class name, on the
+# same VMs (the simulated cloud has no images; the class's name is what changes the template).
+IN_PLACE_CLASS_NAME = "demo-sim-v3"
 SECRET_NAME = "demo-sim-userdata"
 STATEFULSET = "db"
 WEB = "web"
@@ -41,6 +45,9 @@ HEALTH_TIMEOUT = "5s"
 # the surge rounds up, so one machine at least).
 MAX_SURGE = "50%"
 MAX_UNAVAILABLE = 0
+# The in-place update takes half the machines out of service at a time and adds none: the VMs
+# are updated where they run, so there is nothing to surge with.
+IN_PLACE_MAX_UNAVAILABLE = "50%"
 # The kubelet simulation terminates a pod in 0.1 x its grace period: 5 s gives a visible but
 # short termination during the drain.
 GRACE_SECONDS = 5
@@ -91,10 +98,12 @@ def machine_class(
 
 
 def machine_classes(boot_seconds: float = BOOT_SECONDS) -> list[dict[str, Any]]:
-    """The class the deployment starts with, and the bigger one it is rolled to."""
+    """The class the deployment starts with, the bigger one it is rolled to, and the one it is
+    updated to in place."""
     return [
         machine_class(CLASS_NAME, boot_seconds, "sim.standard"),
         machine_class(NEW_CLASS_NAME, boot_seconds, "sim.large"),
+        machine_class(IN_PLACE_CLASS_NAME, boot_seconds, "sim.large"),
     ]
 
 
@@ -238,3 +247,40 @@ async def change_class(client: Client, class_name: str) -> None:
     """A new MachineClass in the template: the deployment controller rolls every machine."""
     patch = {"spec": {"template": {"spec": {"class": {"name": class_name}}}}}
     await _patch_deployment(client, patch, "")
+
+
+def in_place_patch(class_name: str) -> dict[str, Any]:
+    """The deployment's strategy switched to MCM's ``InPlaceUpdate`` (Auto: the deployment
+    controller selects the nodes) and its class changed in the same write, as a user moving a
+    pool to a new OS image in place would."""
+    return {
+        "spec": {
+            "strategy": {
+                "type": "InPlaceUpdate",
+                "rollingUpdate": None,
+                "inPlaceUpdate": {
+                    "orchestrationType": "Auto",
+                    "maxSurge": 0,
+                    "maxUnavailable": IN_PLACE_MAX_UNAVAILABLE,
+                },
+            },
+            "template": {"spec": {"class": {"name": class_name}}},
+        }
+    }
+
+
+async def update_in_place(client: Client, class_name: str) -> None:
+    await _patch_deployment(client, in_place_patch(class_name), "")
+
+
+async def preserve_node(client: Client, node: str, value: str) -> None:
+    """What ``kubectl annotate node N node.machine.sapcloud.io/preserve=VALUE`` does: a user
+    asking MCM to keep (``when-failed``) or stop keeping (``false``) the node's machine."""
+    info = lookup("v1", "Node")
+    patch = {"metadata": {"annotations": {PRESERVE_ANNOTATION: value}}}
+    await client.request(
+        "PATCH",
+        object_path(info, None, node),
+        body=msgspec.json.encode(patch),
+        content_type="application/merge-patch+json",
+    )

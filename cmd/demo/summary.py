@@ -1,8 +1,9 @@
 """The demo's record of each machine's milestones and of the scenario's phases, as the demo saw
 them happen, and the summary it prints at the end: how long each phase took (create, scale up,
-rolling update, failure and replacement, workloads, scale down), and per machine how long it took
-from creation to Running and, for the machines that went, how long the drain and the whole
-deletion took and why they went.
+rolling update, in-place update, failure with preservation and replacement, workloads, scale
+down), and per machine how long it took from creation to Running, how long its in-place update
+took and, for the machines that went, how long the drain and the whole deletion took and why
+they went.
 
 Times are the demo's own clock readings when a change reached its caches (event-driven, so they
 are as precise as the watch), not the objects' second-resolution timestamps.
@@ -15,8 +16,18 @@ from dataclasses import dataclass, field, replace
 
 from rich.table import Table
 
-from kubetrio.api.machine import PHASE_FAILED, PHASE_RUNNING
-from kubetrio.cmd.demo.view import STEP_DRAIN, STEP_GONE, MachineRow, natural_key
+from kubetrio.api.machine import (
+    PHASE_FAILED,
+    PHASE_IN_PLACE_UPDATING,
+    PHASE_RUNNING,
+)
+from kubetrio.cmd.demo.view import (
+    STEP_DRAIN,
+    STEP_GONE,
+    STEP_PRESERVED,
+    MachineRow,
+    natural_key,
+)
 
 
 @dataclass(slots=True)
@@ -26,6 +37,9 @@ class MachineTimes:
     created: float
     running: float | None = None
     failed: float | None = None
+    preserved: float | None = None
+    in_place_started: float | None = None
+    in_place_finished: float | None = None
     delete_requested: float | None = None
     drain_started: float | None = None
     drain_finished: float | None = None
@@ -35,6 +49,13 @@ class MachineTimes:
     @property
     def time_to_running(self) -> float | None:
         return None if self.running is None else self.running - self.created
+
+    @property
+    def in_place_time(self) -> float | None:
+        """From the machine's update starting to it being Running again, in its new set."""
+        if self.in_place_started is None or self.in_place_finished is None:
+            return None
+        return self.in_place_finished - self.in_place_started
 
     @property
     def drain_time(self) -> float | None:
@@ -107,6 +128,16 @@ class Timeline:
                 times.running = now
             if row.phase == PHASE_FAILED and times.failed is None:
                 times.failed = now
+            if row.step.endswith(STEP_PRESERVED) and times.preserved is None:
+                times.preserved = now
+            if row.phase == PHASE_IN_PLACE_UPDATING and times.in_place_started is None:
+                times.in_place_started = now
+            if (
+                row.phase == PHASE_RUNNING
+                and times.in_place_started is not None
+                and times.in_place_finished is None
+            ):
+                times.in_place_finished = now
             if row.deleting and times.delete_requested is None:
                 times.delete_requested = now
             in_drain = row.step.startswith(STEP_DRAIN)
@@ -153,6 +184,7 @@ OUTCOMES = {"rolling-update": "rolled", "scale-down": "scaled down"}
 class SummaryRow:
     name: str
     to_running: float | None
+    in_place: float | None
     drain: float | None
     deletion: float | None
     outcome: str
@@ -162,7 +194,7 @@ def outcome(times: MachineTimes) -> str:
     if times.gone is None:
         return "deletion unfinished" if times.delete_requested is not None else "kept"
     if times.failed is not None:
-        return "failed, replaced"
+        return "failed, preserved, replaced" if times.preserved is not None else "failed, replaced"
     return OUTCOMES.get(times.gone_in, "deleted")
 
 
@@ -172,7 +204,12 @@ def summary_rows(timeline: Timeline) -> list[SummaryRow]:
         times = timeline.machines[name]
         rows.append(
             SummaryRow(
-                name, times.time_to_running, times.drain_time, times.deletion_time, outcome(times)
+                name,
+                times.time_to_running,
+                times.in_place_time,
+                times.drain_time,
+                times.deletion_time,
+                outcome(times),
             )
         )
     return rows
@@ -196,6 +233,7 @@ def summary_totals(rows: Sequence[SummaryRow], wall: float) -> dict[str, str]:
     return {
         "machines": str(len(rows)),
         "running": str(sum(1 for r in rows if r.to_running is not None)),
+        "updated_in_place": str(sum(1 for r in rows if r.in_place is not None)),
         "failed": str(sum(1 for r in rows if r.outcome.startswith("failed"))),
         "deleted": str(sum(1 for r in rows if r.deletion is not None)),
         "mean_to_running": _seconds(_mean(r.to_running for r in rows)),
@@ -221,8 +259,8 @@ def summary_lines(timeline: Timeline, rows: Sequence[SummaryRow], wall: float) -
         )
     lines.extend(
         f"summary machine={r.name} to_running={_seconds(r.to_running)} "
-        f"drain={_seconds(r.drain)} deletion={_seconds(r.deletion)} "
-        f"outcome={_word(r.outcome)}"
+        f"in_place={_seconds(r.in_place)} drain={_seconds(r.drain)} "
+        f"deletion={_seconds(r.deletion)} outcome={_word(r.outcome)}"
         for r in rows
     )
     totals = summary_totals(rows, wall)
@@ -247,19 +285,21 @@ def summary_table(rows: Sequence[SummaryRow], wall: float) -> Table:
         title_justify="left",
         caption=(
             f"{totals['running']}/{totals['machines']} machines reached Running "
-            f"(mean {totals['mean_to_running']}); {totals['deleted']} deleted "
+            f"(mean {totals['mean_to_running']}); {totals['updated_in_place']} updated in "
+            f"place; {totals['deleted']} deleted "
             f"(mean drain {totals['mean_drain']}, mean deletion {totals['mean_deletion']})"
         ),
         caption_justify="left",
     )
     table.add_column("machine")
-    for column in ("created → Running", "drain", "deletion"):
+    for column in ("created → Running", "in place", "drain", "deletion"):
         table.add_column(column, justify="right")
     table.add_column("outcome")
     for r in rows:
         table.add_row(
             r.name,
             _seconds(r.to_running),
+            _seconds(r.in_place),
             _seconds(r.drain),
             _seconds(r.deletion),
             r.outcome,

@@ -20,13 +20,23 @@ from rich.text import Text
 
 from kubetrio.api.core import Node, Pod
 from kubetrio.api.machine import (
+    CANDIDATE_FOR_UPDATE,
+    DRAIN_SUCCESSFUL,
+    NODE_IN_PLACE_UPDATE,
     PHASE_CRASH_LOOP_BACK_OFF,
     PHASE_FAILED,
+    PHASE_IN_PLACE_UPDATE_FAILED,
+    PHASE_IN_PLACE_UPDATE_SUCCESSFUL,
+    PHASE_IN_PLACE_UPDATING,
     PHASE_PENDING,
     PHASE_RUNNING,
     PHASE_TERMINATING,
     PHASE_UNKNOWN,
+    READY_FOR_UPDATE,
+    SELECTED_FOR_UPDATE,
     STATE_FAILED,
+    UPDATE_FAILED,
+    UPDATE_SUCCESSFUL,
     Machine,
 )
 from kubetrio.api.machineset import REVISION_ANNOTATION, MachineSet
@@ -45,6 +55,17 @@ DELETION_STEPS: tuple[tuple[str, str], ...] = (
 )
 STEP_DRAIN = "drain"
 STEP_GONE = "gone"
+STEP_PRESERVED = "preserved"
+STEP_UPDATED_IN_PLACE = "updated in place"
+# The ``InPlaceUpdate`` condition's reasons, as the steps of an in-place update.
+IN_PLACE_STEPS: Mapping[str, str] = {
+    CANDIDATE_FOR_UPDATE: "candidate for update",
+    SELECTED_FOR_UPDATE: "selected for update",
+    DRAIN_SUCCESSFUL: "drained for update",
+    READY_FOR_UPDATE: "updating in place",
+    UPDATE_SUCCESSFUL: STEP_UPDATED_IN_PLACE,
+    UPDATE_FAILED: "in-place update failed",
+}
 
 PHASE_STYLES: Mapping[str, str] = {
     PHASE_PENDING: "yellow",
@@ -53,6 +74,9 @@ PHASE_STYLES: Mapping[str, str] = {
     PHASE_UNKNOWN: "red",
     PHASE_FAILED: "bold red",
     PHASE_CRASH_LOOP_BACK_OFF: "red",
+    PHASE_IN_PLACE_UPDATING: "cyan",
+    PHASE_IN_PLACE_UPDATE_SUCCESSFUL: "cyan",
+    PHASE_IN_PLACE_UPDATE_FAILED: "bold red",
 }
 
 
@@ -70,10 +94,12 @@ def machine_step(machine: Machine, node: Node | None = None) -> str:
     """A short name for where the machine is in its lifecycle, from phase and lastOperation.
 
     Deletion steps come from MCM's description markers; creation from the phase and whether
-    the VM's node has registered yet. A step whose last attempt failed says it is retried.
+    the VM's node has registered yet; an in-place update from the ``InPlaceUpdate`` condition
+    MCM copies onto the machine. A step whose last attempt failed says it is retried.
     """
     operation = machine.status.last_operation
     phase = machine.phase
+    preserved = bool(machine.status.current_status.preserve_expiry_time)
     if machine.deleting or phase == PHASE_TERMINATING:
         step = next(
             (label for marker, label in DELETION_STEPS if marker in operation.description),
@@ -88,15 +114,21 @@ def machine_step(machine: Machine, node: Node | None = None) -> str:
             return "booting VM"
         ready = node.condition("Ready")
         return "joining" if ready is None or ready.status != "True" else "node Ready"
+    if phase == PHASE_IN_PLACE_UPDATE_SUCCESSFUL:
+        return STEP_UPDATED_IN_PLACE
+    if phase == PHASE_IN_PLACE_UPDATING:
+        condition = machine.condition(NODE_IN_PLACE_UPDATE)
+        reason = condition.reason if condition is not None else ""
+        return IN_PLACE_STEPS.get(reason, "updating in place")
     if phase == PHASE_RUNNING:
-        return "running"
+        return f"running, {STEP_PRESERVED}" if preserved else "running"
     if phase == PHASE_CRASH_LOOP_BACK_OFF:
         code = f" ({operation.error_code})" if operation.error_code else ""
         return f"create failed{code}, retrying"
     if phase == PHASE_UNKNOWN:
         return "unhealthy"
     if phase == PHASE_FAILED:
-        return "failed"
+        return f"failed, {STEP_PRESERVED}" if preserved else "failed"
     return phase.lower()
 
 

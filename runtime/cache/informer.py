@@ -80,6 +80,16 @@ class EventHandler(Generic[T]):
     on_delete: Callable[[T | DeletedFinalStateUnknown[T]], None] | None = None
 
 
+def _log_failure(verb: str, kind: str, error: ApiError) -> None:
+    """A failed list or watch, which the informer retries with backoff. A 429 is the server
+    asking for patience (its watch cache for the kind is (re)initializing, as after a CRD
+    changes, or it sheds load): the retry is the whole answer, so it is no warning."""
+    if error.status == 429:
+        log.info("%s throttled, retrying kind=%s error=%s", verb, kind, error)
+    else:
+        log.warning("%s failed kind=%s error=%s", verb, kind, error)
+
+
 class Informer(Generic[T]):
     """Keeps ``store`` equal to the server's view of one kind (optionally narrowed)."""
 
@@ -163,7 +173,7 @@ class Informer(Generic[T]):
                 try:
                     await self._relist()
                 except ApiError as error:
-                    log.warning("list failed kind=%s error=%s", self.name, error)
+                    _log_failure("list", self.name, error)
                     final = sync_failure(kind_of(self.kind), self.namespace, error)
                     if final is not None and not self._settled.is_set():
                         self.sync_error = final  # kept: a later 503 does not make it syncable
@@ -189,7 +199,7 @@ class Informer(Generic[T]):
                 log.info("watch history expired kind=%s rv=%s", self.name, outcome.message)
                 need_list = True
                 continue
-            log.warning("watch failed kind=%s error=%s", self.name, outcome)
+            _log_failure("watch", self.name, outcome)
             await self._backoff.wait()
 
     def _streaming_failed(self, outcome: ApiError | None) -> bool:

@@ -44,4 +44,10 @@ class ClusterSimulation:
     @classmethod
     def realistic(cls) -> ClusterSimulation:
         """Everything on, with small delays that still show each phase (``--simulate``)."""
-        return cls(pod_start_delay=1.0, grace_factor=0.1, attach_delay=2.0, detach_delay=3.0)
+        return cls(
+            pod_start_delay=1.0,
+            grace_factor=0.1,
+            attach_delay=2.0,
+            detach_delay=3.0,
+            in_place_update_delay=2.0,
+        )

@@ -86,13 +86,13 @@ def node_of(output: str, machine: str) -> str:
 @pytest.mark.parametrize(
     ("provider", "classes", "plane", "webhooks"),
     [
-        ("sim", ("demo-sim", "demo-sim-v2"), "emulator", True),
-        ("aws", ("demo-aws", "demo-aws-v2"), "emulator", False),
-        ("sim", ("demo-sim", "demo-sim-v2"), "real", False),
+        ("sim", ("demo-sim", "demo-sim-v2", "demo-sim-v3"), "emulator", True),
+        ("aws", ("demo-aws", "demo-aws-v2", "demo-aws-v3"), "emulator", False),
+        ("sim", ("demo-sim", "demo-sim-v2", "demo-sim-v3"), "real", False),
     ],
 )
 async def test_demo_runs_to_its_summary(
-    tmp_path: Path, provider: str, classes: tuple[str, str], plane: str, webhooks: bool
+    tmp_path: Path, provider: str, classes: tuple[str, str, str], plane: str, webhooks: bool
 ) -> None:
     """The same story and outcome on the simulated cloud and on moto's EC2, which the
     embedded cluster starts for ``--provider aws`` (the failure there: StopInstances), and on
@@ -129,7 +129,10 @@ async def test_demo_runs_to_its_summary(
         "deployment ready",
         "scaled up",
         "rolled out",
+        "updated in place",
         "machine failed",
+        "machine preserved",
+        "releasing the preserved machine",
         "machine replaced",
         "workloads running",
         "scale-down done",
@@ -138,28 +141,50 @@ async def test_demo_runs_to_its_summary(
         "finished",
     ]
     assert [e for e in events if e in order] == order, events
-    for phase in ("create", "scale-up", "rolling-update", "failure", "workloads", "scale-down"):
+    phases = ("create", "scale-up", "rolling-update", "in-place-update", "failure", "workloads")
+    for phase in (*phases, "scale-down"):
         assert re.search(rf"^summary phase={phase} took=[\d.]+s", output, re.M), output
-    assert re.search(r"^summary phase=failure took=[\d.]+s failed_after=[\d.]+s$", output, re.M)
+    assert re.search(
+        r"^summary phase=failure took=[\d.]+s failed_after=[\d.]+s preserved_after=[\d.]+s$",
+        output,
+        re.M,
+    )
     assert "demo=orphans nodes=0 vms=0" in output
+    # The in-place update kept both machines on their VMs and created none.
+    assert re.search(
+        rf'demo="updated in place" took=\S+ machine_class={classes[2]} same_vms=2 new_machines=0$',
+        output,
+        re.M,
+    ), output
 
-    # The sets: revision 1 of the first class, revision 2 of the new one, emptied in turn.
+    # The sets: revision 1 of the first class, 2 of the rolled-to one, 3 of the in-place one.
     sets = [parse(line) for line in output.splitlines() if " set=" in line and "revision=" in line]
-    assert {(s["revision"], s["class"]) for s in sets} == {("1", classes[0]), ("2", classes[1])}
-    assert sets[-1]["class"] == classes[1] and sets[-1]["desired"] == "1", sets[-1]
+    assert {(s["revision"], s["class"]) for s in sets} == {
+        ("1", classes[0]),
+        ("2", classes[1]),
+        ("3", classes[2]),
+    }
+    assert sets[-1]["class"] == classes[2] and sets[-1]["desired"] == "1", sets[-1]
 
-    # 1 + 1 machines of the first class, 2 rolled in, 1 replacement; the failed one replaced,
-    # one scaled down, one kept.
+    # 1 + 1 machines of the first class, 2 rolled in and then updated in place, 1 replacement;
+    # the failed one preserved, then replaced, one scaled down, one kept.
     outcomes = summary_outcomes(output)
     assert sorted(outcomes.values()) == sorted(
-        ["rolled", "rolled", "failed_replaced", "scaled_down", "kept"]
+        ["rolled", "rolled", "failed_preserved_replaced", "scaled_down", "kept"]
     ), outcomes
-    [failed] = [name for name, outcome in outcomes.items() if outcome == "failed_replaced"]
+    [failed] = [
+        name for name, outcome in outcomes.items() if outcome == "failed_preserved_replaced"
+    ]
     [deleted] = [name for name, outcome in outcomes.items() if outcome == "scaled_down"]
     [kept] = [name for name, outcome in outcomes.items() if outcome == "kept"]
-    phases = [line["phase"] for line in machine_lines(output, failed)]
-    assert "Running" in phases and phases.index("Unknown") < phases.index("Failed"), phases
-    assert machine_lines(output, failed)[-1]["step"] == "gone"
+    lines = machine_lines(output, failed)
+    seen = [line["phase"] for line in lines]
+    assert "Running" in seen and seen.index("Unknown") < seen.index("Failed"), seen
+    # Updated in place before it failed; preserved once Failed, until released.
+    assert seen.index("InPlaceUpdating") < seen.index("Unknown"), seen
+    steps = [line["step"] for line in lines]
+    assert "failed, preserved" in steps and steps[-1] == "gone", steps
+    assert re.search(rf"^summary machine={failed} to_running=\S+ in_place=[\d.]+s ", output, re.M)
 
     steps = [line["step"] for line in machine_lines(output, deleted)]
     assert "Running" in [line["phase"] for line in machine_lines(output, deleted)]
@@ -174,11 +199,13 @@ async def test_demo_runs_to_its_summary(
     assert done is not None and int(done.group(1)) >= 1, output
     summary = [line for line in output.splitlines() if line.startswith("summary ")]
     assert re.match(
-        rf"summary machine={deleted} to_running=[\d.]+s drain=[\d.]+s deletion=[\d.]+s "
-        r"outcome=scaled_down$",
+        rf"summary machine={deleted} to_running=[\d.]+s in_place=[\d.]+s drain=[\d.]+s "
+        r"deletion=[\d.]+s outcome=scaled_down$",
         next(line for line in summary if f"machine={deleted} " in line),
     )
-    assert summary[-1].startswith("summary machines=5 running=5 failed=1 deleted=4 ")
+    assert summary[-1].startswith(
+        "summary machines=5 running=5 updated_in_place=2 failed=1 deleted=4 "
+    )
     # The simulated storage service registered a storage node per machine's Node, and the demo
     # saw it. (An EC2 may give a new instance a gone one's address and so its Node's name: what
     # counts is each name's last states.)

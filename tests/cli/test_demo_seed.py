@@ -24,8 +24,9 @@ def test_the_deployment_starts_at_half_and_one_machine_always_stays() -> None:
 
 
 def test_deployment_and_classes_read_back_as_the_controllers_see_them() -> None:
-    old, new = (msgspec.convert(doc, MachineClass) for doc in seed.machine_classes(2))
+    old, new, in_place = (msgspec.convert(doc, MachineClass) for doc in seed.machine_classes(2))
     assert (old.name, new.name) == (seed.CLASS_NAME, seed.NEW_CLASS_NAME)
+    assert in_place.name == seed.IN_PLACE_CLASS_NAME
     assert old.provider == new.provider == "sim" and old.provider_spec["bootSeconds"] == 2
     assert old.provider_spec["instanceType"] != new.provider_spec["instanceType"]
     assert old.secret_ref is not None and old.secret_ref.name == seed.SECRET_NAME

@@ -156,6 +156,45 @@ def test_creation_steps() -> None:
     assert machine_step(machine("m", "Failed")) == "failed"
 
 
+def with_status(m: Machine, **status: Any) -> Machine:
+    """``m`` with fields of its status replaced (camelCase keys, as the API has them)."""
+    document = msgspec.to_builtins(m)
+    for key, value in status.items():
+        if key == "preserveExpiryTime":
+            document["status"]["currentStatus"][key] = value
+        else:
+            document["status"][key] = value
+    return msgspec.convert(document, Machine)
+
+
+@pytest.mark.parametrize(
+    ("reason", "step"),
+    [
+        ("SelectedForUpdate", "selected for update"),
+        ("DrainSuccessful", "drained for update"),
+        ("ReadyForUpdate", "updating in place"),
+        ("", "updating in place"),
+    ],
+)
+def test_in_place_steps_from_the_copied_node_condition(reason: str, step: str) -> None:
+    updating = machine("m", "InPlaceUpdating")
+    if reason:
+        condition = {"type": "InPlaceUpdate", "status": "True", "reason": reason}
+        updating = with_status(updating, conditions=[condition])
+    assert machine_step(updating) == step
+    assert machine_step(machine("m", "InPlaceUpdateSuccessful")) == "updated in place"
+
+
+def test_preserved_machines_say_so() -> None:
+    until = "2026-12-02T12:00:00Z"
+    assert machine_step(with_status(machine("m", "Failed"), preserveExpiryTime=until)) == (
+        "failed, preserved"
+    )
+    assert machine_step(with_status(machine("m", "Running"), preserveExpiryTime=until)) == (
+        "running, preserved"
+    )
+
+
 def test_rows_join_machines_nodes_and_pods() -> None:
     machines = [
         machine("demo-2", "Pending", "Creating machine on cloud provider", "Processing"),
@@ -264,9 +303,11 @@ def test_timeline_measures_each_machine_and_phase() -> None:
     assert lines == [
         "summary phase=create took=5.5s",
         "summary phase=scale-down took=10.0s",
-        "summary machine=demo-1 to_running=4.0s drain=- deletion=- outcome=kept",
-        "summary machine=demo-2 to_running=5.0s drain=6.0s deletion=8.5s outcome=scaled_down",
-        "summary machines=2 running=2 failed=0 deleted=1 mean_to_running=4.5s mean_drain=6.0s "
+        "summary machine=demo-1 to_running=4.0s in_place=- drain=- deletion=- outcome=kept",
+        "summary machine=demo-2 to_running=5.0s in_place=- drain=6.0s deletion=8.5s "
+        "outcome=scaled_down",
+        "summary machines=2 running=2 updated_in_place=0 failed=0 deleted=1 "
+        "mean_to_running=4.5s mean_drain=6.0s "
         "mean_deletion=8.5s wall=21.0s",
     ]
 
@@ -288,8 +329,39 @@ def test_outcomes_say_why_a_machine_went() -> None:
     lines = summary_lines(timeline, summary_rows(timeline), wall=12.0)
     assert "summary phase=failure took=7.0s failed_after=5.0s" in lines
     assert "summary phase=workloads took=-" in lines
-    assert "summary machine=broken to_running=- drain=- deletion=- outcome=failed_replaced" in lines
-    assert lines[-1].startswith("summary machines=2 running=1 failed=1 deleted=0 ")
+    assert (
+        "summary machine=broken to_running=- in_place=- drain=- deletion=- outcome=failed_replaced"
+        in lines
+    )
+    assert lines[-1].startswith("summary machines=2 running=1 updated_in_place=0 failed=1 ")
+
+
+def test_an_in_place_update_and_a_preserved_machine_are_recorded() -> None:
+    """The in-place update's time runs from the machine's ``InPlaceUpdating`` to Running again;
+    a machine seen failed and preserved before it went is said to be so."""
+    timeline = Timeline()
+    timeline.begin("in-place-update", 0.0)
+    timeline.observe(1.0, [row("m", "Running", "running"), row("p", "Running", "running")])
+    timeline.observe(2.0, [row("m", "InPlaceUpdating", "selected for update")])
+    timeline.observe(3.5, [row("m", "InPlaceUpdateSuccessful", "updated in place")])
+    timeline.observe(4.0, [row("m", "Running", "running")])
+    timeline.end(4.0)
+    timeline.begin("failure", 5.0)
+    timeline.observe(6.0, [row("p", "Failed", "failed")])
+    timeline.observe(6.5, [row("p", "Failed", "failed, preserved")])
+    timeline.observe(9.0, [row("p", "Failed", "failed")])  # released
+    timeline.gone(10.0, ["m"])
+    timeline.end(10.0, failed_after=1.0, preserved_after=1.5)
+    assert timeline.machines["m"].in_place_time == 2.0
+    assert timeline.machines["p"].in_place_time is None
+    outcomes = {r.name: r.outcome for r in summary_rows(timeline)}
+    assert outcomes == {"m": "kept", "p": "failed, preserved, replaced"}
+    lines = summary_lines(timeline, summary_rows(timeline), wall=10.0)
+    assert "summary phase=failure took=5.0s failed_after=1.0s preserved_after=1.5s" in lines
+    assert "summary machine=m to_running=0.0s in_place=2.0s drain=- deletion=- outcome=kept" in (
+        lines
+    )
+    assert lines[-1].startswith("summary machines=2 running=2 updated_in_place=1 failed=1 ")
 
 
 def test_drain_ending_with_the_machine_counts_until_gone() -> None:

@@ -1,9 +1,10 @@
 """The embedded demo's scenario in-process on the MockClock: the real machine, MachineSet and
 MachineDeployment controllers against the simulated cluster and cloud, the demo as their companion.
 Every phase is observed — the deployment created, scaled up, rolled to the new class (a second
-revision), one VM broken and its machine Failed then replaced, the workload with volumes and a
-budget placed, the scale-down draining it onto the machines that stay — and nothing is left
-behind (no node, VM or machine without its owner)."""
+revision), updated in place to a third (the same machines in a third revision), one VM broken and
+its machine Failed, preserved, then released and replaced, the workload with volumes and a budget
+placed, the scale-down draining it onto the machines that stay — and nothing is left behind (no
+node, VM or machine without its owner)."""
 
 from __future__ import annotations
 
@@ -62,7 +63,9 @@ async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> N
                 "deployment ready",
                 "scaled up",
                 "rolled out",
+                "updated in place",
                 "machine failed",
+                "machine preserved",
                 "machine replaced",
                 "workloads running",
                 "scale-down done",
@@ -71,12 +74,15 @@ async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> N
                 assert milestone in events, (milestone, output)
             assert events.index("rolled out") < events.index("machine failed")
             assert "demo=orphans nodes=0 vms=0" in output
+            assert re.search(r'demo="updated in place" .* same_vms=4 new_machines=0$', output, re.M)
 
-            # Two revisions: the first set of the old class emptied, the second holds the rest.
+            # Three revisions: the first set emptied by the rolling update, the second by the
+            # in-place update, the third holds the rest.
             sets = lines_with(output, "set")
             assert {(s["revision"], s["class"]) for s in sets if "revision" in s} == {
                 ("1", seed.CLASS_NAME),
                 ("2", seed.NEW_CLASS_NAME),
+                ("3", seed.IN_PLACE_CLASS_NAME),
             }
             assert any(s["desired"] == "4" and s["ready"] == "4" for s in sets if "ready" in s)
             # The broken VM's machine: Unknown, then Failed after the 5 s health timeout.
@@ -96,12 +102,16 @@ async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> N
             assert done is not None and int(done.group(1)) >= 2, output
             # 2 + 2 of the first class, 4 rolled in, 1 replacement: 9 machines, 7 gone.
             summary = [line for line in output.splitlines() if line.startswith("summary ")]
-            assert summary[-1].startswith("summary machines=9 running=9 failed=1 deleted=7 ")
+            assert summary[-1].startswith(
+                "summary machines=9 running=9 updated_in_place=4 failed=1 deleted=7 "
+            )
             outcomes = [line.rsplit("outcome=", 1)[1] for line in summary if "outcome=" in line]
             assert sorted(outcomes) == sorted(
-                ["rolled"] * 4 + ["failed_replaced", "scaled_down", "scaled_down", "kept", "kept"]
+                ["rolled"] * 4
+                + ["failed_preserved_replaced", "scaled_down", "scaled_down", "kept", "kept"]
             )
-            for phase in ("create", "scale-up", "rolling-update", "failure", "workloads"):
+            phases = ("create", "scale-up", "rolling-update", "in-place-update", "failure")
+            for phase in (*phases, "workloads"):
                 assert re.search(rf"^summary phase={phase} took=[\d.]+s", output, re.M), phase
 
             # The cluster as the API server has it: what the output claims is so.
@@ -111,7 +121,12 @@ async def test_demo_scenario_in_process(mock_clock: trio.testing.MockClock) -> N
             assert deployment.status.available_replicas == deployment.spec.replicas == 2
             left = (await client.list(Machine, namespace=seed.NAMESPACE)).items
             assert len(left) == 2 and all(m.phase == PHASE_RUNNING for m in left)
-            assert {m.spec.class_.name for m in left} == {seed.NEW_CLASS_NAME}
+            # The machines updated in place keep their spec (MCM moves them, not their spec);
+            # the replacement of the failed one is of the new class.
+            assert {m.spec.class_.name for m in left} <= {
+                seed.NEW_CLASS_NAME,
+                seed.IN_PLACE_CLASS_NAME,
+            }
             owners = {m.metadata.controller_ref().name for m in left}  # type: ignore[union-attr]
             sets_now = (await client.list(MachineSet, namespace=seed.NAMESPACE)).items
             live_sets = {s.name for s in sets_now if s.spec.replicas > 0}

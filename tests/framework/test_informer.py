@@ -224,6 +224,42 @@ async def test_refused_access_is_logged_clearly_and_retried(
         assert "t0ken" not in caplog.text
 
 
+async def test_a_throttled_watch_is_retried_without_a_warning(
+    emu: Emulator, caplog: pytest.LogCaptureFixture, mock_clock: trio.testing.MockClock
+) -> None:
+    """kube-apiserver answers watches with 429 while a kind's watch cache (re)initializes (after
+    its CRD changed): an expected pause, retried, that a person need not look at; a 500 is
+    still a warning."""
+    caplog.set_level(logging.INFO, logger="kubetrio.informer")
+    recorder = Recorder()
+    informer = Informer(Client.from_kubeconfig(str(emu.kubeconfig_path)), Pod)
+    informer.streaming_lists = False  # the throttled request is the watch after the list
+    informer.add_handler(recorder.handler())
+    emu.faults.add(
+        FaultRule(
+            verb="watch",
+            resource="pods",
+            status=429,
+            message="storage is (re)initializing",
+            retry_after=1,
+            count=2,
+        )
+    )
+    async with trio.open_nursery() as nursery:
+        await started(nursery, informer)
+        emu.create(pod("after"))
+        await recorder.wait_for(lambda: "after" in recorder.names("add"))
+        emu.faults.add(FaultRule(verb="watch", resource="pods", status=500, count=1))
+        emu.faults.cut_watches()
+        emu.create(pod("later"))
+        await recorder.wait_for(lambda: "later" in recorder.names("add"))
+        nursery.cancel_scope.cancel()
+    throttled = [r for r in caplog.records if "throttled" in r.getMessage()]
+    assert len(throttled) == 2 and all(r.levelno == logging.INFO for r in throttled)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "500" in warnings[0], warnings
+
+
 # -- the key property -------------------------------------------------------------------
 
 NAMES = ["a", "b", "c", "d"]

@@ -125,8 +125,11 @@ async def test_readme_run_command(tmp_path: Path, kubectl_binary: str) -> None:
                         break
             # How soon (the README's minute) is tests/bench/machines.py's figure (--demo).
             text = output.decode()
-            # 2 + 2 machines of the first class, 4 rolled in, 1 replacement; 2 stay.
-            assert "summary machines=9 running=9 failed=1 deleted=7" in text, text
+            # 2 + 2 machines of the first class, 4 rolled in and updated in place, 1
+            # replacement; 2 stay.
+            assert "summary machines=9 running=9 updated_in_place=4 failed=1 deleted=7" in text, (
+                text
+            )
             kept = re.findall(r"^summary machine=(\S+) .* outcome=kept$", text, re.M)
             assert len(kept) == 2, text
             deployments = await kubectl.out("get", "machinedeployments", "-n", "default")
