@@ -51,10 +51,19 @@ peak against its steady RSS, and the same for ``kt_stream``. The real server's o
 larger on the wire (``managedFields``, defaulted fields), which kt drops as it decodes and
 ``dict`` keeps. **What the real server does to the peak**: it answers
 ``LIST ?limit=500&resourceVersion=0`` from its watch cache **unpaged**, the whole list in one
-response, so the informer holds the whole body while it decodes, where the emulator's pages hold
-500 pods of JSON; the peak above steady (MiB) shows what that costs, and the freed body can stay
-in the steady RSS as holes below live objects until ``malloc_trim`` (the printed response counts
-say how each server answered).
+response, so the informer holds the whole body while it decodes (the emulator now answers so
+too); the peak above steady (MiB) shows what that costs (the printed response counts say how
+each server answered). ``kt_stream`` holds no body.
+
+**Every run** is printed as it ends (sync seconds, sync CPU per pod, steady KiB per pod, peak
+over steady), since a median hides the run that misses, with what the sync cost **the server**:
+its process's CPU (user+system) and RSS peak above what it held before (sampled every 5 ms),
+read from ``/proc`` of the process listening on the kubeconfig's port; the medians of these
+for ``kt_stream`` and ``kt`` (a streaming list against a LIST served from the watch cache) are
+in the side-by-side table. From ``TARGET_PODS`` (10 000) pods on, every ``kt_stream`` run on
+each server must meet the targets (steady RSS ≤ 2 KiB per pod, sync peak ≤ 1.25 times steady),
+or the benchmark exits non-zero naming the runs; below that (CI's 1 000) the process's fixed
+cost is too large a share of the figure to hold it to them.
 
 **controller-runtime**, on the real server only (``crbaseline.py``): ``crbench informer
 --cache full|strip|metadata`` (controller-runtime v0.24.1's default typed cache; the same with
@@ -96,6 +105,7 @@ import gc
 import hashlib
 import http.client
 import json
+import math
 import os
 import random
 import statistics
@@ -640,7 +650,7 @@ class ServerProcess:
         self.pid = self._listener(int(url.rsplit(":", 1)[1].rstrip("/")))
 
     @staticmethod
-    def _listener(port: int) -> int:
+    def _listener(port: int) -> int | None:
         inodes = set()
         for table in ("/proc/net/tcp", "/proc/net/tcp6"):
             for line in Path(table).read_text().splitlines()[1:]:
@@ -656,7 +666,8 @@ class ServerProcess:
                         return int(proc.name)
             except OSError:
                 continue
-        raise RuntimeError(f"no process of ours listens on port {port}")
+        print(f"no process of ours listens on port {port}: the server's cost is not measured")
+        return None
 
     def cpu_s(self) -> float:
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -670,6 +681,8 @@ class ServerProcess:
 
     def around(self, run: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
         """``run(*args)``'s result with the server's CPU seconds and RSS (before, peak, after)."""
+        if self.pid is None:
+            return run(*args)
         stop = threading.Event()
         peak = [self.rss()]
 
@@ -1216,10 +1229,13 @@ def server_figures(runs: dict[str, list[dict[str, Any]]], n: int) -> dict[str, f
     def median(variant: str, figure: str) -> float:
         return statistics.median(r[figure] for r in runs[variant])
 
-    def server_peak(variant: str) -> float:
-        return statistics.median(
-            r["server_rss_peak"] - r["server_rss_before"] for r in runs[variant]
-        )
+    measured = "server_cpu_s" in runs["kt"][0]  # not for a server on another machine
+
+    def server_cost(variant: str, figure: Callable[[dict[str, Any]], float]) -> float:
+        return statistics.median(map(figure, runs[variant])) if measured else math.nan
+
+    def server_peak(r: dict[str, Any]) -> float:
+        return (r["server_rss_peak"] - r["server_rss_before"]) / 2**20
 
     sync = {v: median(v, "seconds") for v in SERVER_VARIANTS}
     rss = {v: median(v, "rss_after") - median(v, "rss_before") for v in SERVER_VARIANTS}
@@ -1241,10 +1257,10 @@ def server_figures(runs: dict[str, list[dict[str, Any]]], n: int) -> dict[str, f
         "kt_trimmed_kib_per_pod": (median("kt", "rss_trimmed") - median("kt", "rss_before"))
         / n
         / KIB,
-        "kt_stream_server_cpu_s": median("kt_stream", "server_cpu_s"),
-        "kt_server_cpu_s": median("kt", "server_cpu_s"),
-        "kt_stream_server_peak_mib": server_peak("kt_stream") / 2**20,
-        "kt_server_peak_mib": server_peak("kt") / 2**20,
+        "kt_stream_server_cpu_s": server_cost("kt_stream", lambda r: r["server_cpu_s"]),
+        "kt_server_cpu_s": server_cost("kt", lambda r: r["server_cpu_s"]),
+        "kt_stream_server_peak_mib": server_cost("kt_stream", server_peak),
+        "kt_server_peak_mib": server_cost("kt", server_peak),
     }
 
 
