@@ -57,8 +57,9 @@ each server answered). ``kt_stream`` holds no body.
 
 **Every run** is printed as it ends (sync seconds, sync CPU per pod, steady KiB per pod, peak
 over steady), since a median hides the run that misses, with what the sync cost **the server**:
-its process's CPU (user+system) and RSS peak above what it held before (sampled every 5 ms),
-read from ``/proc`` of the process listening on the kubeconfig's port; the medians of these
+its process's CPU (user+system) and RSS peak above what it held before (sampled every 5 ms)
+over the variant's whole process run (its start included, the server idle meanwhile), read
+from ``/proc`` of the process listening on the kubeconfig's port; the medians of these
 for ``kt_stream`` and ``kt`` (a streaming list against a LIST served from the watch cache) are
 in the side-by-side table. From ``TARGET_PODS`` (10 000) pods on, every ``kt_stream`` run on
 each server must meet the targets (steady RSS ≤ 2 KiB per pod, sync peak ≤ 1.25 times steady),
