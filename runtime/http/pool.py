@@ -86,6 +86,9 @@ class Streamed:
                     raise NoResponse(self._origin, cut) from cut
                 if payload:
                     yield payload
+                # Nothing of this read stays referenced while the next is awaited: an idle
+                # watch would otherwise hold its last read (up to READ_SIZE) and its payload.
+                payload = data = b""
                 if dechunk.done:
                     if self._keep_alive and not dechunk.left:
                         # h11 never saw the body: the next exchange starts on fresh state.
