@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -51,7 +51,6 @@ from kubetrio.runtime.cache.store import (
     IndexFunc,
     Lister,
     Store,
-    key_of,
 )
 from kubetrio.runtime.cache.syncfailure import CacheSyncError, sync_failure
 from kubetrio.runtime.cache.undecodable import Undecodable
@@ -222,7 +221,8 @@ class Informer(Generic[T]):
             # The server cannot serve that resourceVersion any more: a consistent read.
             poisons.clear()
             result = await self._list("", poisons.append)
-        self._replace(result.items, poisons)
+        keyed = (((o.metadata.namespace, o.metadata.name), o) for o in result.items)
+        self._replace(keyed, poisons)
         self.last_resource_version = result.metadata.resource_version
         self.relists += 1
         if not self._synced.is_set():
@@ -252,14 +252,18 @@ class Informer(Generic[T]):
         obj = share_strings(obj)
         return self.transform(obj) if self.transform is not None else obj
 
-    def _replace(self, items: list[T], poisons: list[Undecodable]) -> None:
+    def _replace(
+        self, items: Iterable[tuple[tuple[str, str], T]], poisons: list[Undecodable]
+    ) -> None:
+        """Make the store hold ``items``, each under its plain ``(namespace, name)`` key, which
+        the store keeps as it is: a key built here and dropped once per object would leave a
+        hole beside every cached one."""
         initial = not self._synced.is_set()
         previous, self.undecodable = self.undecodable, {}
         for poison in poisons:
             self._note_undecodable(poison, previous.get(poison.key))
         seen = set()
-        for obj in items:
-            key = key_of(obj)
+        for key, obj in items:
             seen.add(key)
             old = self.store.put(key, obj)
             if old is None:
@@ -290,7 +294,7 @@ class Informer(Generic[T]):
                 if state is None or state.done:
                     self._apply(event)
                 elif state.take(event, self._ingest):
-                    self._replace(list(state.objects.values()), state.poisons)
+                    self._replace(state.objects.items(), state.poisons)
                     self.last_resource_version = state.resource_version
                     self.relists += 1
                     self._synced.set()

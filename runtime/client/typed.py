@@ -795,6 +795,7 @@ class Client:
                         batch = [decode_watch_line(line, decoder) for line in lines if line]
                         if batch and await deliver(batch):
                             return None
+                        del chunk, lines, batch  # not held while the watch waits for more
                 except (msgspec.DecodeError, msgspec.ValidationError) as error:
                     return ApiError(200, "BadResponse", f"watch {path}: undecodable event: {error}")
                 except NoResponse as error:

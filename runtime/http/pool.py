@@ -86,6 +86,9 @@ class Streamed:
                     raise NoResponse(self._origin, cut) from cut
                 if payload:
                     yield payload
+                # Nothing of this read stays referenced while the next is awaited: an idle
+                # watch would otherwise hold its last read (up to READ_SIZE) and its payload.
+                payload = data = b""
                 if dechunk.done:
                     if self._keep_alive and not dechunk.left:
                         # h11 never saw the body: the next exchange starts on fresh state.
@@ -332,11 +335,15 @@ class ConnectionPool:
         body: bytes | None,
     ) -> Answer:
         response = await self._start(connection, method, target, headers, body)
-        chunks: list[bytes] = []
+        # One growing buffer, not a list of pieces: a large answer (a watch cache's unpaged
+        # LIST is 90 MB at 10 000 pods) then lives in one mapping the allocator hands back
+        # whole when it is freed, where thousands of small pieces would leave their heap
+        # behind below the objects decoded from them.
+        whole = bytearray()
         while True:
             event = await connection.next_event()
             if isinstance(event, h11.Data):
-                chunks.append(bytes(event.data))
+                whole += event.data
             elif isinstance(event, h11.EndOfMessage):
                 break
             else:
@@ -345,7 +352,7 @@ class ConnectionPool:
             response.status_code,
             response.reason.decode("latin-1"),
             _headers(response),
-            b"".join(chunks),
+            bytes(whole),
         )
 
     @contextlib.asynccontextmanager

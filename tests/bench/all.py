@@ -116,6 +116,12 @@ BENCHES = (
             "through the API, real: sync time kt / dict": key("real_kt_over_dict_time"),
             "through the API, emulator: kt KiB per pod by RSS": key("emulator_kt_kib_per_pod"),
             "through the API, real: kt KiB per pod by RSS": key("real_kt_kib_per_pod"),
+            "through the API, real: kt_stream (streaming list) KiB per pod by RSS": key(
+                "real_kt_stream_kib_per_pod"
+            ),
+            "real: kube-apiserver CPU per sync, streaming list / LIST": lambda r: (
+                r["real_kt_stream_server_cpu_s"] / r["real_kt_server_cpu_s"]
+            ),
             "through the API, emulator: kt sync peak / steady RSS": key(
                 "emulator_kt_peak_over_steady_rss"
             ),

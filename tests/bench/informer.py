@@ -51,10 +51,20 @@ peak against its steady RSS, and the same for ``kt_stream``. The real server's o
 larger on the wire (``managedFields``, defaulted fields), which kt drops as it decodes and
 ``dict`` keeps. **What the real server does to the peak**: it answers
 ``LIST ?limit=500&resourceVersion=0`` from its watch cache **unpaged**, the whole list in one
-response, so the informer holds the whole body while it decodes, where the emulator's pages hold
-500 pods of JSON; the peak above steady (MiB) shows what that costs, and the freed body can stay
-in the steady RSS as holes below live objects until ``malloc_trim`` (the printed response counts
-say how each server answered).
+response, so the informer holds the whole body while it decodes (the emulator now answers so
+too); the peak above steady (MiB) shows what that costs (the printed response counts say how
+each server answered). ``kt_stream`` holds no body.
+
+**Every run** is printed as it ends (sync seconds, sync CPU per pod, steady KiB per pod, peak
+over steady), since a median hides the run that misses, with what the sync cost **the server**:
+its process's CPU (user+system) and RSS peak above what it held before (sampled every 5 ms)
+over the variant's whole process run (its start included, the server idle meanwhile), read
+from ``/proc`` of the process listening on the kubeconfig's port; the medians of these
+for ``kt_stream`` and ``kt`` (a streaming list against a LIST served from the watch cache) are
+in the side-by-side table. From ``TARGET_PODS`` (10 000) pods on, every ``kt_stream`` run on
+each server must meet the targets (steady RSS ≤ 2 KiB per pod, sync peak ≤ 1.25 times steady),
+or the benchmark exits non-zero naming the runs; below that (CI's 1 000) the process's fixed
+cost is too large a share of the figure to hold it to them.
 
 **controller-runtime**, on the real server only (``crbaseline.py``): ``crbench informer
 --cache full|strip|metadata`` (controller-runtime v0.24.1's default typed cache; the same with
@@ -96,14 +106,17 @@ import gc
 import hashlib
 import http.client
 import json
+import math
 import os
 import random
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
 import tracemalloc
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import crbaseline
@@ -116,6 +129,12 @@ NAMESPACES = 20
 VARIANTS = ("kt", "kt_unthrottled", "dict", "pykube", "k8s_client")
 MEMORY_VARIANTS = ("kt", "dict", "pykube", "k8s_client")
 KIB = 1024
+# The informer's targets on both servers, every run (``kt_stream``): steady RSS per cached pod
+# and the sync's peak over it. Asserted from TARGET_PODS pods, where the process's fixed cost
+# (buffers, decoders built on first use) is a few per cent of the cache; at CI's 1 000 it is not.
+TARGET_KIB_PER_POD = 2.0
+TARGET_PEAK = 1.25
+TARGET_PODS = 10_000
 TOKEN = "kubetrio-bench"  # the admin's bearer token the benchmark's emulator is started with
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -619,6 +638,89 @@ def first_list(kubeconfig: Path) -> tuple[int, int, int]:
         query = {"limit": str(PAGE), "continue": token}
 
 
+class ServerProcess:
+    """The API server's own process, found by the port its kubeconfig names (the one process
+    listening there), read from ``/proc``: CPU (user+system) and RSS across one sync, the RSS
+    sampled every few milliseconds in a thread for its peak (its ``VmHWM`` is not ours to reset).
+    What a sync costs the server: a streaming list against a LIST answered from the watch cache."""
+
+    TICK = os.sysconf("SC_CLK_TCK")
+
+    def __init__(self, kubeconfig: Path) -> None:
+        url = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        self.pid = self._listener(int(url.rsplit(":", 1)[1].rstrip("/")))
+
+    @staticmethod
+    def _listener(port: int) -> int | None:
+        inodes = set()
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                    inodes.add(f"socket:[{fields[9]}]")
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                for fd in (proc / "fd").iterdir():
+                    if os.readlink(fd) in inodes:
+                        return int(proc.name)
+            except OSError:
+                continue
+        print(f"no process of ours listens on port {port}: the server's cost is not measured")
+        return None
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / self.TICK  # utime, stime
+
+    def rss(self) -> int:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * KIB
+        raise RuntimeError(f"no VmRSS for process {self.pid}")
+
+    def around(self, run: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
+        """``run(*args)``'s result with the server's CPU seconds and RSS (before, peak, after)."""
+        if self.pid is None:
+            return run(*args)
+        stop = threading.Event()
+        peak = [self.rss()]
+
+        def sample() -> None:
+            while not stop.wait(0.005):
+                peak[0] = max(peak[0], self.rss())
+
+        before, cpu = peak[0], self.cpu_s()
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            result = run(*args)
+        finally:
+            stop.set()
+            sampler.join()
+        result["server_cpu_s"] = self.cpu_s() - cpu
+        result["server_rss_before"], result["server_rss_peak"] = before, peak[0]
+        result["server_rss_after"] = self.rss()
+        return result
+
+
+def run_line(variant: str, r: dict[str, Any], n: int) -> str:
+    """One run's figures, as printed per run (the medians hide a run that misses)."""
+    before = r["rss_before"]
+    line = (
+        f"{variant:>9}: sync {r['seconds']:6.2f} s, CPU {r['sync_cpu_s'] / n * 1e6:6.1f} µs/pod, "
+        f"steady {(r['rss_after'] - before) / n / KIB:6.2f} KiB/pod, "
+        f"peak/steady {r['rss_peak'] / r['rss_after']:.3f}"
+    )
+    if "server_cpu_s" in r:
+        line += (
+            f"; server CPU {r['server_cpu_s']:5.2f} s, RSS peak +"
+            f"{(r['server_rss_peak'] - r['server_rss_before']) / 2**20:5.1f} MiB"
+        )
+    return line
+
+
 def server_child(variant: str, kubeconfig: Path, n: int) -> dict[str, Any]:
     """One variant in its own process against a server that stays up (RSS, no tracemalloc)."""
     command = [sys.executable, __file__, "--child", variant, "--kubeconfig", str(kubeconfig)]
@@ -648,14 +750,17 @@ def on_server(
     )
     variants = SERVER_VARIANTS + tuple(f"cr_{c}" for c in CR_CACHES if crbench is not None)
     runs: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    process = ServerProcess(kubeconfig)
     for round_ in range(repeat):
         order = variants if round_ % 2 == 0 else variants[::-1]
         for variant in order:
             if crbench is not None and variant.startswith("cr_"):
                 cache = variant.removeprefix("cr_")
-                runs[variant].append(crbaseline.informer(crbench, str(kubeconfig), cache, n))
+                run = process.around(crbaseline.informer, crbench, str(kubeconfig), cache, n)
             else:
-                runs[variant].append(server_child(variant, kubeconfig, n))
+                run = process.around(server_child, variant, kubeconfig, n)
+            runs[variant].append(run)
+            print(f"  {server} round {round_ + 1} {run_line(variant, run, n)}", flush=True)
     return {"runs": runs, "responses": responses, "json_bytes_per_pod": size / n}
 
 
@@ -1043,6 +1148,17 @@ def main() -> None:
     if "real" in servers and "cr_full" in servers["real"]["runs"]:
         against_controller_runtime(servers["real"]["runs"], server_n, result)
     print("RESULT " + json.dumps(result))
+    if server_n >= TARGET_PODS:
+        missed = [
+            line
+            for server, found in servers.items()
+            for line in missed_targets(server, found["runs"]["kt_stream"], server_n)
+        ]
+        if missed:
+            raise SystemExit(
+                f"target missed (<= {TARGET_KIB_PER_POD} KiB per pod, peak <= {TARGET_PEAK} "
+                f"times steady, every run from {TARGET_PODS} pods):\n" + "\n".join(missed)
+            )
 
 
 CR_FIGURES = {
@@ -1101,6 +1217,10 @@ SERVER_FIGURES = {
     "kt_peak_over_steady_rss": "kt sync peak / steady RSS",
     "kt_peak_above_steady_mib": "kt sync peak above steady (MiB)",
     "kt_trimmed_kib_per_pod": "kt KiB per pod after malloc_trim",
+    "kt_stream_server_cpu_s": "server CPU per kt_stream sync (s)",
+    "kt_server_cpu_s": "server CPU per kt sync (s)",
+    "kt_stream_server_peak_mib": "server RSS peak, kt_stream (+MiB)",
+    "kt_server_peak_mib": "server RSS peak, kt (+MiB)",
 }
 
 
@@ -1109,6 +1229,14 @@ def server_figures(runs: dict[str, list[dict[str, Any]]], n: int) -> dict[str, f
 
     def median(variant: str, figure: str) -> float:
         return statistics.median(r[figure] for r in runs[variant])
+
+    measured = "server_cpu_s" in runs["kt"][0]  # not for a server on another machine
+
+    def server_cost(variant: str, figure: Callable[[dict[str, Any]], float]) -> float:
+        return statistics.median(map(figure, runs[variant])) if measured else math.nan
+
+    def server_peak(r: dict[str, Any]) -> float:
+        return (r["server_rss_peak"] - r["server_rss_before"]) / 2**20
 
     sync = {v: median(v, "seconds") for v in SERVER_VARIANTS}
     rss = {v: median(v, "rss_after") - median(v, "rss_before") for v in SERVER_VARIANTS}
@@ -1130,7 +1258,21 @@ def server_figures(runs: dict[str, list[dict[str, Any]]], n: int) -> dict[str, f
         "kt_trimmed_kib_per_pod": (median("kt", "rss_trimmed") - median("kt", "rss_before"))
         / n
         / KIB,
+        "kt_stream_server_cpu_s": server_cost("kt_stream", lambda r: r["server_cpu_s"]),
+        "kt_server_cpu_s": server_cost("kt", lambda r: r["server_cpu_s"]),
+        "kt_stream_server_peak_mib": server_cost("kt_stream", server_peak),
+        "kt_server_peak_mib": server_cost("kt", server_peak),
     }
+
+
+def missed_targets(server: str, runs: list[dict[str, Any]], n: int) -> list[str]:
+    """The informer's runs (``kt_stream``, its default) that miss a target, each as printed."""
+    return [
+        f"{server} run {i + 1}: {run_line('kt_stream', r, n)}"
+        for i, r in enumerate(runs)
+        if (r["rss_after"] - r["rss_before"]) / n > TARGET_KIB_PER_POD * KIB
+        or r["rss_peak"] > TARGET_PEAK * r["rss_after"]
+    ]
 
 
 if __name__ == "__main__":
