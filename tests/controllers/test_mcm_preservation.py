@@ -23,9 +23,10 @@ from kubetrio.api.meta import format_time, parse_time
 from kubetrio.runtime.util.clock import now
 from kubetrio.runtime.util.duration import Duration
 from kubetrio.testing.servers import ApiServer
+from tests.helpers.deployments import deployment_doc
 from tests.helpers.machines import MACHINE_API
 from tests.helpers.machinesets import machine_set_doc
-from tests.helpers.mcm_world import Mcm, mcm_on
+from tests.helpers.mcm_world import Mcm, mcm_on, running_machines
 
 
 def set_machines(c: Mcm, name: str) -> list[Machine]:
@@ -230,3 +231,108 @@ async def test_auto_preservation_keeps_up_to_the_limit_and_releases_when_lowered
             "MachineSet", MACHINE_API, name, {"spec": {"autoPreserveFailedMachineMax": 0}}
         )
         await c.until(lambda: c.machine(kept.metadata.name) is None and len(running(c, name)) == 2)
+
+
+async def test_a_lowered_limit_releases_the_oldest_auto_preserved_machine_first(
+    api_server: ApiServer, mock_clock: trio.testing.MockClock
+) -> None:
+    """MCM's ``stopAutoPreservationForMachines``: the oldest machine's preservation goes first,
+    even when a newer one expires sooner (its guide says the earliest to expire)."""
+    async with mcm_on(api_server, health_timeout=Duration(60)) as c:
+        await c.seed_class("small")
+        name = c.name("set")
+        await c.post(machine_set_doc(name, 1, autoPreserveFailedMachineMax=2))
+        await c.until(lambda: len(running(c, name)) == 1)
+        (older,) = running(c, name)
+        await c.merge_patch("MachineSet", MACHINE_API, name, {"spec": {"replicas": 2}})
+        await c.until(lambda: len(running(c, name)) == 2)
+        (newer,) = [m for m in running(c, name) if m.metadata.name != older.metadata.name]
+        assert (newer.metadata.creation_timestamp or "") > (older.metadata.creation_timestamp or "")
+
+        def preserved(machine: Machine) -> bool:
+            m = c.machine(machine.metadata.name)
+            return (
+                m is not None
+                and m.phase == PHASE_FAILED
+                and m.metadata.annotations.get(PRESERVE_ANNOTATION) == "auto-preserved"
+                and m.status.current_status.preserve_expiry_time is not None
+            )
+
+        # The newer machine fails first, so its preservation ends first.
+        c.world.cloud.fail(newer.spec.provider_id)
+        await c.until(lambda: preserved(newer))
+        c.world.cloud.fail(older.spec.provider_id)
+        await c.until(lambda: preserved(older) and preserved(newer))
+        first, second = c.machine(newer.metadata.name), c.machine(older.metadata.name)
+        assert first is not None and second is not None
+        ends_first = parse_time(first.status.current_status.preserve_expiry_time)
+        ends_last = parse_time(second.status.current_status.preserve_expiry_time)
+        assert ends_first is not None and ends_last is not None and ends_first < ends_last
+
+        await c.merge_patch(
+            "MachineSet", MACHINE_API, name, {"spec": {"autoPreserveFailedMachineMax": 1}}
+        )
+        await c.until(lambda: c.machine(older.metadata.name) is None)
+        assert preserved(newer), "the newer machine stays preserved"
+        await c.until(lambda: len(running(c, name)) == 1)
+
+
+async def test_preserved_machines_are_scaled_down_last(
+    api_server: ApiServer, mock_clock: trio.testing.MockClock
+) -> None:
+    async with mcm_on(api_server) as c:
+        await c.seed_class("small")
+        name = c.name("set")
+        await c.post(machine_set_doc(name, 1))
+        await c.until(lambda: len(running(c, name)) == 1)
+        (oldest,) = running(c, name)
+        await c.merge_patch("MachineSet", MACHINE_API, name, {"spec": {"replicas": 3}})
+        await c.until(lambda: len(running(c, name)) == 3)
+        # Of equals, a set removes its oldest machine first: preserved, the oldest stays.
+        patch = {"metadata": {"annotations": {PRESERVE_ANNOTATION: "now"}}}
+        await c.client.patch(Node, oldest.metadata.labels["node"], patch)
+        await c.until(
+            lambda: (
+                (m := c.machine(oldest.metadata.name)) is not None
+                and m.status.current_status.preserve_expiry_time is not None
+            )
+        )
+
+        await c.merge_patch("MachineSet", MACHINE_API, name, {"spec": {"replicas": 1}})
+        await c.until(lambda: len(set_machines(c, name)) == 1)
+        assert [m.metadata.name for m in set_machines(c, name)] == [oldest.metadata.name]
+
+
+async def test_a_rolling_update_replaces_preserved_machines_too(
+    api_server: ApiServer, mock_clock: trio.testing.MockClock
+) -> None:
+    async with mcm_on(api_server) as c:
+        await c.seed_class("small")
+        await c.seed_class("large", instanceType="l")
+        pool = c.name("pool")
+        await c.post(deployment_doc(pool, replicas=2))
+        await c.until(lambda: len(running_machines(c, name=pool)) == 2)
+        kept = running_machines(c, name=pool)[0]
+        patch = {"metadata": {"annotations": {PRESERVE_ANNOTATION: "now"}}}
+        await c.client.patch(Node, kept.metadata.labels["node"], patch)
+        await c.until(
+            lambda: (
+                (m := c.machine(kept.metadata.name)) is not None
+                and m.status.current_status.preserve_expiry_time is not None
+            )
+        )
+
+        to = {"template": {"spec": {"class": {"kind": "MachineClass", "name": "large"}}}}
+        await c.merge_patch("MachineDeployment", MACHINE_API, pool, {"spec": to})
+
+        def rolled() -> bool:
+            machines = running_machines(c, name=pool)
+            return (
+                len(c.machines()) == 2
+                and len(machines) == 2
+                and all(m.spec.class_.name == "large" for m in machines)
+            )
+
+        await c.until(rolled)
+        assert c.machine(kept.metadata.name) is None
+        assert kept.spec.provider_id not in c.world.cloud.vms
