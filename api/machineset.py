@@ -35,6 +35,9 @@ MACHINE_PRIORITY_ANNOTATION = "machinepriority.machine.sapcloud.io"
 # Names of machines (``name~time,…``) the cluster autoscaler asks a deployment to remove.
 TRIGGER_DELETION_BY_MCM_ANNOTATION = "node.machine.sapcloud.io/trigger-deletion-by-mcm"
 MARKED_FOR_DELETION_TIME_ANNOTATION = "machine.sapcloud.io/marked-for-deletion-time"
+# When the cluster autoscaler last changed a deployment's replicas (copied to its new set): a
+# machine it marked for deletion by then goes even when the set has no surplus to remove.
+LAST_SCALER_CHANGE_ANNOTATION = "machine.sapcloud.io/last-deployment-replica-change-by-scaler-time"
 # Set on nodes during a rollout so the cluster autoscaler leaves them alone.
 AUTOSCALER_SCALE_DOWN_DISABLED_ANNOTATION = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 AUTOSCALER_SCALE_DOWN_DISABLED_BY_MCM_ANNOTATION = (

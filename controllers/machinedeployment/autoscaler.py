@@ -20,7 +20,11 @@ from dataclasses import dataclass
 
 from kubetrio.api.core import Node
 from kubetrio.api.machine import PHASE_FAILED, Machine
-from kubetrio.api.machineset import MachineSet
+from kubetrio.api.machineset import (
+    LAST_SCALER_CHANGE_ANNOTATION,
+    MARKED_FOR_DELETION_TIME_ANNOTATION,
+    MachineSet,
+)
 from kubetrio.api.meta import format_time
 from kubetrio.controllers.machine.status import NODE_LABEL, PRIORITY_ANNOTATION
 from kubetrio.controllers.machinedeployment.state import Pass
@@ -29,8 +33,8 @@ from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.client.errors import ApiError
 
 TRIGGER_DELETION = "node.machine.sapcloud.io/trigger-deletion-by-mcm"
-LAST_SCALER_CHANGE = "machine.sapcloud.io/last-deployment-replica-change-by-scaler-time"
-MARKED_FOR_DELETION_TIME = "machine.sapcloud.io/marked-for-deletion-time"
+LAST_SCALER_CHANGE = LAST_SCALER_CHANGE_ANNOTATION
+MARKED_FOR_DELETION_TIME = MARKED_FOR_DELETION_TIME_ANNOTATION
 SCALE_DOWN_DISABLED = "cluster-autoscaler.kubernetes.io/scale-down-disabled"
 SCALE_DOWN_DISABLED_BY_MCM = "cluster-autoscaler.kubernetes.io/scale-down-disabled-by-mcm"
 DURING_ROLLOUT = {SCALE_DOWN_DISABLED: "true", SCALE_DOWN_DISABLED_BY_MCM: "true"}

@@ -10,7 +10,7 @@ which prefers the newest).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from kubetrio.api.machine import (
@@ -26,6 +26,7 @@ from kubetrio.api.machine import (
     Machine,
 )
 from kubetrio.api.machineset import (
+    LAST_SCALER_CHANGE_ANNOTATION,
     MACHINE_PRIORITY_ANNOTATION,
     MARKED_FOR_DELETION_TIME_ANNOTATION,
 )
@@ -89,3 +90,24 @@ def machines_to_delete(machines: Sequence[Machine], count: int) -> list[Machine]
     preserved = any(m.status.current_status.preserve_expiry_time for m in machines)
     moment = now().replace(tzinfo=None) if preserved else None
     return sorted(machines, key=lambda m: deletion_order(m, moment))[:count]
+
+
+def marked_for_deletion(
+    machines: Sequence[Machine], set_annotations: Mapping[str, str]
+) -> list[Machine]:
+    """MCM's ``getMachinesMarkedForDeletion``: the machines the cluster autoscaler marked
+    (priority "1" and a marked-for-deletion time) no later than its last replica change the
+    set knows of. They go even when the set has no surplus: the autoscaler lowered the
+    deployment for exactly them, and a scale-up meanwhile must not keep them (cordoned by the
+    autoscaler) while a newer machine goes instead."""
+    changed = _time(set_annotations.get(LAST_SCALER_CHANGE_ANNOTATION))
+    if changed is None:
+        return []
+    return [
+        m
+        for m in machines
+        if m.metadata.annotations.get(MACHINE_PRIORITY_ANNOTATION) == "1"
+        and (marked := _time(m.metadata.annotations.get(MARKED_FOR_DELETION_TIME_ANNOTATION)))
+        is not None
+        and marked <= changed
+    ]

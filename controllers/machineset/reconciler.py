@@ -33,7 +33,7 @@ from kubetrio.controllers.machineset.claim import claim_machines
 from kubetrio.controllers.machineset.control import MachineControl, slow_start
 from kubetrio.controllers.machineset.expectations import Expectations
 from kubetrio.controllers.machineset.preservation import manage_auto_preservation
-from kubetrio.controllers.machineset.priority import machines_to_delete
+from kubetrio.controllers.machineset.priority import machines_to_delete, marked_for_deletion
 from kubetrio.controllers.machineset.status import compute_status, status_patch
 from kubetrio.runtime.cache.store import Lister
 from kubetrio.runtime.client.errors import ApiError
@@ -207,7 +207,8 @@ class MachineSetReconciler:
     async def _manage_replicas(
         self, key: ObjectKey, ms: MachineSet, machines: list[Machine], fresh: FreshSet
     ) -> str | None:
-        """MCM's manageReplicas: create the missing, delete the surplus and the Failed."""
+        """MCM's manageReplicas: create the missing, delete the surplus, the machines the
+        autoscaler marked and the Failed."""
         ctx = self.ctx
         active = [m for m in machines if not is_terminating(m)]
         diff = len(active) - ms.spec.replicas
@@ -244,6 +245,9 @@ class MachineSetReconciler:
         stale = (
             machines_to_delete(removable, min(surplus, ctx.burst_replicas)) if surplus > 0 else []
         )
+        stale += [
+            m for m in marked_for_deletion(removable, ms.metadata.annotations) if m not in stale
+        ]
         stale += [
             m
             for m in removable

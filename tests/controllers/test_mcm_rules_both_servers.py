@@ -7,6 +7,9 @@ unit tests:
 - a deletion arriving during a machine's create call waits for the call
   (``shouldMachineBeMovedToTerminatingQueue``, ``triggerDeletionFlow``);
 - a MachineSet counts only machines that are not Terminating (``manageReplicas``);
+- a machine the cluster autoscaler marked for deletion goes even when the set has no surplus
+  (``getMachinesMarkedForDeletion``: a scale-down and scale-up in quick succession must not
+  leave the machine it cordoned);
 - the deletion flow removes the Node's finalizer and deletes the Node in one step
   (``deleteNodeObject``), and Nodes MCM does not manage get no finalizer
   (``reconcileClusterNodeKey``).
@@ -19,7 +22,13 @@ import trio.testing
 
 from kubetrio.api.core import Event, Node
 from kubetrio.api.machine import PHASE_RUNNING, PHASE_TERMINATING, Machine
-from kubetrio.api.machineset import MachineSet
+from kubetrio.api.machineset import (
+    LAST_SCALER_CHANGE_ANNOTATION,
+    MACHINE_PRIORITY_ANNOTATION,
+    TRIGGER_DELETION_BY_MCM_ANNOTATION,
+    MachineSet,
+)
+from kubetrio.api.meta import format_time
 from kubetrio.controllers.machine.status import (
     INITIATE_FINALIZER_REMOVAL,
     INITIATE_NODE_DELETION,
@@ -27,6 +36,7 @@ from kubetrio.controllers.machine.status import (
     NOT_MANAGED_ANNOTATION,
 )
 from kubetrio.controllers.machinedeployment.revisions import PREFER_NO_SCHEDULE_KEY
+from kubetrio.runtime.util.clock import now
 from kubetrio.testing.servers import ApiServer
 from tests.helpers.deployments import deployment_doc
 from tests.helpers.machines import MACHINE_API, machine_doc
@@ -244,3 +254,36 @@ async def deleted_node_scenario(c: Mcm, *unmanaged: str) -> None:
     assert order == ["Terminating", "Drained", "VMDeleted", "NodeDeleted"], reasons
     assert reasons[-1] == "NodeDeleted", reasons
     assert machine.spec.provider_id not in c.world.cloud.vms
+
+
+async def test_a_machine_the_autoscaler_marked_goes_though_the_replicas_are_back_up(
+    api_server: ApiServer, mock_clock: trio.testing.MockClock
+) -> None:
+    async with mcm_on(api_server) as c:
+        await c.seed_class("small")
+        pool = c.name("pool")
+        await c.post(deployment_doc(pool, replicas=2))
+        await c.until(lambda: len(running_machines(c, name=pool)) == 2)
+        marked, kept = sorted(m.metadata.name for m in running_machines(c, name=pool))
+        # The autoscaler named ``marked`` when it scaled the pool down, then scaled it up again
+        # before MCM acted: the replicas are as they were, the machine still has to go.
+        stamp = format_time(now())
+        annotations = {
+            TRIGGER_DELETION_BY_MCM_ANNOTATION: f"{marked}~{stamp}",
+            LAST_SCALER_CHANGE_ANNOTATION: stamp,
+        }
+        await c.merge_patch(
+            "MachineDeployment", MACHINE_API, pool, {"metadata": {"annotations": annotations}}
+        )
+        priorities: list[str] = []
+
+        def replaced() -> bool:
+            m = c.machine(marked)
+            if m is not None and m.metadata.annotations.get(MACHINE_PRIORITY_ANNOTATION) == "1":
+                priorities[:] = ["1"]
+            names = {r.metadata.name for r in running_machines(c, name=pool)}
+            return m is None and kept in names and len(names) == 2
+
+        await c.until(replaced)
+        assert priorities == ["1"], "the deployment marked the machine first"
+        assert len(c.machines()) == 2

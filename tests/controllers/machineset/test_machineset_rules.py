@@ -14,7 +14,7 @@ from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineSet
 from kubetrio.api.meta import format_time
 from kubetrio.controllers.machineset.expectations import EXPECTATIONS_TIMEOUT, Expectations
-from kubetrio.controllers.machineset.priority import machines_to_delete
+from kubetrio.controllers.machineset.priority import machines_to_delete, marked_for_deletion
 from kubetrio.controllers.machineset.reconciler import validate
 from kubetrio.controllers.machineset.status import compute_status, status_patch
 
@@ -249,3 +249,23 @@ def test_validation_names_the_field() -> None:
         MachineSet,
     )
     assert (validate(unmatched) or "").startswith("spec.selector.matchLabels: Required value")
+
+
+def test_machines_marked_by_the_autoscaler_go_once_it_changed_the_replicas_since() -> None:
+    """MCM's ``getMachinesMarkedForDeletion``: priority "1" and marked no later than the set's
+    last replica change by the autoscaler; a malformed time, or none on the set, marks none."""
+    change = format_time(NOW)
+    before, after = format_time(NOW - timedelta(seconds=5)), format_time(NOW + timedelta(seconds=5))
+    machines = [
+        machine("early", priority="1", marked=before),
+        machine("same", priority="1", marked=change),
+        machine("later", priority="1", marked=after),
+        machine("unprioritised", priority="3", marked=before),
+        machine("unmarked", priority="1"),
+        machine("garbled", priority="1", marked="yesterday"),
+    ]
+    annotations = {"machine.sapcloud.io/last-deployment-replica-change-by-scaler-time": change}
+    assert [m.name for m in marked_for_deletion(machines, annotations)] == ["early", "same"]
+    assert marked_for_deletion(machines, {}) == []
+    garbled = {"machine.sapcloud.io/last-deployment-replica-change-by-scaler-time": "soon"}
+    assert marked_for_deletion(machines, garbled) == []
