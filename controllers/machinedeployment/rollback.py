@@ -48,6 +48,10 @@ async def rollback(
         )
         await _clear(step, writer, [])
         return
+    if untaint is not None:
+        # Before anything else, as MCM: even a rollback to the current template (a rollout
+        # already reverted) clears that set's nodes. Its annotation changes, its template not.
+        await untaint(match)
     if equal_ignore_hash(template_of(deployment), template_of(match)):
         await writer.event(
             deployment,
@@ -58,8 +62,6 @@ async def rollback(
         )
         await _clear(step, writer, [])
         return
-    if untaint is not None:
-        await untaint(match)  # the set's annotation changed: its template did not
     raw_set = await _raw_set(writer, match)
     template = without_hash_label(raw_set.get("spec", {}).get("template") or {})
     annotations = rollback_annotations(deployment.metadata.annotations, match.metadata.annotations)

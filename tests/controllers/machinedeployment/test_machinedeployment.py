@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 
+from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
 from kubetrio.emulator import Emulator
@@ -571,6 +572,66 @@ async def test_a_reverted_template_untaints_its_nodes_once_the_rollout_completes
         generation = await roll_to(h, "small")
         await h.wait_complete(generation=generation)
         assert await h.node_changes.wait_until(lambda: not tainted(), trio.current_time() + 60)
+        # The set's annotation goes after its nodes' taints.
+        assert await h.set_changes.wait_until(
+            lambda: (
+                (current := h.sets.get("default", machine_set.name)) is not None
+                and PREFER_NO_SCHEDULE not in current.metadata.annotations
+            ),
+            trio.current_time() + 60,
+        )
+
+
+async def test_a_rollback_to_the_current_revision_untaints_its_set_at_once(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """MCM's ``rollback`` clears the target set's nodes before comparing templates: a rollback
+    that changes nothing (the set is current already, tainted by an earlier rollout) still
+    untaints them."""
+    install_crds(emu)
+    async with deployment_manager(emu) as h:
+        emu.create(deployment_doc(replicas=1))
+        await h.wait_complete()
+        [machine_set] = h.sets_of()
+        taint = {"key": PREFER_NO_SCHEDULE, "value": "True", "effect": "PreferNoSchedule"}
+        emu.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": "node-1"},
+                "spec": {"taints": [taint]},
+            }
+        )
+        emu.create(machine_of("m-1", machine_set, node="node-1"))
+        await h.wait_cached_machine("m-1")
+        await h.client.patch(
+            MachineSet,
+            machine_set.name,
+            {"metadata": {"annotations": {PREFER_NO_SCHEDULE: "True"}}},
+            namespace="default",
+        )
+        assert await h.set_changes.wait_until(
+            lambda: (
+                (current := h.sets.get("default", machine_set.name)) is not None
+                and PREFER_NO_SCHEDULE in current.metadata.annotations
+                and h.reconciler.nodes.get("", "node-1") is not None
+            ),
+            trio.current_time() + 30,
+        )
+        await h.patch({"spec": {"rollbackTo": {"revision": 1}}})
+
+        def untainted() -> bool:
+            node = h.reconciler.nodes.get("", "node-1")
+            return node is not None and all(t.key != PREFER_NO_SCHEDULE for t in node.spec.taints)
+
+        # Untainted in the rollback's own pass: before rollbackTo is cleared, not after.
+        cleared = await h.deployment_changes.wait_until(
+            lambda: (d := h.deployment()) is not None and d.spec.rollback_to is None,
+            trio.current_time() + 60,
+        )
+        assert cleared
+        node = await h.client.get(Node, "node-1")  # the cache of nodes may lag the deployments'
+        assert all(t.key != PREFER_NO_SCHEDULE for t in node.spec.taints)
         # The set's annotation goes after its nodes' taints.
         assert await h.set_changes.wait_until(
             lambda: (
