@@ -278,6 +278,12 @@ SETTINGS: Final[tuple[Setting, ...]] = (
         "wait for volumes to reattach elsewhere during a drain",
     ),
     _s(
+        "--autoscaler-scaledown-annotation-during-rollout",
+        "machine.autoscalerScaleDownAnnotationDuringRollout",
+        "annotate a deployment's nodes cluster-autoscaler.kubernetes.io/scale-down-disabled "
+        "while it rolls out",
+    ),
+    _s(
         "--metrics-per-machine",
         "machine.metricsPerMachine",
         "export the per-machine mcm_machine_* series (false: only the count; for large pools)",

@@ -72,6 +72,9 @@ class MachineOptions(Options, kw_only=True, frozen=True):
     safety_up: NonNegativeInt = 2
     safety_down: NonNegativeInt = 1
     safety_overshooting_period: Duration = Duration(60)
+    # MCM's --autoscaler-scaledown-annotation-during-rollout: keep the cluster autoscaler from
+    # removing a deployment's nodes while it rolls out.
+    autoscaler_scale_down_annotation_during_rollout: bool = True
     # False: no per-machine series (mcm_machine_current_status_phase, _info, _status_condition),
     # so a scrape stays small at 10 000s of machines; mcm_machine_items_total stays.
     metrics_per_machine: bool = True

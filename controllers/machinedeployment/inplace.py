@@ -64,12 +64,19 @@ class InPlaceRollout:
     """One pass of an in-place rollout over a deployment's sets."""
 
     def __init__(
-        self, step: Pass, writer: Writer, machines: Lister[Machine], nodes: Lister[Node]
+        self,
+        step: Pass,
+        writer: Writer,
+        machines: Lister[Machine],
+        nodes: Lister[Node],
+        *,
+        hold_autoscaler: bool = True,
     ) -> None:
         self.step = step
         self.writer = writer
         self.machines = machines
         self.nodes = nodes
+        self.hold_autoscaler = hold_autoscaler
 
     # -- reads
 
@@ -109,7 +116,10 @@ class InPlaceRollout:
         if old and not autoscaler.scaled_to_zero(old):
             for machine_set in old:
                 await self._set_label(machine_set, LABEL_MACHINE_SET_SCALE_UP_DISABLED, "true")
-            await autoscaler.disable_scale_down(self.writer, step.sets, self.machines, self.nodes)
+            if self.hold_autoscaler:
+                await autoscaler.disable_scale_down(
+                    self.writer, step.sets, self.machines, self.nodes
+                )
         for updated in await taints.taint_old_sets(
             self.writer, step.old_sets(new), self.machines, self.nodes
         ):

@@ -54,6 +54,8 @@ class DeploymentReconciler:
         sets: Lister[MachineSet],
         machines: Lister[Machine],
         nodes: Lister[Node],
+        *,
+        hold_autoscaler: bool = True,
     ) -> None:
         self.client = client
         self.writer = writer
@@ -61,6 +63,8 @@ class DeploymentReconciler:
         self.sets = sets
         self.machines = machines
         self.nodes = nodes
+        # Whether a rollout's nodes are kept from the cluster autoscaler meanwhile.
+        self.hold_autoscaler = hold_autoscaler
         # deployment -> (uid, generation) whose bad spec was reported; an entry goes when the
         # deployment is gone or valid again, so deleted deployments leave nothing behind.
         self._reported: dict[ObjectKey, tuple[str, int]] = {}
@@ -227,20 +231,26 @@ class DeploymentReconciler:
         await self._sync_status(step)
 
     async def _in_place(self, step: Pass) -> None:
-        rollout = InPlaceRollout(step, self.writer, self.machines, self.nodes)
+        rollout = InPlaceRollout(
+            step, self.writer, self.machines, self.nodes, hold_autoscaler=self.hold_autoscaler
+        )
         new = await rollout.run()
         if new is not None and progress.complete(step.spec(), step.status):
-            await autoscaler.enable_scale_down(self.writer, step.sets, self.machines, self.nodes)
+            if self.hold_autoscaler:
+                await autoscaler.enable_scale_down(
+                    self.writer, step.sets, self.machines, self.nodes
+                )
             await self._cleanup(step, new)
         await self._sync_status(step)
 
     async def _autoscaler_hands_off(self, step: Pass, new: MachineSet | None) -> None:
         old = step.old_sets(new)
-        if old and not autoscaler.scaled_to_zero(old):
+        if self.hold_autoscaler and old and not autoscaler.scaled_to_zero(old):
             await autoscaler.disable_scale_down(self.writer, step.sets, self.machines, self.nodes)
 
     async def _rollout_done(self, step: Pass, new: MachineSet) -> None:
-        await autoscaler.enable_scale_down(self.writer, step.sets, self.machines, self.nodes)
+        if self.hold_autoscaler:
+            await autoscaler.enable_scale_down(self.writer, step.sets, self.machines, self.nodes)
         if step.strategy == "RollingUpdate":
             step.replace(await taints.untaint_set(self.writer, new, self.machines, self.nodes))
         await self._cleanup(step, new)

@@ -74,7 +74,15 @@ def setup(manager: Manager, config: Any) -> DeploymentReconciler:
     deployment_informer.add_handler(writer.own.handler())
     deployments = deployment_informer.lister
     machinedeployment_metrics(manager.registry, deployments)
-    reconciler = DeploymentReconciler(work.client, writer, deployments, sets, machines, nodes)
+    reconciler = DeploymentReconciler(
+        work.client,
+        writer,
+        deployments,
+        sets,
+        machines,
+        nodes,
+        hold_autoscaler=options.autoscaler_scale_down_annotation_during_rollout,
+    )
     builder = (
         manager.controller(NAME)
         .rate_limiter(

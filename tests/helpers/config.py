@@ -71,6 +71,7 @@ def sample_text(path: tuple[str, ...]) -> str:
         ("leaderElection", "releaseOnCancel"): "false",
         ("machine", "nodeConditions"): "A,B",
         ("machine", "metricsPerMachine"): "false",  # on by default
+        ("machine", "autoscalerScaleDownAnnotationDuringRollout"): "false",  # on by default
         ("sharding", "runSharder"): "false",  # on by default
         ("gc",): "default",  # tuned by default
         ("workers",): "storagegc=4",

@@ -221,11 +221,15 @@ class DeploymentHarness:
 
 @asynccontextmanager
 async def deployment_manager(
-    emu: Emulator, *, simulate_sets: bool = True, boot: float = 60.0
+    emu: Emulator,
+    *,
+    simulate_sets: bool = True,
+    boot: float = 60.0,
+    options: MachineOptions | None = None,
 ) -> AsyncIterator[DeploymentHarness]:
     """A manager running the deployment controller (and the set stand-in unless told not to)."""
     client = Client.from_url(emu.url, token=emu.token)
-    config = ManagerConfig(machine=MachineOptions())
+    config = ManagerConfig(machine=options or MachineOptions())
     manager = Manager(client, metrics_bind_address="0", health_probe_bind_address="0")
     reconciler = setup(manager, config)
     deployment_informer = manager.cache.informer(MachineDeployment, namespace="default")

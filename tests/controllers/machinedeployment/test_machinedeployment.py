@@ -14,7 +14,9 @@ import trio.testing
 from kubetrio.api.core import Node
 from kubetrio.api.machine import Machine
 from kubetrio.api.machineset import MachineDeployment, MachineSet
+from kubetrio.controllers.machine.options import MachineOptions
 from kubetrio.emulator import Emulator
+from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.util.inflight import request_in_flight
 from tests.helpers.deployments import DeploymentHarness, deployment_doc, deployment_manager
 from tests.helpers.kube import Kubectl
@@ -640,3 +642,37 @@ async def test_a_rollback_to_the_current_revision_untaints_its_set_at_once(
             ),
             trio.current_time() + 60,
         )
+
+
+async def test_nodes_are_left_to_the_autoscaler_during_a_rollout_when_told(
+    emu: Emulator, mock_clock: trio.testing.MockClock
+) -> None:
+    """MCM's ``--autoscaler-scaledown-annotation-during-rollout=false``: the rollout still
+    taints the old set's nodes, but never annotates any node for the autoscaler."""
+    install_crds(emu)
+    options = MachineOptions(autoscaler_scale_down_annotation_during_rollout=False)
+    async with deployment_manager(emu, options=options) as h:
+        annotated: list[str] = []
+
+        def seen(node: Node) -> None:
+            if "cluster-autoscaler.kubernetes.io/scale-down-disabled" in node.metadata.annotations:
+                annotated.append(node.name)
+
+        h.manager.cache.informer(Node).add_handler(
+            EventHandler(on_add=lambda n, _i: seen(n), on_update=lambda _o, n: seen(n))
+        )
+        emu.create(deployment_doc(replicas=1))
+        await h.wait_complete()
+        [machine_set] = h.sets_of()
+        emu.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}})
+        emu.create(machine_of("m-1", machine_set, node="node-1"))
+        await h.wait_cached_machine("m-1")
+        generation = await roll_to(h, "large")
+
+        def tainted() -> bool:
+            node = h.reconciler.nodes.get("", "node-1")
+            return node is not None and any(t.key == PREFER_NO_SCHEDULE for t in node.spec.taints)
+
+        assert await h.node_changes.wait_until(tainted, trio.current_time() + 30)
+        await h.wait_complete(generation=generation)
+        assert annotated == []
