@@ -41,7 +41,7 @@ async def manage_auto_preservation(
             for m in result
             if m.metadata.annotations.get(PRESERVE_ANNOTATION) == PRESERVE_AUTO_PRESERVED
         ]
-        auto.sort(key=lambda m: m.metadata.creation_timestamp or "")
+        auto.sort(key=_age)
         for machine in auto[:-remaining]:
             log.info(
                 "auto-preservation released, limit lowered",
@@ -56,11 +56,17 @@ async def manage_auto_preservation(
         if m.phase == PHASE_FAILED
         and m.metadata.annotations.get(PRESERVE_ANNOTATION) not in PRESERVE_VALUES
     ]
-    candidates.sort(key=lambda m: m.metadata.creation_timestamp or "", reverse=True)
+    candidates.sort(key=_age, reverse=True)
     for machine in candidates[:remaining]:
         log.info("auto-preserving failed machine", machine=machine.name, machineset=ms.name)
         await _annotate(client, result, machine, PRESERVE_AUTO_PRESERVED)
     return result
+
+
+def _age(machine: Machine) -> tuple[str, str]:
+    """Oldest first; machines created in the same second (timestamps have seconds only) by
+    name, so every pass picks the same ones."""
+    return machine.metadata.creation_timestamp or "", machine.name
 
 
 async def _annotate(

@@ -241,13 +241,13 @@ async def test_a_lowered_limit_releases_the_oldest_auto_preserved_machine_first(
     async with mcm_on(api_server, health_timeout=Duration(60)) as c:
         await c.seed_class("small")
         name = c.name("set")
-        await c.post(machine_set_doc(name, 1, autoPreserveFailedMachineMax=2))
-        await c.until(lambda: len(running(c, name)) == 1)
-        (older,) = running(c, name)
-        await c.merge_patch("MachineSet", MACHINE_API, name, {"spec": {"replicas": 2}})
+        await c.post(machine_set_doc(name, 2, autoPreserveFailedMachineMax=2))
         await c.until(lambda: len(running(c, name)) == 2)
-        (newer,) = [m for m in running(c, name) if m.metadata.name != older.metadata.name]
-        assert (newer.metadata.creation_timestamp or "") > (older.metadata.creation_timestamp or "")
+        # The first to go: the oldest (by name among machines of the same second, as the
+        # timestamps have seconds only). It fails last, so the other one expires first.
+        older, newer = sorted(
+            running(c, name), key=lambda m: (m.metadata.creation_timestamp or "", m.name)
+        )
 
         def preserved(machine: Machine) -> bool:
             m = c.machine(machine.metadata.name)
@@ -258,7 +258,6 @@ async def test_a_lowered_limit_releases_the_oldest_auto_preserved_machine_first(
                 and m.status.current_status.preserve_expiry_time is not None
             )
 
-        # The newer machine fails first, so its preservation ends first.
         c.world.cloud.fail(newer.spec.provider_id)
         await c.until(lambda: preserved(newer))
         c.world.cloud.fail(older.spec.provider_id)
@@ -283,12 +282,11 @@ async def test_preserved_machines_are_scaled_down_last(
     async with mcm_on(api_server) as c:
         await c.seed_class("small")
         name = c.name("set")
-        await c.post(machine_set_doc(name, 1))
-        await c.until(lambda: len(running(c, name)) == 1)
-        (oldest,) = running(c, name)
-        await c.merge_patch("MachineSet", MACHINE_API, name, {"spec": {"replicas": 3}})
+        await c.post(machine_set_doc(name, 3))
         await c.until(lambda: len(running(c, name)) == 3)
-        # Of equals, a set removes its oldest machine first: preserved, the oldest stays.
+        # Of equals, a set removes its oldest machine first (by name within a second, as the
+        # timestamps have seconds only): preserved, the oldest stays.
+        oldest = min(running(c, name), key=lambda m: (m.metadata.creation_timestamp or "", m.name))
         patch = {"metadata": {"annotations": {PRESERVE_ANNOTATION: "now"}}}
         await c.client.patch(Node, oldest.metadata.labels["node"], patch)
         await c.until(
