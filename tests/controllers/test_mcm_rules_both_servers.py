@@ -153,7 +153,7 @@ async def test_a_terminating_machine_does_not_count_against_a_scale_up(
     async with mcm_on(api_server) as c:
         # VM deletions of this class fail until the class says otherwise: a machine scaled
         # down stays Terminating meanwhile.
-        held = {"delete": {"code": "Internal", "count": 1000}}
+        held = {"delete": {"code": "Unavailable", "count": 1000}}
         await c.seed_class("small", failNext=held)
         name = c.name("set")
         await c.post(machine_set_doc(name, 2))
