@@ -85,10 +85,11 @@ def compute_status(
             available += 1
         elif wait is not None:
             next_available = wait if next_available is None else min(next_available, wait)
-        if machine.status.last_operation.state == STATE_FAILED:
-            failed.append(summary(machine))
         if machine.phase == PHASE_FAILED and machine.status.current_status.preserve_expiry_time:
+            # Kept on purpose: not a failure the deployment's availability should report.
             preserved_failed += 1
+        elif machine.status.last_operation.state == STATE_FAILED:
+            failed.append(summary(machine))
         if machine.metadata.annotations.get(PRESERVE_ANNOTATION) == PRESERVE_AUTO_PRESERVED:
             auto_preserved += 1
 

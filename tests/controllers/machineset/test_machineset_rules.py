@@ -197,6 +197,18 @@ def test_status_counts_ready_available_labels_and_failures() -> None:
     assert wait is None and status["machineSetCondition"] is None
 
 
+def test_a_preserved_failed_machine_is_counted_apart_not_as_a_failure() -> None:
+    """MCM's ``calculateMachineSetStatus``: a Failed machine being preserved counts in
+    ``preservedFailedReplicas`` and is left out of ``failedMachines`` (which would mark its
+    deployment unavailable)."""
+    kept = preserved(machine("kept", "Failed", failed=True), NOW + timedelta(hours=1), auto=True)
+    machines = [kept, machine("gone", "Failed", failed=True)]
+    status, _ = compute_status(machine_set(2), machines, None, NOW)
+    assert [m["name"] for m in status["failedMachines"]] == ["gone"]
+    assert status["preservedFailedReplicas"] == 1
+    assert status["autoPreserveFailedMachineCount"] == 1
+
+
 def test_min_ready_seconds_delays_availability() -> None:
     ms = machine_set(2, min_ready=60)
     status, wait = compute_status(
