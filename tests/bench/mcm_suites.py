@@ -3,12 +3,12 @@ wall time and pass/fail per scenario and server.
 
 Why: the MCM port's controllers (machine, MachineSet, MachineDeployment, safety, storage) were
 written against our own emulator. The scenarios in ``tests/controllers/test_mcm_*both_servers.py``
-run them end to end beside the simulated world (``tests/helpers/mcm_world.py``), each once on
-the emulator and once on a real control plane (etcd, kube-apiserver and kube-controller-manager
-running only the garbage-collector, namespace and ServiceAccount controllers, from
-``KUBEBUILDER_ASSETS``). CI runs the cheaper ones; those marked ``bench`` (a rollback through
-two rollouts, an API outage that must freeze the machine controller) are too long for its
-budget and run here, with all the others.
+(and the in-place update and preservation modules) run them end to end beside the simulated world
+(``tests/helpers/mcm_world.py``), each once on the emulator and once on a real control plane (etcd,
+kube-apiserver and kube-controller-manager running only the garbage-collector, namespace and
+ServiceAccount controllers, from ``KUBEBUILDER_ASSETS``). CI runs the cheaper ones; those marked
+``bench`` (a rollback through two rollouts, an API outage that must freeze the machine controller)
+are too long for its budget and run here, with all the others.
 
 What is compared: for each scenario, the same test on the two servers — whether it passed on
 each, and its wall time (the test's call alone, on the mock clock: simulated waits are free, so
@@ -42,6 +42,9 @@ ROOT = Path(__file__).resolve().parents[2]
 MODULES = (
     "tests/controllers/test_mcm_both_servers.py",
     "tests/controllers/test_mcm_more_both_servers.py",
+    "tests/controllers/test_mcm_rules_both_servers.py",
+    "tests/controllers/test_mcm_inplace.py",
+    "tests/controllers/test_mcm_preservation.py",
 )
 SERVERS = ("emulator", "real")
 QUICK = (
