@@ -15,8 +15,8 @@ while glibc's free space grew from 1.0 to 4.2 MiB within two minutes, and RSS by
 
 ``pin_mmap_threshold`` sets the threshold to its start value with ``mallopt``, which also stops
 it (and the trim threshold) from moving: the process keeps its start-up behaviour for good.
-Large short-lived buffers stay mappings, returned whole when freed, and the heap holds only
-what is small. The price is a map and an unmap per large read, which a fresh process pays
+Large short-lived buffers stay mappings, returned whole when freed; the heap holds only
+blocks below 128 KiB. The price is a map and an unmap per large read, which a fresh process pays
 anyway until its first large read is freed; ``docs/performance.md`` has the figures.
 
 Only glibc moves its threshold; on other C libraries (musl, macOS) this does nothing. A
