@@ -1,5 +1,6 @@
 """The Manager a command runs, built from the configuration the same way by ``kubetrio run`` and
-``kubetrio sharder``: its endpoints, its shutdown and GC settings, and its leader election."""
+``kubetrio sharder``: its endpoints, its shutdown, GC and allocator settings, and its leader
+election."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from kubetrio.cmd.endpoints import secure_serving
 from kubetrio.runtime.client.incluster import pod_namespace
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
+from kubetrio.runtime.manager.allocator import pin_mmap_threshold
 from kubetrio.runtime.manager.manager import Manager
 
 # Where the Lease goes when neither the configuration nor a pod's mount names a namespace.
@@ -37,6 +39,8 @@ def new_manager(
     """A Manager serving ``config``'s endpoints; leader-elected on ``lease_name`` when
     ``elect``; ``options`` are the Manager's other keyword arguments."""
     election = config.leader_election
+    # A manager process lives long: keep glibc from growing its heap in steps under churn.
+    pin_mmap_threshold()
     return Manager(
         client,
         registry=metrics,
