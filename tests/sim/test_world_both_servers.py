@@ -139,12 +139,16 @@ async def test_csi_volume_is_provisioned_attached_and_reported(
         await c.post(pod("db", claims=("data",)))
         await c.until(lambda: (p := c.pod("db")) is not None and p.ready)
         assert trio.current_time() - start >= 2.0  # the pod waited for its volume
-        attached = [
-            va
-            for va in c.attachments.store.values()
-            if va.spec.node_name == c.node_name("a") and va.spec.attacher == SIM_CSI_DRIVER
-        ]
-        assert len(attached) == 1 and attached[0].status.attached
+
+        def attached() -> list[bool]:
+            return [
+                va.status.attached
+                for va in c.attachments.store.values()
+                if va.spec.node_name == c.node_name("a") and va.spec.attacher == SIM_CSI_DRIVER
+            ]
+
+        # The test's own cache of attachments may see the status a moment after the kubelet's.
+        await c.until(lambda: attached() == [True], c.attachments)
         await c.until(
             lambda: bool(
                 (n := c.nodes.lister.get("", c.node_name("a"))) and n.status.volumes_attached
