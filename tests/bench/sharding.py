@@ -19,9 +19,16 @@ so each replica sees changes at the rate a live cluster would send them and batc
 differ with the load the driver imposes, and the run waits until every object is stamped
 again; ``--rounds`` times. Reported per replica: RSS after that (``VmRSS``), and CPU seconds
 spent from the first bump until every object was stamped, of the round whose shards' sum was
-the median (other work on a shared machine only ever adds CPU); per configuration the shards'
+least (other work on a shared machine only ever adds CPU); per configuration the shards'
 sum per reconcile, the sharder's per reconcile, and the API server's (only the emulator's
 process is ours to read).
+
+Splitting one stream of changes over N processes gives each 1/N of the rate, and a process
+woken for fewer changes a second spends more CPU on each (every wake-up's fixed costs are
+shared by fewer events, and a process that sleeps longer wakes to colder caches). To tell
+that from what sharding itself adds, the singleton is also measured at each shard's load:
+1/N of the objects bumped at 1/N of the rate. ``cpu_vs_singleton_at_share`` is the shards'
+sum against N times that.
 
 Usage: ``python tests/bench/sharding.py [--objects 10000] [--rate 250] [--replicas 1,2,3,4]
 [--servers emulator,real] [--quick] [--profile FOLDER]``. Last line: ``RESULT {json}``.
@@ -45,6 +52,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:
 import argparse
 import contextlib
 import functools
+import itertools
 import json
 import os
 import shutil
@@ -191,11 +199,13 @@ async def bump(client: Client, names: list[str], version: str, rate: float) -> f
 
 
 @contextlib.asynccontextmanager
-async def profiled(pids: dict[str, int], folder: Path | None, prefix: str) -> AsyncIterator[None]:
-    """py-spy recording each process while the body runs (nothing when ``folder`` is None)."""
-    if folder is None:
+async def profiled(pids: dict[str, int], where: tuple[Path, str] | None) -> AsyncIterator[None]:
+    """py-spy recording each process while the body runs, into ``where``'s folder, its files
+    named with its prefix (nothing when None)."""
+    if where is None:
         yield
         return
+    folder, prefix = where
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     recorders = [
         await trio.lowlevel.open_process(
@@ -254,35 +264,71 @@ async def processes(
                 await process.wait()
 
 
+async def paced_rounds(
+    client: Client,
+    progress: Progress,
+    bumped: list[str],
+    names: list[str],
+    wants: Iterator[int],
+    rate: float,
+    rounds: int,
+    pids: dict[str, int],
+    profile: tuple[Path, str] | None,
+) -> tuple[list[dict[str, float]], list[float], list[float]]:
+    """``rounds`` paced bumps of ``bumped``: per round the CPU seconds of each process, the
+    seconds until every object was stamped again, and the rate reached. The last round is
+    profiled (``--profile``)."""
+    cpu: list[dict[str, float]] = []
+    seconds: list[float] = []
+    reached: list[float] = []
+    for round_ in range(rounds):
+        before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        started = time.monotonic()
+        want = str(next(wants))
+        progress.expect(want, names, len(bumped))
+        recording = profile if round_ == rounds - 1 else None
+        async with profiled(
+            {name: pid for name, pid in pids.items() if name != "server"}, recording
+        ):
+            reached.append(await bump(client, bumped, want, rate))
+            await progress.wait(f"{names}: paced bump of {len(bumped)}")
+        seconds.append(time.monotonic() - started)
+        cpu.append({name: cpu_seconds(pid) - before[name] for name, pid in pids.items()})
+    return cpu, seconds, reached
+
+
 async def configuration(
     kubeconfig: Path,
     client: Client,
     progress: Progress,
     names_of_objects: list[str],
     replicas: int,
-    version: int,
+    shares: list[int],
+    wants: Iterator[int],
     rate: float,
     rounds: int,
     server_pid: int | None,
     logs: Path,
     profile: tuple[Path, str] | None,
 ) -> dict[str, Any]:
-    """One run: ``replicas`` shards and their sharder (0: the unsharded singleton)."""
+    """One run: ``replicas`` shards and their sharder (0: the unsharded singleton, which is
+    also measured at each of ``shares``: 1/N of the objects bumped at 1/N of the rate, one
+    shard's load of N)."""
     objects = len(names_of_objects)
     names = [f"r{replicas}-{i}" for i in range(max(replicas, 1))]
     mode = "shard" if replicas else "plain"
     commands = {name: [*REPLICA, str(kubeconfig), NAMESPACE, name, mode] for name in names}
+    sharder = f"sharder-{replicas}"
     if replicas:
-        commands[f"sharder-{replicas}"] = [
-            *REPLICA,
-            str(kubeconfig),
-            NAMESPACE,
-            f"sharder-{replicas}",
-            "sharder",
-        ]
+        commands[sharder] = [*REPLICA, str(kubeconfig), NAMESPACE, sharder, "sharder"]
+    at_share: dict[str, float] = {}
+
+    def per_reconcile(seconds: float, count: int = objects) -> float:
+        return round(1000 * seconds / count, 3)
+
     async with processes(commands, logs) as running:
         started = time.monotonic()
-        first = str(version)
+        first = str(next(wants))
         progress.expect(first, names, objects)
         await bump(client, names_of_objects, first, 0)
         await progress.wait(f"{replicas} shards, first pass")
@@ -290,39 +336,26 @@ async def configuration(
         pids = {name: p.pid for name, p in running.items()}
         if server_pid is not None:
             pids["server"] = server_pid
-        rounds_cpu: list[dict[str, float]] = []
-        bump_s: list[float] = []
-        reached: list[float] = []
-        folder, prefix = profile or (None, "")
-        for round_ in range(rounds):
-            before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-            started = time.monotonic()
-            want = str(version + 1 + round_)
-            progress.expect(want, names, objects)
-            recording = folder if round_ == rounds - 1 else None
-            async with profiled(
-                {name: p.pid for name, p in running.items()}, recording, f"{prefix}-{replicas}"
-            ):
-                reached.append(await bump(client, names_of_objects, want, rate))
-                await progress.wait(f"{replicas} shards, paced bump")
-            bump_s.append(time.monotonic() - started)
-            rounds_cpu.append({name: cpu_seconds(pid) - before[name] for name, pid in pids.items()})
+        where = (profile[0], f"{profile[1]}-{replicas}") if profile else None
+        rounds_cpu, bump_s, reached = await paced_rounds(
+            client, progress, names_of_objects, names, wants, rate, rounds, pids, where
+        )
         rss = {name: rss_mib(p.pid) for name, p in running.items()}
-    # Each figure the round where the shards' sum was the median one: interference from
-    # other work on the machine only ever adds CPU, and the median keeps one bad round out.
-    ranked = sorted(rounds_cpu, key=lambda r: sum(r[name] for name in names))
-    cpu = ranked[len(ranked) // 2]
+        for share in shares:
+            bumped = names_of_objects[: objects // share]
+            share_cpu, _, _ = await paced_rounds(
+                client, progress, bumped, names, wants, rate / share, rounds, pids, None
+            )
+            at_share[str(share)] = per_reconcile(min(r[names[0]] for r in share_cpu), len(bumped))
+    # Each figure from the round where the shards' sum was least: interference from other
+    # work on the machine (caches, the other core's load) only ever adds CPU.
+    cpu = min(rounds_cpu, key=lambda r: sum(r[name] for name in names))
     shards_cpu = sum(cpu[name] for name in names)
-    sharder = f"sharder-{replicas}"
     per_shard = {n: 0 for n in names}
     for cm in progress.watched.lister.list():
         owner = cm.metadata.labels.get(SHARD) if replicas else names[0]
         if owner in per_shard:
             per_shard[owner] += 1
-
-    def per_reconcile(seconds: float) -> float:
-        return round(1000 * seconds / objects, 3)
-
     return {
         "replicas": replicas,
         "cpu_ms_per_reconcile": per_reconcile(shards_cpu),
@@ -330,6 +363,7 @@ async def configuration(
             per_reconcile(sum(r[name] for name in names)) for r in rounds_cpu
         ],
         "cpu_s": [round(cpu[name], 2) for name in names],
+        "singleton_at_share_cpu_ms_per_reconcile": at_share or None,
         "sharder_cpu_ms_per_reconcile": per_reconcile(cpu[sharder]) if replicas else None,
         "server_cpu_ms_per_reconcile": per_reconcile(cpu["server"]) if server_pid else None,
         "rss_mib": [round(rss[name], 1) for name in names],
@@ -361,7 +395,7 @@ async def measure(
             await watched.wait_for_sync()
             progress = Progress(watched)
             names = sorted(cm.metadata.name for cm in watched.lister.list())
-            version = 1
+            wants = itertools.count(1)
             for replicas in [0, *counts]:
                 result = await configuration(
                     kubeconfig,
@@ -369,7 +403,8 @@ async def measure(
                     progress,
                     names,
                     replicas,
-                    version,
+                    [] if replicas else [n for n in counts if n > 1],
+                    wants,
                     rate,
                     rounds,
                     server_pid,
@@ -378,7 +413,6 @@ async def measure(
                 )
                 print(json.dumps(result), flush=True)
                 results.append(result)
-                version += 1 + rounds
             nursery.cancel_scope.cancel()
     singleton = results[0]
     for result in results[1:]:
@@ -390,6 +424,12 @@ async def measure(
         # CPU: the shards' sum within 1.1 x the singleton's.
         result["cpu_vs_singleton"] = round(
             result["cpu_ms_per_reconcile"] / singleton["cpu_ms_per_reconcile"], 2
+        )
+        # What sharding adds beyond each replica seeing 1/N of the changes: the shards' sum
+        # against N singletons each given one shard's load.
+        share = (singleton["singleton_at_share_cpu_ms_per_reconcile"] or {}).get(str(n))
+        result["cpu_vs_singleton_at_share"] = (
+            round(result["cpu_ms_per_reconcile"] / share, 2) if share else None
         )
     return {"singleton": singleton, "sharded": results[1:]}
 
@@ -406,6 +446,12 @@ def table(name: str, figures: dict[str, Any]) -> str:
     row("  x singleton", [None, *(r["cpu_vs_singleton"] for r in rows[1:])])
     row("  rounds", [r["cpu_ms_per_reconcile_rounds"] for r in rows])
     row("  per shard, s", [r["cpu_s"] for r in rows])
+    shares = rows[0]["singleton_at_share_cpu_ms_per_reconcile"] or {}
+    row(
+        "singleton at 1/N load, ms / reconcile",
+        [None, *(shares.get(str(r["replicas"])) for r in rows[1:])],
+    )
+    row("  shards' sum x that", [None, *(r["cpu_vs_singleton_at_share"] for r in rows[1:])])
     row("sharder CPU ms / reconcile", [r["sharder_cpu_ms_per_reconcile"] for r in rows])
     row("server CPU ms / reconcile", [r["server_cpu_ms_per_reconcile"] for r in rows])
     row("RSS per shard, MiB", [r["rss_mib"] for r in rows])
