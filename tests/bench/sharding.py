@@ -97,6 +97,16 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
 
 
+def sleeps(pid: int) -> int:
+    """Times the process blocked waiting (for a socket, a timer): its voluntary context
+    switches. Each costs a wake-up, and a process woken for fewer changes a second blocks
+    more often per change."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    return 0
+
+
 @contextlib.contextmanager
 def emulator(folder: Path) -> Iterator[tuple[Path, int]]:
     """``kubetrio emulator`` in a process of its own: its kubeconfig and pid."""
@@ -275,14 +285,16 @@ async def paced_rounds(
     pids: dict[str, int],
     profile: tuple[Path, str] | None,
 ) -> tuple[list[dict[str, float]], list[float], list[float]]:
-    """``rounds`` paced bumps of ``bumped``: per round the CPU seconds of each process, the
-    seconds until every object was stamped again, and the rate reached. The last round is
+    """``rounds`` paced bumps of ``bumped``: per round the CPU seconds of each process (and
+    its sleeps, as ``"<name> sleeps"``), the seconds until every object was stamped again,
+    and the rate reached. The last round is
     profiled (``--profile``)."""
     cpu: list[dict[str, float]] = []
     seconds: list[float] = []
     reached: list[float] = []
     for round_ in range(rounds):
         before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        blocked = {name: sleeps(pid) for name, pid in pids.items()}
         started = time.monotonic()
         want = str(next(wants))
         progress.expect(want, names, len(bumped))
@@ -293,7 +305,10 @@ async def paced_rounds(
             reached.append(await bump(client, bumped, want, rate))
             await progress.wait(f"{names}: paced bump of {len(bumped)}")
         seconds.append(time.monotonic() - started)
-        cpu.append({name: cpu_seconds(pid) - before[name] for name, pid in pids.items()})
+        figures = {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+        for name, pid in pids.items():
+            figures[f"{name} sleeps"] = sleeps(pid) - blocked[name]
+        cpu.append(figures)
     return cpu, seconds, reached
 
 
@@ -322,6 +337,7 @@ async def configuration(
     if replicas:
         commands[sharder] = [*REPLICA, str(kubeconfig), NAMESPACE, sharder, "sharder"]
     at_share: dict[str, float] = {}
+    at_share_sleeps: dict[str, float] = {}
 
     def per_reconcile(seconds: float, count: int = objects) -> float:
         return round(1000 * seconds / count, 3)
@@ -346,7 +362,9 @@ async def configuration(
             share_cpu, _, _ = await paced_rounds(
                 client, progress, bumped, names, wants, rate / share, rounds, pids, None
             )
-            at_share[str(share)] = per_reconcile(min(r[names[0]] for r in share_cpu), len(bumped))
+            least = min(share_cpu, key=lambda r: r[names[0]])
+            at_share[str(share)] = per_reconcile(least[names[0]], len(bumped))
+            at_share_sleeps[str(share)] = round(least[f"{names[0]} sleeps"] / len(bumped), 2)
     # Each figure from the round where the shards' sum was least: interference from other
     # work on the machine (caches, the other core's load) only ever adds CPU.
     cpu = min(rounds_cpu, key=lambda r: sum(r[name] for name in names))
@@ -363,7 +381,9 @@ async def configuration(
             per_reconcile(sum(r[name] for name in names)) for r in rounds_cpu
         ],
         "cpu_s": [round(cpu[name], 2) for name in names],
+        "sleeps_per_reconcile": round(sum(cpu[f"{name} sleeps"] for name in names) / objects, 2),
         "singleton_at_share_cpu_ms_per_reconcile": at_share or None,
+        "singleton_at_share_sleeps_per_reconcile": at_share_sleeps or None,
         "sharder_cpu_ms_per_reconcile": per_reconcile(cpu[sharder]) if replicas else None,
         "server_cpu_ms_per_reconcile": per_reconcile(cpu["server"]) if server_pid else None,
         "rss_mib": [round(rss[name], 1) for name in names],
@@ -446,12 +466,15 @@ def table(name: str, figures: dict[str, Any]) -> str:
     row("  x singleton", [None, *(r["cpu_vs_singleton"] for r in rows[1:])])
     row("  rounds", [r["cpu_ms_per_reconcile_rounds"] for r in rows])
     row("  per shard, s", [r["cpu_s"] for r in rows])
+    row("sleeps / reconcile, shards' sum", [r["sleeps_per_reconcile"] for r in rows])
     shares = rows[0]["singleton_at_share_cpu_ms_per_reconcile"] or {}
     row(
         "singleton at 1/N load, ms / reconcile",
         [None, *(shares.get(str(r["replicas"])) for r in rows[1:])],
     )
     row("  shards' sum x that", [None, *(r["cpu_vs_singleton_at_share"] for r in rows[1:])])
+    sleeps = rows[0]["singleton_at_share_sleeps_per_reconcile"] or {}
+    row("  its sleeps / reconcile", [None, *(sleeps.get(str(r["replicas"])) for r in rows[1:])])
     row("sharder CPU ms / reconcile", [r["sharder_cpu_ms_per_reconcile"] for r in rows])
     row("server CPU ms / reconcile", [r["server_cpu_ms_per_reconcile"] for r in rows])
     row("RSS per shard, MiB", [r["rss_mib"] for r in rows])
