@@ -490,13 +490,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="paced bumps per configuration")
     parser.add_argument("--replicas", default="1,2,3,4")
     parser.add_argument("--servers", default="emulator,real")
-    parser.add_argument("--quick", action="store_true", help="2 000 objects, 1 and 2 shards")
+    parser.add_argument(
+        "--quick", action="store_true", help="2 000 objects, 1 and 2 shards, 2 rounds"
+    )
     parser.add_argument("--profile", type=Path, help="py-spy stacks of the bump, into FOLDER")
     args = parser.parse_args()
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
     if args.quick:
-        args.objects, args.replicas = 2000, "1,2"
+        args.objects, args.replicas, args.rounds = 2000, "1,2", 2
     counts = [int(n) for n in args.replicas.split(",")]
     servers = args.servers.split(",")
     result: dict[str, Any] = {"objects": args.objects, "rate": args.rate}
