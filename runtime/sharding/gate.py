@@ -23,8 +23,6 @@ cut off), nothing leaves, acknowledgements included.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
@@ -44,29 +42,34 @@ log = get_logger("kubetrio.sharding")
 
 
 class InFlight:
-    """The keys of one kind being reconciled by any of a shard's controllers."""
+    """The keys of one kind being reconciled by any of a shard's controllers. Every reconcile
+    passes here, so entering and leaving are plain dict updates; an event is made only for a
+    key a drain waits on."""
 
     def __init__(self) -> None:
-        self._busy: dict[ObjectKey, tuple[int, trio.Event]] = {}
+        self._busy: dict[ObjectKey, int] = {}
+        self._waiting: dict[ObjectKey, trio.Event] = {}
 
-    @asynccontextmanager
-    async def reconciling(self, key: ObjectKey) -> AsyncIterator[None]:
-        count, done = self._busy.get(key, (0, trio.Event()))
-        self._busy[key] = (count + 1, done)
-        try:
-            yield
-        finally:
-            count, done = self._busy[key]
-            if count == 1:
-                del self._busy[key]
-                done.set()
-            else:
-                self._busy[key] = (count - 1, done)
+    def enter(self, key: ObjectKey) -> None:
+        self._busy[key] = self._busy.get(key, 0) + 1
+
+    def leave(self, key: ObjectKey) -> None:
+        count = self._busy[key] - 1
+        if count:
+            self._busy[key] = count
+            return
+        del self._busy[key]
+        done = self._waiting.pop(key, None)
+        if done is not None:
+            done.set()
 
     async def idle(self, key: ObjectKey) -> None:
         """Return once no controller is reconciling ``key``."""
-        while (entry := self._busy.get(key)) is not None:
-            await entry[1].wait()
+        while key in self._busy:
+            done = self._waiting.get(key)
+            if done is None:
+                done = self._waiting[key] = trio.Event()
+            await done.wait()
 
 
 class ShardGate:
@@ -107,8 +110,12 @@ class ShardGate:
         if self.drain_label in labels:
             await self._let_go(key, obj)
             return Result()
-        async with self.in_flight.reconciling(key):
+        in_flight = self.in_flight
+        in_flight.enter(key)
+        try:
             return await self.reconciler.reconcile(key)
+        finally:
+            in_flight.leave(key)
 
     async def _let_go(self, key: ObjectKey, obj: KubeObject) -> None:
         await self.in_flight.idle(key)  # another controller of this kind finishes first

@@ -331,7 +331,7 @@ HELPERS = {"realserver", "crbaseline"}
 SEPARATE = {
     "leader_takeover": "lease expiries on the real clock, about a minute per round",
     "aws_driver": "figures without a baseline to divide by: EC2 requests and ms per lifecycle",
-    "sharding": "replica processes over 10 000 objects, five configurations: minutes of real time",
+    "sharding": "replica processes over 10 000 objects, five configurations, paced: minutes",
     "churn": "the manager's RSS over ten minutes of churn: its point is the length of the run",
 }
 

@@ -1,6 +1,6 @@
 """One replica of a sharded controller, as its own process, for the sharding process tests:
 
-    python -m tests.helpers.sharding_replica KUBECONFIG NAMESPACE SHARD_ID [plain|fast]
+    python -m tests.helpers.sharding_replica KUBECONFIG NAMESPACE ID [plain|fast|shard|sharder]
 
 A manager with leader election and sharding (lease 4 s, renew deadline 3 s, retry 1 s) runs
 the ``stamp`` controller over the namespace's ConfigMaps: it writes ``data.seen = data.want``
@@ -10,7 +10,10 @@ names the replica, and the role, of every request. SIGTERM
 stops it gracefully (exit 0); losing its shard Lease ends it with exit 1. ``plain`` runs the
 same controller unsharded (a leader-elected singleton: the benchmark's baseline); ``fast``
 and ``plain`` lift the client's rate limit, so a benchmark measures the replicas, not the
-limiter.
+limiter. ``shard`` is ``fast`` without the sharder (``run_sharder=False``), and ``sharder``
+runs the ring's sharder alone (as ``kubetrio sharder`` does, leader-elected on a Lease of its
+own): the benchmark runs them apart to count the sharder's CPU and memory apart from the
+shards'.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions, Leade
 from kubetrio.runtime.manager.manager import Manager
 from kubetrio.runtime.sharding.labels import shard_label
 from kubetrio.runtime.sharding.options import ShardingOptions
+from kubetrio.runtime.sharding.sharder import ShardedKind
 
 RING = "stamps"
 LEADER_LEASE = "stamps-leader"
@@ -64,12 +68,14 @@ class Stamp:
 
 
 async def main(kubeconfig: str, namespace: str, shard_id: str, mode: str = "") -> int:
-    bench = mode in ("plain", "fast")
+    bench = mode in ("plain", "fast", "shard", "sharder")
     # A benchmark keeps the default timing: a loaded machine must not cost a replica its Lease.
     timing = BENCH_TIMING if bench else TIMING
     client = Client.from_kubeconfig(kubeconfig, component=shard_id, qps=0.0 if bench else 20.0)
     if mode == "plain":
         return await singleton(client, namespace, shard_id)
+    if mode == "sharder":
+        return await sharder(client, namespace, shard_id)
     manager = Manager(
         client,
         metrics_bind_address="0",
@@ -78,7 +84,12 @@ async def main(kubeconfig: str, namespace: str, shard_id: str, mode: str = "") -
             namespace=namespace, name=LEADER_LEASE, identity=shard_id, **timing
         ),
         sharding=ShardingOptions(
-            ring=RING, namespace=namespace, shard_id=shard_id, sync_period=30.0, **timing
+            ring=RING,
+            namespace=namespace,
+            shard_id=shard_id,
+            sync_period=30.0,
+            run_sharder=mode != "shard",
+            **timing,
         ),
         graceful_shutdown_timeout=5.0,
     )
@@ -87,7 +98,7 @@ async def main(kubeconfig: str, namespace: str, shard_id: str, mode: str = "") -
     assert manager.shard is not None
     manager.shard.client.user_agent = user_agent(f"{shard_id}/shard")
     manager.controller("stamp").for_(ConfigMap, namespace=namespace).workers(4).sharded().complete(
-        Stamp(manager, namespace, 0.0 if mode == "fast" else WORK)
+        Stamp(manager, namespace, 0.0 if bench else WORK)
     )
     try:
         await manager.run()
@@ -121,6 +132,24 @@ async def singleton(client: Client, namespace: str, shard_id: str) -> int:
     manager.controller("stamp").for_(ConfigMap, namespace=namespace).workers(4).complete(
         Plain(manager, namespace, shard_id)  # type: ignore[arg-type]
     )
+    await manager.run()
+    return 0
+
+
+async def sharder(client: Client, namespace: str, identity: str) -> int:
+    """The ring's sharder alone, over the namespace's ConfigMaps."""
+    manager = Manager(
+        client,
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        leader_election=LeaderElectionOptions(
+            namespace=namespace, name=f"{LEADER_LEASE}-sharder", identity=identity, **BENCH_TIMING
+        ),
+    )
+    options = ShardingOptions(
+        ring=RING, namespace=namespace, shard_id=identity, sync_period=30.0, **BENCH_TIMING
+    )
+    manager.add_sharder(options, [ShardedKind(ConfigMap, namespace=namespace)])
     await manager.run()
     return 0
 
