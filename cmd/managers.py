@@ -14,7 +14,7 @@ from kubetrio.cmd.endpoints import secure_serving
 from kubetrio.runtime.client.incluster import pod_namespace
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.leaderelection.elector import LeaderElectionOptions
-from kubetrio.runtime.manager.allocator import pin_mmap_threshold
+from kubetrio.runtime.manager.allocator import HeapTrimmer
 from kubetrio.runtime.manager.manager import Manager
 
 # Where the Lease goes when neither the configuration nor a pod's mount names a namespace.
@@ -39,9 +39,7 @@ def new_manager(
     """A Manager serving ``config``'s endpoints; leader-elected on ``lease_name`` when
     ``elect``; ``options`` are the Manager's other keyword arguments."""
     election = config.leader_election
-    # A manager process lives long: keep glibc from growing its heap in steps under churn.
-    pin_mmap_threshold()
-    return Manager(
+    manager = Manager(
         client,
         registry=metrics,
         metrics_bind_address=config.metrics_bind_address,
@@ -64,3 +62,6 @@ def new_manager(
         else None,
         **options,
     )
+    # A manager process lives long: hand glibc's free heap pages back, so churn leaves no steps.
+    manager.add(HeapTrimmer())
+    return manager

@@ -1,59 +1,66 @@
-"""The allocator policy of a manager process: with the mmap threshold pinned, a socket read's
-buffer stays a mapping of its own even after a larger block was freed, where glibc left to
-itself carves it from the heap. Each case runs in a fresh interpreter, whose allocator has not
-moved its threshold yet."""
+"""The allocator policy of a manager process: its heap's free pages go back to the system. Each
+trimming case runs in a fresh interpreter, whose heap holds only what the case put there."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 import pytest
+from prometheus_client import CollectorRegistry
 
-pytestmark = pytest.mark.process
+from kubetrio.cmd.config import ManagerConfig
+from kubetrio.cmd.managers import new_manager
+from kubetrio.runtime.client.typed import Client
+from kubetrio.runtime.manager.allocator import HeapTrimmer
 
-# Prints whether the threshold was pinned, then how many mappings one READ_SIZE buffer added
-# after a 1 MiB block was mapped and freed (glibc's cue to raise its threshold).
+# Fills the heap with 80 MB of 2 KB blocks (above pymalloc's limit: glibc's heap), frees all but
+# every 64th (so the heap's top stays in use and free() cannot shrink it from the end), then
+# prints whether it trimmed and how many MiB of RSS that returned.
 CHILD = """
-import ctypes, sys
-from kubetrio.runtime.http.connection import READ_SIZE
-from kubetrio.runtime.manager.allocator import pin_mmap_threshold
+import os, sys
+from kubetrio.runtime.manager.allocator import trim_heap
 
-class Mallinfo2(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_size_t) for name in (
-        "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-        "fordblks", "keepcost")]
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
-libc = ctypes.CDLL(None)
-libc.mallinfo2.restype = Mallinfo2
-pinned = sys.argv[1] == "pin" and pin_mmap_threshold()
-big = bytearray(1 << 20)
-del big
-before = libc.mallinfo2().hblks
-buffer = bytearray(READ_SIZE)
-print(pinned, libc.mallinfo2().hblks - before)
+blocks = [bytes(2000) for _ in range(40_000)]
+kept = blocks[::64]
+del blocks
+before = rss()
+trimmed = sys.argv[1] == "trim" and trim_heap()
+print(trimmed, (before - rss()) >> 20)
 """
 
 
-def child(mode: str, **environment: str) -> list[str]:
-    env = {name: value for name, value in os.environ.items() if name != "MALLOC_MMAP_THRESHOLD_"}
-    env.update(environment)
+def child(mode: str) -> tuple[str, int]:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, mode], capture_output=True, text=True, check=True, env=env
+        [sys.executable, "-c", CHILD, mode], capture_output=True, text=True, check=True
     )
-    return out.stdout.split()
+    trimmed, released = out.stdout.split()
+    return trimmed, int(released)
 
 
-def test_pinned_threshold_keeps_a_read_buffer_mapped_after_a_larger_block_was_freed() -> None:
-    assert child("pin") == ["True", "1"]
+@pytest.mark.process
+def test_a_trim_returns_the_free_pages_inside_the_heap() -> None:
+    trimmed, released = child("trim")
+    assert trimmed == "True" and released >= 40, (trimmed, released)
 
 
-def test_left_alone_glibc_carves_the_read_buffer_from_the_heap() -> None:
-    # Why the pin exists: without it the freed 1 MiB block lifted the threshold past the buffer.
-    assert child("leave") == ["False", "0"]
+@pytest.mark.process
+def test_left_alone_glibc_keeps_the_free_pages() -> None:
+    # Why the trimmer exists: free() gives back only the heap's top, which is still in use.
+    assert child("leave") == ("False", 0)
 
 
-def test_a_threshold_the_environment_sets_is_left_alone() -> None:
-    pinned, _ = child("pin", MALLOC_MMAP_THRESHOLD_=str(64 * 1024))
-    assert pinned == "False"
+def test_a_command_manager_trims_its_heap_on_every_replica() -> None:
+    manager = new_manager(
+        ManagerConfig(),
+        Client.from_url("http://127.0.0.1:9"),
+        CollectorRegistry(),
+        "replica-1",
+        lease_name="kubetrio",
+        elect=True,
+    )
+    [trimmer] = [r for r in manager.runnables if isinstance(r, HeapTrimmer)]
+    assert not trimmer.needs_leader_election
