@@ -15,7 +15,6 @@ from kubetrio.api.machine import PHASE_FAILED, PHASE_UNKNOWN, Machine
 from kubetrio.api.machineset import MachineDeployment
 from kubetrio.runtime.util.duration import Duration
 from kubetrio.testing.servers import ApiServer
-from tests.helpers.deployments import deployment_doc
 from tests.helpers.machines import MACHINE_API, machine_doc
 from tests.helpers.machinesets import machine_set_doc
 from tests.helpers.mcm_world import app_pods_on, mcm_on, ready, running, running_machines
@@ -101,10 +100,7 @@ async def test_a_deployment_scales_and_rolls_to_a_new_class(
     api_server: ApiServer, mock_clock: trio.testing.MockClock
 ) -> None:
     async with mcm_on(api_server) as c:
-        await c.seed_class("small")
-        await c.seed_class("large", instanceType="l")
-        pool = c.name("pool")
-        await c.post(deployment_doc(pool, replicas=1))
+        pool = await c.pool(1)
         await c.until(lambda: len(running_machines(c, name=pool)) == 1)
 
         await c.merge_patch("MachineDeployment", MACHINE_API, pool, {"spec": {"replicas": 3}})

@@ -37,7 +37,6 @@ from kubetrio.api.meta import parse_time
 from kubetrio.runtime.util.duration import Duration
 from kubetrio.sim.cluster.options import IN_PLACE_UPDATE_FAILS_ANNOTATION
 from kubetrio.testing.servers import ApiServer
-from tests.helpers.deployments import deployment_doc
 from tests.helpers.machines import MACHINE_API
 from tests.helpers.mcm_world import Mcm, mcm_on
 
@@ -116,11 +115,8 @@ async def test_auto_updates_every_machine_in_place_within_max_unavailable(
     api_server: ApiServer, mock_clock: trio.testing.MockClock
 ) -> None:
     async with mcm_on(api_server) as c:
-        await c.seed_class("small")
-        await c.seed_class("large", instanceType="l")
-        pool = c.name("pool")
         strategy = in_place("Auto", maxUnavailable=1, maxSurge=0)
-        await c.post(deployment_doc(pool, replicas=3, strategy=strategy))
+        pool = await c.pool(3, strategy)
         vms = await pool_running(c, pool, 3)
         (old_set,) = [s.metadata.name for s in c.machine_sets()]
 
@@ -170,11 +166,8 @@ async def test_auto_with_max_surge_adds_a_new_machine_and_updates_the_rest_in_pl
     """MCM's maxSurge case: the new set first grows by the surge with a new VM; an old machine
     is updated and moved; the new set is then full, so the old set's last machine goes."""
     async with mcm_on(api_server) as c:
-        await c.seed_class("small")
-        await c.seed_class("large", instanceType="l")
-        pool = c.name("pool")
         strategy = in_place("Auto", maxUnavailable=0, maxSurge=1)
-        await c.post(deployment_doc(pool, replicas=2, strategy=strategy))
+        pool = await c.pool(2, strategy)
         vms = await pool_running(c, pool, 2)
         (old_set,) = [s.metadata.name for s in c.machine_sets()]
 
@@ -207,10 +200,7 @@ async def test_manual_updates_only_the_nodes_the_user_selects(
     api_server: ApiServer, mock_clock: trio.testing.MockClock
 ) -> None:
     async with mcm_on(api_server) as c:
-        await c.seed_class("small")
-        await c.seed_class("large", instanceType="l")
-        pool = c.name("pool")
-        await c.post(deployment_doc(pool, replicas=2, strategy=in_place("Manual")))
+        pool = await c.pool(2, in_place("Manual"))
         vms = await pool_running(c, pool, 2)
         (old_set,) = [s.metadata.name for s in c.machine_sets()]
 
@@ -260,10 +250,7 @@ async def test_a_failed_update_leaves_the_machine_in_place_update_failed_then_re
     """MCM: the agent's failure is the machine's InPlaceUpdateFailed (its node stays cordoned);
     past the health timeout it is Failed and goes, and the new set makes a new machine."""
     async with mcm_on(api_server, health_timeout=Duration(60)) as c:
-        await c.seed_class("small")
-        await c.seed_class("large", instanceType="l")
-        pool = c.name("pool")
-        await c.post(deployment_doc(pool, replicas=1, strategy=in_place("Manual")))
+        pool = await c.pool(1, in_place("Manual"))
         await pool_running(c, pool, 1)
         (machine,) = pool_machines(c, pool)
         old_set = owner(machine)

@@ -23,7 +23,6 @@ from kubetrio.runtime.util.duration import Duration
 from kubetrio.sim import serve_world
 from kubetrio.sim.storage import NODE_ID_ANNOTATION
 from kubetrio.testing.servers import ApiServer
-from tests.helpers.deployments import deployment_doc
 from tests.helpers.machines import MACHINE_API, machine_doc
 from tests.helpers.machinesets import machine_set_doc
 from tests.helpers.mcm_world import (
@@ -124,10 +123,7 @@ async def test_a_deployment_rolls_back_to_its_first_revision(
     api_server: ApiServer, mock_clock: trio.testing.MockClock
 ) -> None:
     async with mcm_on(api_server) as c:
-        await c.seed_class("small")
-        await c.seed_class("large", instanceType="l")
-        pool = c.name("pool")
-        await c.post(deployment_doc(pool, replicas=1))
+        pool = await c.pool(1)
 
         def all_of(machine_class: str) -> bool:
             machines = running_machines(c, name=pool)

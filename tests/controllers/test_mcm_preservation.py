@@ -23,7 +23,6 @@ from kubetrio.api.meta import format_time, parse_time
 from kubetrio.runtime.util.clock import now
 from kubetrio.runtime.util.duration import Duration
 from kubetrio.testing.servers import ApiServer
-from tests.helpers.deployments import deployment_doc
 from tests.helpers.machines import MACHINE_API
 from tests.helpers.machinesets import machine_set_doc
 from tests.helpers.mcm_world import Mcm, mcm_on, running_machines
@@ -305,10 +304,7 @@ async def test_a_rolling_update_replaces_preserved_machines_too(
     api_server: ApiServer, mock_clock: trio.testing.MockClock
 ) -> None:
     async with mcm_on(api_server) as c:
-        await c.seed_class("small")
-        await c.seed_class("large", instanceType="l")
-        pool = c.name("pool")
-        await c.post(deployment_doc(pool, replicas=2))
+        pool = await c.pool(2)
         await c.until(lambda: len(running_machines(c, name=pool)) == 2)
         kept = running_machines(c, name=pool)[0]
         patch = {"metadata": {"annotations": {PRESERVE_ANNOTATION: "now"}}}

@@ -52,6 +52,7 @@ from kubetrio.sim.storage import SimulatedStorage, serve_storage_sim
 from kubetrio.sim.world import World, simulated_world
 from kubetrio.testing import eventually, install_crds, run_manager
 from kubetrio.testing.servers import ApiServer
+from tests.helpers.deployments import deployment_doc
 from tests.helpers.machines import MACHINE_API, USER_DATA
 
 # Pods start at once and grace periods pass ten times as fast: the drains are what is tested.
@@ -145,6 +146,16 @@ class Mcm:
     async def until(self, check: Callable[[], object]) -> None:
         """Until ``check`` holds, re-checked on every change the manager's informers see."""
         await eventually(check, timeout=TIMEOUT)
+
+    async def pool(self, replicas: int, strategy: dict[str, Any] | None = None) -> str:
+        """The deployment scenarios' start: classes ``small`` and ``large`` (the one a
+        rollout moves to), and a MachineDeployment ``pool`` of ``replicas`` small machines;
+        its name."""
+        await self.seed_class("small")
+        await self.seed_class("large", instanceType="l")
+        pool = self.name("pool")
+        await self.post(deployment_doc(pool, replicas=replicas, strategy=strategy))
+        return pool
 
     async def seed_class(self, name: str, **provider_spec: Any) -> None:
         secret = f"{name}-secret"
