@@ -26,7 +26,7 @@ from kubetrio.api.machine import (
     Machine,
     MachineClass,
 )
-from kubetrio.api.meta import format_time, parse_time
+from kubetrio.api.meta import parse_time
 from kubetrio.api.storage import VolumeAttachment
 from kubetrio.controllers.machine.bootstrap import TOKEN_NAMESPACE, token_secret_name
 from kubetrio.controllers.machine.context import ATTACHMENT_NODE_INDEX, MachineContext
@@ -35,6 +35,7 @@ from kubetrio.controllers.machine.driver.codes import TRANSIENT_CODES, Code, Mac
 from kubetrio.controllers.machine.driver.driver import SecretData
 from kubetrio.controllers.machine.driver.providerid import same_vm
 from kubetrio.controllers.machine.health import is_healthy
+from kubetrio.controllers.machine.nodeconditions import set_node_condition
 from kubetrio.controllers.machine.nodes import release_node
 from kubetrio.controllers.machine.options import (
     FORCE_DRAIN_TIMEOUT,
@@ -59,7 +60,7 @@ from kubetrio.runtime.cache.changes import any_change
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.retry import retry_transient
 from kubetrio.runtime.util import finalizers
-from kubetrio.runtime.util.clock import now, seconds_since
+from kubetrio.runtime.util.clock import seconds_since
 from kubetrio.runtime.util.gotext import go_quote
 from kubetrio.runtime.util.log import get_logger
 
@@ -509,28 +510,19 @@ async def mark_node_terminating(
     )
     if existing is not None and existing.status == "True" and existing.reason == reason:
         return
-    stamp = format_time(now())
-    condition = {
-        "type": TERMINATING_CONDITION,
-        "status": "True",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": stamp,
-        "lastHeartbeatTime": stamp,
-    }
-    try:
-        # The same condition written twice is the same node: safe to repeat.
-        flow.written_node = await retry_transient(
-            flow.ctx.target.patch,
-            Node,
-            node_name,
-            {"status": {"conditions": [condition]}},
-            patch_type="strategic",
-            subresource="status",
-        )
-    except ApiError as error:
-        if error.status != 404:
-            raise
+    # The same condition written twice is the same node: safe to repeat.
+    written = await retry_transient(
+        set_node_condition,
+        flow.ctx.target,
+        node_name,
+        TERMINATING_CONDITION,
+        status="True",
+        reason=reason,
+        message=message,
+        heartbeat=True,
+    )
+    if written is not None:
+        flow.written_node = written
 
 
 STEPS: dict[str, Step] = {

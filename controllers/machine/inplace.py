@@ -31,9 +31,10 @@ from kubetrio.api.machine import (
     UPDATE_SUCCESSFUL,
     Machine,
 )
-from kubetrio.api.meta import format_time, parse_time
+from kubetrio.api.meta import parse_time
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.drain.drain import DrainOptions
+from kubetrio.controllers.machine.nodeconditions import set_node_condition
 from kubetrio.controllers.machine.options import (
     FORCE_DRAIN_TIMEOUT,
     UNHEALTHY_NODE_FORCE_AFTER,
@@ -41,8 +42,7 @@ from kubetrio.controllers.machine.options import (
 )
 from kubetrio.controllers.machine.retry import MediumRetry, ShortRetry
 from kubetrio.controllers.machine.status import NODE_LABEL, Operation
-from kubetrio.runtime.client.errors import ApiError
-from kubetrio.runtime.util.clock import now, seconds_since
+from kubetrio.runtime.util.clock import seconds_since
 from kubetrio.runtime.util.log import get_logger
 
 log = get_logger("kubetrio.machine")
@@ -85,26 +85,9 @@ def next_condition(node: Node) -> tuple[str, str] | None:
 
 async def set_condition(ctx: MachineContext, node: str, reason: str, message: str) -> Node | None:
     """The ``InPlaceUpdate`` condition (status True) on the node; None when the node is gone."""
-    stamp = format_time(now())
-    condition = {
-        "type": NODE_IN_PLACE_UPDATE,
-        "status": "True",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": stamp,
-    }
-    try:
-        return await ctx.target.patch(
-            Node,
-            node,
-            {"status": {"conditions": [condition]}},
-            patch_type="strategic",
-            subresource="status",
-        )
-    except ApiError as error:
-        if error.status != 404:
-            raise
-        return None
+    return await set_node_condition(
+        ctx.target, node, NODE_IN_PLACE_UPDATE, status="True", reason=reason, message=message
+    )
 
 
 async def in_place_update(

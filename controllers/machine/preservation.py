@@ -54,6 +54,7 @@ from kubetrio.api.meta import format_time, parse_time
 from kubetrio.controllers.machine.context import MachineContext
 from kubetrio.controllers.machine.drain.drain import DrainOptions
 from kubetrio.controllers.machine.inplace import FORCE_DRAIN_LABEL
+from kubetrio.controllers.machine.nodeconditions import set_node_condition
 from kubetrio.controllers.machine.options import (
     FORCE_DRAIN_TIMEOUT,
     UNHEALTHY_NODE_FORCE_AFTER,
@@ -370,14 +371,14 @@ class Preservation:
         )
 
     async def _set_condition(self, status: str, reason: str, message: str) -> None:
-        condition = {
-            "type": NODE_PRESERVED,
-            "status": status,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": format_time(now()),
-        }
-        await self._patch_node_status({"status": {"conditions": [condition]}})
+        await set_node_condition(
+            self.ctx.target,
+            self.node_name,
+            NODE_PRESERVED,
+            status=status,
+            reason=reason,
+            message=message,
+        )
 
     async def _untaint(self, node: Node) -> None:
         if any(t.key == NODE_PRESERVED_TAINT for t in node.spec.taints):
@@ -399,12 +400,3 @@ class Preservation:
             if error.status != 404:
                 raise
             return None
-
-    async def _patch_node_status(self, patch: dict[str, Any]) -> None:
-        try:
-            await self.ctx.target.patch(
-                Node, self.node_name, patch, patch_type="strategic", subresource="status"
-            )
-        except ApiError as error:
-            if error.status != 404:
-                raise
