@@ -548,6 +548,18 @@ async def test_a_matching_orphan_set_is_adopted_and_a_set_that_stops_matching_re
         assert ok and len(h.sets_of()) == 1
 
 
+async def set_untainted(h: DeploymentHarness, name: str) -> bool:
+    """Whether the set loses its rollout-taint annotation within a minute (it goes after its
+    nodes' taints)."""
+    return await h.set_changes.wait_until(
+        lambda: (
+            (current := h.sets.get("default", name)) is not None
+            and PREFER_NO_SCHEDULE not in current.metadata.annotations
+        ),
+        trio.current_time() + 60,
+    )
+
+
 async def test_a_reverted_template_untaints_its_nodes_once_the_rollout_completes(
     emu: Emulator, mock_clock: trio.testing.MockClock
 ) -> None:
@@ -575,13 +587,7 @@ async def test_a_reverted_template_untaints_its_nodes_once_the_rollout_completes
         await h.wait_complete(generation=generation)
         assert await h.node_changes.wait_until(lambda: not tainted(), trio.current_time() + 60)
         # The set's annotation goes after its nodes' taints.
-        assert await h.set_changes.wait_until(
-            lambda: (
-                (current := h.sets.get("default", machine_set.name)) is not None
-                and PREFER_NO_SCHEDULE not in current.metadata.annotations
-            ),
-            trio.current_time() + 60,
-        )
+        assert await set_untainted(h, machine_set.name)
 
 
 async def test_a_rollback_to_the_current_revision_untaints_its_set_at_once(
@@ -622,10 +628,6 @@ async def test_a_rollback_to_the_current_revision_untaints_its_set_at_once(
         )
         await h.patch({"spec": {"rollbackTo": {"revision": 1}}})
 
-        def untainted() -> bool:
-            node = h.reconciler.nodes.get("", "node-1")
-            return node is not None and all(t.key != PREFER_NO_SCHEDULE for t in node.spec.taints)
-
         # Untainted in the rollback's own pass: before rollbackTo is cleared, not after.
         cleared = await h.deployment_changes.wait_until(
             lambda: (d := h.deployment()) is not None and d.spec.rollback_to is None,
@@ -635,13 +637,7 @@ async def test_a_rollback_to_the_current_revision_untaints_its_set_at_once(
         node = await h.client.get(Node, "node-1")  # the cache of nodes may lag the deployments'
         assert all(t.key != PREFER_NO_SCHEDULE for t in node.spec.taints)
         # The set's annotation goes after its nodes' taints.
-        assert await h.set_changes.wait_until(
-            lambda: (
-                (current := h.sets.get("default", machine_set.name)) is not None
-                and PREFER_NO_SCHEDULE not in current.metadata.annotations
-            ),
-            trio.current_time() + 60,
-        )
+        assert await set_untainted(h, machine_set.name)
 
 
 async def test_nodes_are_left_to_the_autoscaler_during_a_rollout_when_told(
