@@ -37,11 +37,12 @@ def share_strings(obj: T) -> T:
     """Intern the repeated strings of ``obj`` in place; returns ``obj``."""
     meta = obj.metadata
     meta.namespace = _intern(meta.namespace)
-    if meta.generate_name:
-        meta.generate_name = _intern(meta.generate_name)
     if meta.labels:
         meta.labels = {_intern(k): _intern(v) for k, v in meta.labels.items()}
-    if meta.annotations:
+    # A view may keep less than an ObjectMeta (the sharder's Placement).
+    if getattr(meta, "generate_name", None):
+        meta.generate_name = _intern(meta.generate_name)
+    if getattr(meta, "annotations", None):
         meta.annotations = {
             _intern(k): _intern(v) if len(v) <= SHORT else v for k, v in meta.annotations.items()
         }

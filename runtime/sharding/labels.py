@@ -16,13 +16,27 @@ reference hashes by its owner's, so it lands on its owner's shard. Neither uses 
 
 from __future__ import annotations
 
-from kubetrio.api.meta import KubeObject, ObjectMeta, OwnerReference, kind_of
+from typing import Protocol
+
+from kubetrio.api.meta import KubeObject, OwnerReference, kind_of
 
 PREFIX = "sharding.kubetrio.io"
 RING_LABEL = f"{PREFIX}/ring"
 STATE_LABEL = f"{PREFIX}/state"
 # A ring name becomes a label key's name part: at most 63 characters of [a-z0-9.-_].
 MAX_RING_NAME = 63
+
+
+class MetaFields(Protocol):
+    """What sharding reads of an object's metadata: an ``ObjectMeta``, or the sharder's
+    leaner ``Placement``."""
+
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    resource_version: str
+
+    def controller_ref(self) -> OwnerReference | None: ...
 
 
 def shard_label(ring: str) -> str:
@@ -39,13 +53,13 @@ def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0]  # "" for the core group ("v1")
 
 
-def object_key(kind: type[KubeObject], metadata: ObjectMeta) -> str:
+def object_key(kind: type[KubeObject], metadata: MetaFields) -> str:
     """The ring key of an object of ``kind``: ``group/Kind/namespace/name``."""
     info = kind_of(kind)
     return f"{info.group}/{info.kind}/{metadata.namespace}/{metadata.name}"
 
 
-def owner_key(metadata: ObjectMeta) -> str | None:
+def owner_key(metadata: MetaFields) -> str | None:
     """The ring key of an object's controller owner (it follows its owner); None without one."""
     ref: OwnerReference | None = metadata.controller_ref()
     if ref is None:

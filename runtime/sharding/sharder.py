@@ -25,8 +25,9 @@ own) and is itself a small controller over two kinds of key:
 Every label write carries the resourceVersion the decision was made on, so a decision made on
 a stale cache fails with a conflict and is made again on the newer object.
 
-It lists and watches the sharded kinds metadata-only (``metaview``): its memory grows with the
-number of objects by one ObjectMeta each, never by their specs.
+It lists and watches the sharded kinds metadata-only and keeps a ``Placement`` of each
+(``metaview``): name, namespace, resourceVersion, sharding labels and controller owner, a few
+hundred bytes per object whatever the kind's size.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import trio
 from prometheus_client import CollectorRegistry
 
 from kubetrio.api.coordination import Lease
-from kubetrio.api.meta import KubeObject, ObjectMeta, kind_of
+from kubetrio.api.meta import KubeObject, kind_of
 from kubetrio.api.registry import KindInfo
 from kubetrio.runtime.cache.informer import EventHandler, Informer
 from kubetrio.runtime.cache.informercache import InformerCache
@@ -53,12 +54,13 @@ from kubetrio.runtime.leaderelection.elector import micro_time
 from kubetrio.runtime.sharding.labels import (
     RING_LABEL,
     STATE_LABEL,
+    MetaFields,
     drain_label,
     object_key,
     owner_key,
     shard_label,
 )
-from kubetrio.runtime.sharding.metaview import metadata_view
+from kubetrio.runtime.sharding.metaview import placement_view
 from kubetrio.runtime.sharding.metrics import ShardingMetrics, sharding_metrics
 from kubetrio.runtime.sharding.options import ShardingOptions
 from kubetrio.runtime.sharding.ring import Ring
@@ -169,7 +171,7 @@ class Sharder:
             )
         self._views = [
             cache.informer(
-                metadata_view(k.kind), namespace=k.namespace, label_selector=k.label_selector
+                placement_view(k.kind), namespace=k.namespace, label_selector=k.label_selector
             )
             for k in self.kinds
         ]
@@ -392,7 +394,7 @@ class Sharder:
         self._moved(info)
         self._drained(item)
 
-    def _desired(self, sharded: ShardedKind, meta: ObjectMeta) -> str | None:
+    def _desired(self, sharded: ShardedKind, meta: MetaFields) -> str | None:
         """The shard an object belongs on; None while it must wait (or is not in the ring)."""
         assert self.ring is not None
         if sharded.controlled and (not sharded.reconciled or meta.controller_ref() is not None):
@@ -460,11 +462,11 @@ class Sharder:
         """Whether the owner of ring key ``key`` is of one of the ring's kinds."""
         return any(key.startswith(self._kind_prefix(k.kind)) for k in self.kinds)
 
-    def owned_shard(self, meta: ObjectMeta) -> str | None:
+    def owned_shard(self, meta: MetaFields) -> str | None:
         """Where an owned object belongs now (the admission webhook's question)."""
         return self._owned_shard(meta) if self.ring is not None else None
 
-    def _owned_shard(self, meta: ObjectMeta) -> str | None:
+    def _owned_shard(self, meta: MetaFields) -> str | None:
         """Where an owned object belongs: its owner's shard once the owner is where the ring
         wants it, itself following an owner of its own if it has one (None while the owner
         is drained or is yet to move: its assignment brings the owned objects along); the

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import trio
 import trio.testing
 
 from kubetrio.api.coordination import Lease, LeaseSpec
 from kubetrio.api.core import ConfigMap, Secret
+from kubetrio.api.meta import OwnerReference
+from kubetrio.runtime.cache.informer import Informer
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.leaderelection.elector import micro_time
 from kubetrio.runtime.manager.manager import Manager
-from kubetrio.runtime.sharding.labels import shard_label
+from kubetrio.runtime.sharding.labels import drain_label, object_key, owner_key, shard_label
+from kubetrio.runtime.sharding.metaview import Placement, placement_view
 from kubetrio.runtime.sharding.options import ShardingOptions
 from kubetrio.runtime.sharding.shards import ORPHAN_AFTER, LeaseObserver, ShardState
+from kubetrio.testing.servers import ApiServer
 
 
 @pytest.mark.parametrize(
@@ -132,3 +138,62 @@ def test_a_kind_is_sharded_one_way() -> None:
     builder = manager.controller("b").for_(Secret).owns(ConfigMap, namespace="x").sharded()
     with pytest.raises(ValueError, match="other namespaces or selectors"):
         builder.complete(Nothing())  # type: ignore[arg-type]
+
+
+async def test_a_placement_keeps_only_what_assignment_reads(api_server: ApiServer) -> None:
+    """The sharder's per-object record: the sharding labels of every ring and the controller
+    owner (without its uid) survive decoding; other labels, owners and metadata do not."""
+    client = api_server.client()
+    namespace = api_server.namespace
+    owner = await client.create(ConfigMap, {"metadata": {"name": "owner"}}, namespace=namespace)
+    other = await client.create(ConfigMap, {"metadata": {"name": "other"}}, namespace=namespace)
+    labels = {
+        shard_label("r"): "s-1",
+        drain_label("r"): "true",
+        shard_label("another"): "s-2",
+        "app": "web",
+    }
+
+    def ref(to: ConfigMap, controller: bool) -> dict[str, object]:
+        meta = to.metadata
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": meta.name,
+            "uid": meta.uid,
+            "controller": controller,
+            "blockOwnerDeletion": True,
+        }
+
+    await client.create(
+        ConfigMap,
+        {
+            "metadata": {
+                "name": "owned",
+                "labels": labels,
+                "annotations": {"note": "dropped"},
+                "ownerReferences": [ref(other, False), ref(owner, True)],
+            }
+        },
+        namespace=namespace,
+    )
+    view = placement_view(ConfigMap)
+    informer = Informer(client, view, namespace=namespace)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(informer.run)
+        await informer.wait_for_sync()
+        nursery.cancel_scope.cancel()
+    placed = informer.lister.get(namespace, "owned")
+    assert placed is not None
+    meta = placed.metadata
+    assert isinstance(meta, Placement)
+    assert meta.labels == {key: value for key, value in labels.items() if key != "app"}
+    assert meta.owner_references == (
+        OwnerReference(api_version="v1", kind="ConfigMap", name="owner", uid="", controller=True),
+    )
+    assert meta.resource_version and meta.namespace == namespace
+    assert owner_key(meta) == f"/ConfigMap/{namespace}/owner"
+    assert object_key(ConfigMap, meta) == f"/ConfigMap/{namespace}/owned"
+    assert meta.namespace is sys.intern(namespace)  # shared by every cached object
+    plain = informer.lister.get(namespace, "other")
+    assert plain is not None and plain.metadata.controller_ref() is None
