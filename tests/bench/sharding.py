@@ -17,11 +17,15 @@ shard (the sharder has assigned them all and each shard reconciled its own), ``w
 bumped on every object at ``--rate`` objects a second, the same pace for every configuration,
 so each replica sees changes at the rate a live cluster would send them and batching does not
 differ with the load the driver imposes, and the run waits until every object is stamped
-again; ``--rounds`` times. Reported per replica: RSS after that (``VmRSS``), and CPU seconds
+again; ``--rounds`` times. Reported per replica: RSS after that, once every process has
+trimmed its heap as ``kubetrio run`` does once a minute (``VmRSS``), and CPU seconds
 spent from the first bump until every object was stamped, of the round whose shards' sum was
 least (other work on a shared machine only ever adds CPU); per configuration the shards'
 sum per reconcile, the sharder's per reconcile, and the API server's (only the emulator's
-process is ours to read).
+process is ours to read). Memory is compared above a floor measured in the same run: the RSS of
+a replica and of a sharder watching an empty namespace (the interpreter, kubetrio, a manager),
+which no number of shards divides: a shard's RSS above it against the singleton's above it
+divided by N, and the sharder's above an idle sharder's.
 
 Splitting one stream of changes over N processes gives each 1/N of the rate, and a process
 woken for fewer changes a second spends more CPU on each (every wake-up's fixed costs are
@@ -70,11 +74,12 @@ sys.path.insert(0, str(ROOT))
 
 from realserver import real_server  # noqa: E402
 
-from kubetrio.api.core import ConfigMap  # noqa: E402
+from kubetrio.api.coordination import Lease  # noqa: E402
+from kubetrio.api.core import ConfigMap, Namespace  # noqa: E402
 from kubetrio.runtime.cache.informer import EventHandler, Informer  # noqa: E402
 from kubetrio.runtime.client.typed import Client  # noqa: E402
 from kubetrio.runtime.sharding.labels import shard_label  # noqa: E402
-from tests.helpers.sharding_replica import RING  # noqa: E402
+from tests.helpers.sharding_replica import LEADER_LEASE, RING, TRIM_EVERY  # noqa: E402
 
 SHARD = shard_label(RING)
 REPLICA = [sys.executable, "-m", "tests.helpers.sharding_replica"]
@@ -356,6 +361,7 @@ async def configuration(
         rounds_cpu, bump_s, reached = await paced_rounds(
             client, progress, names_of_objects, names, wants, rate, rounds, pids, where
         )
+        await trio.sleep(TRIM_EVERY + 0.5)  # every process trimmed its heap since the run
         rss = {name: rss_mib(p.pid) for name, p in running.items()}
         for share in shares:
             bumped = names_of_objects[: objects // share]
@@ -396,6 +402,30 @@ async def configuration(
     }
 
 
+IDLE_NAMESPACE = "sharding-idle"
+
+
+async def floors(client: Client, kubeconfig: Path, logs: Path) -> dict[str, float]:
+    """The RSS of a replica and of a sharder with no object at all, in a namespace of their
+    own: the interpreter, kubetrio and a manager's fixed structures, which no sharding divides.
+    Measured once each has synced and trimmed its heap."""
+    await client.create(Namespace, {"metadata": {"name": IDLE_NAMESPACE}})
+    commands = {
+        "replica": [*REPLICA, str(kubeconfig), IDLE_NAMESPACE, "idle", "plain"],
+        "sharder": [*REPLICA, str(kubeconfig), IDLE_NAMESPACE, "idle-sharder", "sharder"],
+    }
+    async with processes(commands, logs) as running:
+        for lease in (LEADER_LEASE, f"{LEADER_LEASE}-sharder"):
+            with trio.fail_after(60):
+                while True:
+                    found = await client.get_or_none(Lease, lease, namespace=IDLE_NAMESPACE)
+                    if found is not None and found.spec.holder_identity:
+                        break
+                    await trio.sleep(0.2)  # a bench on the real clock: the process starting
+        await trio.sleep(TRIM_EVERY + 0.5)
+        return {name: round(rss_mib(p.pid), 1) for name, p in running.items()}
+
+
 async def measure(
     kubeconfig: Path,
     server_pid: int | None,
@@ -410,6 +440,7 @@ async def measure(
     watched: Informer[ConfigMap] = Informer(client, ConfigMap, namespace=NAMESPACE)
     results = []
     with tempfile.TemporaryDirectory(prefix="kubetrio-sharding-") as folder:
+        floor = await floors(client, kubeconfig, Path(folder))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watched.run)
             await watched.wait_for_sync()
@@ -435,12 +466,22 @@ async def measure(
                 results.append(result)
             nursery.cancel_scope.cancel()
     singleton = results[0]
+    singleton["rss_floor_mib"] = floor["replica"]
+    singleton["sharder_rss_floor_mib"] = floor["sharder"]
+    cached = singleton["rss_mean_mib"] - floor["replica"]
     for result in results[1:]:
         n = result["replicas"]
-        # Memory: per shard within 1.2 x (singleton / N) above an idle process's floor.
+        # Memory: per shard within 1.2 x (singleton / N) + a constant; the constant is the
+        # floor, what a replica holds with no object at all.
         result["rss_vs_singleton_share"] = round(
             result["rss_mean_mib"] / (singleton["rss_mean_mib"] / n), 2
         )
+        result["rss_above_floor_vs_singleton_share"] = round(
+            (result["rss_mean_mib"] - floor["replica"]) / (cached / n), 2
+        )
+        # What the sharder holds beyond an idle one: its store, and its connections (up to
+        # concurrent_moves of them).
+        result["sharder_above_floor_mib"] = round(result["sharder_rss_mib"] - floor["sharder"], 1)
         # CPU: the shards' sum within 1.1 x the singleton's.
         result["cpu_vs_singleton"] = round(
             result["cpu_ms_per_reconcile"] / singleton["cpu_ms_per_reconcile"], 2
@@ -478,7 +519,15 @@ def table(name: str, figures: dict[str, Any]) -> str:
     row("sharder CPU ms / reconcile", [r["sharder_cpu_ms_per_reconcile"] for r in rows])
     row("server CPU ms / reconcile", [r["server_cpu_ms_per_reconcile"] for r in rows])
     row("RSS per shard, MiB", [r["rss_mib"] for r in rows])
+    row(
+        f"  above the floor ({rows[0]['rss_floor_mib']}) x singleton's / N",
+        [None, *(r["rss_above_floor_vs_singleton_share"] for r in rows[1:])],
+    )
     row("sharder RSS, MiB", [r["sharder_rss_mib"] for r in rows])
+    row(
+        f"  above an idle sharder's ({rows[0]['sharder_rss_floor_mib']})",
+        [None, *(r["sharder_above_floor_mib"] for r in rows[1:])],
+    )
     row("bump s (rate reached /s)", [f"{r['bump_s']} ({r['rate_reached']})" for r in rows])
     return "\n".join(lines)
 
