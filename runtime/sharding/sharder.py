@@ -49,6 +49,7 @@ from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client
 from kubetrio.runtime.controller.controller import Controller, Result, Source
 from kubetrio.runtime.controller.predicates import Predicate
+from kubetrio.runtime.controller.ratelimit import ExponentialFailureRateLimiter
 from kubetrio.runtime.gen.rbac import Permissions, on
 from kubetrio.runtime.leaderelection.elector import micro_time
 from kubetrio.runtime.sharding.labels import (
@@ -183,6 +184,12 @@ class Sharder:
             f"sharder-{opts.ring}",
             self,
             workers=opts.concurrent_moves,
+            # Per key only, without the default's overall 10 a second: nearly every failure
+            # here is a conflict (the object's own controller wrote it since the decision was
+            # made), and a ring change races thousands of writes at once; the overall bucket
+            # would trickle their retries out for minutes, holding the moves back. The
+            # concurrency is bounded by the workers already.
+            rate_limiter=ExponentialFailureRateLimiter(base=0.005, cap=opts.lease_duration),
             registry=self.registry,
         )
         controller.watch(Source(self._leases, lambda _lease: (RING_KEY,)))
