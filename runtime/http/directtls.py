@@ -83,6 +83,9 @@ class DirectTLSStream(trio.abc.Stream):
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         view = memoryview(data)
+        if not view:
+            await trio.lowlevel.checkpoint()
+            return
         sent = 0
         while sent < len(view):
             count = await self._retry(self.socket.send, view[sent:])
