@@ -152,8 +152,8 @@ class Connection:
 
     async def read_head(self) -> Head:
         """The answer's status and headers (interim 1xx answers skipped). ``ProtocolError``
-        when the bytes are not HTTP; ``trio.BrokenResourceError`` (from the stream) or
-        ``EOFError`` when the stream ends first."""
+        when the bytes are not HTTP or stop mid-answer; ``EOFError`` when the stream ends
+        before any byte of the answer (or ``trio.BrokenResourceError`` from the stream)."""
         answer = self._answer
         assert answer is not None, "read_head before request"
         while answer.head is None:
@@ -180,7 +180,9 @@ class Connection:
                 answer.complete = True  # the stream's end is the body's
                 answer.surplus = True  # and the connection's
                 return
-            raise EOFError("connection closed mid-answer" if self.heard else "connection closed")
+            if self.heard:
+                raise ProtocolError("connection closed mid-answer")
+            raise EOFError("connection closed before any answer")
         self.heard = True
         try:
             answer.parser.feed_data(data)

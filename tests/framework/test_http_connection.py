@@ -182,5 +182,5 @@ async def test_malformed_answers_are_refused(answer: bytes) -> None:
 
 async def test_a_stream_that_ends_mid_answer_says_so() -> None:
     answer = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nonly"
-    with pytest.raises(EOFError, match="mid-answer"):
+    with pytest.raises(ProtocolError, match="mid-answer"):
         await exchange(answer, close=True)
