@@ -16,10 +16,8 @@ import ssl
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-import h11
-
 from kubetrio.controllers.storage.errors import BackendUnavailable
-from kubetrio.runtime.http.errors import NoResponse
+from kubetrio.runtime.http.errors import NoResponse, ProtocolError
 from kubetrio.runtime.http.pool import ConnectionPool
 
 MAX_BODY = 16 * 1024 * 1024
@@ -95,7 +93,7 @@ async def request(
 
 def _describe(error: NoResponse) -> str:
     cause = error.__cause__
-    if isinstance(cause, h11.ProtocolError):
+    if isinstance(cause, ProtocolError):
         return f"bad HTTP response: {cause}"
     if isinstance(cause, OSError) and cause.strerror:
         return cause.strerror

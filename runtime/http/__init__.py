@@ -1,4 +1,5 @@
-"""HTTP/1.1 on trio (h11 on trio streams), the one implementation of each side kubetrio has.
+"""HTTP/1.1 on trio, the one implementation of each side kubetrio has: h11 serving, llhttp's
+parser (``httptools``) calling.
 
 Serving: one connection loop (``server``) over the request and response types handlers speak
 (``messages``) and the listeners a bind address opens (``listen``), shared by the manager's

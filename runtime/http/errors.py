@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["ClosedEarly", "NoResponse", "ProxyRefused"]
+__all__ = ["ClosedEarly", "NoResponse", "ProtocolError", "ProxyRefused"]
 
 
 class NoResponse(Exception):
@@ -26,3 +26,7 @@ class ClosedEarly(ConnectionResetError):
 
 class ProxyRefused(ConnectionError):
     """The proxy answered the CONNECT with something other than 2xx."""
+
+
+class ProtocolError(Exception):
+    """The server's bytes are not an HTTP/1.1 answer."""

@@ -1,11 +1,12 @@
 """Requests to one origin over a small pool of kept-alive HTTP/1.1 connections.
 
-A request is a few ``h11`` events written on a trio stream and read back in the same task, so
-a cancelled call simply stops. Connections are kept per key (the TLS identity they were opened
-with: one pool serves a client certificate and its rotated successor side by side) and reused
-most-recent first; an idle one the server has hung up on is never picked, and a request that
-finds its kept-alive connection closed before any answer is sent again on a fresh one when
-repeating it is safe (RFC 9110's idempotent methods, as Go's ``net/http``).
+A request is written on a trio stream and its answer read back in the same task
+(``connection``), so a cancelled call simply stops. Connections are kept per key (the TLS
+identity they were opened with: one pool serves a client certificate and its rotated successor
+side by side) and reused most-recent first; an idle one the server has hung up on is never
+picked, and a request that finds its kept-alive connection closed before any answer is sent
+again on a fresh one when repeating it is safe (RFC 9110's idempotent methods, as Go's
+``net/http``).
 
 With a proxy, an ``https://`` origin is reached through a CONNECT tunnel opened before the TLS
 handshake; a plain ``http://`` one gets its requests in absolute form (``GET http://host/path``),
@@ -26,12 +27,11 @@ import ssl
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping, MutableMapping
 from urllib.parse import urlsplit
 
-import h11
 import trio
 
-from kubetrio.runtime.http.chunked import Dechunker, MalformedChunk
-from kubetrio.runtime.http.connection import READ_SIZE, Connection
-from kubetrio.runtime.http.errors import ClosedEarly, NoResponse
+from kubetrio.runtime.http.connection import Connection, Head
+from kubetrio.runtime.http.directtls import DirectTLSStream
+from kubetrio.runtime.http.errors import ClosedEarly, NoResponse, ProtocolError
 from kubetrio.runtime.http.proxy import Proxy, authority, open_tunnel
 
 __all__ = ["DEFAULT_IDLE", "IDEMPOTENT", "Answer", "ConnectionPool", "Streamed"]
@@ -47,7 +47,13 @@ Headers = MutableMapping[str, str]
 Answer = tuple[int, str, Mapping[str, str], bytes]
 TLS = ssl.SSLContext | Callable[[Hashable], ssl.SSLContext]
 # What fails a connection or an exchange, as opposed to a bug or a cancellation.
-_IO_ERRORS = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, h11.ProtocolError)
+_IO_ERRORS = (
+    OSError,
+    EOFError,
+    trio.BrokenResourceError,
+    trio.ClosedResourceError,
+    ProtocolError,
+)
 
 
 class _Stale(Exception):
@@ -57,62 +63,30 @@ class _Stale(Exception):
 class Streamed:
     """An answer whose head is in: iterate ``chunks()`` for its body as it arrives."""
 
-    __slots__ = ("_connection", "_keep_alive", "_origin", "headers", "reason", "status")
+    __slots__ = ("_connection", "_origin", "headers", "reason", "status")
 
-    def __init__(self, origin: str, connection: Connection, response: h11.Response) -> None:
+    def __init__(self, origin: str, connection: Connection, head: Head) -> None:
         self._origin = origin
         self._connection = connection
-        self.status: int = response.status_code
-        self.reason = response.reason.decode("latin-1")
-        self.headers = _headers(response)
-        self._keep_alive = response.http_version == b"1.1" and "close" not in self.headers.get(
-            "connection", ""
-        ).lower().split(",")
+        self.status: int = head.status
+        self.reason = head.reason
+        self.headers = head.headers
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's pieces; ``NoResponse`` when the stream breaks before its end.
-
-        A chunked body (a watch's) is undone here a whole read at a time (``chunked``): one
-        piece per read, not one h11 event per chunk."""
-        if self.headers.get("transfer-encoding", "").lower() == "chunked":
-            connection = self._connection
-            dechunk = Dechunker()
-            data, _ = connection.h11.trailing_data  # what came in with the head
-            while True:
-                try:
-                    payload = dechunk.feed(data)
-                except MalformedChunk as error:
-                    cut = h11.RemoteProtocolError(str(error))
-                    raise NoResponse(self._origin, cut) from cut
-                if payload:
-                    yield payload
-                # Nothing of this read stays referenced while the next is awaited: an idle
-                # watch would otherwise hold its last read (up to READ_SIZE) and its payload.
-                payload = data = b""
-                if dechunk.done:
-                    if self._keep_alive and not dechunk.left:
-                        # h11 never saw the body: the next exchange starts on fresh state.
-                        connection.h11 = h11.Connection(h11.CLIENT)
-                    return
-                try:
-                    data = bytes(await connection.stream.receive_some(READ_SIZE))
-                except _IO_ERRORS as error:
-                    raise NoResponse(self._origin, error) from error
-                if not data:
-                    cut = h11.RemoteProtocolError("stream ended mid-answer (connection closed)")
-                    raise NoResponse(self._origin, cut) from cut
+        """The body's pieces, one per read (a watch's events as they come); ``NoResponse``
+        when the stream breaks before its end."""
+        read_body = self._connection.read_body
         while True:
             try:
-                event = await self._connection.next_event()
+                piece = await read_body()
             except _IO_ERRORS as error:
                 raise NoResponse(self._origin, error) from error
-            if isinstance(event, h11.Data):
-                yield bytes(event.data)
-            elif isinstance(event, h11.EndOfMessage):
+            if piece is None:
                 return
-            else:
-                cut = h11.RemoteProtocolError(f"stream ended mid-answer ({event})")
-                raise NoResponse(self._origin, cut) from cut
+            yield piece
+            # Nothing of this read stays referenced while the next is awaited: an idle
+            # watch would otherwise hold its last payload.
+            piece = None
 
     async def read(self) -> bytes:
         return b"".join([chunk async for chunk in self.chunks()])
@@ -149,12 +123,12 @@ class ConnectionPool:
         self.proxy = proxy
         self.max_idle = max_idle
         self.opened = 0  # connections made: a figure of reuse
-        self._fields: list[tuple[bytes, bytes]] = [(b"Host", host_header.encode("ascii"))]
+        self._fields: list[tuple[str, str]] = [("Host", host_header)]
         self._target_prefix = self.prefix
         if proxy is not None and not self.https:  # a forward proxy: absolute-form requests
             self._target_prefix = f"http://{host_header}{self.prefix}"
             if proxy.authorization is not None:
-                self._fields.append((b"Proxy-Authorization", proxy.authorization.encode()))
+                self._fields.append(("Proxy-Authorization", proxy.authorization))
         self._tls = tls
         self._idle: dict[Hashable, list[Connection]] = {}
 
@@ -167,7 +141,11 @@ class ConnectionPool:
 
     async def _handshake(
         self, stream: trio.abc.Stream, key: Hashable, server_name: str
-    ) -> trio.SSLStream[trio.abc.Stream]:
+    ) -> trio.abc.Stream:
+        """TLS over ``stream``: by OpenSSL on the socket when ``stream`` is one, else (TLS
+        inside a proxy's TLS) over memory buffers."""
+        if isinstance(stream, trio.SocketStream):
+            return await DirectTLSStream.connect(stream, self._context(key), server_name)
         tls = trio.SSLStream(stream, self._context(key), server_hostname=server_name)
         await tls.do_handshake()
         return tls
@@ -297,34 +275,19 @@ class ConnectionPool:
         target: str,
         headers: Headers,
         body: bytes | None,
-    ) -> h11.Response:
+    ) -> Head:
         """Write the request and read the answer's head; ``_Stale`` when the connection turns
         out closed before any byte of it."""
-        wire = connection.h11
-        fields = list(self._fields)
-        fields.extend(
-            (name.encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()
-        )
-        fields.append((b"Content-Length", str(len(body) if body is not None else 0).encode()))
-        request = h11.Request(method=method, target=self._target_prefix + target, headers=fields)
-        out = wire.send(request) or b""
-        if body:
-            out += wire.send(h11.Data(data=body)) or b""
-        out += wire.send(h11.EndOfMessage()) or b""
+        fields = self._fields.copy()
+        fields.extend(headers.items())
+        out = connection.request(method, self._target_prefix + target, fields, body)
         try:
             await connection.stream.send_all(out)
-            response = await connection.next_event()
-            while isinstance(response, h11.InformationalResponse):  # 100 Continue and such
-                response = await connection.next_event()
-        except (trio.BrokenResourceError, ConnectionResetError, h11.RemoteProtocolError) as error:
+            return await connection.read_head()
+        except (trio.BrokenResourceError, ConnectionResetError, EOFError) as error:
             if connection.heard:
                 raise
             raise _Stale() from error  # closed before any of the answer came
-        if response is h11.PAUSED or isinstance(response, h11.ConnectionClosed):
-            raise _Stale()
-        if not isinstance(response, h11.Response):
-            raise h11.RemoteProtocolError(f"unexpected {type(response).__name__}")
-        return response
 
     async def _round_trip(
         self,
@@ -334,26 +297,23 @@ class ConnectionPool:
         headers: Headers,
         body: bytes | None,
     ) -> Answer:
-        response = await self._start(connection, method, target, headers, body)
+        head = await self._start(connection, method, target, headers, body)
+        read_body = connection.read_body
+        first = await read_body()
+        if first is None:
+            return head.status, head.reason, head.headers, b""
+        more = await read_body()
+        if more is None:
+            return head.status, head.reason, head.headers, first
         # One growing buffer, not a list of pieces: a large answer (a watch cache's unpaged
         # LIST is 90 MB at 10 000 pods) then lives in one mapping the allocator hands back
         # whole when it is freed, where thousands of small pieces would leave their heap
         # behind below the objects decoded from them.
-        whole = bytearray()
-        while True:
-            event = await connection.next_event()
-            if isinstance(event, h11.Data):
-                whole += event.data
-            elif isinstance(event, h11.EndOfMessage):
-                break
-            else:
-                raise h11.RemoteProtocolError(f"connection closed mid-answer ({event})")
-        return (
-            response.status_code,
-            response.reason.decode("latin-1"),
-            _headers(response),
-            bytes(whole),
-        )
+        whole = bytearray(first)
+        while more is not None:
+            whole += more
+            more = await read_body()
+        return head.status, head.reason, head.headers, bytes(whole)
 
     @contextlib.asynccontextmanager
     async def stream(
@@ -374,7 +334,7 @@ class ConnectionPool:
         for attempt in range(2):
             connection, reused = await self._acquire(key, connect_timeout)
             try:
-                response = await self._start(connection, method, target, headers, body)
+                head = await self._start(connection, method, target, headers, body)
                 break
             except _Stale:
                 connection.close_now()
@@ -391,13 +351,8 @@ class ConnectionPool:
         else:  # pragma: no cover
             raise AssertionError("unreachable")
         try:
-            yield Streamed(self.origin, connection, response)
+            yield Streamed(self.origin, connection, head)
         except BaseException:
             connection.close_now()
             raise
         self._give_back(connection)
-
-
-def _headers(response: h11.Response) -> dict[str, str]:
-    """The answer's headers, names in lower case (as h11 gives them)."""
-    return {name.decode("latin-1"): value.decode("latin-1") for name, value in response.headers}

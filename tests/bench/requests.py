@@ -12,9 +12,9 @@ lifecycles at a time, after a warm-up round that opens the connections. Variants
   fed by a queue; answers come back to trio through ``run_sync_soon`` (no thread start, no
   ``to_thread`` bookkeeping; one thread, so the requests are sent one at a time).
 * ``wire`` — the trio-native HTTP/1.1 client (``kubetrio.runtime.client.wire`` over
-  ``kubetrio.runtime.http``: h11 on kept-alive trio streams) through the full ``Client``;
-  ``wire-raw`` is the same exchange called directly, bytes in and out, to compare with the two
-  raw variants.
+  ``kubetrio.runtime.http``: llhttp's parser on kept-alive trio streams) through the full
+  ``Client``; ``wire-raw`` is the same exchange called directly, bytes in and out, to compare
+  with the two raw variants.
 
 The ``Client`` variant includes what the client does around the exchange (rate limiter off,
 metrics, msgspec decoding of typed ConfigMaps); the raw variants return bytes and skip it, so

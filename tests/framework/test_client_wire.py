@@ -138,8 +138,8 @@ async def test_requests_share_one_kept_alive_connection(
 async def test_a_watch_read_to_its_end_leaves_its_connection_for_the_next_request(
     mock_clock: trio.testing.MockClock,
 ) -> None:
-    """A chunked watch answer is undone without h11 (``runtime.http.chunked``): every event
-    arrives whatever way the writes split it, and the connection is reused afterwards."""
+    """A chunked watch answer: every event arrives whatever way the writes split it, and the
+    connection is reused afterwards."""
     async with bare_server("chunked") as (url, seen):
         kube = Client.from_url(url, token="t0k")
         for round_ in range(2):

@@ -172,7 +172,7 @@ async def test_unknown_name_is_not_found_without_a_delete_and_ids_are_quoted() -
         (b"", "connection closed before a response$"),
         (
             b"HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\n{",
-            "bad HTTP response: peer closed connection without sending complete message body",
+            "bad HTTP response: connection closed mid-answer",
         ),
         (b"SSH-2.0-OpenSSH\r\n\r\n", "bad HTTP response"),
     ],
