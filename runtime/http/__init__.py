@@ -5,8 +5,9 @@ Serving: one connection loop (``server``) over the request and response types ha
 (``messages``) and the listeners a bind address opens (``listen``), shared by the manager's
 metrics and probe endpoints, its webhook server and the API server emulator.
 
-Calling: ``ConnectionPool`` (``pool``) with kept-alive connections per origin, TLS by
-``trio.SSLStream``, an HTTP proxy as a CONNECT tunnel (or absolute-form requests for plain
+Calling: ``ConnectionPool`` (``pool``) with kept-alive connections per origin (``connection``),
+TLS by OpenSSL on the socket (``directtls``; ``trio.SSLStream`` inside a proxy's TLS), an HTTP
+proxy as a CONNECT tunnel (or absolute-form requests for plain
 ``http://``, ``proxy``), and a cancelled call that simply stops — no worker thread left
 blocked in ``recv``; the API client, the emulator's webhook calls, its raw test client, the
 storage controllers' backend client and the ``sim`` machine driver all speak through it.
