@@ -113,12 +113,13 @@ class Connection:
     """A stream and the exchange it carries; ``key`` is the pool's (the TLS identity it was
     opened with); ``heard`` whether any byte of the current answer arrived."""
 
-    __slots__ = ("_answer", "heard", "key", "stream")
+    __slots__ = ("_answer", "heard", "idle_since", "key", "stream")
 
     def __init__(self, stream: trio.abc.Stream, key: Hashable) -> None:
         self.stream = stream
         self.key = key
         self.heard = False
+        self.idle_since = 0.0  # trio clock: when the pool last kept it idle
         self._answer: _Answer | None = None
 
     def request(

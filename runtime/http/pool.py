@@ -3,10 +3,10 @@
 A request is written on a trio stream and its answer read back in the same task
 (``connection``), so a cancelled call simply stops. Connections are kept per key (the TLS
 identity they were opened with: one pool serves a client certificate and its rotated successor
-side by side) and reused most-recent first; an idle one the server has hung up on is never
-picked, and a request that finds its kept-alive connection closed before any answer is sent
-again on a fresh one when repeating it is safe (RFC 9110's idempotent methods, as Go's
-``net/http``).
+side by side) and reused most-recent first, closed after ``IDLE_TIMEOUT`` unused; an idle one
+the server has hung up on is never picked, and a request that finds its kept-alive connection
+closed before any answer is sent again on a fresh one when repeating it is safe (RFC 9110's
+idempotent methods, as Go's ``net/http``).
 
 With a proxy, an ``https://`` origin is reached through a CONNECT tunnel opened before the TLS
 handshake; a plain ``http://`` one gets its requests in absolute form (``GET http://host/path``),
@@ -34,10 +34,14 @@ from kubetrio.runtime.http.directtls import DirectTLSStream
 from kubetrio.runtime.http.errors import ClosedEarly, NoResponse, ProtocolError
 from kubetrio.runtime.http.proxy import Proxy, authority, open_tunnel
 
-__all__ = ["DEFAULT_IDLE", "IDEMPOTENT", "Answer", "ConnectionPool", "Streamed"]
+__all__ = ["DEFAULT_IDLE", "IDEMPOTENT", "IDLE_TIMEOUT", "Answer", "ConnectionPool", "Streamed"]
 
 # Idle kept-alive connections per key; more are closed once answered.
 DEFAULT_IDLE = 64
+# Seconds a kept-alive connection may stay idle before it is closed (client-go's transport
+# default): a burst of concurrent requests does not leave its connections, and their TLS
+# state, open for the life of the process.
+IDLE_TIMEOUT = 90.0
 
 # Requests whose repetition changes nothing more (RFC 9110 9.2.2): sent again when a
 # kept-alive connection turns out closed before any answer.
@@ -178,6 +182,8 @@ class ConnectionPool:
     def _take_idle(self, key: Hashable) -> Connection | None:
         """The most recently used idle connection the server has not hung up on."""
         idle = self._idle.get(key)
+        if idle:
+            _close_expired(idle)
         while idle:
             connection = idle.pop()
             if not connection.dropped():
@@ -190,7 +196,9 @@ class ConnectionPool:
         key was not forgotten meanwhile; closed otherwise."""
         idle = self._idle.get(connection.key)
         if idle is not None and len(idle) < self.max_idle and connection.reusable():
+            connection.idle_since = trio.current_time()
             idle.append(connection)
+            _close_expired(idle)
             return
         connection.close_now()
 
@@ -356,3 +364,11 @@ class ConnectionPool:
             connection.close_now()
             raise
         self._give_back(connection)
+
+
+def _close_expired(idle: list[Connection]) -> None:
+    """Close the connections of ``idle`` (least recently used first) idle for longer than
+    ``IDLE_TIMEOUT``."""
+    expired = trio.current_time() - IDLE_TIMEOUT
+    while idle and idle[0].idle_since < expired:
+        idle.pop(0).close_now()

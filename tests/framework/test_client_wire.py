@@ -21,11 +21,13 @@ from kubetrio.api.core import ConfigMap
 from kubetrio.emulator import Emulator
 from kubetrio.runtime.client.errors import ApiError
 from kubetrio.runtime.client.typed import Client, WatchEvent
+from kubetrio.runtime.http.pool import IDLE_TIMEOUT
 
 
 @dataclass
 class Seen:
     connections: int = 0
+    closed_by_client: int = 0
     requests: list[dict[str, str]] = field(default_factory=list)
 
 
@@ -78,6 +80,7 @@ async def _serve(mode: str, seen: Seen, stream: trio.SocketStream) -> None:
             await stream.send_all(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
             if mode == "close":
                 return
+        seen.closed_by_client += 1
     except trio.BrokenResourceError:
         return
     finally:
@@ -150,6 +153,23 @@ async def test_a_watch_read_to_its_end_leaves_its_connection_for_the_next_reques
             answer = json.loads(await kube.request("GET", "/x"))
             assert answer["n"] == 2 * round_ + 2
         assert seen.connections == 1
+
+
+async def test_connections_idle_for_long_are_closed(mock_clock: trio.testing.MockClock) -> None:
+    """A burst of concurrent requests opens a connection each; once they have stood unused for
+    ``IDLE_TIMEOUT`` the next request closes them and opens a fresh one."""
+    async with bare_server("keep") as (url, seen):
+        kube = Client.from_url(url, token="t0k")
+        async with trio.open_nursery() as nursery:
+            for _ in range(3):
+                nursery.start_soon(partial(kube.request, "GET", "/x"))
+        assert seen.connections == 3
+        await kube.request("GET", "/x")  # reuses one of them
+        assert (seen.connections, seen.closed_by_client) == (3, 0)
+        await trio.sleep(IDLE_TIMEOUT + 1)  # the simulated clock: nobody asks for a while
+        await kube.request("GET", "/x")
+        await trio.testing.wait_all_tasks_blocked()  # the server saw the closes
+        assert (seen.connections, seen.closed_by_client) == (4, 3)
 
 
 async def test_a_connection_the_server_dropped_while_idle_is_replaced(
