@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..runner import probe
+from ..runner import Poll, probe
 from .objects import (
     ACCOUNTS,
     CMS,
@@ -64,6 +64,24 @@ BINDING = {
 }
 GRANT = (setup(post(ROLES, ROLE)), setup(post(ROLEBINDINGS, BINDING)))
 
+# kube-apiserver's RBAC authorizer reads Roles and RoleBindings from its own cache, a moment
+# behind the create: a request right after a grant may still be refused, as any client that
+# grants and then acts meets. The probes ask again until the grant shows.
+
+
+def _allowed(answer: dict[str, Any]) -> bool:
+    return bool((answer["body"].get("status") or {}).get("allowed"))
+
+
+def _not_forbidden(answer: dict[str, Any]) -> bool:
+    return bool(answer["code"] != 403)
+
+
+def _pods_ruled(answer: dict[str, Any]) -> bool:
+    rules = (answer["body"].get("status") or {}).get("resourceRules") or []
+    return any("pods" in (rule.get("resources") or []) for rule in rules)
+
+
 PROBES = [
     probe("auth.self-subject-review-admin", post(SSR, REVIEW)),
     probe("auth.access-review-admin", post(SSAR, ssar("create", "pods"))),
@@ -98,13 +116,13 @@ PROBES = [
         "auth.service-account-access-review-allowed",
         *TOKEN,
         *GRANT,
-        post(SSAR, ssar("list", "pods"), user="tok"),
+        Poll(post(SSAR, ssar("list", "pods"), user="tok"), until=_allowed),
     ),
     probe(
         "auth.service-account-granted-list",
         *TOKEN,
         *GRANT,
-        get(PODS, user="tok", view=lambda b: b.get("kind")),
+        Poll(get(PODS, user="tok", view=lambda b: b.get("kind")), until=_not_forbidden),
     ),
     probe(
         "auth.service-account-discovery",
@@ -120,23 +138,26 @@ PROBES = [
         "auth.service-account-rules-review",
         *TOKEN,
         *GRANT,
-        post(
-            SSRR,
-            {
-                "apiVersion": "authorization.k8s.io/v1",
-                "kind": "SelfSubjectRulesReview",
-                "spec": {"namespace": "$ns"},
-            },
-            user="tok",
-            view=lambda b: sorted(
-                (
-                    tuple(r.get("apiGroups") or []),
-                    tuple(r.get("resources") or []),
-                    tuple(sorted(r.get("verbs") or [])),
-                )
-                for r in (b.get("status") or {}).get("resourceRules") or []
-                if "pods" in (r.get("resources") or [])
+        Poll(
+            post(
+                SSRR,
+                {
+                    "apiVersion": "authorization.k8s.io/v1",
+                    "kind": "SelfSubjectRulesReview",
+                    "spec": {"namespace": "$ns"},
+                },
+                user="tok",
+                view=lambda b: sorted(
+                    (
+                        tuple(r.get("apiGroups") or []),
+                        tuple(r.get("resources") or []),
+                        tuple(sorted(r.get("verbs") or [])),
+                    )
+                    for r in (b.get("status") or {}).get("resourceRules") or []
+                    if "pods" in (r.get("resources") or [])
+                ),
             ),
+            until=_pods_ruled,
         ),
     ),
     probe("auth.anonymous", get("/api/v1/namespaces", user="")),
