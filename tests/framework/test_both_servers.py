@@ -25,7 +25,7 @@ from kubetrio.runtime.cache.informer import EventHandler
 from kubetrio.runtime.metrics.secure import SecureServing
 from kubetrio.runtime.util.inflight import request_in_flight
 from kubetrio.runtime.webhook.manifest import as_url
-from kubetrio.testing import install_crds, run_manager, wait_for, wait_gone
+from kubetrio.testing import eventually, install_crds, run_manager, wait_for, wait_gone
 from kubetrio.testing.servers import ApiServer
 from tests.helpers.readme import readme_controller
 
@@ -127,6 +127,17 @@ async def test_the_server_calls_the_managers_webhooks(api_server: ApiServer) -> 
                     "machineConfiguration": {"drainTimeout": "5x"},
                 },
             }
+
+            async def in_effect() -> bool:
+                """kube-apiserver reads webhook configurations from its own cache, a moment
+                behind their create: until then a request is admitted without a call."""
+                try:
+                    await client.create(Machine, bad, namespace=namespace, dry_run=True)
+                except ApiError as error:
+                    return error.status == 422
+                return False
+
+            await eventually(in_effect, timeout=30, interval=0.2)
             with pytest.raises(ApiError) as refused:
                 await client.create(Machine, bad, namespace=namespace)
             assert refused.value.status == 422
