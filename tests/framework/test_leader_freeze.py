@@ -221,8 +221,15 @@ async def freeze_rounds(
         for manager in managers[:-1]:
             if manager.process.returncode is None:
                 manager.process.kill()
+        # Held, and known to be held by the manager itself (its own acquire answered: the
+        # server's record changes before the manager hears back, and a manager stopped while
+        # still campaigning has nothing to release). Its renewals wake the wait.
         await leases.wait_for(
-            lambda: newest.identity() is not None and holder() == newest.identity(),
+            lambda: (
+                newest.identity() is not None
+                and holder() == newest.identity()
+                and "acquired leader lease" in newest.log.read_text(errors="replace")
+            ),
             seconds=30,
         )
         newest.process.terminate()
