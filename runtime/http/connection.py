@@ -227,10 +227,11 @@ class Connection:
 
     def close_now(self) -> None:
         """Close without a TLS goodbye: never blocks, safe in a cancelled scope."""
+        if isinstance(self.stream, DirectTLSStream):
+            self.stream.close_now()
+            return
         socket = self._socket()
         if socket is not None:
-            if isinstance(socket, ssl.SSLSocket) and socket.fileno() != -1:
-                trio.lowlevel.notify_closing(socket)  # as a trio socket's close does
             socket.close()
 
     def _socket(self) -> trio.socket.SocketType | ssl.SSLSocket | None:

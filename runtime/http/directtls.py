@@ -52,7 +52,7 @@ class DirectTLSStream(trio.abc.Stream):
         try:
             await self._retry(tls.do_handshake)
         except BaseException:
-            self._close()
+            self.close_now()
             raise
         return self
 
@@ -97,10 +97,12 @@ class DirectTLSStream(trio.abc.Stream):
 
     async def aclose(self) -> None:
         """Close without a TLS goodbye (no ``close_notify``): never blocks."""
-        self._close()
+        self.close_now()
         await trio.lowlevel.checkpoint()
 
-    def _close(self) -> None:
+    def close_now(self) -> None:
+        """``aclose`` without the checkpoint: safe in a cancelled scope. A task waiting on the
+        socket is woken, as a trio socket's ``close`` does."""
         if self.socket.fileno() != -1:
             trio.lowlevel.notify_closing(self.socket)
         self.socket.close()
